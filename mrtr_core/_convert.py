@@ -1,0 +1,201 @@
+"""Structuring and unstructuring the wire model with cattrs.
+
+One converter, strict about primitives (a ``"5"`` is not an int, ``true`` is
+not a number), with each payload class's wire names taken from its field
+metadata and its unknown keys carried in ``extra``.  Every failure surfaces as
+:class:`RemoteProtocolError` with ``-32602`` (invalid params); no cattrs,
+``KeyError`` or ``TypeError`` leaks out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ._errors import INVALID_PARAMS, RemoteProtocolError
+from ._model import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    ListRootsRequest,
+    ListRootsResult,
+    Root,
+)
+
+T = TypeVar("T")
+
+# The key under which the generated hooks pass ``extra``; it cannot collide with
+# a peer's key because the peer's keys are split off before it is added.
+_EXTRA = "\x00extra"
+
+converter = cattrs.Converter(detailed_validation=False)
+
+
+def _strict(kind: type, check: Callable[[Any], bool]) -> None:
+    def hook(value: Any, _: Any) -> Any:
+        if not check(value):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    converter.register_structure_hook(kind, hook)
+
+
+_strict(str, lambda v: isinstance(v, str))
+_strict(int, lambda v: isinstance(v, int) and not isinstance(v, bool))
+_strict(float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+_strict(bool, lambda v: isinstance(v, bool))
+
+
+def _register_payload(cls: type) -> None:
+    fields = attrs.fields(cls)
+    renames = {f.name: f.metadata.get("wire", f.name) for f in fields if f.name != "extra"}
+    known = frozenset(renames.values())
+    overrides = {
+        f.name: override(rename=renames[f.name], omit_if_default=not f.metadata.get("always"))
+        for f in fields
+        if f.name != "extra"
+    }
+    overrides["extra"] = override(rename=_EXTRA)
+    # cattrs types its **overrides loosely against its own keyword flags; go via Any.
+    make_structure: Any = make_dict_structure_fn
+    make_unstructure: Any = make_dict_unstructure_fn
+    inner_structure: Callable[..., Any] = make_structure(cls, converter, **overrides)
+    inner_unstructure: Callable[..., Any] = make_unstructure(
+        cls, converter, _cattrs_omit_if_default=True, **overrides
+    )
+
+    def structure(raw: Any, _: Any) -> Any:
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"expected an object, got {type(raw).__name__}")
+        base = {k: v for k, v in raw.items() if k in known}
+        base[_EXTRA] = {k: v for k, v in raw.items() if k not in known}
+        return inner_structure(base, cls)
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        out = inner_unstructure(obj)
+        extra = out.pop(_EXTRA, None) or {}
+        return {**extra, **out} if extra else out
+
+    converter.register_structure_hook(cls, structure)
+    converter.register_unstructure_hook(cls, unstructure)
+
+
+for _cls in (
+    ElicitFormRequest,
+    ElicitUrlRequest,
+    CreateMessageRequest,
+    ListRootsRequest,
+    ElicitResult,
+    CreateMessageResult,
+    Root,
+    ListRootsResult,
+):
+    _register_payload(_cls)
+
+
+def structure(raw: Any, cls: type[T]) -> T:
+    """Structure ``raw`` into ``cls``; any failure is a -32602 RemoteProtocolError."""
+    try:
+        return converter.structure(raw, cls)
+    except Exception as exc:  # cattrs raises many kinds; all mean "invalid params"
+        raise RemoteProtocolError(
+            f"invalid {getattr(cls, '__name__', cls)}: {exc}", code=INVALID_PARAMS
+        ) from exc
+
+
+def unstructure(obj: Any) -> Any:
+    """The plain, JSON-able form of a model object."""
+    return converter.unstructure(obj)
+
+
+INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+
+
+def input_request_class(raw: Any) -> type[InputRequest]:
+    """The class an ``{method, params}`` input request structures into."""
+    if not isinstance(raw, Mapping):
+        raise RemoteProtocolError("an input request must be an object", code=INVALID_PARAMS)
+    method = raw.get("method")
+    params = raw.get("params")
+    if method == "elicitation/create":
+        mode = params.get("mode") if isinstance(params, Mapping) else None
+        if mode is None or mode == "form":
+            return ElicitFormRequest
+        if mode == "url":
+            return ElicitUrlRequest
+        raise RemoteProtocolError(f"unknown elicitation mode {mode!r}", code=INVALID_PARAMS)
+    if method == "sampling/createMessage":
+        return CreateMessageRequest
+    if method == "roots/list":
+        return ListRootsRequest
+    raise RemoteProtocolError(f"unknown input request method {method!r}", code=INVALID_PARAMS)
+
+
+def structure_input_request(raw: Any) -> InputRequest:
+    """``{"method", "params"}`` -> the typed input request."""
+    cls = input_request_class(raw)
+    params = raw.get("params")
+    if params is None and cls is ListRootsRequest:
+        params = {}
+    return structure(params, cls)
+
+
+def unstructure_input_request(request: InputRequest) -> dict[str, Any]:
+    """The typed input request -> ``{"method", "params"}``."""
+    return {"method": request.method, "params": converter.unstructure(request)}
+
+
+def structure_input_required(raw: Any) -> InputRequiredResult:
+    """A result mapping with ``resultType: input_required`` -> InputRequiredResult.
+
+    Checks the shape only; the round engine adds the protocol rules (at least
+    one field, capabilities).
+    """
+    if not isinstance(raw, Mapping):
+        raise RemoteProtocolError("a result must be an object", code=INVALID_PARAMS)
+    if raw.get("resultType") != "input_required":
+        raise RemoteProtocolError("not an input_required result", code=INVALID_PARAMS)
+    requests_raw = raw.get("inputRequests")
+    requests: dict[str, InputRequest] | None = None
+    if requests_raw is not None:
+        if not isinstance(requests_raw, Mapping):
+            raise RemoteProtocolError("inputRequests must be an object", code=INVALID_PARAMS)
+        requests = {str(k): structure_input_request(v) for k, v in requests_raw.items()}
+    state = raw.get("requestState")
+    if state is not None and not isinstance(state, str):
+        raise RemoteProtocolError("requestState must be a string", code=INVALID_PARAMS)
+    extra = {
+        k: v for k, v in raw.items() if k not in ("resultType", "inputRequests", "requestState")
+    }
+    return InputRequiredResult(input_requests=requests, request_state=state, extra=extra)
+
+
+def unstructure_input_required(result: InputRequiredResult) -> dict[str, Any]:
+    """InputRequiredResult -> the wire result mapping, ``resultType`` included."""
+    out: dict[str, Any] = dict(result.extra)
+    out["resultType"] = "input_required"
+    if result.input_requests is not None:
+        out["inputRequests"] = {
+            k: unstructure_input_request(v) for k, v in result.input_requests.items()
+        }
+    if result.request_state is not None:
+        out["requestState"] = result.request_state
+    return out
+
+
+def unstructure_input_response(
+    response: InputResponse | Mapping[str, Any],
+) -> dict[str, Any]:
+    """A typed input response (or a plain mapping, copied) -> its wire mapping."""
+    if isinstance(response, Mapping):
+        return dict(response)
+    return converter.unstructure(response)  # type: ignore[no-any-return]

@@ -1,0 +1,652 @@
+"""The round engine: one logical MRTR call, from the first leg to a terminal event.
+
+The engine does no I/O and reads no clock.  Inputs that need time take
+``now``, monotonic seconds from the caller's clock; the engine only compares
+and subtracts them.  Inputs queue events; ``next_event()`` hands them out.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from ._convert import (
+    structure,
+    structure_input_request,
+    unstructure_input_request,
+    unstructure_input_response,
+)
+from ._errors import (
+    InputFailed,
+    InvalidInputRequired,
+    LocalProtocolError,
+    MissingCapability,
+    MrtrError,
+    PeerError,
+    RemoteProtocolError,
+    RoundLimitExceeded,
+)
+from ._events import (
+    FINISHED,
+    NEED_INPUT,
+    NEED_RESULT,
+    NEED_START,
+    CancelInputs,
+    Cancelled,
+    CancelLeg,
+    DispatchInput,
+    Done,
+    EngineEvent,
+    Failed,
+    RoundStarted,
+    SendRequest,
+    SendRetry,
+    TimedOut,
+    TimeoutLimit,
+    Wait,
+    input_kind,
+)
+from ._model import (
+    RESPONSE_FOR_REQUEST,
+    CreateMessageRequest,
+    ElicitFormRequest,
+    ElicitUrlRequest,
+    ErrorObject,
+    InputRequest,
+    InputResponse,
+)
+from ._retry import MRTR_METHODS, build_retry_params
+from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
+
+CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
+
+#: Pacing of requestState-only legs: 50 ms, doubling, capped at 250 ms.
+PACE_FIRST = 0.05
+PACE_CAP = 0.25
+
+SNAPSHOT_VERSION = 1
+
+_WAIT_FOR_STATE = {
+    EngineState.IDLE: NEED_START,
+    EngineState.AWAITING_RESULT: NEED_RESULT,
+    EngineState.AWAITING_INPUT: NEED_INPUT,
+}
+
+
+def _check_limit(name: str, value: float | None, *, integer: bool = False) -> None:
+    if value is None:
+        return
+    if integer:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if not ok:
+        kind = "a non-negative int" if integer else "a positive number or None"
+        raise LocalProtocolError(f"{name} must be {kind}, got {value!r}")
+
+
+def _min(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def missing_capability(request: InputRequest, capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ClientCapabilities`` fragment ``request`` needs but ``capabilities`` lacks.
+
+    Empty when the request is allowed.  Elicitation ``{}`` means form only; URL
+    mode needs ``url``; sampling with ``tools``/``toolChoice`` needs ``sampling.tools``.
+    """
+    if isinstance(request, ElicitFormRequest):
+        elicitation = capabilities.get("elicitation")
+        if not isinstance(elicitation, Mapping) or (elicitation and "form" not in elicitation):
+            return {"elicitation": {"form": {}}}
+    elif isinstance(request, ElicitUrlRequest):
+        elicitation = capabilities.get("elicitation")
+        if not isinstance(elicitation, Mapping) or "url" not in elicitation:
+            return {"elicitation": {"url": {}}}
+    elif isinstance(request, CreateMessageRequest):
+        sampling = capabilities.get("sampling")
+        if not isinstance(sampling, Mapping):
+            return {"sampling": {"tools": {}} if _uses_tools(request) else {}}
+        if _uses_tools(request) and "tools" not in sampling:
+            return {"sampling": {"tools": {}}}
+    elif not isinstance(capabilities.get("roots"), Mapping):
+        return {"roots": {}}
+    return {}
+
+
+def _uses_tools(request: CreateMessageRequest) -> bool:
+    return request.tools is not None or request.tool_choice is not None
+
+
+class RoundEngine:
+    """Drives one ``tools/call``, ``prompts/get`` or ``resources/read`` through its rounds.
+
+    ``params`` is the original request's params (never mutated).  Client
+    capabilities come from ``capabilities`` or, when that is ``None``, from
+    ``params["_meta"]["io.modelcontextprotocol/clientCapabilities"`` (absent = none).
+
+    Limits: ``leg_timeout`` bounds the server's time on each leg; ``total_timeout``
+    the whole flow from ``start``; ``input_timeout`` each round's wait for
+    answers.  ``max_rounds`` caps retries for rounds with input requests,
+    ``max_state_only_legs`` the requestState-only legs of the flow, and
+    ``max_leg_reissues`` the re-sends of one leg after broken streams.
+    """
+
+    def __init__(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        capabilities: Mapping[str, Any] | None = None,
+        leg_timeout: float | None = None,
+        total_timeout: float | None = None,
+        input_timeout: float | None = None,
+        max_rounds: int = 10,
+        max_state_only_legs: int = 10,
+        max_leg_reissues: int = 3,
+    ) -> None:
+        if method not in MRTR_METHODS:
+            raise LocalProtocolError(f"{method!r} cannot answer input_required")
+        if not isinstance(params, Mapping):
+            raise LocalProtocolError("params must be a mapping")
+        _check_limit("leg_timeout", leg_timeout)
+        _check_limit("total_timeout", total_timeout)
+        _check_limit("input_timeout", input_timeout)
+        _check_limit("max_rounds", max_rounds, integer=True)
+        _check_limit("max_state_only_legs", max_state_only_legs, integer=True)
+        _check_limit("max_leg_reissues", max_leg_reissues, integer=True)
+        if capabilities is None:
+            meta = params.get("_meta")
+            found = meta.get(CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+            capabilities = found if isinstance(found, Mapping) else {}
+        elif not isinstance(capabilities, Mapping):
+            raise LocalProtocolError("capabilities must be a mapping")
+        self.method = method
+        self.params = params
+        self.capabilities = capabilities
+        self.leg_timeout = leg_timeout
+        self.total_timeout = total_timeout
+        self.input_timeout = input_timeout
+        self.max_rounds = max_rounds
+        self.max_state_only_legs = max_state_only_legs
+        self.max_leg_reissues = max_leg_reissues
+
+        self.state = EngineState.IDLE
+        self._events: deque[EngineEvent] = deque()
+        self._started_at = 0.0
+        #: Rounds seen (every accepted input_required result), legs put on the wire.
+        self.round = 0
+        self.legs = 0
+        self._input_rounds = 0
+        self._state_only_legs = 0
+        self._reissues = 0
+        self._pace: float | None = None
+        # The leg in flight.
+        self._leg_params: Mapping[str, Any] = params
+        self._leg_is_retry = False
+        self._leg_sent_at = 0.0
+        self._leg_budget: float | None = None
+        self._leg_limit: TimeoutLimit = "leg"
+        # The round waiting for answers.
+        self._pending: dict[str, InputRequest] = {}
+        self._responses: dict[str, Any] = {}
+        self._request_state: str | None = None
+        self._round_started_at = 0.0
+        self._input_deadline: float | None = None
+        self._input_limit: TimeoutLimit = "input"
+        #: The last input_required result received (plain mapping), for diagnostics.
+        self.last_input_required: Mapping[str, Any] | None = None
+
+    # --- Reading the engine -------------------------------------------------
+
+    def next_event(self) -> EngineEvent | Wait:
+        """The next queued event, or what the engine waits for (:class:`Wait`)."""
+        if self._events:
+            return self._events.popleft()
+        if self.state in TERMINAL_STATES:
+            return FINISHED
+        return _WAIT_FOR_STATE[self.state]
+
+    @property
+    def pending_keys(self) -> tuple[str, ...]:
+        """The keys of the current round still waiting for an answer."""
+        return tuple(self._pending)
+
+    # --- Inputs ---------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        """Begin the flow: queues ``SendRequest`` for the original leg."""
+        self._enter(EngineInput.START)
+        self._started_at = now
+        self._send_leg(now, self.params, retry=False, delay=0.0, reissue=False)
+
+    def receive_result(self, result: Mapping[str, Any], now: float) -> None:
+        """The leg in flight was answered with ``result`` (the plain result mapping)."""
+        self._enter(EngineInput.RESULT)
+        if not isinstance(result, Mapping):
+            self._misuse("result must be the result mapping")
+        self._reissues = 0
+        result_type = result.get("resultType", "complete")
+        if result_type == "complete":
+            self._finish(EngineState.DONE, Done(result=result))
+        elif result_type == "input_required":
+            self._on_input_required(result, now)
+        else:
+            self._fail(InvalidInputRequired(f"unknown resultType {result_type!r}"))
+
+    def receive_error(self, error: ErrorObject | Mapping[str, Any], now: float) -> None:
+        """The leg in flight was answered with a JSON-RPC error: the flow fails with it."""
+        self._enter(EngineInput.ERROR_RESPONSE)
+        if isinstance(error, ErrorObject):
+            peer = PeerError(error.code, error.message, error.data)
+        elif isinstance(error, Mapping):
+            code, message = error.get("code"), error.get("message")
+            peer = PeerError(
+                code if isinstance(code, int) else 0,
+                message if isinstance(message, str) else "",
+                error.get("data"),
+            )
+        else:
+            self._misuse("error must be an ErrorObject or a mapping")
+        self._fail(peer)
+
+    def leg_timed_out(self, now: float) -> None:
+        """The leg's ``timeout`` ran out: queues ``CancelLeg`` then ``TimedOut``."""
+        self._enter(EngineInput.LEG_TIMED_OUT)
+        self._events.append(CancelLeg(leg=self.legs))
+        budget = self._leg_budget if self._leg_budget is not None else 0.0
+        elapsed = now - self._leg_sent_at
+        self._finish(
+            EngineState.TIMED_OUT,
+            TimedOut(elapsed=elapsed, budget=budget, limit=self._leg_limit),
+        )
+
+    def leg_broken(self, now: float) -> None:
+        """The leg's stream broke before its answer: re-issue it with a new id (bounded)."""
+        self._enter(EngineInput.LEG_BROKEN)
+        self._reissues += 1
+        if self._reissues > self.max_leg_reissues:
+            self._fail(
+                RoundLimitExceeded(
+                    "max_leg_reissues", self.max_leg_reissues, self.last_input_required
+                )
+            )
+            return
+        self._send_leg(now, self._leg_params, retry=self._leg_is_retry, delay=0.0, reissue=True)
+
+    def provide(self, key: str, response: InputResponse | Mapping[str, Any], now: float) -> None:
+        """The app's answer for ``key``; the last answer of a round queues ``SendRetry``."""
+        self._enter(EngineInput.PROVIDE)
+        request = self._pending.get(key)
+        if request is None:
+            self._misuse(f"{key!r} is not an input request waiting for an answer")
+        wire = self._check_response(key, request, response)
+        del self._pending[key]
+        if self._input_deadline is not None and now > self._input_deadline:
+            self._input_expired(now)  # too late: the answer is dropped, not sent
+            return
+        self._responses[key] = wire
+        if self._pending:
+            self.state = EngineState.AWAITING_INPUT
+            return
+        params = build_retry_params(self.params, self._responses, self._request_state)
+        self._send_leg(now, params, retry=True, delay=0.0, reissue=False)
+
+    def fail(self, key: str, reason: str) -> None:
+        """The app cannot answer ``key``: cancels the round's other keys and fails the flow."""
+        self._enter(EngineInput.FAIL)
+        if key not in self._pending:
+            self._misuse(f"{key!r} is not an input request waiting for an answer")
+        others = tuple(k for k in self._pending if k != key)
+        self._pending.clear()
+        if others:
+            self._events.append(CancelInputs(keys=others))
+        self._fail(InputFailed(key, str(reason)))
+
+    def input_timed_out(self, now: float) -> None:
+        """The round's ``input_timeout`` (from ``RoundStarted``) ran out."""
+        self._enter(EngineInput.INPUT_TIMED_OUT)
+        self._input_expired(now)
+
+    def cancel(self, now: float | None = None) -> None:
+        """Cancel the flow: ``CancelInputs`` for pending keys, ``CancelLeg`` for a leg in
+        flight, then ``Cancelled``.  A no-op once the flow has ended."""
+        before = self.state
+        self._enter(EngineInput.CANCEL)
+        if before in TERMINAL_STATES:
+            return
+        if before is EngineState.AWAITING_INPUT:
+            keys = tuple(self._pending)
+            self._pending.clear()
+            self._events.append(CancelInputs(keys=keys))
+        elif before is EngineState.AWAITING_RESULT:
+            self._events.append(CancelLeg(leg=self.legs))
+        self._finish(EngineState.CANCELLED, Cancelled())
+
+    # --- Snapshot and restore ---------------------------------------------------
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        """The engine's state as a plain JSON-able value, to resume it elsewhere.
+
+        Allowed while the flow is open and every queued event has been handed
+        out.  Times are stored as elapsed seconds, so the snapshot does not depend
+        on this process's monotonic clock.
+        """
+        if self.state in TERMINAL_STATES or self._events:
+            raise LocalProtocolError("snapshot needs an open flow with every event handed out")
+        return {
+            "version": SNAPSHOT_VERSION,
+            "method": self.method,
+            "params": dict(self.params),
+            "capabilities": dict(self.capabilities),
+            "options": {
+                "leg_timeout": self.leg_timeout,
+                "total_timeout": self.total_timeout,
+                "input_timeout": self.input_timeout,
+                "max_rounds": self.max_rounds,
+                "max_state_only_legs": self.max_state_only_legs,
+                "max_leg_reissues": self.max_leg_reissues,
+            },
+            "state": self.state.value,
+            "elapsed": now - self._started_at,
+            "round": self.round,
+            "legs": self.legs,
+            "input_rounds": self._input_rounds,
+            "state_only_legs": self._state_only_legs,
+            "reissues": self._reissues,
+            "pace": self._pace,
+            "leg_params": dict(self._leg_params),
+            "leg_is_retry": self._leg_is_retry,
+            "pending": {k: unstructure_input_request(v) for k, v in self._pending.items()},
+            "responses": dict(self._responses),
+            "request_state": self._request_state,
+            "round_elapsed": now - self._round_started_at,
+            "last_input_required": (
+                None if self.last_input_required is None else dict(self.last_input_required)
+            ),
+        }
+
+    @classmethod
+    def restore(cls, snapshot: Mapping[str, Any], now: float) -> RoundEngine:
+        """An engine resumed from :meth:`snapshot`, with its clock rebased on ``now``.
+
+        What the old process had out is handed out again: a leg in flight is
+        re-issued (``reissue=True``, it needs a new id), and a round's unanswered
+        input requests are dispatched again.  A malformed snapshot raises
+        :class:`LocalProtocolError`.
+        """
+        try:
+            return cls._restore(snapshot, now)
+        except MrtrError:
+            raise
+        except Exception as exc:  # any shape error in stored data
+            raise LocalProtocolError(f"invalid snapshot: {exc!r}") from exc
+
+    @classmethod
+    def _restore(cls, snap: Mapping[str, Any], now: float) -> RoundEngine:
+        if snap["version"] != SNAPSHOT_VERSION:
+            raise LocalProtocolError(f"unknown snapshot version {snap['version']!r}")
+        engine = cls(
+            snap["method"],
+            snap["params"],
+            capabilities=snap["capabilities"],
+            **snap["options"],
+        )
+        state = EngineState(snap["state"])
+        if state not in _WAIT_FOR_STATE:
+            raise LocalProtocolError(f"cannot restore a flow in state {state.value}")
+        engine.state = state
+        engine._started_at = now - float(snap["elapsed"])
+        engine.round = int(snap["round"])
+        engine.legs = int(snap["legs"])
+        engine._input_rounds = int(snap["input_rounds"])
+        engine._state_only_legs = int(snap["state_only_legs"])
+        engine._reissues = int(snap["reissues"])
+        pace = snap["pace"]
+        engine._pace = None if pace is None else float(pace)
+        engine._leg_params = dict(snap["leg_params"])
+        engine._leg_is_retry = bool(snap["leg_is_retry"])
+        engine._responses = dict(snap["responses"])
+        request_state = snap["request_state"]
+        if request_state is not None and not isinstance(request_state, str):
+            raise LocalProtocolError("invalid snapshot: request_state must be a str")
+        engine._request_state = request_state
+        last = snap["last_input_required"]
+        engine.last_input_required = None if last is None else dict(last)
+        if state is EngineState.AWAITING_RESULT:
+            engine._send_leg(
+                now,
+                engine._leg_params,
+                retry=engine._leg_is_retry,
+                delay=0.0,
+                reissue=True,
+            )
+        elif state is EngineState.AWAITING_INPUT:
+            engine._pending = {
+                k: structure_input_request(v) for k, v in dict(snap["pending"]).items()
+            }
+            engine._round_started_at = now - float(snap["round_elapsed"])
+            engine._open_round(now)
+        return engine
+
+    # --- Internals ----------------------------------------------------------------
+
+    def _enter(self, given: EngineInput) -> None:
+        """Check (state, input) against the table; misuse kills the flow."""
+        if (self.state, given) not in TRANSITIONS:
+            self._misuse(f"{given.value}() is not allowed in state {self.state.value}")
+
+    def _misuse(self, message: str) -> NoReturn:
+        if self.state not in TERMINAL_STATES:
+            self.state = EngineState.ERROR
+        raise LocalProtocolError(message)
+
+    def _finish(self, state: EngineState, event: EngineEvent) -> None:
+        self.state = state
+        self._events.append(event)
+
+    def _fail(self, error: MrtrError) -> None:
+        self._finish(EngineState.FAILED, Failed(error=error))
+
+    def _remaining(self, now: float) -> float | None:
+        if self.total_timeout is None:
+            return None
+        return self.total_timeout - (now - self._started_at)
+
+    def _budget_spent(self, now: float, reserve: float = 0.0) -> bool:
+        """If the whole-flow budget is spent (keeping ``reserve`` s), end with TimedOut."""
+        remaining = self._remaining(now)
+        if remaining is None or remaining > reserve:
+            return False
+        assert self.total_timeout is not None
+        elapsed = now - self._started_at
+        self._finish(
+            EngineState.TIMED_OUT,
+            TimedOut(elapsed=elapsed, budget=self.total_timeout, limit="total"),
+        )
+        return True
+
+    def _send_leg(
+        self,
+        now: float,
+        params: Mapping[str, Any],
+        *,
+        retry: bool,
+        delay: float,
+        reissue: bool,
+    ) -> None:
+        if self._budget_spent(now, reserve=delay):
+            return
+        remaining = self._remaining(now)
+        remaining = None if remaining is None else remaining - delay
+        timeout = _min(self.leg_timeout, remaining)
+        self._leg_limit = "total" if remaining is not None and timeout == remaining else "leg"
+        self._leg_budget = timeout
+        self._leg_params = params
+        self._leg_is_retry = retry
+        self._leg_sent_at = now + delay
+        self.legs += 1
+        self.state = EngineState.AWAITING_RESULT
+        if retry:
+            self._events.append(
+                SendRetry(
+                    params=params,
+                    timeout=timeout,
+                    delay=delay,
+                    round=self.round,
+                    leg=self.legs,
+                    reissue=reissue,
+                )
+            )
+        else:
+            self._events.append(
+                SendRequest(params=params, timeout=timeout, leg=self.legs, reissue=reissue)
+            )
+
+    def _on_input_required(self, result: Mapping[str, Any], now: float) -> None:
+        raw_requests = result.get("inputRequests")
+        request_state = result.get("requestState")
+        if raw_requests is not None and not isinstance(raw_requests, Mapping):
+            self._fail(InvalidInputRequired("inputRequests must be an object"))
+            return
+        if request_state is not None and not isinstance(request_state, str):
+            self._fail(InvalidInputRequired("requestState must be a string"))
+            return
+        if not raw_requests and request_state is None:
+            self._fail(InvalidInputRequired("input_required needs inputRequests or requestState"))
+            return
+        self.last_input_required = result
+        # The budget first: no prompt is shown whose answer would be thrown away.
+        if self._budget_spent(now):
+            return
+        if raw_requests:
+            self._input_rounds += 1
+            if self._input_rounds > self.max_rounds:
+                self._fail(RoundLimitExceeded("max_rounds", self.max_rounds, result))
+                return
+            requests = self._accept_requests(raw_requests)
+            if requests is None:
+                return
+            self.round += 1
+            self._pace = None
+            self._pending = requests
+            self._responses = {}
+            self._request_state = request_state
+            self._round_started_at = now
+            self._open_round(now)
+            return
+        self._state_only_legs += 1
+        if self._state_only_legs > self.max_state_only_legs:
+            self._fail(RoundLimitExceeded("max_state_only_legs", self.max_state_only_legs, result))
+            return
+        self.round += 1
+        self._pace = PACE_FIRST if self._pace is None else min(self._pace * 2, PACE_CAP)
+        self._events.append(RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None))
+        params = build_retry_params(self.params, None, request_state)
+        self._send_leg(now, params, retry=True, delay=self._pace, reissue=False)
+
+    def _accept_requests(self, raw: Mapping[str, Any]) -> dict[str, InputRequest] | None:
+        """Typed input requests, or ``None`` after failing the flow on the first bad one."""
+        requests: dict[str, InputRequest] = {}
+        for key, value in raw.items():
+            try:
+                request = structure_input_request(value)
+            except RemoteProtocolError as exc:
+                method = value.get("method") if isinstance(value, Mapping) else None
+                self._fail(
+                    InvalidInputRequired(
+                        f"input request {key!r} ({method}): {exc.message}",
+                        key=key,
+                        method=method if isinstance(method, str) else None,
+                    )
+                )
+                return None
+            required = missing_capability(request, self.capabilities)
+            if required:
+                self._fail(
+                    MissingCapability(
+                        f"input request {key!r} ({input_kind(request)}) needs an undeclared "
+                        f"capability: {required}",
+                        key=key,
+                        method=request.method,
+                        required=required,
+                    )
+                )
+                return None
+            requests[key] = request
+        return requests
+
+    def _open_round(self, now: float) -> None:
+        """Queue RoundStarted and one DispatchInput per pending key."""
+        remaining = self._remaining(now)
+        waited = now - self._round_started_at
+        own = None if self.input_timeout is None else self.input_timeout - waited
+        wait = _min(own, remaining)
+        self._input_limit = "total" if remaining is not None and wait == remaining else "input"
+        self._input_deadline = None if wait is None else now + wait
+        self.state = EngineState.AWAITING_INPUT
+        keys = tuple(self._pending)
+        self._events.append(
+            RoundStarted(
+                round=self.round,
+                keys=keys,
+                kinds=tuple(input_kind(r) for r in self._pending.values()),
+                input_timeout=wait,
+            )
+        )
+        for key, request in self._pending.items():
+            self._events.append(DispatchInput(key=key, request=request, round=self.round))
+
+    def _check_response(
+        self,
+        key: str,
+        request: InputRequest,
+        response: InputResponse | Mapping[str, Any],
+    ) -> dict[str, Any]:
+        expected = RESPONSE_FOR_REQUEST[type(request)]
+        if isinstance(response, Mapping):
+            try:
+                structure(response, expected)
+            except RemoteProtocolError as exc:
+                self._misuse(
+                    f"answer for {key!r} is not a valid {expected.__name__}: {exc.message}"
+                )
+        elif not isinstance(response, expected):
+            self._misuse(
+                f"answer for {key!r} must be a {expected.__name__}, got {type(response).__name__}"
+            )
+        return unstructure_input_response(response)
+
+    def _input_expired(self, now: float) -> None:
+        keys = tuple(self._pending)
+        self._pending.clear()
+        if keys:
+            self._events.append(CancelInputs(keys=keys))
+        if self._input_limit == "total":
+            assert self.total_timeout is not None
+            self._finish(
+                EngineState.TIMED_OUT,
+                TimedOut(
+                    elapsed=now - self._started_at,
+                    budget=self.total_timeout,
+                    limit="total",
+                ),
+            )
+        else:
+            assert self.input_timeout is not None
+            self._finish(
+                EngineState.TIMED_OUT,
+                TimedOut(
+                    elapsed=now - self._round_started_at,
+                    budget=self.input_timeout,
+                    limit="input",
+                ),
+            )
+
+
+__all__ = ["RoundEngine", "missing_capability"]

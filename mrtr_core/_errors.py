@@ -1,0 +1,139 @@
+"""The error types of mrtr_core.
+
+Everything the core raises, or reports inside a ``Failed`` event, is an
+:class:`MrtrError`.  Each carries a JSON-RPC ``code`` hint so an adapter can turn
+it into an error response without a lookup table of its own.  Any other
+exception escaping the core is a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# JSON-RPC 2.0 and MCP error codes (schema 2026-07-28).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+class MrtrError(Exception):
+    """Base of every error the core raises or reports.
+
+    ``code`` is the JSON-RPC error code that best describes the problem and
+    ``data`` an optional JSON-able payload for the error response's ``data``.
+    """
+
+    code: int = INTERNAL_ERROR
+
+    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, code={self.code})"
+
+
+class LocalProtocolError(MrtrError):
+    """You misused the API: an input in the wrong state, an unknown key, ..."""
+
+
+class RemoteProtocolError(MrtrError):
+    """The peer sent something that breaks the protocol.
+
+    ``request_id`` is the JSON-RPC id of the offending message when one could
+    be read, so a server can address its error response (the id is omitted,
+    never ``null``, when it is ``None``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        data: Any = None,
+        request_id: str | int | None = None,
+    ) -> None:
+        super().__init__(message, code=code, data=data)
+        self.request_id = request_id
+
+
+class InvalidInputRequired(RemoteProtocolError):
+    """An ``input_required`` result the client must not act on.
+
+    ``key`` and ``method`` name the offending input request when the problem is
+    one request (``None`` when it is the result as a whole).
+    """
+
+    code = INTERNAL_ERROR
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        method: str | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message, data=data)
+        self.key = key
+        self.method = method
+
+
+class MissingCapability(InvalidInputRequired):
+    """The server asked for input the request did not declare a capability for.
+
+    ``required`` is the ``ClientCapabilities`` fragment that would have been
+    needed, also placed in ``data.requiredCapabilities``.
+    """
+
+    code = MISSING_CLIENT_CAPABILITY
+
+    def __init__(self, message: str, *, key: str, method: str, required: Mapping[str, Any]) -> None:
+        super().__init__(
+            message,
+            key=key,
+            method=method,
+            data={"requiredCapabilities": dict(required)},
+        )
+        self.required = dict(required)
+
+
+class PeerError(MrtrError):
+    """The peer answered a leg with a JSON-RPC error response."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message, code=code, data=data)
+
+
+class RoundLimitExceeded(MrtrError):
+    """A flow asked for more rounds (or legs) than its configured cap.
+
+    ``limit_name`` is the option that was exceeded (``"max_rounds"``,
+    ``"max_state_only_legs"`` or ``"max_leg_reissues"``) and ``last_result``
+    the last ``input_required`` payload received, as a plain mapping (``None``
+    for a reissue cap hit before any such result).
+    """
+
+    def __init__(self, limit_name: str, limit: int, last_result: Mapping[str, Any] | None) -> None:
+        super().__init__(f"{limit_name}={limit} exceeded", code=INTERNAL_ERROR)
+        self.limit_name = limit_name
+        self.limit = limit
+        self.last_result = last_result
+
+
+class InputFailed(MrtrError):
+    """The client could not produce the answer for ``key`` (``fail(key, reason)``)."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"input {key!r} failed: {reason}", code=INTERNAL_ERROR)
+        self.key = key
+        self.reason = reason

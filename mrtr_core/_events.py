@@ -1,0 +1,157 @@
+"""The round engine's events and its "nothing to hand out" sentinels.
+
+Events are frozen, slotted, keyword-only attrs classes.  The engine queues
+them; ``RoundEngine.next_event()`` hands them out one at a time and, when the
+queue is empty, returns a :class:`Wait` member saying what it waits for.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from ._errors import MrtrError
+from ._model import ElicitUrlRequest, InputRequest
+
+
+class Wait(enum.Enum):
+    """What the engine waits for when it has no event to hand out."""
+
+    NEED_START = "need_start"  #: call ``start(now)``
+    NEED_RESULT = "need_result"  #: a leg is out: feed its result, error, timeout or break
+    NEED_INPUT = "need_input"  #: answers are out to the app: ``provide`` or ``fail`` them
+    FINISHED = "finished"  #: a terminal event was handed out; nothing more will come
+
+
+NEED_START = Wait.NEED_START
+NEED_RESULT = Wait.NEED_RESULT
+NEED_INPUT = Wait.NEED_INPUT
+FINISHED = Wait.FINISHED
+
+TimeoutLimit = Literal["leg", "input", "total"]
+
+
+def input_kind(request: InputRequest) -> str:
+    """A short name for what a request asks: its method, ``#url`` for URL elicitation."""
+    if isinstance(request, ElicitUrlRequest):
+        return "elicitation/create#url"
+    return request.method
+
+
+@attrs.frozen(kw_only=True)
+class SendRequest:
+    """Send the original leg: a request with ``params`` and a fresh JSON-RPC id.
+
+    ``timeout`` (seconds from sending, ``None`` for none) bounds the server's time
+    on this leg.  ``reissue`` is true when the previous attempt's stream broke.
+    """
+
+    params: Mapping[str, Any]
+    timeout: float | None
+    leg: int
+    reissue: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SendRetry:
+    """Send a retry leg: the same method, a fresh id, these ``params``, after ``delay`` s.
+
+    ``round`` is the round whose answers (or requestState) this leg carries.
+    """
+
+    params: Mapping[str, Any]
+    timeout: float | None
+    delay: float
+    round: int
+    leg: int
+    reissue: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RoundStarted:
+    """An input_required result arrived and was accepted.
+
+    ``kinds`` lists what the round asks (see :func:`input_kind`), empty for a
+    requestState-only round.  ``input_timeout`` is how long the app has to answer
+    (``input_timeout`` capped by the remaining budget; ``None`` for unbounded).
+    """
+
+    round: int
+    keys: tuple[str, ...]
+    kinds: tuple[str, ...]
+    input_timeout: float | None
+
+
+@attrs.frozen(kw_only=True)
+class DispatchInput:
+    """Ask the app to fulfil one input request; answer with ``provide(key, ...)``."""
+
+    key: str
+    request: InputRequest
+    round: int
+
+
+@attrs.frozen(kw_only=True)
+class CancelInputs:
+    """Stop asking for these keys: their answers are no longer wanted."""
+
+    keys: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class CancelLeg:
+    """Cancel the leg in flight on the wire (``notifications/cancelled`` on a stream,
+    closing the response stream on HTTP).  If a ``SendRetry`` delay is still
+    running, simply do not send that leg."""
+
+    leg: int
+
+
+@attrs.frozen(kw_only=True)
+class Done:
+    """Terminal: the complete result (a plain mapping, as received)."""
+
+    result: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class TimedOut:
+    """Terminal: ``limit`` (``leg``, ``input`` or ``total``) ran out.
+
+    ``elapsed`` is the time measured against that limit and ``budget`` the limit
+    that applied, both in seconds.
+    """
+
+    elapsed: float
+    budget: float
+    limit: TimeoutLimit
+
+
+@attrs.frozen(kw_only=True)
+class Failed:
+    """Terminal: the flow failed; ``error`` says why (always an :class:`MrtrError`)."""
+
+    error: MrtrError
+
+
+@attrs.frozen(kw_only=True)
+class Cancelled:
+    """Terminal: ``cancel()`` was called.  Never turned into a decline answer."""
+
+
+EngineEvent = (
+    SendRequest
+    | SendRetry
+    | RoundStarted
+    | DispatchInput
+    | CancelInputs
+    | CancelLeg
+    | Done
+    | TimedOut
+    | Failed
+    | Cancelled
+)
+TERMINAL_EVENTS = (Done, TimedOut, Failed, Cancelled)
