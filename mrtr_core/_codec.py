@@ -17,6 +17,7 @@ kept because hiding them would cost the fast path: orjson reads integers beyond
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -56,7 +57,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_stdlib_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite_float(text: str) -> float:
+    # A literal such as 1e400 overflows to inf, which could never be written back
+    # (orjson refuses it on input too).
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is out of range for a double")
+    return value
+
+
+_stdlib_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 _stdlib_encoder = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_default
 )
@@ -101,6 +111,8 @@ def json_backend(name: JsonName = "auto") -> JsonBackend:
     """The backend called ``name``; ``"auto"`` prefers orjson when installed."""
     if name == "stdlib":
         return STDLIB_JSON
+    if name not in ("auto", "orjson"):
+        raise LocalProtocolError(f"unknown JSON backend {name!r}")
     orjson = _load_orjson()
     if orjson is None:
         if name == "orjson":
@@ -139,10 +151,8 @@ class Codec:
         """Parse JSON text; anything unparseable is a -32700 RemoteProtocolError."""
         try:
             return self._loads(data if isinstance(data, (bytes, str)) else bytes(data))
-        except (
-            ValueError,
-            TypeError,
-        ) as exc:  # JSONDecodeError and UnicodeDecodeError too
+        except (ValueError, TypeError, RecursionError) as exc:
+            # JSONDecodeError and UnicodeDecodeError too; RecursionError for deep nesting
             raise RemoteProtocolError(f"parse error: {exc}", code=PARSE_ERROR) from exc
 
     def dumps(self, obj: Any) -> bytes:

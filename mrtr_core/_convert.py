@@ -10,7 +10,7 @@ metadata and its unknown keys carried in ``extra``.  Every failure surfaces as
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
@@ -55,6 +55,43 @@ _strict(float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
 _strict(bool, lambda v: isinstance(v, bool))
 
 
+def _is_list(tp: Any) -> bool:
+    return tp is list or get_origin(tp) is list
+
+
+def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], list[Any]]:
+    # cattrs structures any iterable into a list: "END" would become ["E", "N", "D"]
+    # and {} an empty list.  Accept only what encodes as a JSON array.
+    args = get_args(tp)
+    item_type = args[0] if args else Any
+    item_hook = conv.get_structure_hook(item_type)
+
+    def hook(value: Any, _: Any) -> list[Any]:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"expected an array, got {type(value).__name__}")
+        return [item_hook(item, item_type) for item in value]
+
+    return hook
+
+
+converter.register_structure_hook_factory(_is_list, _strict_list)
+
+
+def _is_json_object(tp: Any) -> bool:
+    return get_origin(tp) in (Mapping, dict) and get_args(tp) == (str, Any)
+
+
+def _json_object(value: Any, _: Any) -> Any:
+    # Free-form JSON objects (schemas, content, metadata) are the peer's data:
+    # check the shape and keep the mapping as it is rather than copy it.
+    if not isinstance(value, (dict, Mapping)):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook_func(_is_json_object, _json_object)
+
+
 def _register_payload(cls: type) -> None:
     fields = attrs.fields(cls)
     renames = {f.name: f.metadata.get("wire", f.name) for f in fields if f.name != "extra"}
@@ -74,7 +111,7 @@ def _register_payload(cls: type) -> None:
     )
 
     def structure(raw: Any, _: Any) -> Any:
-        if not isinstance(raw, Mapping):
+        if not isinstance(raw, (dict, Mapping)):
             raise TypeError(f"expected an object, got {type(raw).__name__}")
         base = {k: v for k, v in raw.items() if k in known}
         base[_EXTRA] = {k: v for k, v in raw.items() if k not in known}
@@ -122,12 +159,12 @@ INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 def input_request_class(raw: Any) -> type[InputRequest]:
     """The class an ``{method, params}`` input request structures into."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)):
         raise RemoteProtocolError("an input request must be an object", code=INVALID_PARAMS)
     method = raw.get("method")
     params = raw.get("params")
     if method == "elicitation/create":
-        mode = params.get("mode") if isinstance(params, Mapping) else None
+        mode = params.get("mode") if isinstance(params, (dict, Mapping)) else None
         if mode is None or mode == "form":
             return ElicitFormRequest
         if mode == "url":
@@ -160,14 +197,14 @@ def structure_input_required(raw: Any) -> InputRequiredResult:
     Checks the shape only; the round engine adds the protocol rules (at least
     one field, capabilities).
     """
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)):
         raise RemoteProtocolError("a result must be an object", code=INVALID_PARAMS)
     if raw.get("resultType") != "input_required":
         raise RemoteProtocolError("not an input_required result", code=INVALID_PARAMS)
     requests_raw = raw.get("inputRequests")
     requests: dict[str, InputRequest] | None = None
     if requests_raw is not None:
-        if not isinstance(requests_raw, Mapping):
+        if not isinstance(requests_raw, (dict, Mapping)):
             raise RemoteProtocolError("inputRequests must be an object", code=INVALID_PARAMS)
         requests = {str(k): structure_input_request(v) for k, v in requests_raw.items()}
     state = raw.get("requestState")
@@ -196,6 +233,6 @@ def unstructure_input_response(
     response: InputResponse | Mapping[str, Any],
 ) -> dict[str, Any]:
     """A typed input response (or a plain mapping, copied) -> its wire mapping."""
-    if isinstance(response, Mapping):
+    if isinstance(response, (dict, Mapping)):
         return dict(response)
     return converter.unstructure(response)  # type: ignore[no-any-return]

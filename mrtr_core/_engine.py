@@ -56,7 +56,7 @@ from ._model import (
     InputRequest,
     InputResponse,
 )
-from ._retry import MRTR_METHODS, build_retry_params
+from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
 CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
@@ -102,21 +102,34 @@ def missing_capability(request: InputRequest, capabilities: Mapping[str, Any]) -
     """
     if isinstance(request, ElicitFormRequest):
         elicitation = capabilities.get("elicitation")
-        if not isinstance(elicitation, Mapping) or (elicitation and "form" not in elicitation):
+        if not isinstance(elicitation, (dict, Mapping)) or (
+            elicitation and "form" not in elicitation
+        ):
             return {"elicitation": {"form": {}}}
     elif isinstance(request, ElicitUrlRequest):
         elicitation = capabilities.get("elicitation")
-        if not isinstance(elicitation, Mapping) or "url" not in elicitation:
+        if not isinstance(elicitation, (dict, Mapping)) or "url" not in elicitation:
             return {"elicitation": {"url": {}}}
     elif isinstance(request, CreateMessageRequest):
         sampling = capabilities.get("sampling")
-        if not isinstance(sampling, Mapping):
-            return {"sampling": {"tools": {}} if _uses_tools(request) else {}}
+        if not isinstance(sampling, (dict, Mapping)):
+            return {"sampling": _sampling_needs(request)}
         if _uses_tools(request) and "tools" not in sampling:
             return {"sampling": {"tools": {}}}
+        if request.include_context not in (None, "none") and "context" not in sampling:
+            return {"sampling": {"context": {}}}
     elif not isinstance(capabilities.get("roots"), Mapping):
         return {"roots": {}}
     return {}
+
+
+def _sampling_needs(request: CreateMessageRequest) -> dict[str, Any]:
+    needs: dict[str, Any] = {}
+    if _uses_tools(request):
+        needs["tools"] = {}
+    if request.include_context not in (None, "none"):
+        needs["context"] = {}
+    return needs
 
 
 def _uses_tools(request: CreateMessageRequest) -> bool:
@@ -152,7 +165,7 @@ class RoundEngine:
     ) -> None:
         if method not in MRTR_METHODS:
             raise LocalProtocolError(f"{method!r} cannot answer input_required")
-        if not isinstance(params, Mapping):
+        if not isinstance(params, (dict, Mapping)):
             raise LocalProtocolError("params must be a mapping")
         _check_limit("leg_timeout", leg_timeout)
         _check_limit("total_timeout", total_timeout)
@@ -162,9 +175,9 @@ class RoundEngine:
         _check_limit("max_leg_reissues", max_leg_reissues, integer=True)
         if capabilities is None:
             meta = params.get("_meta")
-            found = meta.get(CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
-            capabilities = found if isinstance(found, Mapping) else {}
-        elif not isinstance(capabilities, Mapping):
+            found = meta.get(CAPABILITIES_META_KEY) if isinstance(meta, (dict, Mapping)) else None
+            capabilities = found if isinstance(found, (dict, Mapping)) else {}
+        elif not isinstance(capabilities, (dict, Mapping)):
             raise LocalProtocolError("capabilities must be a mapping")
         self.method = method
         self.params = params
@@ -223,12 +236,15 @@ class RoundEngine:
         """Begin the flow: queues ``SendRequest`` for the original leg."""
         self._enter(EngineInput.START)
         self._started_at = now
-        self._send_leg(now, self.params, retry=False, delay=0.0, reissue=False)
+        # Round fields in the caller's params are stale by definition: the engine owns
+        # the flow from here (resume one with snapshot/restore, not by hand-set fields).
+        first = strip_round_fields(self.params)
+        self._send_leg(now, first, retry=False, delay=0.0, reissue=False)
 
     def receive_result(self, result: Mapping[str, Any], now: float) -> None:
         """The leg in flight was answered with ``result`` (the plain result mapping)."""
         self._enter(EngineInput.RESULT)
-        if not isinstance(result, Mapping):
+        if not isinstance(result, (dict, Mapping)):
             self._misuse("result must be the result mapping")
         self._reissues = 0
         result_type = result.get("resultType", "complete")
@@ -244,7 +260,7 @@ class RoundEngine:
         self._enter(EngineInput.ERROR_RESPONSE)
         if isinstance(error, ErrorObject):
             peer = PeerError(error.code, error.message, error.data)
-        elif isinstance(error, Mapping):
+        elif isinstance(error, (dict, Mapping)):
             code, message = error.get("code"), error.get("message")
             peer = PeerError(
                 code if isinstance(code, int) else 0,
@@ -259,12 +275,14 @@ class RoundEngine:
         """The leg's ``timeout`` ran out: queues ``CancelLeg`` then ``TimedOut``."""
         self._enter(EngineInput.LEG_TIMED_OUT)
         self._events.append(CancelLeg(leg=self.legs))
-        budget = self._leg_budget if self._leg_budget is not None else 0.0
-        elapsed = now - self._leg_sent_at
-        self._finish(
-            EngineState.TIMED_OUT,
-            TimedOut(elapsed=elapsed, budget=budget, limit=self._leg_limit),
-        )
+        if self._leg_limit == "total":
+            self._timed_out_total(now)
+        else:
+            elapsed = now - self._leg_sent_at
+            self._finish(
+                EngineState.TIMED_OUT,
+                TimedOut(elapsed=elapsed, budget=self._leg_budget, limit="leg"),
+            )
 
     def leg_broken(self, now: float) -> None:
         """The leg's stream broke before its answer: re-issue it with a new id (bounded)."""
@@ -382,9 +400,9 @@ class RoundEngine:
         """
         try:
             return cls._restore(snapshot, now)
-        except MrtrError:
+        except LocalProtocolError:
             raise
-        except Exception as exc:  # any shape error in stored data
+        except Exception as exc:  # any shape error in stored data, ours included
             raise LocalProtocolError(f"invalid snapshot: {exc!r}") from exc
 
     @classmethod
@@ -419,12 +437,11 @@ class RoundEngine:
         last = snap["last_input_required"]
         engine.last_input_required = None if last is None else dict(last)
         if state is EngineState.AWAITING_RESULT:
+            # The leg in flight died with the old process: re-issue it with a new id.
+            # Not counted against max_leg_reissues (that bounds one process's broken
+            # streams); how often a stored flow is resumed is the app's decision.
             engine._send_leg(
-                now,
-                engine._leg_params,
-                retry=engine._leg_is_retry,
-                delay=0.0,
-                reissue=True,
+                now, engine._leg_params, retry=engine._leg_is_retry, delay=0.0, reissue=True
             )
         elif state is EngineState.AWAITING_INPUT:
             engine._pending = {
@@ -463,12 +480,7 @@ class RoundEngine:
         remaining = self._remaining(now)
         if remaining is None or remaining > reserve:
             return False
-        assert self.total_timeout is not None
-        elapsed = now - self._started_at
-        self._finish(
-            EngineState.TIMED_OUT,
-            TimedOut(elapsed=elapsed, budget=self.total_timeout, limit="total"),
-        )
+        self._timed_out_total(now)
         return True
 
     def _send_leg(
@@ -511,7 +523,7 @@ class RoundEngine:
     def _on_input_required(self, result: Mapping[str, Any], now: float) -> None:
         raw_requests = result.get("inputRequests")
         request_state = result.get("requestState")
-        if raw_requests is not None and not isinstance(raw_requests, Mapping):
+        if raw_requests is not None and not isinstance(raw_requests, (dict, Mapping)):
             self._fail(InvalidInputRequired("inputRequests must be an object"))
             return
         if request_state is not None and not isinstance(request_state, str):
@@ -557,7 +569,7 @@ class RoundEngine:
             try:
                 request = structure_input_request(value)
             except RemoteProtocolError as exc:
-                method = value.get("method") if isinstance(value, Mapping) else None
+                method = value.get("method") if isinstance(value, (dict, Mapping)) else None
                 self._fail(
                     InvalidInputRequired(
                         f"input request {key!r} ({method}): {exc.message}",
@@ -590,6 +602,12 @@ class RoundEngine:
         self._input_limit = "total" if remaining is not None and wait == remaining else "input"
         self._input_deadline = None if wait is None else now + wait
         self.state = EngineState.AWAITING_INPUT
+        if wait is not None and wait <= 0:
+            # Only a restore gets here: the wait ran out while the flow was stored.
+            # Nothing was dispatched in this process, so there is nothing to cancel.
+            self._pending.clear()
+            self._input_expired(now)
+            return
         keys = tuple(self._pending)
         self._events.append(
             RoundStarted(
@@ -609,7 +627,7 @@ class RoundEngine:
         response: InputResponse | Mapping[str, Any],
     ) -> dict[str, Any]:
         expected = RESPONSE_FOR_REQUEST[type(request)]
-        if isinstance(response, Mapping):
+        if isinstance(response, (dict, Mapping)):
             try:
                 structure(response, expected)
             except RemoteProtocolError as exc:
@@ -628,25 +646,17 @@ class RoundEngine:
         if keys:
             self._events.append(CancelInputs(keys=keys))
         if self._input_limit == "total":
-            assert self.total_timeout is not None
-            self._finish(
-                EngineState.TIMED_OUT,
-                TimedOut(
-                    elapsed=now - self._started_at,
-                    budget=self.total_timeout,
-                    limit="total",
-                ),
-            )
+            self._timed_out_total(now)
         else:
-            assert self.input_timeout is not None
+            elapsed = now - self._round_started_at
             self._finish(
                 EngineState.TIMED_OUT,
-                TimedOut(
-                    elapsed=now - self._round_started_at,
-                    budget=self.input_timeout,
-                    limit="input",
-                ),
+                TimedOut(elapsed=elapsed, budget=self.input_timeout, limit="input"),
             )
 
-
-__all__ = ["RoundEngine", "missing_capability"]
+    def _timed_out_total(self, now: float) -> None:
+        """End with the whole-flow budget spent: elapsed since start, against total_timeout."""
+        self._finish(
+            EngineState.TIMED_OUT,
+            TimedOut(elapsed=now - self._started_at, budget=self.total_timeout, limit="total"),
+        )

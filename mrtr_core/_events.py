@@ -121,12 +121,15 @@ class Done:
 class TimedOut:
     """Terminal: ``limit`` (``leg``, ``input`` or ``total``) ran out.
 
-    ``elapsed`` is the time measured against that limit and ``budget`` the limit
-    that applied, both in seconds.
+    ``elapsed`` is the time measured against that limit, in seconds: since the
+    leg was sent for ``leg``, since the round began for ``input``, since
+    ``start`` for ``total``.  ``budget`` is the configured limit (the leg's
+    effective timeout, ``input_timeout`` or ``total_timeout``), or ``None`` when
+    none was configured and the caller's own timer fired.
     """
 
     elapsed: float
-    budget: float
+    budget: float | None
     limit: TimeoutLimit
 
 

@@ -39,7 +39,7 @@ def build_retry_params(
     requestState-only round.  ``request_state`` is the value of the latest
     result's ``requestState``, or ``None`` when it had none.
     """
-    if not isinstance(original_params, Mapping):
+    if not isinstance(original_params, (dict, Mapping)):
         raise LocalProtocolError("original params must be a mapping")
     if request_state is not None and not isinstance(request_state, str):
         raise LocalProtocolError("requestState must be the str received")

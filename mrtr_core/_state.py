@@ -14,6 +14,10 @@ from collections.abc import Mapping
 
 
 class EngineState(enum.Enum):
+    # Members are singletons: identity hashing is correct and, unlike Enum's
+    # Python-level __hash__, costs nothing on the engine's per-input table check.
+    __hash__ = object.__hash__
+
     IDLE = "idle"  # created, start() not yet called
     AWAITING_RESULT = "awaiting_result"  # a leg is (to be) on the wire
     AWAITING_INPUT = "awaiting_input"  # a round's input requests are out to the app
@@ -25,6 +29,8 @@ class EngineState(enum.Enum):
 
 
 class EngineInput(enum.Enum):
+    __hash__ = object.__hash__
+
     START = "start"
     RESULT = "receive_result"
     ERROR_RESPONSE = "receive_error"

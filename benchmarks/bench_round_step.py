@@ -1,0 +1,222 @@
+"""The hot round step: one input_required line in, one retry line out.
+
+For each JSON backend (stdlib ``json``, ``orjson``) this measures, in one run:
+
+* floor      -- ``loads(line_in)`` + ``dumps(retry_request)`` with the bare library:
+                the least any client must spend on this step;
+* per call   -- a fresh ``RoundEngine`` built and started, then the step below
+                (what the first round of a real call costs);
+* step only  -- the step alone, on engines built and started outside the timer:
+                ``codec.decode(line)`` -> ``receive_result`` -> ``next_event()``
+                up to ``DispatchInput`` -> ``provide`` -> ``next_event()``
+                (``SendRetry``) -> ``codec.encode(Request(...))`` with a fresh id.
+
+Timing is ``time.perf_counter`` around a batch of steps, repeated, best batch
+kept.  No pass/fail: it prints steps/s and the ratio of each path to its floor.
+Run: ``.venv/bin/python benchmarks/bench_round_step.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import mrtr_core as m
+
+METHOD = "tools/call"
+ORIGINAL_PARAMS: dict[str, Any] = {
+    "name": "book_table",
+    "arguments": {"restaurant": "Casa Lisboa", "party": 4},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0.1.0"},
+    },
+}
+REQUEST_STATE = "v1.eyJzdGVwIjoxLCJ0b29sIjoiYm9va190YWJsZSJ9.c2lnbmF0dXJlLWJ5dGVz"
+INPUT_REQUIRED_RESPONSE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "resultType": "input_required",
+        "inputRequests": {
+            "confirm": {
+                "method": "elicitation/create",
+                "params": {
+                    "message": "Book a table for 4 at 20:00?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "confirm": {"type": "boolean"},
+                            "note": {"type": "string"},
+                        },
+                        "required": ["confirm"],
+                    },
+                },
+            }
+        },
+        "requestState": REQUEST_STATE,
+    },
+}
+ANSWER_CONTENT = {"confirm": True, "note": "window seat"}
+
+
+def line_in() -> bytes:
+    """The input_required response as one wire line (no newline), compact JSON."""
+    return json.dumps(INPUT_REQUIRED_RESPONSE, separators=(",", ":")).encode()
+
+
+def retry_request() -> dict[str, Any]:
+    """The retry request our path writes, as a plain object (for the floor)."""
+    params = m.build_retry_params(
+        ORIGINAL_PARAMS,
+        {"confirm": {"action": "accept", "content": ANSWER_CONTENT}},
+        REQUEST_STATE,
+    )
+    return {"jsonrpc": "2.0", "id": 2, "method": METHOD, "params": params}
+
+
+def started_engine() -> m.RoundEngine:
+    engine = m.RoundEngine(METHOD, ORIGINAL_PARAMS)
+    engine.start(0.0)
+    event = engine.next_event()
+    assert isinstance(event, m.SendRequest)
+    return engine
+
+
+def make_step(codec: m.Codec) -> Callable[[m.RoundEngine, bytes, int], bytes]:
+    """Our path for one step on a started engine, returning the retry line."""
+
+    def step(engine: m.RoundEngine, line: bytes, request_id: int) -> bytes:
+        message = codec.decode(line)
+        assert isinstance(message, m.ResultResponse)
+        engine.receive_result(message.result, 0.001)
+        event = engine.next_event()
+        while not isinstance(event, m.DispatchInput):
+            event = engine.next_event()
+        engine.provide(event.key, m.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)
+        retry = engine.next_event()
+        assert isinstance(retry, m.SendRetry)
+        return codec.encode(m.Request(id=request_id, method=METHOD, params=retry.params))
+
+    return step
+
+
+def best_rate(batch: Callable[[int], float], n: int, repeats: int) -> float:
+    """Steps per second of the fastest of ``repeats`` batches of ``n`` steps."""
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()  # as timeit does: no collector pauses inside a timed batch
+        try:
+            best = min(best, batch(n))
+        finally:
+            gc.enable()
+    return n / best
+
+
+def floor_batch(loads: Callable[[bytes], Any], dumps: Callable[[Any], bytes], line: bytes):
+    obj = retry_request()
+
+    def batch(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            loads(line)
+            dumps(obj)
+        return time.perf_counter() - t0
+
+    return batch
+
+
+def per_call_batch(codec: m.Codec, line: bytes):
+    step = make_step(codec)
+
+    def batch(n: int) -> float:
+        ids = itertools.count(2)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            engine = m.RoundEngine(METHOD, ORIGINAL_PARAMS)
+            engine.start(0.0)
+            engine.next_event()  # SendRequest: writing the original leg is not part of the step
+            step(engine, line, next(ids))
+        return time.perf_counter() - t0
+
+    return batch
+
+
+def step_only_batch(codec: m.Codec, line: bytes):
+    step = make_step(codec)
+
+    def batch(n: int) -> float:
+        engines = [started_engine() for _ in range(n)]
+        ids = itertools.count(2)
+        t0 = time.perf_counter()
+        for engine in engines:
+            step(engine, line, next(ids))
+        return time.perf_counter() - t0
+
+    return batch
+
+
+def check_output(codec: m.Codec, line: bytes) -> None:
+    """Our path writes the retry the floor writes (same JSON value, fresh id)."""
+    out = make_step(codec)(started_engine(), line, 2)
+    assert json.loads(out) == retry_request(), out
+
+
+def stdlib_dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (noisier figures)")
+    args = parser.parse_args()
+    n, repeats = (2_000, 3) if args.quick else (20_000, 7)
+
+    line = line_in()
+    backends: list[tuple[str, Callable[[bytes], Any], Callable[[Any], bytes]]] = [
+        ("stdlib", json.loads, stdlib_dumps)
+    ]
+    try:
+        import orjson
+    except ImportError:
+        print("orjson is not installed: its rows are skipped (pip install 'mrtr[speedups]')")
+    else:
+        backends.append(("orjson", orjson.loads, orjson.dumps))
+
+    print(
+        f"Python {platform.python_version()} on {platform.machine()}, "
+        f"{len(line)}-byte line in, {len(stdlib_dumps(retry_request()))}-byte line out; "
+        f"best of {repeats} x {n} steps"
+    )
+    print(f"{'backend':<8} {'path':<10} {'steps/s':>12} {'us/step':>9} {'ours/floor':>11}")
+    for name, loads, dumps in backends:
+        codec = m.Codec(name)  # type: ignore[arg-type]
+        check_output(codec, line)
+        rows = [
+            ("floor", floor_batch(loads, dumps, line)),
+            ("per call", per_call_batch(codec, line)),
+            ("step only", step_only_batch(codec, line)),
+        ]
+        floor_rate = None
+        for path, batch in rows:
+            batch(max(n // 10, 100))  # warm-up
+            rate = best_rate(batch, n, repeats)
+            if floor_rate is None:
+                floor_rate = rate
+            # "ours/floor" is a time ratio: how many times slower than the floor.
+            ratio = floor_rate / rate
+            shown = "-" if path == "floor" else f"{ratio:.2f}x"
+            print(f"{name:<8} {path:<10} {rate:>12,.0f} {1e6 / rate:>9.2f} {shown:>11}")
+    print("target: ours/floor <= 1.5x for each backend (see benchmarks/README.md)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The documentation's Python examples run as they stand and check their outcome.
+
+Every fenced ```python block of README.md and docs/*.md is executed on its own,
+in a fresh namespace, in this process.  It is compiled with padding so that a
+traceback names the Markdown file and its line.  A block must contain at least
+one ``assert``, and every file at least one block.  The transition table in
+docs/engine.md is also checked against ``mrtr_core.TRANSITIONS``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import mrtr_core as m
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE_DOC = ROOT / "docs" / "engine.md"
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# A fence at the start of a line, "```python", up to the next closing fence.
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """(line number of the block's first code line, code) for each python block."""
+    text = path.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, match.start(1)) + 1, match.group(1)) for match in FENCE.finditer(text)
+    ]
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+BLOCKS = [
+    pytest.param(path, line, code, id=f"{_rel(path)}:block{index}")
+    for path in DOC_FILES
+    for index, (line, code) in enumerate(python_blocks(path))
+]
+
+
+def test_the_engine_guide_exists() -> None:
+    assert ENGINE_DOC in DOC_FILES
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=_rel)
+def test_every_doc_has_a_python_block(path: Path) -> None:
+    assert python_blocks(path), f"{_rel(path)} has no ```python block"
+
+
+@pytest.mark.parametrize(("path", "line", "code"), BLOCKS)
+def test_python_block_runs(path: Path, line: int, code: str) -> None:
+    # Pad with blank lines so that tracebacks point into the Markdown file.
+    tree = ast.parse("\n" * (line - 1) + code, filename=str(path))
+    assert any(isinstance(node, ast.Assert) for node in ast.walk(tree)), (
+        f"the block at {_rel(path)}:{line} asserts nothing about its outcome"
+    )
+    namespace = {"__name__": "__docs__"}
+    exec(compile(tree, str(path), "exec"), namespace)
+
+
+def documented_transitions() -> dict[tuple[m.EngineState, m.EngineInput], frozenset[m.EngineState]]:
+    """The table between the transitions markers of docs/engine.md, parsed."""
+    text = ENGINE_DOC.read_text(encoding="utf-8")
+    table = text.split("<!-- transitions:begin -->", 1)[1].split("<!-- transitions:end -->", 1)[0]
+    found: dict[tuple[m.EngineState, m.EngineInput], frozenset[m.EngineState]] = {}
+    for row in table.splitlines():
+        if not row.startswith("| `"):
+            continue  # the header and its rule
+        state, given, targets = (cell.strip().strip("`") for cell in row.split("|")[1:4])
+        key = (m.EngineState[state], m.EngineInput(given.removesuffix("()")))
+        assert key not in found, f"the table lists {row!r} twice"
+        found[key] = frozenset(m.EngineState[t.strip().strip("`")] for t in targets.split(","))
+    return found
+
+
+def test_transition_table_matches_the_code() -> None:
+    assert documented_transitions() == dict(m.TRANSITIONS)

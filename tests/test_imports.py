@@ -1,0 +1,269 @@
+"""What mrtr_core imports, and its public API."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mrtr_core
+from mrtr_core import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    InputFailed,
+    InvalidInputRequired,
+    LocalProtocolError,
+    MissingCapability,
+    MrtrError,
+    PeerError,
+    RemoteProtocolError,
+    RoundLimitExceeded,
+)
+
+CORE = Path(mrtr_core.__file__).resolve().parent
+CORE_FILES = sorted(CORE.rglob("*.py"))
+
+THIRD_PARTY_ALLOWED = frozenset({"attrs", "attr", "cattrs", "cattr", "orjson"})
+FORBIDDEN = frozenset(
+    {
+        "time",
+        "socket",
+        "asyncio",
+        "threading",
+        "subprocess",
+        "trio",
+        "anyio",
+        "h11",
+        "wsproto",
+        "select",
+        "selectors",
+        "os",
+        "io",
+    }
+)
+
+
+def imported_modules(source: str) -> list[str]:
+    """Top-level names of every absolute import in ``source`` (relative ones skipped)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                assert node.module is not None
+                found.append(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "__import__"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append(node.args[0].value.split(".")[0])
+    return found
+
+
+def _allowed(name: str) -> bool:
+    return name in sys.stdlib_module_names or name in THIRD_PARTY_ALLOWED
+
+
+def test_the_scan_sees_the_core() -> None:
+    names = {p.name for p in CORE_FILES}
+    assert {"__init__.py", "_codec.py", "_convert.py", "_model.py", "_errors.py"} <= names
+    all_imports = {m for p in CORE_FILES for m in imported_modules(p.read_text("utf-8"))}
+    # Non-vacuous: the known imports are found, including the lazy one inside a function.
+    assert {"json", "attrs", "cattrs", "orjson", "collections", "typing"} <= all_imports
+
+
+def test_the_checker_flags_bad_imports() -> None:
+    source = (
+        "import os.path\n"
+        "from time import monotonic\n"
+        "from . import _model\n"
+        "from .._x import y\n"
+        "def f():\n"
+        "    import trio.lowlevel\n"
+        "    __import__('socket')\n"
+        "import requests\n"
+    )
+    found = imported_modules(source)
+    assert sorted(found) == ["os", "requests", "socket", "time", "trio"]
+    assert not _allowed("requests")
+    assert _allowed("json")
+    assert _allowed("cattrs")
+    assert set(found) & FORBIDDEN == {"os", "time", "trio", "socket"}
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: p.name)
+def test_core_imports_only_stdlib_and_allowed_packages(path: Path) -> None:
+    bad = [m for m in imported_modules(path.read_text("utf-8")) if not _allowed(m)]
+    assert bad == [], f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: p.name)
+def test_core_imports_no_io_clock_or_concurrency(path: Path) -> None:
+    bad = sorted(set(imported_modules(path.read_text("utf-8"))) & FORBIDDEN)
+    assert bad == [], f"{path.name} imports {bad}"
+
+
+def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
+    code = "import json, sys\nimport mrtr_core\nprint(json.dumps(sorted(sys.modules)))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(json.loads(proc.stdout))
+    assert "mrtr_core" in loaded
+    assert "mrtr_core._codec" in loaded
+    tops = {name.split(".")[0] for name in loaded}
+    assert tops.isdisjoint({"trio", "h11", "wsproto", "asyncio"}), sorted(
+        tops & {"trio", "h11", "wsproto", "asyncio"}
+    )
+
+
+# --- public API ----------------------------------------------------------------
+
+
+def test_all_names_exist() -> None:
+    assert len(mrtr_core.__all__) == len(set(mrtr_core.__all__))
+    missing = [name for name in mrtr_core.__all__ if not hasattr(mrtr_core, name)]
+    assert missing == []
+
+
+def test_all_covers_the_public_names() -> None:
+    public = {
+        name
+        for name, value in vars(mrtr_core).items()
+        if not name.startswith("_") and getattr(value, "__module__", "").startswith("mrtr_core")
+    }
+    assert public <= set(mrtr_core.__all__)
+
+
+ERROR_CLASSES = [
+    LocalProtocolError,
+    RemoteProtocolError,
+    InvalidInputRequired,
+    MissingCapability,
+    PeerError,
+    RoundLimitExceeded,
+    InputFailed,
+]
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES)
+def test_error_classes_subclass_mrtr_error(cls: type) -> None:
+    assert issubclass(cls, MrtrError)
+    assert issubclass(cls, Exception)
+    assert cls.__name__ in mrtr_core.__all__
+
+
+def test_error_hierarchy() -> None:
+    assert issubclass(InvalidInputRequired, RemoteProtocolError)
+    assert issubclass(MissingCapability, InvalidInputRequired)
+    assert not issubclass(LocalProtocolError, RemoteProtocolError)
+    assert not issubclass(RemoteProtocolError, LocalProtocolError)
+
+
+def test_error_codes() -> None:
+    assert (PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR) == (
+        -32700,
+        -32600,
+        -32601,
+        -32602,
+        -32603,
+    )
+    assert (HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION) == (
+        -32020,
+        -32021,
+        -32022,
+    )
+
+
+def test_mrtr_error_fields() -> None:
+    err = MrtrError("boom")
+    assert err.code == INTERNAL_ERROR
+    assert err.message == "boom"
+    assert str(err) == "boom"
+    assert err.data is None
+    assert repr(err) == "MrtrError('boom', code=-32603)"
+    coded = MrtrError("x", code=-1, data={"d": 1})
+    assert coded.code == -1
+    assert coded.data == {"d": 1}
+    # A per-instance code does not change the class default.
+    assert MrtrError.code == INTERNAL_ERROR
+
+
+def test_protocol_errors_carry_code() -> None:
+    local = LocalProtocolError("misuse")
+    assert local.code == INTERNAL_ERROR
+    assert LocalProtocolError("x", code=INVALID_PARAMS).code == INVALID_PARAMS
+    remote = RemoteProtocolError("bad", code=INVALID_REQUEST, request_id="r1", data=[1])
+    assert remote.code == INVALID_REQUEST
+    assert remote.request_id == "r1"
+    assert remote.data == [1]
+    assert repr(remote) == "RemoteProtocolError('bad', code=-32600)"
+    plain = RemoteProtocolError("bad")
+    assert plain.code == INTERNAL_ERROR
+    assert plain.request_id is None
+
+
+def test_invalid_input_required() -> None:
+    err = InvalidInputRequired("no", key="k", method="roots/list", data={"x": 1})
+    assert err.code == INTERNAL_ERROR
+    assert (err.key, err.method, err.data, err.request_id) == ("k", "roots/list", {"x": 1}, None)
+    whole = InvalidInputRequired("whole result")
+    assert (whole.key, whole.method, whole.data) == (None, None, None)
+
+
+def test_missing_capability() -> None:
+    required: dict[str, Any] = {"elicitation": {"url": {}}}
+    err = MissingCapability("need url", key="k", method="elicitation/create", required=required)
+    assert err.code == MISSING_CLIENT_CAPABILITY
+    assert err.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+    assert err.required == required
+    assert err.required is not required
+    assert (err.key, err.method) == ("k", "elicitation/create")
+    assert isinstance(err, RemoteProtocolError)
+
+
+def test_peer_error() -> None:
+    err = PeerError(-32602, "Invalid or expired requestState", {"why": "ttl"})
+    assert err.code == -32602
+    assert err.message == "Invalid or expired requestState"
+    assert err.data == {"why": "ttl"}
+    assert PeerError(1, "m").data is None
+
+
+def test_round_limit_exceeded() -> None:
+    err = RoundLimitExceeded("max_rounds", 10, {"resultType": "input_required"})
+    assert err.code == INTERNAL_ERROR
+    assert err.message == "max_rounds=10 exceeded"
+    assert (err.limit_name, err.limit, err.last_result) == (
+        "max_rounds",
+        10,
+        {"resultType": "input_required"},
+    )
+    assert RoundLimitExceeded("max_leg_reissues", 3, None).last_result is None
+
+
+def test_input_failed() -> None:
+    err = InputFailed("user_name", "dialog closed")
+    assert err.code == INTERNAL_ERROR
+    assert (err.key, err.reason) == ("user_name", "dialog closed")
+    assert err.message == "input 'user_name' failed: dialog closed"
