@@ -1,8 +1,9 @@
-"""In-process demo: a scripted two-round server driven through the round engine.
+"""In-process demo: a client and a server ``Connection`` with only bytes between them.
 
-Round 1 asks for an elicitation; round 2 asks for sampling and roots together;
-then the tool completes.  Every leg is printed as the JSON line that would go
-on the wire.  Run it with ``make demo``.
+The client settles the era with ``server/discover``, then calls a tool.  Round 1
+asks for an elicitation; round 2 asks for sampling and roots together; then the
+tool completes.  Every line that crosses the wire is printed.  Run it with
+``make demo``.
 """
 
 from __future__ import annotations
@@ -13,15 +14,7 @@ from typing import Any
 import mrtr_core as m
 
 CAPABILITIES = {"elicitation": {}, "sampling": {}, "roots": {}}
-ORIGINAL_PARAMS = {
-    "name": "plan_trip",
-    "arguments": {"destination": "Lisbon"},
-    "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": CAPABILITIES,
-        "io.modelcontextprotocol/clientInfo": {"name": "mrtr-demo", "version": "0.1.0"},
-    },
-}
+ORIGINAL_PARAMS = {"name": "plan_trip", "arguments": {"destination": "Lisbon"}}
 
 
 def scripted_server(request: m.Request) -> m.ResultResponse:
@@ -87,34 +80,59 @@ def answer(request: m.InputRequest) -> m.InputResponse:
     return m.ListRootsResult(roots=[m.Root(uri="file:///home/ada/trips", name="trips")])
 
 
+def show(direction: str, data: bytes) -> None:
+    if data:
+        print(f"{direction} {data.decode().rstrip()}")
+
+
 def main() -> None:
-    codec = m.Codec()
-    ids = itertools.count(1)
+    """A client and a server Connection with only bytes between them."""
     clock = itertools.count(0.0, 0.01)  # a fake monotonic clock: the core never reads one
-    engine = m.RoundEngine("tools/call", ORIGINAL_PARAMS, leg_timeout=30.0, total_timeout=300.0)
-    engine.start(next(clock))
-    while True:
-        event = engine.next_event()
-        if isinstance(event, (m.SendRequest, m.SendRetry)):
-            line = codec.encode(m.Request(id=next(ids), method="tools/call", params=event.params))
-            print(f"--> leg {event.leg}: {line.decode()}")
-            reply = scripted_server(codec.decode(line))  # type: ignore[arg-type]
-            wire = codec.encode(reply)
-            print(f"<-- {wire.decode()}")
-            decoded = codec.decode(wire)
-            assert isinstance(decoded, m.ResultResponse)
-            engine.receive_result(decoded.result, next(clock))
-        elif isinstance(event, m.RoundStarted):
-            print(f"    round {event.round}: the server asks for {', '.join(event.kinds)}")
-        elif isinstance(event, m.DispatchInput):
-            engine.provide(event.key, answer(event.request), next(clock))
-        elif isinstance(event, m.Done):
-            print("done:", event.result["content"][0]["text"])
-            return
-        elif isinstance(event, (m.Failed, m.TimedOut, m.Cancelled)):
-            raise SystemExit(f"flow ended without a result: {event}")
-        else:
-            raise SystemExit(f"unexpected {event!r}")
+    client = m.Connection(
+        m.CLIENT,
+        era="auto",
+        info={"name": "mrtr-demo", "version": "0.1.0"},
+        capabilities=CAPABILITIES,
+    )
+    server = m.Connection(m.SERVER, info={"name": "demo-server", "version": "0.1.0"})
+    call = client.call("tools/call", ORIGINAL_PARAMS, leg_timeout=30.0, total_timeout=300.0)
+    for _ in range(100):
+        now = next(clock)
+        while (event := client.next_event(now)) is not m.NEED_DATA:
+            if isinstance(event, m.HandshakeStep):
+                data = client.send(event.message)
+                show("-->", data)
+                server.receive_data(data)
+            elif isinstance(event, m.SessionOpened):
+                print(f"    era settled: {event.era} {event.protocol_version}")
+            elif isinstance(event, m.CallEvent):
+                inner = event.event
+                if isinstance(inner, (m.SendRequest, m.SendRetry)):
+                    data = client.send(event)
+                    show(f"--> leg {inner.leg}:", data)
+                    server.receive_data(data)
+                elif isinstance(inner, m.RoundStarted):
+                    print(f"    round {inner.round}: the server asks for {', '.join(inner.kinds)}")
+                elif isinstance(inner, m.DispatchInput):
+                    client.provide(call, inner.key, answer(inner.request), now)
+                elif isinstance(inner, m.Done):
+                    print("done:", inner.result["content"][0]["text"])
+                    return
+                else:
+                    raise SystemExit(f"flow ended without a result: {inner}")
+            else:
+                raise SystemExit(f"unexpected {event!r}")
+        while (event := server.next_event(now)) is not m.NEED_DATA:
+            if isinstance(event, m.AutoReply):  # server/discover: the connection answers it
+                reply = event.reply
+            elif isinstance(event, m.Request):
+                reply = scripted_server(event)
+            else:
+                raise SystemExit(f"unexpected {event!r}")
+            data = server.send(reply)
+            show("<--", data)
+            client.receive_data(data)
+    raise SystemExit("the flow did not finish")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,225 @@
+"""Framing: where one message ends and the next begins.
+
+Two framers share one interface, so the connection's state machine does not
+care which it has:
+
+* :class:`LineFramer` for byte streams (stdio, TCP): newline-delimited JSON.
+  A line ends at ``\\n``; a ``\\r`` before it is dropped; blank lines are
+  skipped.  The JSON writers never emit a raw newline, so ``\\n`` cannot occur
+  inside a message.
+* :class:`MessageFramer` for transports that frame for us (an HTTP body, an SSE
+  ``data`` payload, a WebSocket text frame): each ``feed`` is one message.
+
+``feed`` only buffers; ``next_frame`` does the work, one frame per call, and
+returns :data:`NEED_DATA` when it needs more bytes.
+
+Bounds: a message larger than ``max_message_size`` is never handed out.  A
+line whose size passes the bound is reported once as :class:`Oversize` (as
+soon as the bound is passed, even before its newline arrives) and then
+discarded through its newline, so the stream goes on with the next line; the
+framer therefore never holds more than ``max_message_size`` bytes of a line it
+has not seen the end of.  ``max_buffer_size`` bounds all bytes fed but not yet
+framed: feeding past it raises :class:`~mrtr_core.LocalProtocolError` (drain
+``next_frame`` until ``NEED_DATA`` between reads, and read at most
+``max_buffer_size - max_message_size`` bytes at a time to never hit it).
+
+End of stream: call ``feed_eof()`` once the peer has closed.  A final line
+without a newline is then handed out like any other (it may well be a complete
+message), after which ``next_frame`` returns :data:`END_OF_STREAM` for ever.
+Feeding after ``feed_eof`` is a ``LocalProtocolError``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+
+import attrs
+
+from ._errors import LocalProtocolError
+
+
+class FramerSignal(enum.Enum):
+    """What ``next_frame`` returns when it has no frame."""
+
+    NEED_DATA = "need_data"  #: feed more bytes (or ``feed_eof``)
+    END_OF_STREAM = "end_of_stream"  #: the peer closed and every frame was handed out
+
+
+NEED_DATA = FramerSignal.NEED_DATA
+END_OF_STREAM = FramerSignal.END_OF_STREAM
+
+_BLANK = b" \t\r"
+
+
+@attrs.frozen(kw_only=True)
+class Oversize:
+    """A message passed ``max_message_size`` and was (or is being) discarded.
+
+    ``size`` is how many bytes of it had arrived when the bound was passed: at
+    least ``max_message_size + 1``, not necessarily the whole message.
+    """
+
+    size: int
+
+
+Frame = bytes | Oversize | FramerSignal
+
+
+def _check_bounds(max_message_size: int, max_buffer_size: int) -> None:
+    for name, value in (
+        ("max_message_size", max_message_size),
+        ("max_buffer_size", max_buffer_size),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise LocalProtocolError(f"{name} must be a positive integer, got {value!r}")
+    if max_buffer_size < max_message_size:
+        raise LocalProtocolError("max_buffer_size must be at least max_message_size")
+
+
+class LineFramer:
+    """Newline-delimited framing over a byte stream."""
+
+    __slots__ = ("_buf", "_discarding", "_eof", "_scanned", "max_buffer_size", "max_message_size")
+
+    def __init__(self, *, max_message_size: int, max_buffer_size: int) -> None:
+        _check_bounds(max_message_size, max_buffer_size)
+        self.max_message_size = max_message_size
+        self.max_buffer_size = max_buffer_size
+        self._buf = bytearray()
+        # Bytes before this offset hold no newline: each byte is searched once.
+        self._scanned = 0
+        # True while dropping the rest of an oversize line.
+        self._discarding = False
+        self._eof = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes fed and not yet framed (or discarded)."""
+        return len(self._buf)
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._eof:
+            raise LocalProtocolError("cannot feed data after feed_eof()")
+        # In bytes: a memoryview's len() counts items, not bytes.
+        if len(self._buf) + memoryview(data).nbytes > self.max_buffer_size:
+            raise LocalProtocolError(
+                f"more than max_buffer_size={self.max_buffer_size} bytes buffered: "
+                "call next_event() until NEED_DATA before feeding more"
+            )
+        self._buf += data
+
+    def feed_eof(self) -> None:
+        self._eof = True
+
+    def next_frame(self) -> Frame:
+        buf = self._buf
+        while True:
+            newline = buf.find(b"\n", self._scanned)
+            if newline < 0:
+                return self._no_newline()
+            if self._discarding:
+                del buf[: newline + 1]
+                self._scanned = 0
+                self._discarding = False
+                continue
+            self._scanned = 0
+            if newline > self.max_message_size:
+                # The line is complete but too long; the newline may follow a \r.
+                end = newline - 1 if buf[newline - 1] == 0x0D else newline
+                if end > self.max_message_size:
+                    del buf[: newline + 1]
+                    return Oversize(size=end)
+            line = bytes(buf[:newline])
+            del buf[: newline + 1]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            # Cheap test first: a message starts with "{"; anything else may be blank.
+            if line and (line[0] == 0x7B or line.strip(_BLANK)):
+                return line
+
+    def _no_newline(self) -> Frame:
+        buf = self._buf
+        if self._discarding:
+            buf.clear()
+            self._scanned = 0
+            if self._eof:
+                self._discarding = False
+                return END_OF_STREAM
+            return NEED_DATA
+        size = len(buf)
+        # A trailing \r is not part of the message (its \n may be on the way).
+        if size > self.max_message_size + (buf[-1:] == b"\r"):
+            # Report once, now, and drop what has arrived; the rest goes through the newline.
+            buf.clear()
+            self._scanned = 0
+            self._discarding = not self._eof
+            return Oversize(size=size)
+        if self._eof:
+            if buf.strip(_BLANK):
+                line = bytes(buf)
+                buf.clear()
+                self._scanned = 0
+                return line[:-1] if line.endswith(b"\r") else line
+            buf.clear()
+            return END_OF_STREAM
+        self._scanned = len(buf)
+        return NEED_DATA
+
+
+class MessageFramer:
+    """Message-at-a-time framing: every ``feed`` is one whole message."""
+
+    __slots__ = ("_buffered", "_eof", "_queue", "max_buffer_size", "max_message_size")
+
+    def __init__(self, *, max_message_size: int, max_buffer_size: int) -> None:
+        _check_bounds(max_message_size, max_buffer_size)
+        self.max_message_size = max_message_size
+        self.max_buffer_size = max_buffer_size
+        self._queue: deque[bytes | Oversize] = deque()
+        self._buffered = 0
+        self._eof = False
+
+    @property
+    def buffered(self) -> int:
+        return self._buffered
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._eof:
+            raise LocalProtocolError("cannot feed data after feed_eof()")
+        size = memoryview(data).nbytes  # in bytes, like bytes(data) below
+        if size > self.max_message_size:
+            # Never held: only its size is remembered.
+            self._queue.append(Oversize(size=size))
+            return
+        if self._buffered + size > self.max_buffer_size:
+            raise LocalProtocolError(
+                f"more than max_buffer_size={self.max_buffer_size} bytes buffered: "
+                "call next_event() until NEED_DATA before feeding more"
+            )
+        self._buffered += size
+        self._queue.append(bytes(data))
+
+    def feed_eof(self) -> None:
+        self._eof = True
+
+    def next_frame(self) -> Frame:
+        while self._queue:
+            frame = self._queue.popleft()
+            if isinstance(frame, Oversize):
+                return frame
+            self._buffered -= len(frame)
+            if frame.strip(_BLANK + b"\n"):
+                return frame
+        return END_OF_STREAM if self._eof else NEED_DATA
+
+
+Framer = LineFramer | MessageFramer

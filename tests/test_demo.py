@@ -1,0 +1,23 @@
+"""`make demo` runs examples/demo.py: it must finish the flow over two Connections."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
+
+
+def test_demo_settles_the_era_and_finishes_a_two_round_call() -> None:
+    run = subprocess.run(
+        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith('--> {"jsonrpc":"2.0","id":1,"method":"server/discover"')
+    assert "    era settled: modern 2026-07-28" in lines
+    assert [line for line in lines if line.startswith("--> leg")][-1].startswith("--> leg 3:")
+    assert lines[-1] == (
+        "done: Trip for Ada: Take tram 28 early. Itinerary saved to file:///home/ada/trips."
+    )
