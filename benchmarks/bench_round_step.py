@@ -10,6 +10,11 @@ For each JSON backend (stdlib ``json``, ``orjson``) this measures, in one run:
                 ``codec.decode(line)`` -> ``receive_result`` -> ``next_event()``
                 up to ``DispatchInput`` -> ``provide`` -> ``next_event()``
                 (``SendRetry``) -> ``codec.encode(Request(...))`` with a fresh id.
+* connection -- the same step through a client ``Connection`` whose call has its
+                first leg on the wire (built outside the timer):
+                ``receive_data(line)`` -> ``next_event()`` up to ``DispatchInput``
+                -> ``provide`` -> ``next_event()`` (``SendRetry``) -> ``send`` (the
+                connection picks the id, stamps ``_meta``, frames the line).
 
 Timing is ``time.perf_counter`` around a batch of steps, repeated, best batch
 kept.  No pass/fail: it prints steps/s and the ratio of each path to its floor.
@@ -164,10 +169,44 @@ def step_only_batch(codec: m.Codec, line: bytes):
     return batch
 
 
+def connection_with_leg_out(codec: m.Codec) -> tuple[m.Connection, int]:
+    """A client connection whose call's first leg (id 1) has been written."""
+    conn = m.Connection(m.CLIENT, era="modern", json=codec)
+    call = conn.call(METHOD, ORIGINAL_PARAMS)
+    conn.send(conn.next_event())
+    return conn, call
+
+
+def connection_step(conn: m.Connection, call: int, line: bytes) -> bytes:
+    conn.receive_data(line)
+    event = conn.next_event()
+    while not isinstance(event.event, m.DispatchInput):  # type: ignore[union-attr]
+        event = conn.next_event()
+    key = event.event.key  # type: ignore[union-attr]
+    conn.provide(call, key, m.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)
+    return conn.send(conn.next_event())  # type: ignore[arg-type]
+
+
+def connection_batch(codec: m.Codec, line: bytes):
+    framed = line + b"\n"
+
+    def batch(n: int) -> float:
+        ready = [connection_with_leg_out(codec) for _ in range(n)]
+        t0 = time.perf_counter()
+        for conn, call in ready:
+            connection_step(conn, call, framed)
+        return time.perf_counter() - t0
+
+    return batch
+
+
 def check_output(codec: m.Codec, line: bytes) -> None:
-    """Our path writes the retry the floor writes (same JSON value, fresh id)."""
+    """Our paths write the retry the floor writes (same JSON value, fresh id)."""
     out = make_step(codec)(started_engine(), line, 2)
     assert json.loads(out) == retry_request(), out
+    conn, call = connection_with_leg_out(codec)
+    out = connection_step(conn, call, line + b"\n")
+    assert out.endswith(b"\n") and json.loads(out) == retry_request(), out
 
 
 def stdlib_dumps(obj: Any) -> bytes:
@@ -204,6 +243,7 @@ def main() -> None:
             ("floor", floor_batch(loads, dumps, line)),
             ("per call", per_call_batch(codec, line)),
             ("step only", step_only_batch(codec, line)),
+            ("connection", connection_batch(codec, line)),
         ]
         floor_rate = None
         for path, batch in rows:

@@ -95,6 +95,7 @@ from ._server_rules import (
     initialize_result,
 )
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, Session, SessionInput, SessionState
+from ._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024
@@ -541,6 +542,10 @@ class Connection:
             if isinstance(event, Wait):
                 ready.popleft()
                 continue
+            if call.engine.state in ENGINE_TERMINAL_STATES and isinstance(
+                event, (SendRequest, SendRetry)
+            ):
+                continue  # cancelled (or ended) before this leg came out: it never goes
             return self._hand_out(call, event)
         return None
 
@@ -638,6 +643,8 @@ class Connection:
         if not isinstance(inner, (SendRequest, SendRetry)):
             raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
         call = self._calls.get(event.call)
+        if call is None and 0 < event.call < self._next_call:
+            return b""  # the call ended (cancelled) while this leg waited: it never goes
         if call is None or call.pending_send is not inner:
             raise LocalProtocolError("this leg is not the one the call is waiting to send")
         if self._session.state not in _OPEN_STATES:
@@ -1189,9 +1196,16 @@ class Connection:
 
     def _fail_calls(self, error: MrtrError) -> None:
         for call in list(self._calls.values()):
-            call.engine.cancel(self._now)  # its own events are moot
+            engine = call.engine
+            event: EngineEvent = Failed(error=error)
+            if engine.state in ENGINE_TERMINAL_STATES:
+                # It ended (a cancel) before its end was handed out: that end stands.
+                while not isinstance(queued := engine.next_event(), Wait):
+                    event = queued
+            else:
+                engine.cancel(self._now)  # its own events are moot
             self._end_call(call)
-            self._events.append(CallEvent(call=call.id, event=Failed(error=error)))
+            self._events.append(CallEvent(call=call.id, event=event))
 
     def _on_end_of_stream(self) -> ConnectionEvent:
         if self._closed is not None:

@@ -21,6 +21,7 @@ from mrtr_core import (
     RequestCancelled,
     ResultResponse,
     SendRequest,
+    SendRetry,
 )
 
 
@@ -115,3 +116,28 @@ def test_a_server_ends_a_listen_stream_with_notifications_cancelled() -> None:
         server.send(ResultResponse(id=rid, result={}))
     # For an id it does not know, the notification still goes out and changes nothing.
     assert Connection(SERVER).send(note) == data
+
+
+def test_a_paced_retry_sent_after_its_call_was_cancelled_writes_nothing() -> None:
+    client, _ = modern_pair()
+    call = client.call("tools/call", {"name": "busy"})
+    (first,) = drain(client)
+    client.send(first)
+    (leg,) = client.outstanding
+    client.receive_data(_answer(leg, '{"resultType":"input_required","requestState":"later"}'))
+    events = drain(client)
+    retry = events[-1]
+    assert isinstance(retry.event, SendRetry) and retry.event.delay > 0  # the app sleeps now
+    client.cancel(call)  # ... and the user gives up meanwhile
+    assert [e.event for e in drain(client)] == [CancelLeg(leg=2), Cancelled()]
+    assert client.send(retry) == b""  # the sleeping driver wakes up: nothing goes out
+    assert client.outstanding == ()
+
+
+def test_a_call_cancelled_before_its_first_leg_comes_out_never_sends_it() -> None:
+    client, _ = modern_pair()
+    call = client.call("tools/call", {"name": "x"})
+    client.cancel(call)
+    events = drain(client)
+    assert [e.event for e in events] == [CancelLeg(leg=1), Cancelled()]
+    assert [client.send(e) for e in events[:1]] == [b""]
