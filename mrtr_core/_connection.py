@@ -383,6 +383,21 @@ class Connection:
             if result is not None:
                 return result
 
+    def response_stream_closed(self, request_id: RequestId) -> None:
+        """The transport can no longer answer this request of the peer's (its HTTP
+        response stream closed): treat it as cancelled by the peer.
+
+        Queues ``RequestCancelled(request_id, reason="response stream closed")``
+        for the app; from then on sends for that id return ``b""``.  A no-op for
+        an id that is not waiting for an answer or was cancelled already.
+        """
+        incoming = self._incoming.get(request_id)
+        if incoming is not None and incoming.kind == "app" and not incoming.cancelled:
+            incoming.cancelled = True
+            self._events.append(
+                RequestCancelled(request_id=request_id, reason="response stream closed")
+            )
+
     def request_info(self, request_id: RequestId) -> RequestInfo:
         """Server: era, version, capabilities, log level, ... of a request handed out."""
         incoming = self._incoming.get(request_id)

@@ -141,3 +141,18 @@ def test_a_call_cancelled_before_its_first_leg_comes_out_never_sends_it() -> Non
     events = drain(client)
     assert [e.event for e in events] == [CancelLeg(leg=1), Cancelled()]
     assert [client.send(e) for e in events[:1]] == [b""]
+
+
+def test_a_closed_response_stream_cancels_the_request_for_the_server_app() -> None:
+    client = Connection(CLIENT, era="modern", framing="messages")
+    server = Connection(SERVER, framing="messages")
+    rid = client.new_request_id()
+    server.receive_data(client.send(Request(id=rid, method="tools/list", params={})))
+    (request,) = drain(server)
+    server.response_stream_closed(request.id)  # the HTTP client went away
+    server.response_stream_closed(request.id)  # reported once only
+    server.response_stream_closed("never-seen")  # unknown ids are ignored
+    assert drain(server) == [RequestCancelled(request_id=rid, reason="response stream closed")]
+    assert server.send(ResultResponse(id=rid, result={"tools": []})) == b""
+    with pytest.raises(LocalProtocolError):  # its place is released by that send
+        server.send(ResultResponse(id=rid, result={"tools": []}))
