@@ -66,55 +66,64 @@ class Oversize:
 Frame = bytes | Oversize | FramerSignal
 
 
-def _check_bounds(max_message_size: int, max_buffer_size: int) -> None:
-    for name, value in (
-        ("max_message_size", max_message_size),
-        ("max_buffer_size", max_buffer_size),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise LocalProtocolError(f"{name} must be a positive integer, got {value!r}")
-    if max_buffer_size < max_message_size:
-        raise LocalProtocolError("max_buffer_size must be at least max_message_size")
+class _Bounded:
+    """What both framers share: the bounds, and the end of the stream."""
 
-
-class LineFramer:
-    """Newline-delimited framing over a byte stream."""
-
-    __slots__ = ("_buf", "_discarding", "_eof", "_scanned", "max_buffer_size", "max_message_size")
+    __slots__ = ("_eof", "max_buffer_size", "max_message_size")
 
     def __init__(self, *, max_message_size: int, max_buffer_size: int) -> None:
-        _check_bounds(max_message_size, max_buffer_size)
+        for name, value in (
+            ("max_message_size", max_message_size),
+            ("max_buffer_size", max_buffer_size),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise LocalProtocolError(f"{name} must be a positive integer, got {value!r}")
+        if max_buffer_size < max_message_size:
+            raise LocalProtocolError("max_buffer_size must be at least max_message_size")
         self.max_message_size = max_message_size
         self.max_buffer_size = max_buffer_size
+        self._eof = False
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def feed_eof(self) -> None:
+        self._eof = True
+
+    def _admit(self, held: int, size: int) -> None:
+        """Refuse ``size`` more bytes after EOF or past ``max_buffer_size``."""
+        if self._eof:
+            raise LocalProtocolError("cannot feed data after feed_eof()")
+        if held + size > self.max_buffer_size:
+            raise LocalProtocolError(
+                f"more than max_buffer_size={self.max_buffer_size} bytes buffered: "
+                "call next_event() until NEED_DATA before feeding more"
+            )
+
+
+class LineFramer(_Bounded):
+    """Newline-delimited framing over a byte stream."""
+
+    __slots__ = ("_buf", "_discarding", "_scanned")
+
+    def __init__(self, *, max_message_size: int, max_buffer_size: int) -> None:
+        super().__init__(max_message_size=max_message_size, max_buffer_size=max_buffer_size)
         self._buf = bytearray()
         # Bytes before this offset hold no newline: each byte is searched once.
         self._scanned = 0
         # True while dropping the rest of an oversize line.
         self._discarding = False
-        self._eof = False
 
     @property
     def buffered(self) -> int:
         """Bytes fed and not yet framed (or discarded)."""
         return len(self._buf)
 
-    @property
-    def eof(self) -> bool:
-        return self._eof
-
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        if self._eof:
-            raise LocalProtocolError("cannot feed data after feed_eof()")
         # In bytes: a memoryview's len() counts items, not bytes.
-        if len(self._buf) + memoryview(data).nbytes > self.max_buffer_size:
-            raise LocalProtocolError(
-                f"more than max_buffer_size={self.max_buffer_size} bytes buffered: "
-                "call next_event() until NEED_DATA before feeding more"
-            )
+        self._admit(len(self._buf), memoryview(data).nbytes)
         self._buf += data
-
-    def feed_eof(self) -> None:
-        self._eof = True
 
     def next_frame(self) -> Frame:
         buf = self._buf
@@ -171,45 +180,30 @@ class LineFramer:
         return NEED_DATA
 
 
-class MessageFramer:
+class MessageFramer(_Bounded):
     """Message-at-a-time framing: every ``feed`` is one whole message."""
 
-    __slots__ = ("_buffered", "_eof", "_queue", "max_buffer_size", "max_message_size")
+    __slots__ = ("_buffered", "_queue")
 
     def __init__(self, *, max_message_size: int, max_buffer_size: int) -> None:
-        _check_bounds(max_message_size, max_buffer_size)
-        self.max_message_size = max_message_size
-        self.max_buffer_size = max_buffer_size
+        super().__init__(max_message_size=max_message_size, max_buffer_size=max_buffer_size)
         self._queue: deque[bytes | Oversize] = deque()
         self._buffered = 0
-        self._eof = False
 
     @property
     def buffered(self) -> int:
         return self._buffered
 
-    @property
-    def eof(self) -> bool:
-        return self._eof
-
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        if self._eof:
-            raise LocalProtocolError("cannot feed data after feed_eof()")
         size = memoryview(data).nbytes  # in bytes, like bytes(data) below
         if size > self.max_message_size:
+            self._admit(0, 0)  # (still refused after EOF)
             # Never held: only its size is remembered.
             self._queue.append(Oversize(size=size))
             return
-        if self._buffered + size > self.max_buffer_size:
-            raise LocalProtocolError(
-                f"more than max_buffer_size={self.max_buffer_size} bytes buffered: "
-                "call next_event() until NEED_DATA before feeding more"
-            )
+        self._admit(self._buffered, size)
         self._buffered += size
         self._queue.append(bytes(data))
-
-    def feed_eof(self) -> None:
-        self._eof = True
 
     def next_frame(self) -> Frame:
         while self._queue:
