@@ -839,3 +839,16 @@ def test_restore_after_the_input_deadline_passed_times_out_without_dispatching()
     restored = m.RoundEngine.restore(snap, 100.0)
     assert restored.state is m.EngineState.TIMED_OUT
     assert drain(restored) == [m.TimedOut(elapsed=19.0, budget=10.0, limit="input")]
+
+
+def test_restore_exactly_at_the_input_deadline_times_out_rather_than_prompt_for_0_s() -> None:
+    # The live engine still takes an answer given at the deadline itself (only a later
+    # one is late), but a restored round with no time left is not shown to anyone: a
+    # zero-second prompt cannot be answered.  It times out at once, dispatching nothing.
+    engine = started(input_timeout=10.0)
+    drain(engine)
+    engine.receive_result(input_required({"a": FORM}), 1.0)
+    drain(engine)
+    restored = m.RoundEngine.restore(engine.snapshot(11.0), 500.0)
+    assert restored.state is m.EngineState.TIMED_OUT
+    assert drain(restored) == [m.TimedOut(elapsed=10.0, budget=10.0, limit="input")]
