@@ -58,6 +58,13 @@ from ._events import (
     Wait,
 )
 from ._framing import END_OF_STREAM, NEED_DATA, FramerSignal, LineFramer, MessageFramer, Oversize
+from ._handshake import (
+    FALL_BACK,
+    Settled,
+    initialize_params,
+    read_discover_result,
+    read_initialize_result,
+)
 from ._model import (
     ErrorObject,
     ErrorResponse,
@@ -74,7 +81,6 @@ from ._protocol import (
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
     MODERN_ERROR_CODES,
     MODERN_VERSIONS,
     Era,
@@ -115,6 +121,16 @@ CLIENT = Role.CLIENT
 SERVER = Role.SERVER
 
 _OPEN_STATES = frozenset({SessionState.MODERN, SessionState.READY})
+
+
+def _opened(settled: Settled) -> SessionOpened:
+    return SessionOpened(
+        era=settled.era,
+        protocol_version=settled.protocol_version,
+        peer_info=settled.peer_info,
+        peer_capabilities=settled.peer_capabilities,
+        instructions=settled.instructions,
+    )
 
 
 def error_response(request_id: RequestId | None, error: MrtrError) -> ErrorResponse:
@@ -325,8 +341,7 @@ class Connection:
         self.peer_capabilities: Mapping[str, Any] = {}
         self._handshake_ids: dict[RequestId, str] = {}
         self._discover_retried = False
-        self._pending_initialized = False
-        self._instructions_seen: str | None = None
+        self._settled: Settled | None = None  # a 2025 session's, until initialized is sent
         if role is SERVER:
             self._session = Session(SERVER_TRANSITIONS)
         else:
@@ -710,16 +725,8 @@ class Connection:
         method = note.method
         if self.role is CLIENT and method == "notifications/initialized":
             self._session.local(SessionInput.SEND_INITIALIZED)
-            self._pending_initialized = False
-            self._events.append(
-                SessionOpened(
-                    era="legacy",
-                    protocol_version=self.protocol_version or "",
-                    peer_info=self.peer_info,
-                    peer_capabilities=self.peer_capabilities,
-                    instructions=self._instructions_seen,
-                )
-            )
+            assert self._settled is not None  # the table only allows this after the result
+            self._events.append(_opened(self._settled))
             return self._wire(note)
         params = note.params or {}
         if method == "notifications/cancelled":
@@ -1124,11 +1131,7 @@ class Connection:
     def _initialize_step(self) -> HandshakeStep:
         rid = self.new_request_id()
         self._handshake_ids[rid] = "initialize"
-        params = {
-            "protocolVersion": self._legacy_versions[0],
-            "capabilities": dict(self.capabilities),
-            "clientInfo": dict(self.info) if self.info is not None else {},
-        }
+        params = initialize_params(self._legacy_versions[0], self.capabilities, self.info)
         return HandshakeStep(message=Request(id=rid, method="initialize", params=params))
 
     def _on_discover_response(self, response: ResultResponse | ErrorResponse) -> ConnectionEvent:
@@ -1144,31 +1147,18 @@ class Connection:
                 return self._discover_step()
             self._session.remote(SessionInput.RECV_MODERN_ERROR)
             return self._session_failed(PeerError(error.code, error.message, error.data))
-        result = response.result
-        version = choose_version(result.get("supportedVersions"), self._modern_versions)
-        if version is None:
-            if choose_version(result.get("supportedVersions"), self._legacy_versions):
-                return self._fall_back()
-            self._session.remote(SessionInput.RECV_MODERN_ERROR)
-            return self._session_failed(
-                RemoteProtocolError("server/discover offers no protocol version we speak")
-            )
-        self._session.remote(SessionInput.RECV_DISCOVER_RESULT)
-        self.era = "modern"
-        self.protocol_version = version
-        meta = result.get("_meta")
-        info = meta.get(META_SERVER_INFO) if isinstance(meta, Mapping) else None
-        self.peer_info = info if isinstance(info, Mapping) else None
-        caps = result.get("capabilities")
-        self.peer_capabilities = caps if isinstance(caps, Mapping) else {}
-        instructions = result.get("instructions")
-        return SessionOpened(
-            era="modern",
-            protocol_version=version,
-            peer_info=self.peer_info,
-            peer_capabilities=self.peer_capabilities,
-            instructions=instructions if isinstance(instructions, str) else None,
+        outcome = read_discover_result(
+            response.result, self._modern_versions, self._legacy_versions
         )
+        if outcome == FALL_BACK:
+            return self._fall_back()
+        if isinstance(outcome, MrtrError):
+            self._session.remote(SessionInput.RECV_MODERN_ERROR)
+            return self._session_failed(outcome)
+        assert isinstance(outcome, Settled)
+        self._session.remote(SessionInput.RECV_DISCOVER_RESULT)
+        self._settle(outcome)
+        return _opened(outcome)
 
     def _fall_back(self) -> HandshakeStep | SessionFailed:
         self._session.remote(SessionInput.RECV_LEGACY_SIGNAL)
@@ -1184,26 +1174,20 @@ class Connection:
             error = response.error
             self._session.remote(SessionInput.RECV_INITIALIZE_ERROR)
             return self._session_failed(PeerError(error.code, error.message, error.data))
-        result = response.result
-        version = result.get("protocolVersion")
-        if version not in self._legacy_versions:
+        outcome = read_initialize_result(response.result, self._legacy_versions)
+        if isinstance(outcome, MrtrError):
             self._session.remote(SessionInput.RECV_INITIALIZE_ERROR)
-            return self._session_failed(
-                RemoteProtocolError(
-                    f"the server chose protocol version {version!r}, which we do not speak"
-                )
-            )
+            return self._session_failed(outcome)
         self._session.remote(SessionInput.RECV_INITIALIZE_RESULT)
-        self.era = "legacy"
-        self.protocol_version = version
-        info = result.get("serverInfo")
-        self.peer_info = info if isinstance(info, Mapping) else None
-        caps = result.get("capabilities")
-        self.peer_capabilities = caps if isinstance(caps, Mapping) else {}
-        instructions = result.get("instructions")
-        self._instructions_seen = instructions if isinstance(instructions, str) else None
-        self._pending_initialized = True
+        self._settle(outcome)
         return HandshakeStep(message=Notification(method="notifications/initialized"))
+
+    def _settle(self, settled: Settled) -> None:
+        self._settled = settled
+        self.era = settled.era
+        self.protocol_version = settled.protocol_version
+        self.peer_info = settled.peer_info
+        self.peer_capabilities = settled.peer_capabilities
 
     def _session_failed(self, error: MrtrError) -> SessionFailed:
         self._fail_calls(error)

@@ -1,0 +1,84 @@
+"""Reading the peer's side of the era question: ``server/discover`` and ``initialize``.
+
+Pure functions: they say what an answer means (an era settled, a fallback, a
+failure) and the connection applies that to its session table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from ._errors import MrtrError, RemoteProtocolError
+from ._protocol import META_SERVER_INFO, Era, choose_version
+
+FALL_BACK: Literal["fall back"] = "fall back"
+
+
+@attrs.frozen(kw_only=True)
+class Settled:
+    """What the server told us once the era is known."""
+
+    era: Era
+    protocol_version: str
+    peer_info: Mapping[str, Any] | None
+    peer_capabilities: Mapping[str, Any]
+    instructions: str | None
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def read_discover_result(
+    result: Mapping[str, Any], modern: Sequence[str], legacy: Sequence[str]
+) -> Settled | Literal["fall back"] | MrtrError:
+    """A ``server/discover`` result: the modern era, a fallback to initialize (it offers
+    only 2025 versions), or a failure (it offers nothing we speak)."""
+    offered = result.get("supportedVersions")
+    version = choose_version(offered, modern)
+    if version is None:
+        if choose_version(offered, legacy):
+            return FALL_BACK
+        return RemoteProtocolError("server/discover offers no protocol version we speak")
+    meta = _mapping(result.get("_meta"))
+    return Settled(
+        era="modern",
+        protocol_version=version,
+        peer_info=_mapping(meta.get(META_SERVER_INFO)) if meta is not None else None,
+        peer_capabilities=_mapping(result.get("capabilities")) or {},
+        instructions=_text(result.get("instructions")),
+    )
+
+
+def read_initialize_result(result: Mapping[str, Any], legacy: Sequence[str]) -> Settled | MrtrError:
+    """An ``initialize`` result: the 2025 era, unless it picked a version we do not speak."""
+    version = result.get("protocolVersion")
+    if not isinstance(version, str) or version not in legacy:
+        return RemoteProtocolError(
+            f"the server chose protocol version {version!r}, which we do not speak"
+        )
+    return Settled(
+        era="legacy",
+        protocol_version=version,
+        peer_info=_mapping(result.get("serverInfo")),
+        peer_capabilities=_mapping(result.get("capabilities")) or {},
+        instructions=_text(result.get("instructions")),
+    )
+
+
+def initialize_params(
+    version: str, capabilities: Mapping[str, Any], info: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The params of our ``initialize`` request."""
+    return {
+        "protocolVersion": version,
+        "capabilities": dict(capabilities),
+        "clientInfo": dict(info) if info is not None else {},
+    }
