@@ -8,6 +8,7 @@ client that prefers the made-up version meets a real 2026-07-28 server.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -45,6 +46,13 @@ def _client(era: Any, versions: tuple[str, ...] = (FUTURE, "2026-07-28")) -> Con
 
 def _server() -> Connection:
     return Connection(SERVER, info=SERVER_INFO, versions=("2026-07-28",))
+
+
+def version_error(request_id: Any, supported: list[str], requested: str) -> bytes:
+    """A -32022 answer to ``request_id``, as a peer writes it."""
+    data = {"supported": supported, "requested": requested}
+    error = {"code": -32022, "message": "unsupported protocol version", "data": data}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
 
 
 def _meta_version(request: Request) -> Any:
@@ -86,14 +94,10 @@ def test_a_second_version_error_on_discover_fails_the_session_without_fallback()
     client = _client("auto")
     (step,) = drain(client)
     client.send(step.message)
-    error = b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"no",' % step.message.id
-    client.receive_data(error + b'"data":{"supported":["2026-07-28"],"requested":"x"}}}\n')
+    client.receive_data(version_error(step.message.id, ["2026-07-28"], "x"))
     (again,) = drain(client)
     client.send(again.message)
-    client.receive_data(
-        b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"no",' % again.message.id
-        + b'"data":{"supported":["2099-01-01"],"requested":"2026-07-28"}}}\n'
-    )
+    client.receive_data(version_error(again.message.id, ["2099-01-01"], "2026-07-28"))
     (failed,) = drain(client)
     assert isinstance(failed, SessionFailed)
     assert isinstance(failed.error, PeerError) and failed.error.code == -32022
@@ -135,17 +139,11 @@ def test_a_leg_is_resent_at_most_once_for_version_errors() -> None:
     (send,) = drain(client)
     client.send(send)
     leg = client.outstanding[0]
-    client.receive_data(
-        b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"no",' % leg
-        + b'"data":{"supported":["2026-07-28"],"requested":"2099-01-01"}}}\n'
-    )
+    client.receive_data(version_error(leg, ["2026-07-28"], "2099-01-01"))
     (resend,) = drain(client)
     client.send(resend)
     leg = client.outstanding[0]
-    client.receive_data(
-        b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"no",' % leg
-        + b'"data":{"supported":["2099-01-01"],"requested":"2026-07-28"}}}\n'
-    )
+    client.receive_data(version_error(leg, ["2099-01-01"], "2026-07-28"))
     (failed,) = drain(client)
     assert isinstance(failed, CallEvent) and failed.call == call
     assert isinstance(failed.event, Failed)
@@ -158,9 +156,6 @@ def test_a_version_error_naming_only_our_current_version_fails_the_call() -> Non
     (send,) = drain(client)
     client.send(send)
     leg = client.outstanding[0]
-    client.receive_data(
-        b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"no",' % leg
-        + b'"data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}\n'
-    )
+    client.receive_data(version_error(leg, ["2026-07-28"], "2026-07-28"))
     (failed,) = drain(client)
     assert isinstance(failed.event, Failed) and failed.event.error.code == -32022
