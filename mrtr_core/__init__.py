@@ -4,6 +4,17 @@ No I/O, no clock, no threads: feed it bytes, results and the time, and it tells
 you what to send and whom to ask.  See ``docs/engine.md``.
 """
 
+from ._asking import (
+    Answers,
+    CapabilityRequired,
+    InvalidAnswer,
+    elicit_form,
+    elicit_url,
+    input_required,
+    list_roots,
+    required_capabilities,
+    sample,
+)
 from ._codec import (
     STDLIB_JSON,
     Codec,
@@ -95,6 +106,8 @@ from ._framing import (
     MessageFramer,
     Oversize,
 )
+from ._handlers import Ask, Handler, HandlerContext, Next, Steps, run_handler
+from ._legacy_shim import LegacyShim, ShimDone, ShimEvent, ShimSend, ShimWait, legacy_request
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -128,6 +141,16 @@ from ._protocol import (
     Era,
     RequestInfo,
 )
+from ._request_state import (
+    REQUEST_STATE_REASONS,
+    InvalidRequestState,
+    MemoryNonceStore,
+    NonceStore,
+    NonceStoreFull,
+    OpenedState,
+    StateSealer,
+    params_digest,
+)
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._session import (
     CLIENT_TRANSITIONS,
@@ -138,6 +161,8 @@ from ._session import (
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
 __all__ = [
+    "Answers",
+    "Ask",
     "AutoReply",
     "CACHEABLE_METHODS",
     "CLIENT",
@@ -146,6 +171,7 @@ __all__ = [
     "CancelInputs",
     "CancelLeg",
     "Cancelled",
+    "CapabilityRequired",
     "Codec",
     "Connection",
     "ConnectionClosed",
@@ -173,6 +199,8 @@ __all__ = [
     "Failed",
     "FramerSignal",
     "HEADER_MISMATCH",
+    "Handler",
+    "HandlerContext",
     "HandshakeStep",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -181,11 +209,14 @@ __all__ = [
     "InputRequest",
     "InputRequiredResult",
     "InputResponse",
+    "InvalidAnswer",
     "InvalidInputRequired",
     "InvalidMessage",
+    "InvalidRequestState",
     "JsonBackend",
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
+    "LegacyShim",
     "LineFramer",
     "ListRootsRequest",
     "ListRootsResult",
@@ -200,6 +231,7 @@ __all__ = [
     "MISSING_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
     "MRTR_METHODS",
+    "MemoryNonceStore",
     "Message",
     "MessageFramer",
     "MissingCapability",
@@ -208,13 +240,18 @@ __all__ = [
     "NEED_INPUT",
     "NEED_RESULT",
     "NEED_START",
+    "Next",
+    "NonceStore",
+    "NonceStoreFull",
     "Notification",
+    "OpenedState",
     "Oversize",
     "PACE_CAP",
     "PACE_FIRST",
     "PARSE_ERROR",
     "PeerError",
     "Progress",
+    "REQUEST_STATE_REASONS",
     "RemoteProtocolError",
     "Request",
     "RequestCancelled",
@@ -235,6 +272,12 @@ __all__ = [
     "SessionInput",
     "SessionOpened",
     "SessionState",
+    "ShimDone",
+    "ShimEvent",
+    "ShimSend",
+    "ShimWait",
+    "StateSealer",
+    "Steps",
     "TERMINAL_STATES",
     "TRANSITIONS",
     "TimedOut",
@@ -243,13 +286,22 @@ __all__ = [
     "build_retry_params",
     "decode_message",
     "default_codec",
+    "elicit_form",
+    "elicit_url",
     "encode_message",
     "error_response",
     "input_kind",
+    "input_required",
     "json_backend",
+    "legacy_request",
+    "list_roots",
     "message_from_json",
     "message_to_json",
     "missing_capability",
+    "params_digest",
+    "required_capabilities",
+    "run_handler",
+    "sample",
     "strip_round_fields",
     "structure",
     "structure_input_request",

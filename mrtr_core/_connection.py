@@ -730,14 +730,16 @@ class Connection:
             return self._wire(note)
         params = note.params or {}
         if method == "notifications/cancelled":
-            rid = params.get("requestId")
+            rid: Any = params.get("requestId")
             # Our own request (a client's; a 2025-era server's to its client), else, for a
             # 2026 server, the end of a subscriptions/listen stream: no answer follows.
             own = self.role is CLIENT or self._session.state is SessionState.READY
+            incoming = self._incoming.get(rid) if self.role is SERVER else None
             if own and rid in self._outgoing:
                 del self._outgoing[rid]
                 self._finished.add(rid)
-            elif self.role is SERVER and rid in self._incoming:
+            elif incoming is not None and incoming.info and incoming.info.era == "modern":
+                # (Ids of 2025-era requests share the number space of our own requests.)
                 del self._incoming[rid]
         elif (
             self.role is SERVER

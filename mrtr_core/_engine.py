@@ -114,10 +114,9 @@ def missing_capability(request: InputRequest, capabilities: Mapping[str, Any]) -
         sampling = capabilities.get("sampling")
         if not isinstance(sampling, (dict, Mapping)):
             return {"sampling": _sampling_needs(request)}
-        if _uses_tools(request) and "tools" not in sampling:
-            return {"sampling": {"tools": {}}}
-        if request.include_context not in (None, "none") and "context" not in sampling:
-            return {"sampling": {"context": {}}}
+        lacking = {k: v for k, v in _sampling_needs(request).items() if k not in sampling}
+        if lacking:  # all of it at once: a client that adds it is not refused again
+            return {"sampling": lacking}
     elif not isinstance(capabilities.get("roots"), Mapping):
         return {"roots": {}}
     return {}

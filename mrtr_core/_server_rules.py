@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._asking import required_capabilities
 from ._convert import structure_input_required
-from ._engine import missing_capability
 from ._errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, LocalProtocolError, MrtrError
 from ._model import Request
 from ._protocol import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
@@ -83,10 +83,7 @@ def check_input_required(info: RequestInfo, result: Mapping[str, Any]) -> None:
         raise LocalProtocolError(
             f"malformed input_required: {exc.message}", code=INTERNAL_ERROR
         ) from exc
-    required: dict[str, Any] = {}
-    for request in (shaped.input_requests or {}).values():
-        for name, fragment in missing_capability(request, info.capabilities).items():
-            required.setdefault(name, {}).update(fragment)
+    required = required_capabilities(shaped.input_requests or {}, info.capabilities)
     if required:
         raise LocalProtocolError(
             "the request did not declare the capabilities this input needs",

@@ -22,6 +22,7 @@ from mrtr_core import (
     ResultResponse,
     SendRequest,
     SendRetry,
+    SessionOpened,
 )
 
 
@@ -156,3 +157,27 @@ def test_a_closed_response_stream_cancels_the_request_for_the_server_app() -> No
     assert server.send(ResultResponse(id=rid, result={"tools": []})) == b""
     with pytest.raises(LocalProtocolError):  # its place is released by that send
         server.send(ResultResponse(id=rid, result={"tools": []}))
+
+
+def test_a_2025_server_cancelling_its_own_answered_request_leaves_the_clients_alone() -> None:
+    # Request ids of each direction share one number space: a 2025-era server's
+    # notifications/cancelled names its own request, never the client's request 2.
+    client = Connection(CLIENT, era="legacy", capabilities={"roots": {}})
+    server = Connection(SERVER)
+    for _ in range(2):
+        for event in drain(client):
+            server.receive_data(client.send(event))
+        for event in drain(server):
+            if not isinstance(event, SessionOpened):
+                client.receive_data(server.send(event))
+    client.send(Request(id=client.new_request_id(), method="tools/call", params={}))
+    server.receive_data(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}\n')
+    (call,) = drain(server)
+    ask = Request(id=server.new_request_id(), method="roots/list")
+    assert ask.id == 1
+    server.send(ask)
+    server.send(Request(id=2, method="roots/list"))
+    server.receive_data(b'{"jsonrpc":"2.0","id":2,"result":{"roots":[]}}\n')
+    assert drain(server) == [ResultResponse(id=2, result={"roots": []})]
+    server.send(Notification(method="notifications/cancelled", params={"requestId": 2}))
+    assert server.send(ResultResponse(id=call.id, result={"content": []}))  # still waiting

@@ -1,0 +1,225 @@
+"""Serving a 2025-era client with a multi round-trip handler.
+
+A 2025-era client cannot take an ``input_required`` result: it expects the
+server to ask it with server-to-client requests (``elicitation/create``,
+``sampling/createMessage``, ``roots/list``) while the original request waits.
+:class:`LegacyShim` does exactly that for one request, on the same
+connection: it runs the handler, turns each round's input requests into real
+requests to the client, collects the answers, and runs the handler again with
+this round's answers (replaced each round, never accumulated) and the state
+the handler sealed, until the handler returns its result.
+
+Sans-IO like the rest: the shim hands out events (``ShimSend`` a message,
+``ShimWait`` before a requestState-only round, ``ShimDone`` with the response
+for the original request) and takes the client's answers with ``receive``.
+
+Limits: at most ``max_rounds`` rounds (10), then a -32603 error.  A handler
+that asks for something the client did not declare in ``initialize`` gets its
+own fallback if it has one (``ctx.can_ask``); otherwise the client gets a
+-32603 error naming the missing capabilities in ``data.requiredCapabilities``
+(2025-era clients have no -32021).  Never a hang: an answer that never comes
+is the app's timeout to enforce (``cancel``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ._asking import CapabilityRequired, required_capabilities
+from ._connection import error_response
+from ._convert import structure_input_required, unstructure_input_request
+from ._engine import PACE_CAP, PACE_FIRST
+from ._errors import INTERNAL_ERROR, LocalProtocolError, MrtrError
+from ._handlers import Handler, run_handler
+from ._model import (
+    ElicitUrlRequest,
+    ErrorObject,
+    ErrorResponse,
+    InputRequest,
+    Notification,
+    Request,
+    RequestId,
+    ResultResponse,
+)
+from ._protocol import RequestInfo
+from ._request_state import StateSealer
+from ._retry import strip_round_fields
+
+
+@attrs.frozen(kw_only=True)
+class ShimSend:
+    """Send ``message`` on the connection (a request to the client, or a cancellation)."""
+
+    message: Request | Notification
+
+
+@attrs.frozen(kw_only=True)
+class ShimWait:
+    """A requestState-only round: call ``resume(now)`` after ``delay`` seconds."""
+
+    delay: float
+
+
+@attrs.frozen(kw_only=True)
+class ShimDone:
+    """Send ``response`` for the original request; the shim is finished."""
+
+    response: ResultResponse | ErrorResponse
+
+
+ShimEvent = ShimSend | ShimWait | ShimDone
+
+
+def legacy_request(request_id: RequestId, ask: InputRequest) -> Request:
+    """The 2025-era server-to-client request for one input request."""
+    params = dict(unstructure_input_request(ask).get("params") or {})
+    if isinstance(ask, ElicitUrlRequest):
+        params["elicitationId"] = secrets.token_urlsafe(12)  # 2025 URL mode names each one
+    return Request(id=request_id, method=ask.method, params=params or None)
+
+
+class LegacyShim:
+    """One 2025-era request served by a multi round-trip ``handler``.
+
+    ``new_id`` gives ids for the server-to-client requests (pass the
+    connection's ``new_request_id``).  Feed every ``ResultResponse`` /
+    ``ErrorResponse`` whose id is in ``waiting_for`` to ``receive``.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        request: Request,
+        info: RequestInfo,
+        *,
+        new_id: Callable[[], RequestId],
+        sealer: StateSealer | None,
+        principal: str | None,
+        max_rounds: int = 10,
+    ) -> None:
+        if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 1:
+            raise LocalProtocolError("max_rounds must be a positive integer")
+        self.handler = handler
+        self.request = request
+        self.info = info
+        self.new_id = new_id
+        self.sealer = sealer
+        self.principal = principal
+        self.max_rounds = max_rounds
+        self.rounds = 0
+        self.finished = False
+        self._events: deque[ShimEvent] = deque()
+        self._params = strip_round_fields(request.params or {})
+        self._state: str | None = None
+        self._asked: dict[RequestId, str] = {}  # server request id -> input key
+        self._answers: dict[str, Any] = {}
+        self._pace: float | None = None
+
+    @property
+    def waiting_for(self) -> tuple[RequestId, ...]:
+        """Ids of the requests to the client still waiting for an answer."""
+        return tuple(self._asked)
+
+    def next_event(self) -> ShimEvent | None:
+        return self._events.popleft() if self._events else None
+
+    def start(self, now: float) -> None:
+        """Run the handler for the first time."""
+        self._run(now, answers=None)
+
+    def resume(self, now: float) -> None:
+        """After a ``ShimWait``: run the handler again with the state alone."""
+        if self.finished or self._asked:
+            raise LocalProtocolError("resume() follows a ShimWait")
+        self._run(now, answers=None)
+
+    def receive(self, response: ResultResponse | ErrorResponse, now: float) -> None:
+        """The client's answer to one of our requests."""
+        key = self._asked.pop(response.id, None) if response.id is not None else None
+        if key is None:
+            raise LocalProtocolError(f"{response.id!r} is not a request of this shim")
+        if isinstance(response, ErrorResponse):
+            self._cancel_asks()
+            self._finish_error(
+                f"the client could not answer {key!r}: {response.error.message}",
+                data={"key": key, "clientError": response.error.code},
+            )
+            return
+        self._answers[key] = response.result
+        if not self._asked:
+            answers, self._answers = self._answers, {}
+            self._run(now, answers=answers)
+
+    def cancel(self) -> None:
+        """The client cancelled the original request: withdraw our questions, answer nothing."""
+        if self.finished:
+            return
+        self._cancel_asks()
+        self.finished = True
+
+    def _cancel_asks(self) -> None:
+        for rid in self._asked:
+            note = Notification(method="notifications/cancelled", params={"requestId": rid})
+            self._events.append(ShimSend(message=note))
+        self._asked.clear()
+
+    def _run(self, now: float, *, answers: Mapping[str, Any] | None) -> None:
+        params = dict(self._params)
+        if answers is not None:
+            params["inputResponses"] = dict(answers)  # this round's only
+        if self._state is not None:
+            params["requestState"] = self._state
+        leg = Request(id=self.request.id, method=self.request.method, params=params)
+        try:
+            result = run_handler(
+                self.handler,
+                leg,
+                self.info,
+                sealer=self.sealer,
+                principal=self.principal,
+                now=now,
+            )
+            if result.get("resultType") != "input_required":
+                self._finish(ResultResponse(id=self.request.id, result=result))
+                return
+            shaped = structure_input_required(result)
+            asks = shaped.input_requests or {}
+            missing = required_capabilities(asks, self.info.capabilities)
+            if missing:
+                raise CapabilityRequired(missing)
+        except CapabilityRequired as exc:
+            self._finish_error(
+                "the client did not declare what this tool needs to ask", data=exc.data
+            )
+            return
+        except MrtrError as exc:
+            self._finish(error_response(self.request.id, exc))
+            return
+        self.rounds += 1
+        if self.rounds > self.max_rounds:
+            self._finish_error(f"the tool needed more than {self.max_rounds} rounds of input")
+            return
+        self._state = shaped.request_state
+        if not asks:
+            # requestState only: come back after a pause, growing while nothing is asked.
+            self._pace = PACE_FIRST if self._pace is None else min(self._pace * 2, PACE_CAP)
+            self._events.append(ShimWait(delay=self._pace))
+            return
+        self._pace = None
+        for key, ask in asks.items():
+            request = legacy_request(self.new_id(), ask)
+            self._asked[request.id] = key
+            self._events.append(ShimSend(message=request))
+
+    def _finish_error(self, message: str, data: Any = None) -> None:
+        error = ErrorObject(code=INTERNAL_ERROR, message=message, data=data)
+        self._finish(ErrorResponse(id=self.request.id, error=error))
+
+    def _finish(self, response: ResultResponse | ErrorResponse) -> None:
+        self.finished = True
+        self._events.append(ShimDone(response=response))
