@@ -64,7 +64,8 @@ REQUEST_STATE_REASONS = (
     "wrong_method",
     "wrong_params",  # another tool, uri or arguments
     "wrong_principal",
-    "replayed",  # its nonce was consumed already
+    "replayed",  # its nonce (or, for a continuation, its round) was used already
+    "unknown_continuation",  # a continuation-style flow this process no longer holds
 )
 
 

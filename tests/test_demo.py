@@ -21,3 +21,28 @@ def test_demo_settles_the_era_and_finishes_a_two_round_call() -> None:
     assert lines[-1] == (
         "done: Trip for Ada: Take tram 28 early. Itinerary saved to file:///home/ada/trips."
     )
+
+
+def _run(name: str) -> list[str]:
+    path = DEMO.parent / name
+    run = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+def test_the_weather_tool_runs_in_all_four_handler_styles() -> None:
+    lines = _run("weather_styles.py")
+    for style in ("re-entrant", "once", "steps", "continuation"):
+        assert f"{style:<13} 4 legs: Oslo: 21 C, warm and bright" in lines
+    assert lines[-1] == "side effect of the once style ran 1 time"
+
+
+def test_the_deploy_tool_deploys_once_and_refuses_the_replay() -> None:
+    assert _run("deploy.py") == [
+        "leg 1: ['confirm']",
+        "leg 2: Deployed to prod.",
+        "replay of leg 2: {'error': {'reason': 'replayed'}}",
+        "deployments: ['prod']",
+    ]

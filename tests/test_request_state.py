@@ -840,6 +840,7 @@ def test_reason_list() -> None:
         "wrong_params",
         "wrong_principal",
         "replayed",
+        "unknown_continuation",  # raised by the trio continuation store
     )
 
 
