@@ -1215,20 +1215,6 @@ def test_elicit_form_request_type_is_the_typed_answer_key() -> None:
     assert got[0].action == "accept" and got[0].content == {"city": "Oslo"}
 
 
-def _info(method: str = "tools/call") -> RequestInfo:
-    return RequestInfo(
-        id=1,
-        method=method,
-        era="modern",
-        protocol_version=MODERN,
-        capabilities=CAPS,
-        client_info=None,
-        log_level=None,
-        progress_token=None,
-        retry=False,
-    )
-
-
 def test_no_state_of_a_flow_outlives_the_flow_deadline() -> None:
     sealer = new_sealer()
     ask_forever = lambda ctx: ctx.ask({"city": CITY}, state=ctx.now)  # noqa: E731
@@ -1236,7 +1222,7 @@ def test_no_state_of_a_flow_outlives_the_flow_deadline() -> None:
     first = run_handler(
         ask_forever,
         Request(id=1, method="tools/call", params=params),
-        _info(),
+        info_for(),
         sealer=sealer,
         principal=None,
         now=0.0,
@@ -1251,7 +1237,7 @@ def test_no_state_of_a_flow_outlives_the_flow_deadline() -> None:
         run_handler(
             ask_forever,
             Request(id=2, method="tools/call", params=retry),
-            _info(),
+            info_for(),
             sealer=sealer,
             principal=None,
             now=10.0,
