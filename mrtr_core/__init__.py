@@ -158,6 +158,13 @@ from ._session import (
     SessionInput,
     SessionState,
 )
+from ._sse import (
+    DEFAULT_MAX_EVENT_SIZE,
+    SseDecoder,
+    SseEvent,
+    encode_sse,
+    encode_sse_comment,
+)
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
 __all__ = [
@@ -180,6 +187,7 @@ __all__ = [
     "CreateMessageResult",
     "DEFAULT_MAX_BUFFER_SIZE",
     "DEFAULT_MAX_CALLS",
+    "DEFAULT_MAX_EVENT_SIZE",
     "DEFAULT_MAX_FINISHED_IDS",
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -276,6 +284,8 @@ __all__ = [
     "ShimEvent",
     "ShimSend",
     "ShimWait",
+    "SseDecoder",
+    "SseEvent",
     "StateSealer",
     "Steps",
     "TERMINAL_STATES",
@@ -289,6 +299,8 @@ __all__ = [
     "elicit_form",
     "elicit_url",
     "encode_message",
+    "encode_sse",
+    "encode_sse_comment",
     "error_response",
     "input_kind",
     "input_required",
