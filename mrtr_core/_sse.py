@@ -9,11 +9,15 @@ end in CR LF, LF or CR (a CR at the end of a chunk waits for a possible LF);
 one leading byte-order mark is dropped; a line starting with ``:`` is a
 comment; ``field: value`` with one optional space after the colon; a field
 with no colon has an empty value; ``data`` lines accumulate joined by LF;
-``event`` sets the type (``message`` when absent); ``id`` sets the last event
-id unless it contains NUL; ``retry`` sets the reconnection time when it is
-all ASCII digits; unknown fields are ignored; a blank line dispatches the
+``event`` sets the type (``message`` when absent); ``id`` sets the event id
+buffer unless it contains NUL, which becomes the stream's last event id when
+the event is dispatched; ``retry`` sets the reconnection time when it is all
+ASCII digits (more than 12 digits are ignored: no peer gets to make us parse
+a huge number); unknown fields are ignored; a blank line dispatches the
 event, unless its data is empty.  At end of stream an unfinished event is
-discarded.  Bytes are decoded as UTF-8 with replacement characters.
+discarded, its id too.  Bytes are decoded as UTF-8 with replacement
+characters.  A CR ends its line at once; a LF right after it, even in the
+next chunk, belongs to it.
 
 Bound: an event whose field lines (and a line still waiting for its end)
 pass ``max_event_size`` bytes is reported once as :class:`~mrtr_core.Oversize`
@@ -69,19 +73,26 @@ def encode_sse(
             raise LocalProtocolError("an SSE id cannot contain NUL")
         out.append(f"id: {id}\n")
     if retry is not None:
-        if not isinstance(retry, int) or isinstance(retry, bool) or retry < 0:
+        if not isinstance(retry, int) or isinstance(retry, bool) or not 0 <= retry < 10**12:
             raise LocalProtocolError("retry is a non-negative integer of milliseconds")
         out.append(f"retry: {retry}\n")
     for line in re.split(r"\r\n|\r|\n", data):
         out.append(f"data: {line}\n")
     out.append("\n")
-    return "".join(out).encode("utf-8")
+    return _utf8("".join(out))
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate
+        raise LocalProtocolError(f"an SSE event must be valid Unicode: {exc}") from exc
 
 
 def encode_sse_comment(text: str = "") -> bytes:
     """A comment line (a keep-alive that no client dispatches)."""
     _single_line("comment", text)
-    return f": {text}\n\n".encode() if text else b":\n\n"
+    return _utf8(f": {text}\n\n") if text else b":\n\n"
 
 
 class SseDecoder:
@@ -94,6 +105,7 @@ class SseDecoder:
         "_eof",
         "_event",
         "_event_size",
+        "_id_buffer",
         "_last_id",
         "_reconnection",
         "_retry",
@@ -117,6 +129,7 @@ class SseDecoder:
         self._data: list[str] = []
         self._event = ""
         self._retry: int | None = None
+        self._id_buffer: str | None = None
         self._last_id: str | None = None
         self._reconnection: int | None = None
         self._event_size = 0  # bytes of field lines in the event being read
@@ -124,7 +137,7 @@ class SseDecoder:
 
     @property
     def last_event_id(self) -> str | None:
-        """The stream's last event id (it persists across events)."""
+        """The last event id of the stream (set by dispatched events; it persists)."""
         return self._last_id
 
     @property
@@ -159,6 +172,8 @@ class SseDecoder:
             self._field(line)
 
     def _wait(self) -> Oversize | FramerSignal:
+        if not self._started and not self._eof:
+            return NEED_DATA  # at most two bytes that may be the start of a BOM
         pending = self._event_size + len(self._buf)
         if not self._discarding and pending > self.max_event_size:
             return self._oversize(pending)
@@ -222,12 +237,13 @@ class SseDecoder:
             self._event = text
         elif name == b"id":
             if "\0" not in text:
-                self._last_id = text
-        elif name == b"retry" and value.isdigit():  # (b"".isdigit() is False)
+                self._id_buffer = text
+        elif name == b"retry" and value.isdigit() and len(value) <= 12:  # b"" is no digit
             self._retry = self._reconnection = int(value)
         # any other field is ignored
 
     def _dispatch(self) -> SseEvent | None:
+        self._last_id = self._id_buffer  # even for an event that turns out empty
         if self._discarding:
             self._discarding = False
             self._reset()
@@ -239,7 +255,7 @@ class SseDecoder:
         event = SseEvent(
             data="\n".join(data),
             event=self._event or "message",
-            id=self._last_id,
+            id=self._id_buffer,
             retry=self._retry,
         )
         self._reset()

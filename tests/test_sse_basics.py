@@ -168,7 +168,9 @@ def test_the_encoder() -> None:
             bad()
 
 
-NAMES = st.text(st.characters(blacklist_characters="\r\n\0"), max_size=8)
+NAMES = st.text(
+    st.characters(blacklist_characters="\r\n\0", blacklist_categories=("Cs",)), max_size=8
+)
 
 
 @settings(deadline=None)
@@ -205,3 +207,9 @@ def test_encoded_events_decode_back_in_any_chunking(events: list[Any], data: Any
             m.SseEvent(data=normalised, event=event or "message", id=last_id, retry=retry)
         )
     assert got == expected
+
+
+def test_the_encoder_refuses_text_that_is_not_valid_unicode() -> None:
+    for bad in (lambda: m.encode_sse("\ud800"), lambda: m.encode_sse_comment("\udfff")):
+        with pytest.raises(m.LocalProtocolError, match="valid Unicode"):
+            bad()
