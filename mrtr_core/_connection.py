@@ -173,7 +173,6 @@ class _Incoming:
 
 class _Call:
     __slots__ = (
-        "capabilities",
         "engine",
         "id",
         "last_send",
@@ -190,13 +189,11 @@ class _Call:
         call_id: int,
         method: str,
         engine: RoundEngine,
-        capabilities: Mapping[str, Any],
         progress: bool,
     ) -> None:
         self.id = call_id
         self.method = method
-        self.engine = engine
-        self.capabilities = capabilities
+        self.engine = engine  # its capabilities are the ones each leg declares
         self.progress = progress
         self.pending_send: SendRequest | SendRetry | None = None
         self.last_send: SendRequest | SendRetry | None = None
@@ -485,7 +482,7 @@ class Connection:
         engine.start(self._now)
         call_id = self._next_call
         self._next_call += 1
-        self._calls[call_id] = _Call(call_id, method, engine, capabilities, progress)
+        self._calls[call_id] = _Call(call_id, method, engine, progress)
         self._ready_calls.append(call_id)
         return call_id
 
@@ -681,7 +678,7 @@ class Connection:
             raise LocalProtocolError("the session is not open")
         self._check_outgoing_room()
         rid = self.new_request_id()
-        params = self._stamp(inner.params, call.capabilities)
+        params = self._stamp(inner.params, call.engine.capabilities)
         if call.progress:
             meta = params.get("_meta")
             meta = dict(meta) if isinstance(meta, Mapping) else {}
