@@ -106,8 +106,25 @@ from ._framing import (
     MessageFramer,
     Oversize,
 )
-from ._handlers import Ask, Handler, HandlerContext, Next, Steps, run_handler
-from ._legacy_shim import LegacyShim, ShimDone, ShimEvent, ShimSend, ShimWait, legacy_request
+from ._handlers import (
+    Ask,
+    Handler,
+    HandlerContext,
+    Next,
+    Steps,
+    close_leg,
+    open_leg,
+    run_handler,
+)
+from ._legacy_shim import (
+    LegacyShim,
+    ShimDone,
+    ShimEvent,
+    ShimRun,
+    ShimSend,
+    ShimWait,
+    legacy_request,
+)
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -282,6 +299,7 @@ __all__ = [
     "SessionState",
     "ShimDone",
     "ShimEvent",
+    "ShimRun",
     "ShimSend",
     "ShimWait",
     "SseDecoder",
@@ -313,6 +331,8 @@ __all__ = [
     "params_digest",
     "required_capabilities",
     "run_handler",
+    "open_leg",
+    "close_leg",
     "sample",
     "strip_round_fields",
     "structure",

@@ -174,7 +174,27 @@ def run_handler(
     Raises :class:`~mrtr_core.InvalidRequestState` (-32602) before the handler
     runs, or whatever :class:`~mrtr_core.MrtrError` the handler raises
     (``CapabilityRequired`` -32021, ``InvalidAnswer`` -32602); answer those with
-    ``error_response(request.id, exc)``.
+    ``error_response(request.id, exc)``.  The same as
+    ``close_leg(ctx, handler(ctx))`` with ``ctx = open_leg(...)``.
+    """
+    ctx = open_leg(request, info, sealer=sealer, principal=principal, now=now, flow_ttl=flow_ttl)
+    return close_leg(ctx, handler(ctx))
+
+
+def open_leg(
+    request: Request,
+    info: RequestInfo,
+    *,
+    sealer: StateSealer | None,
+    principal: str | None,
+    now: float,
+    flow_ttl: float = DEFAULT_FLOW_TTL,
+) -> HandlerContext:
+    """The first half of :func:`run_handler`: verify the state, build the context.
+
+    For handlers that cannot be called synchronously (a coroutine that awaits
+    while it streams progress): ``ctx = open_leg(...)``, run the handler your
+    way, then ``close_leg(ctx, outcome)``.  Raises ``InvalidRequestState``.
     """
     params = request.params or {}
     token = params.get("requestState")
@@ -186,7 +206,7 @@ def run_handler(
         flow, deadline, guards, state = _read_state(opened)
     else:
         flow, deadline, guards, state = secrets.token_urlsafe(16), now + flow_ttl, [], None
-    ctx = HandlerContext(
+    return HandlerContext(
         request,
         info,
         opened=opened,
@@ -198,7 +218,10 @@ def run_handler(
         principal=principal,
         now=now,
     )
-    outcome = handler(ctx)
+
+
+def close_leg(ctx: HandlerContext, outcome: HandlerResult) -> dict[str, Any]:
+    """The second half of :func:`run_handler`: a result as it is, an :class:`Ask` sealed."""
     if isinstance(outcome, Ask):
         return _ask(ctx, outcome.requests, outcome.state)
     if isinstance(outcome, Mapping):

@@ -72,7 +72,19 @@ class ShimDone:
     response: ResultResponse | ErrorResponse
 
 
-ShimEvent = ShimSend | ShimWait | ShimDone
+@attrs.frozen(kw_only=True)
+class ShimRun:
+    """Run the app on ``request`` (a leg with this round's answers and state), then
+    pass its result, or the ``MrtrError`` it raised, to ``leg_done``.
+
+    Only from a shim made with ``handler=None``: the app runs its own legs (an
+    async handler that streams progress, say) and the shim does the rest.
+    """
+
+    request: Request
+
+
+ShimEvent = ShimSend | ShimWait | ShimDone | ShimRun
 
 
 def legacy_request(request_id: RequestId, ask: InputRequest) -> Request:
@@ -93,7 +105,7 @@ class LegacyShim:
 
     def __init__(
         self,
-        handler: Handler,
+        handler: Handler | None,
         request: Request,
         info: RequestInfo,
         *,
@@ -119,6 +131,7 @@ class LegacyShim:
         self._asked: dict[RequestId, str] = {}  # server request id -> input key
         self._answers: dict[str, Any] = {}
         self._pace: float | None = None
+        self._running = False  # a ShimRun is out and its leg_done has not come
 
     @property
     def waiting_for(self) -> tuple[RequestId, ...]:
@@ -134,7 +147,7 @@ class LegacyShim:
 
     def resume(self, now: float) -> None:
         """After a ``ShimWait``: run the handler again with the state alone."""
-        if self.finished or self._asked:
+        if self.finished or self._asked or self._running:
             raise LocalProtocolError("resume() follows a ShimWait")
         self._run(now, answers=None)
 
@@ -175,6 +188,10 @@ class LegacyShim:
         if self._state is not None:
             params["requestState"] = self._state
         leg = Request(id=self.request.id, method=self.request.method, params=params)
+        if self.handler is None:
+            self._running = True
+            self._events.append(ShimRun(request=leg))
+            return
         try:
             result = run_handler(
                 self.handler,
@@ -184,10 +201,27 @@ class LegacyShim:
                 principal=self.principal,
                 now=now,
             )
-            if result.get("resultType") != "input_required":
-                self._finish(ResultResponse(id=self.request.id, result=result))
+        except MrtrError as exc:
+            self._settle(exc)
+            return
+        self._settle(result)
+
+    def leg_done(self, outcome: Mapping[str, Any] | MrtrError) -> None:
+        """After a ``ShimRun``: the app's result for that leg, or the error it raised."""
+        if not self._running:
+            raise LocalProtocolError("leg_done() answers a ShimRun")
+        self._running = False
+        if not self.finished:  # cancelled while the app ran: nothing more to say
+            self._settle(outcome)
+
+    def _settle(self, outcome: Mapping[str, Any] | MrtrError) -> None:
+        try:
+            if isinstance(outcome, MrtrError):
+                raise outcome
+            if outcome.get("resultType") != "input_required":
+                self._finish(ResultResponse(id=self.request.id, result=dict(outcome)))
                 return
-            shaped = structure_input_required(result)
+            shaped = structure_input_required(outcome)
             asks = shaped.input_requests or {}
             missing = required_capabilities(asks, self.info.capabilities)
             if missing:

@@ -29,7 +29,12 @@ ALL = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 class Peer:
     """A 2025-era client Connection and a server Connection, a shim per tool call."""
 
-    def __init__(self, handler: Any, capabilities: Any = ALL, **shim_options: Any) -> None:
+    def __init__(
+        self, handler: Any, capabilities: Any = ALL, *, app_runs: bool = False, **shim_options: Any
+    ) -> None:
+        # app_runs: the shim gets handler=None and hands out ShimRun; this peer runs the leg.
+        self.app_runs = app_runs
+        self.runs: list[m.Request] = []
         self.client = m.Connection(m.CLIENT, era="legacy", capabilities=capabilities)
         self.server = m.Connection(m.SERVER)
         self.handler = handler
@@ -80,8 +85,9 @@ class Peer:
             self.client.receive_data(self.server.send(event))
         elif isinstance(event, m.Request):
             info = self.server.request_info(event.id)
+            handler = None if self.app_runs else self.handler
             shim = m.LegacyShim(
-                self.handler, event, info, new_id=self.server.new_request_id, **self.shim_options
+                handler, event, info, new_id=self.server.new_request_id, **self.shim_options
             )
             self.shims[event.id] = shim
             shim.start(now)
@@ -103,9 +109,26 @@ class Peer:
                 elif isinstance(event, m.ShimWait):
                     self.waits.append(event.delay)
                     shim.resume(now + event.delay)
+                elif isinstance(event, m.ShimRun):
+                    self.runs.append(event.request)
+                    shim.leg_done(self.run_leg(shim, event.request, now))
                 else:
                     self.client.receive_data(self.server.send(event.response))
         return moved
+
+    def run_leg(self, shim: m.LegacyShim, leg: m.Request, now: float) -> Any:
+        """What an app that runs its own legs does: a result, or the MrtrError raised."""
+        try:
+            return m.run_handler(
+                self.handler,
+                leg,
+                shim.info,
+                sealer=self.shim_options["sealer"],
+                principal=self.shim_options["principal"],
+                now=now,
+            )
+        except m.MrtrError as exc:
+            return exc
 
     def call(self, name: str = "weather", **params: Any) -> Any:
         handle = self.client.call("tools/call", {"name": name, "arguments": {}, **params})
@@ -332,3 +355,88 @@ def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
     assert shim.next_event() is None and shim.finished
     peer.client.receive_data(peer.server.send(withdraw.message))
     assert peer.client.next_event() == m.RequestCancelled(request_id=question.id)
+
+
+# --- the app runs its own legs (handler=None): ShimRun / leg_done -----------------------
+
+
+@pytest.mark.parametrize("app_runs", [False, True])
+def test_app_run_legs_give_the_same_flow_as_a_shim_run_handler(app_runs: bool) -> None:
+    seen: list[Any] = []
+    peer = Peer(weather_three_rounds(seen), sealer=_sealer(), app_runs=app_runs)
+    done = peer.call()
+    assert done == m.Done(
+        result={"content": [{"type": "text", "text": "Oslo: 21 C, warm and bright"}]}
+    )
+    assert [sorted(answers) for answers in seen] == [[], ["city"], ["units"], ["tone"]]
+    if app_runs:
+        # Each ShimRun leg carries this round's answers and the state sealed last round.
+        assert [sorted(leg.params.get("inputResponses") or {}) for leg in peer.runs] == [
+            [],
+            ["city"],
+            ["units"],
+            ["tone"],
+        ]
+        assert "requestState" not in peer.runs[0].params
+        assert all("requestState" in leg.params for leg in peer.runs[1:])
+    else:
+        assert peer.runs == []
+
+
+def test_an_app_run_leg_that_raised_is_sent_as_its_own_error() -> None:
+    def handler(ctx: m.HandlerContext) -> Any:
+        raise m.InvalidAnswer("city", "no such city")
+
+    peer = Peer(handler, app_runs=True)
+    failed = peer.call()
+    assert isinstance(failed, m.Failed) and failed.error.code == -32602
+    assert "no such city" in failed.error.message
+
+
+def test_an_app_run_leg_asking_beyond_the_capabilities_is_a_32603() -> None:
+    peer = Peer(lambda ctx: m.input_required({"tone": TONE}), capabilities={}, app_runs=True)
+    failed = peer.call()
+    assert isinstance(failed, m.Failed) and failed.error.code == -32603
+    assert failed.error.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+def _started_app_shim() -> tuple[m.LegacyShim, m.Request]:
+    info = m.RequestInfo(
+        id=7,
+        method="tools/call",
+        era="legacy",
+        protocol_version="2025-11-25",
+        capabilities=ALL,
+        client_info=None,
+        log_level=None,
+        progress_token=None,
+        retry=False,
+    )
+    request = m.Request(id=7, method="tools/call", params={"name": "weather"})
+    ids = iter(range(100, 200))
+    shim = m.LegacyShim(None, request, info, new_id=lambda: next(ids), sealer=None, principal=None)
+    shim.start(0.0)
+    run = shim.next_event()
+    assert isinstance(run, m.ShimRun) and run.request == request
+    return shim, run.request
+
+
+def test_leg_done_without_a_shim_run_out_is_misuse() -> None:
+    shim, _ = _started_app_shim()
+    shim.leg_done({"content": []})
+    assert shim.next_event() == m.ShimDone(response=m.ResultResponse(id=7, result={"content": []}))
+    with pytest.raises(m.LocalProtocolError, match="answers a ShimRun"):
+        shim.leg_done({"content": []})
+
+
+def test_resume_while_the_app_runs_a_leg_is_misuse() -> None:
+    shim, _ = _started_app_shim()
+    with pytest.raises(m.LocalProtocolError, match="follows a ShimWait"):
+        shim.resume(1.0)
+
+
+def test_a_leg_that_finishes_after_a_cancel_sends_nothing() -> None:
+    shim, _ = _started_app_shim()
+    shim.cancel()
+    shim.leg_done(m.input_required({"city": CITY}))  # the app's late outcome: dropped
+    assert shim.next_event() is None and shim.finished and shim.waiting_for == ()
