@@ -141,6 +141,10 @@ def error_response(request_id: RequestId | None, error: MrtrError) -> ErrorRespo
     )
 
 
+#: Methods a 2026-07-28 request may not use (the app owns ``logging/setLevel``).
+REMOVED_IN_2026 = frozenset({"ping", "initialize"})
+
+
 class _Outgoing:
     """One of our requests waiting for its answer."""
 
@@ -872,9 +876,10 @@ class Connection:
         if self.role is CLIENT:
             return self._on_server_request(request)
         method = request.method
-        if method == "ping":  # answered in either era; a 2026 result carries resultType
-            modern = has_modern_meta(request.params)
-            return self._auto_reply(request, {"resultType": "complete"} if modern else {})
+        if method in REMOVED_IN_2026 and has_modern_meta(request.params) and self._modern_versions:
+            return self._refuse(request, f"{method} was removed in 2026-07-28", METHOD_NOT_FOUND)
+        if method == "ping":
+            return self._auto_reply(request, {})
         if method == "initialize":
             return self._on_initialize(request)
         params = request.params

@@ -26,6 +26,7 @@ from mrtr_core import (
     INVALID_REQUEST,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
     NEED_DATA,
     PARSE_ERROR,
     SERVER,
@@ -557,7 +558,9 @@ def test_max_incoming_refuses_the_request_past_the_bound_until_one_is_answered(
     mode: str,
 ) -> None:
     conn = server(max_incoming=2)
-    first, ping = feed(conn, raw(modern_request(1)) + raw(modern_request(2, "ping")), mode)
+    first, ping = feed(
+        conn, raw(modern_request(1)) + raw(modern_request(2, "server/discover")), mode
+    )
     assert isinstance(first, Request) and isinstance(ping, AutoReply)
     invalid = one_invalid(feed(conn, raw(modern_request(3)), mode))
     assert invalid.error.code == INTERNAL_ERROR and "max_incoming" in invalid.error.message
@@ -939,7 +942,7 @@ def test_events_that_carry_a_message_are_sent_as_that_message() -> None:
     assert json.loads(client.send(step))["method"] == "server/discover"
     assert client.session_state is SessionState.DISCOVERING
     conn = server()
-    ping, bad = feed(conn, raw(modern_request(1, "ping")) + b"garbage\n", "whole")
+    ping, bad = feed(conn, raw(modern_request(1, "server/discover")) + b"garbage\n", "whole")
     assert isinstance(ping, AutoReply) and isinstance(bad, InvalidMessage)
     assert json.loads(conn.send(ping))["id"] == 1
     assert json.loads(conn.send(bad))["error"]["code"] == PARSE_ERROR
@@ -1162,3 +1165,20 @@ def test_fuzz_arbitrary_bytes_never_break_a_server(
     assert conn.request_info(FINAL_ID).era == "modern"
     conn.receive_data(b"")
     assert isinstance(_drain_checked(conn)[-1], ConnectionClosed)
+
+
+@pytest.mark.parametrize("method", ["ping", "initialize"])
+def test_methods_removed_in_2026_are_32601_for_a_2026_request(method: str) -> None:
+    conn = server()
+    invalid = one_invalid(feed(conn, raw(modern_request(9, method)), "whole"))
+    assert (
+        invalid.error.code == METHOD_NOT_FOUND and "removed in 2026-07-28" in invalid.error.message
+    )
+    assert wire_json(conn, invalid.reply)["id"] == 9
+
+
+def test_a_ping_without_2026_meta_is_still_answered() -> None:
+    conn = server()
+    (ping,) = feed(conn, raw({"jsonrpc": "2.0", "id": 3, "method": "ping"}), "whole")
+    assert isinstance(ping, AutoReply)
+    assert wire_json(conn, ping.reply) == {"jsonrpc": "2.0", "id": 3, "result": {}}
