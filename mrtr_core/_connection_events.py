@@ -160,5 +160,14 @@ ConnectionEvent = (
 )
 #: What ``send()`` accepts.
 Sendable = (
-    Request | Notification | ResultResponse | ErrorResponse | CallEvent | Progress | LogMessage
+    Request
+    | Notification
+    | ResultResponse
+    | ErrorResponse
+    | CallEvent
+    | Progress
+    | LogMessage
+    | HandshakeStep
+    | AutoReply
+    | InvalidMessage
 )

@@ -1,0 +1,457 @@
+"""The shared server driver: a ``mrtr_core.Connection`` served for a ``ServerApp`` on trio.
+
+The model.  A server transport owns bytes; the connection owns the protocol;
+the app owns answers.  This module is the piece in between that every server
+transport shares:
+
+* ``run_app`` runs the app on one request (one leg) and turns whatever it
+  does into an outcome: its result mapping, or the ``MrtrError`` it raised.
+  Any other exception is a bug in the app: it is logged with its traceback and
+  the client gets -32603, never the exception text.
+* ``send_response`` sends that outcome through the connection.  The
+  connection checks every result on its way out; when it refuses one (an
+  ``input_required`` asking for what the request did not declare: -32021, or a
+  malformed one: -32603) the request is still outstanding, so the client gets
+  the error the connection named instead.
+* ``ConnectionOutlet`` is the ``Outlet`` a handler writes its progress, log
+  lines and notifications to: each goes through ``conn.send`` (which honours
+  the request's progress token, log level and cancellation) and then to the
+  transport's ``write``.
+* ``serve_stream`` drives one connection over a byte stream (stdio, TCP): it
+  reads lines, sends what the connection answers by itself (``AutoReply``,
+  the replies of ``InvalidMessage``), runs each request in its own task,
+  cancels a handler when ``notifications/cancelled`` names its request (no
+  response goes out for it), and serves 2025-era clients through
+  ``mrtr_core.LegacyShim``: each ``input_required`` round of the app becomes
+  real server-to-client requests, whose answers the driver routes back to the
+  waiting request.
+
+Concurrency and bounds: one task per request, at most the connection's
+``max_incoming`` (1024) at once; the connection refuses more with -32603.
+Writes go through one writer task, whole messages in the order the
+connection produced them (at most ``OUTBOX_SIZE``, 64, wait; then senders
+wait): a handler cancelled while it hands over its bytes can never cut a line
+in half, and what the connection produced reaches the peer.
+Reads are at most ``READ_SIZE`` bytes at a time, and the connection is drained
+to ``NEED_DATA`` before each read, so its ``max_buffer_size`` is never hit.
+
+End of input: the peer closed its side, so no more requests and no more
+answers to our questions can come.  Legacy requests waiting for the client's
+answers are withdrawn at once; handlers still running get ``drain_timeout``
+seconds (1 s by default) to finish and have their answers written, then they
+are cancelled and their answers dropped.  Nothing waits longer than that.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import trio
+
+import mrtr_core as m
+
+from .app import Outlet, ServerApp
+
+__all__ = [
+    "READ_SIZE",
+    "AppSpecError",
+    "ConnectionOutlet",
+    "load_app",
+    "run_app",
+    "send_response",
+    "serve_stream",
+]
+
+log = logging.getLogger("mrtr_transports.serve")
+
+#: Bytes read from the peer at a time.
+READ_SIZE = 65536
+#: How long handlers may run on once the peer has closed its input (seconds).
+DEFAULT_DRAIN_TIMEOUT = 1.0
+#: Messages waiting for the writer before senders wait.
+OUTBOX_SIZE = 64
+
+Write = Callable[[bytes], Awaitable[None]]
+Outcome = Mapping[str, Any] | m.MrtrError
+
+
+# --- Loading an app ------------------------------------------------------------------
+
+
+class AppSpecError(ValueError):
+    """``MODULE:ATTR`` does not name a ServerApp; the message says why."""
+
+
+def load_app(spec: str) -> ServerApp:
+    """The ``ServerApp`` named by ``spec`` (``"package.module:attribute"``).
+
+    ``attribute`` may be dotted (``module:holder.app``).  When it names a class
+    or a factory function rather than an app, it is called with no arguments.
+    Raises ``AppSpecError`` with a message that says what to fix.
+    """
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise AppSpecError(f"--app {spec!r}: expected MODULE:ATTR, e.g. mypackage.server:app")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AppSpecError(
+            f"--app {spec!r}: cannot import module {module_name!r}: {exc} "
+            "(is it on PYTHONPATH, or run from the directory that holds it?)"
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise AppSpecError(
+                f"--app {spec!r}: {type(target).__name__} {module_name!r} has no attribute {part!r}"
+            ) from exc
+    if not _looks_like_app(target) and callable(target):
+        target = target()  # a class or a factory
+    if not _looks_like_app(target):
+        raise AppSpecError(
+            f"--app {spec!r} is a {type(target).__name__}, not a ServerApp: it needs `info`, "
+            "`capabilities`, `instructions` and `async def handle(request, info, outlet)`"
+        )
+    app: ServerApp = target
+    return app
+
+
+def _looks_like_app(obj: Any) -> bool:
+    return (
+        not isinstance(obj, type)
+        and callable(getattr(obj, "handle", None))
+        and all(hasattr(obj, name) for name in ("info", "capabilities", "instructions"))
+    )
+
+
+# --- One request ---------------------------------------------------------------------
+
+
+class ConnectionOutlet(Outlet):
+    """The ``Outlet`` of one request: through ``conn.send``, then ``write``.
+
+    ``conn.send`` returns ``b""`` for what is not due (no progress token, below
+    the request's log level, the request cancelled), and ``write`` skips empty
+    data, so a handler may call these freely.
+    """
+
+    def __init__(self, conn: m.Connection, request_id: m.RequestId, write: Write) -> None:
+        self._conn = conn
+        self._id = request_id
+        self._write = write
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        event = m.Progress(request_id=self._id, progress=progress, total=total, message=message)
+        await self._write(self._conn.send(event))
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        event = m.LogMessage(request_id=self._id, level=level, data=data, logger=logger)
+        await self._write(self._conn.send(event))
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        note = m.Notification(method=method, params=dict(params) if params is not None else None)
+        await self._write(self._conn.send(note))
+
+
+async def run_app(
+    app: ServerApp, request: m.Request, info: m.RequestInfo, outlet: Outlet
+) -> Outcome:
+    """One leg of ``app``: its result mapping, or the ``MrtrError`` it raised.
+
+    Any other exception is logged and becomes -32603 "Internal error" (its
+    text stays in the log: it may hold what the client should not see).
+    Cancellation passes through.
+    """
+    try:
+        result = await app.handle(request, info, outlet)
+    except m.MrtrError as exc:
+        return exc
+    except Exception:
+        log.exception("the app failed on %s (request id %r)", request.method, request.id)
+        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+    if not isinstance(result, Mapping):
+        log.error(
+            "the app returned %s for %s (request id %r), not a result mapping",
+            type(result).__name__,
+            request.method,
+            request.id,
+        )
+        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+    return result
+
+
+def response_for(request_id: m.RequestId, outcome: Outcome) -> m.ResultResponse | m.ErrorResponse:
+    if isinstance(outcome, m.MrtrError):
+        return m.error_response(request_id, outcome)
+    return m.ResultResponse(id=request_id, result=dict(outcome))
+
+
+def send_response(
+    conn: m.Connection, response: m.ResultResponse | m.ErrorResponse
+) -> tuple[m.ResultResponse | m.ErrorResponse, bytes]:
+    """Send ``response``; if the connection refuses it, the error it names instead.
+
+    Returns the response actually sent and its bytes (``b""`` when nothing is
+    due, e.g. the request was cancelled).
+    """
+    try:
+        return response, conn.send(response)
+    except m.LocalProtocolError as exc:
+        # -32021 (asked beyond the request's capabilities), -32603 (a malformed
+        # input_required, a value JSON cannot carry): the request is still owed an answer.
+        if isinstance(response, m.ResultResponse):
+            log.warning("result for request %r refused: %s", response.id, exc.message)
+        refusal = m.error_response(response.id, exc)
+        return refusal, conn.send(refusal)
+
+
+# --- A connection over a byte stream -------------------------------------------------
+
+
+async def serve_stream(
+    app: ServerApp,
+    receive_stream: trio.abc.ReceiveStream,
+    send_stream: trio.abc.SendStream,
+    *,
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+    legacy_answer_timeout: float | None = None,
+    **connection_options: Any,
+) -> None:
+    """Serve ``app`` on one newline-delimited connection until the peer closes its input.
+
+    ``connection_options`` go to ``mrtr_core.Connection`` (bounds, ``json``,
+    ``cache_ttl_ms``, ...).  ``legacy_answer_timeout`` bounds how long a
+    2025-era request waits for the client to answer one of our questions
+    (``None``: until the client answers or cancels); past it the request gets
+    -32603.  Returns once everything is answered or cancelled; never closes
+    the streams (their owner does).
+    """
+    options: dict[str, Any] = {
+        "info": app.info,
+        "capabilities": app.capabilities,
+        "instructions": app.instructions,
+        **connection_options,
+    }
+    conn = m.Connection(m.SERVER, framing="lines", **options)
+    driver = _StreamDriver(app, conn, send_stream, legacy_answer_timeout)
+    await driver.serve(receive_stream, drain_timeout)
+
+
+class _LegacyFlow:
+    """The answers the client sends to one legacy request's questions, as they come."""
+
+    def __init__(self) -> None:
+        # Bounded by the questions of one round (the shim's waiting_for).
+        self.inbox: deque[m.ResultResponse | m.ErrorResponse] = deque()
+        self.arrived = trio.Event()
+
+    def deliver(self, response: m.ResultResponse | m.ErrorResponse) -> None:
+        self.inbox.append(response)
+        self.arrived.set()
+
+    async def next_answer(self) -> m.ResultResponse | m.ErrorResponse:
+        while not self.inbox:
+            self.arrived = trio.Event()
+            await self.arrived.wait()
+        return self.inbox.popleft()
+
+
+class _StreamDriver:
+    def __init__(
+        self,
+        app: ServerApp,
+        conn: m.Connection,
+        send_stream: trio.abc.SendStream,
+        legacy_answer_timeout: float | None,
+    ) -> None:
+        self.app = app
+        self.conn = conn
+        self.send_stream = send_stream
+        self.legacy_answer_timeout = legacy_answer_timeout
+        # Both bounded by the connection's max_incoming / max_outgoing.
+        self.running: dict[m.RequestId, trio.CancelScope] = {}
+        self.questions: dict[m.RequestId, _LegacyFlow] = {}  # our request id -> its flow
+        self.legacy_waits: set[trio.CancelScope] = set()
+        # Bytes go out through one writer task, in the order the connection produced
+        # them; a request cancelled while it hands over its bytes can never cut a line
+        # in half.  At most OUTBOX_SIZE messages wait (then writers wait: backpressure).
+        self.outbox, self.outgoing = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        self.output_broken = False
+        self.input_closed = False
+        self.nursery: trio.Nursery | None = None  # the request tasks
+        self.everything: trio.CancelScope | None = None
+
+    async def write(self, data: bytes) -> None:
+        if data and not self.output_broken:
+            await self.outbox.send(data)
+
+    async def writer(self) -> None:
+        async for data in self.outgoing:
+            if self.output_broken:
+                continue
+            try:
+                await self.send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The peer stopped reading: nobody can get an answer any more.
+                self.output_broken = True
+                log.info("output closed by the peer: stopping")
+                assert self.everything is not None
+                self.everything.cancel()
+
+    async def serve(self, receive_stream: trio.abc.ReceiveStream, drain_timeout: float) -> None:
+        async with trio.open_nursery() as outer:
+            self.everything = outer.cancel_scope
+            outer.start_soon(self.writer)
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                await self.read_loop(receive_stream)
+                # End of input: no answers to our questions can come any more, and
+                # what still runs (and the writing of its answers) gets drain_timeout.
+                self.input_closed = True
+                for scope in self.legacy_waits:
+                    scope.cancel()
+                outer.cancel_scope.deadline = trio.current_time() + drain_timeout
+            await self.outbox.aclose()  # every request has ended: the writer flushes and ends
+
+    async def read_loop(self, receive_stream: trio.abc.ReceiveStream) -> None:
+        conn = self.conn
+        while not self.output_broken:
+            event = conn.next_event(trio.current_time())
+            if event is m.NEED_DATA:
+                try:
+                    data = await receive_stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                conn.receive_data(data)
+                continue
+            if isinstance(event, m.ConnectionClosed):
+                return
+            await self.dispatch(event)
+
+    async def dispatch(self, event: Any) -> None:
+        conn = self.conn
+        if isinstance(event, m.Request):
+            assert self.nursery is not None
+            # Registered now, so a cancellation that arrives before the task starts counts.
+            self.running[event.id] = trio.CancelScope()
+            self.nursery.start_soon(self.run_request, event)
+        elif isinstance(event, m.AutoReply):
+            await self.write(conn.send(event.reply))
+        elif isinstance(event, m.InvalidMessage):
+            log.warning("bad input: %s", event.error.message)
+            if event.reply is not None:
+                await self.write(conn.send(event.reply))
+        elif isinstance(event, m.RequestCancelled):
+            scope = self.running.get(event.request_id)
+            if scope is not None:
+                scope.cancel()
+        elif isinstance(event, (m.ResultResponse, m.ErrorResponse)):
+            flow = self.questions.pop(event.id, None) if event.id is not None else None
+            if flow is not None:
+                flow.deliver(event)
+            else:
+                log.warning("the client could not read one of our messages: %s", event)
+        elif isinstance(event, m.SessionOpened):
+            log.info(
+                "2025-era session opened: %s, client %s", event.protocol_version, event.peer_info
+            )
+        # Other notifications: nothing for an app to do with them.
+
+    async def run_request(self, request: m.Request) -> None:
+        conn = self.conn
+        info = conn.request_info(request.id)
+        outlet = ConnectionOutlet(conn, request.id, self.write)
+        scope = self.running[request.id]
+        try:
+            if info.era == "legacy" and request.method in m.MRTR_METHODS:
+                await self.run_legacy(request, info, outlet, scope)
+                return
+            outcome: Outcome = m.MrtrError("cancelled by the client")
+            with scope:
+                outcome = await run_app(self.app, request, info, outlet)
+            # Cancelled by the client: the connection sends nothing for it (b""), but
+            # sending the outcome releases the request's id.
+            await self.write(send_response(conn, response_for(request.id, outcome))[1])
+        finally:
+            del self.running[request.id]
+
+    async def run_legacy(
+        self, request: m.Request, info: m.RequestInfo, outlet: Outlet, scope: trio.CancelScope
+    ) -> None:
+        """A 2025-era request: the shim asks the client with real requests between legs."""
+        conn = self.conn
+        shim = m.LegacyShim(
+            None, request, info, new_id=conn.new_request_id, sealer=None, principal=None
+        )
+        flow = _LegacyFlow()
+        response: m.ResultResponse | m.ErrorResponse | None = None
+        refusal: m.ErrorResponse | None = None
+        with scope:
+            shim.start(trio.current_time())
+            try:
+                response = await self.drive_shim(shim, flow, info, outlet)
+            except m.LocalProtocolError as exc:  # a question the connection will not send
+                log.warning("cannot ask the client: %s", exc.message)
+                refused = m.ErrorObject(code=m.INTERNAL_ERROR, message=exc.message, data=exc.data)
+                refusal = m.ErrorResponse(id=request.id, error=refused)
+        if response is None:  # cancelled, refused, or the client never answered
+            shim.cancel()
+            while (event := shim.next_event()) is not None:
+                if isinstance(event, m.ShimSend):  # withdraw our open questions
+                    await self.write(conn.send(event.message))
+            for rid in [rid for rid, waiting in self.questions.items() if waiting is flow]:
+                del self.questions[rid]
+            if refusal is None:
+                why = "closed its input" if self.input_closed else "did not answer in time"
+                error = m.MrtrError(f"the client {why}: the server's questions went unanswered")
+                refusal = m.error_response(request.id, error)
+            response = refusal  # (nothing goes out when the client cancelled)
+        await self.write(send_response(conn, response)[1])
+
+    async def drive_shim(
+        self, shim: m.LegacyShim, flow: _LegacyFlow, info: m.RequestInfo, outlet: Outlet
+    ) -> m.ResultResponse | m.ErrorResponse | None:
+        conn = self.conn
+        while True:
+            event = shim.next_event()
+            if event is None:  # every question is out: wait for the client's answers
+                answer = await self.wait_for_answer(flow)
+                if answer is None:
+                    return None
+                shim.receive(answer, trio.current_time())
+            elif isinstance(event, m.ShimRun):
+                shim.leg_done(await run_app(self.app, event.request, info, outlet))
+            elif isinstance(event, m.ShimSend):
+                message = event.message
+                data = conn.send(message)  # LocalProtocolError: see run_legacy
+                if isinstance(message, m.Request):
+                    self.questions[message.id] = flow
+                await self.write(data)
+            elif isinstance(event, m.ShimWait):
+                await trio.sleep(event.delay)
+                shim.resume(trio.current_time())
+            else:
+                assert isinstance(event, m.ShimDone)
+                return event.response
+
+    async def wait_for_answer(self, flow: _LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:
+        """The next answer; ``None`` at the end of input or past ``legacy_answer_timeout``."""
+        if self.input_closed and not flow.inbox:
+            return None
+        waiting = trio.CancelScope()
+        if self.legacy_answer_timeout is not None:
+            waiting.deadline = trio.current_time() + self.legacy_answer_timeout
+        self.legacy_waits.add(waiting)
+        try:
+            with waiting:
+                return await flow.next_answer()
+            return None
+        finally:
+            self.legacy_waits.discard(waiting)
