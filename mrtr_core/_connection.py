@@ -1105,8 +1105,10 @@ class Connection:
     def _version_to_retry(self, error: ErrorObject) -> str | None:
         if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, Mapping):
             return None
-        version = choose_version(error.data.get("supported"), self._modern_versions)
-        return version if version != self.protocol_version else None
+        # Even the version we sent: a server may reject a request for another reason
+        # first (the conformance suite's request-metadata scenario does); each call and
+        # the probe retry only once, so this cannot loop.
+        return choose_version(error.data.get("supported"), self._modern_versions)
 
     # --- The client's era and handshake ------------------------------------------------
 

@@ -835,19 +835,27 @@ def test_capabilities_are_checked_per_request() -> None:
 # --- 8. unsupported protocol version (-32022) ----------------------------------------------
 
 
-def test_a_32022_naming_only_our_version_fails_the_call_without_retrying() -> None:
+def test_a_32022_naming_only_our_version_is_retried_once_then_fails_the_call() -> None:
     client, server = modern_pair()
     call, leg = start_call(client, server)
-    error = {
-        "jsonrpc": "2.0",
-        "id": leg.id,
-        "error": {
-            "code": UNSUPPORTED_PROTOCOL_VERSION,
-            "message": "Unsupported protocol version",
-            "data": {"supported": [MODERN], "requested": "x"},
-        },
-    }
-    (failed,) = inner(feed(client, raw(error), "whole"), call)
+
+    def refusal(rid: Any) -> dict[str, Any]:
+        return {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "error": {
+                "code": UNSUPPORTED_PROTOCOL_VERSION,
+                "message": "Unsupported protocol version",
+                "data": {"supported": [MODERN], "requested": "x"},
+            },
+        }
+
+    (again,) = inner(feed(client, raw(refusal(leg.id)), "whole"), call)
+    assert isinstance(again, SendRequest)
+    client.send(CallEvent(call=call, event=again))
+    (second,) = client.outstanding
+    assert second != leg.id
+    (failed,) = inner(feed(client, raw(refusal(second)), "whole"), call)
     assert isinstance(failed, Failed) and isinstance(failed.error, PeerError)
     assert failed.error.code == UNSUPPORTED_PROTOCOL_VERSION
     assert drain(client) == [] and client.outstanding == ()

@@ -447,13 +447,17 @@ def test_client_initialize_result_with_a_version_we_do_not_speak_fails() -> None
     assert client.session_state is S.FAILED and client.era is None
 
 
-def test_client_version_error_naming_only_our_version_cannot_retry_and_fails() -> None:
-    # Only one per-request version exists, so a -32022 naming "2026-07-28" names the version
-    # the probe already used: the one retry is unreachable with the real version list.
+def test_client_version_error_naming_our_version_retries_the_probe_once_then_fails() -> None:
+    # A -32022 naming the version the probe used: the server may have refused for
+    # another reason first, so the probe goes once more with it, and a second refusal fails.
     client = _auto_client()
     probe, _ = _send_probe(client)
     data = {"supported": [MODERN], "requested": MODERN}
     events = feed(client, _error_line(probe.id, -32022, data), "whole")
+    assert _types(events) == [HandshakeStep]
+    assert events[0].message.method == "server/discover" and events[0].message.id != probe.id
+    client.send(events[0])
+    events = feed(client, _error_line(events[0].message.id, -32022, data), "whole")
     assert _types(events) == [SessionFailed]
     assert events[0].error.code == -32022
     assert client.session_state is S.FAILED and client.outstanding == ()
