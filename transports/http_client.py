@@ -1,0 +1,572 @@
+"""The Streamable HTTP client (protocol 2026-07-28) on trio and h11.
+
+The model: one client ``Connection(framing="messages")``; every message it
+wants sent becomes its own POST to the endpoint, run as a task that reads the
+response and feeds each JSON-RPC message it carries to the connection:
+
+* ``202`` (a notification was accepted): nothing to read;
+* ``application/json``: the body is one message;
+* ``text/event-stream``: read incrementally with ``mrtr_core.SseDecoder``, each
+  event's ``data`` one message (progress, log messages, then the answer), to
+  the end of the stream;
+* a 4xx/5xx whose body is a JSON-RPC error is fed as that error (given the
+  request's id when the server could not read it); any other failure is a
+  :class:`~mrtr_transports.errors.TransportError` whose ``kind`` tells a
+  refused connection (``"connect"``), a connect timeout (``"timeout"``), a
+  broken stream (``"disconnect"``) and an HTTP failure (``"http"``) apart.
+
+A stream that breaks, or ends, before the answer to its leg makes the client
+call ``leg_broken``: the engine re-issues the leg as a new request with a new
+id (Streamable HTTP 2026 has no resumption).  Cancelling a leg (a timeout,
+the caller giving up) closes its stream: that *is* the cancellation.
+
+Every POST carries ``Accept: application/json, text/event-stream``,
+``Content-Type: application/json``, ``MCP-Protocol-Version`` (the ``_meta``
+version), ``Mcp-Method``, ``Mcp-Name`` (``params.name`` of ``tools/call`` and
+``prompts/get``, ``params.uri`` of ``resources/read``) and, for
+``tools/call``, one ``Mcp-Param-{Name}`` per argument whose property in the
+tool's ``inputSchema`` is annotated ``x-mcp-header`` (from the last
+``tools/list``; tools with invalid annotations are dropped from it).  Values
+that are not plain visible ASCII, have surrounding whitespace or look like the
+sentinel are sent as ``=?base64?{base64 of UTF-8}?=``.
+
+The era probe works as on stdio (``server/discover`` first); a 400/404/405
+whose body is not a recognised modern error means a 2025 server, and 2025
+Streamable HTTP sessions are not supported yet: that is a clear
+``TransportError``.
+
+Bounds: ``max_connections`` POSTs at once (more wait for a connection) and as
+many idle keep-alive connections kept for reuse; a JSON body or an SSE event
+at most ``max_message_size``; an error body read up to 64 KiB.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+import re
+import ssl
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+import mrtr_core as m
+
+from .client import Client, InputHandler, Outbound, Tracer, open_client
+from .errors import TransportError
+
+logger = logging.getLogger("mrtr.http")
+
+READ_SIZE = 65536
+MAX_ERROR_BODY = 64 * 1024
+#: Seconds to wait for the end of an SSE stream once its answer has arrived.
+LINGER_AFTER_ANSWER = 1.0
+_ACCEPT = "application/json, text/event-stream"
+_TCHAR = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.DOTALL)
+_HEADER_TYPES = ("string", "integer", "boolean")
+_MAX_SCHEMA_DEPTH = 64
+_JS_SAFE = 2**53 - 1
+
+ToolHeaders = tuple[tuple[tuple[str, ...], str], ...]
+
+
+def header_value(value: str) -> str:
+    """``value`` as a header value: plain if it is visible ASCII (and spaces) without
+    surrounding whitespace and does not look like the sentinel, else
+    ``=?base64?...?=`` of its UTF-8."""
+    plain = (
+        all(0x20 <= ord(ch) <= 0x7E for ch in value)
+        and value == value.strip()
+        and not _SENTINEL.match(value)
+    )
+    if plain:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def tool_headers(schema: Any) -> ToolHeaders:
+    """The ``(property path, header name)`` pairs a tool's ``inputSchema`` annotates with
+    ``x-mcp-header``; ``ValueError`` says why the annotations are invalid."""
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(node: Any, path: tuple[str, ...] | None, depth: int) -> None:
+        # ``path`` is the property path while the chain from the root is only
+        # ``properties`` keys; None once it went through anything else.
+        if depth > _MAX_SCHEMA_DEPTH:
+            raise ValueError("the inputSchema is nested too deeply to check")
+        if isinstance(node, list):
+            for item in node:
+                walk(item, None, depth + 1)
+            return
+        if not isinstance(node, Mapping):
+            return
+        if "x-mcp-header" in node:
+            name = node["x-mcp-header"]
+            if not path:
+                raise ValueError("x-mcp-header outside a statically reachable property")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"empty or non-string x-mcp-header on {'.'.join(path)}")
+            if not _TCHAR.match(name):
+                raise ValueError(f"x-mcp-header {name!r} is not an HTTP token")
+            if node.get("type") not in _HEADER_TYPES:
+                raise ValueError(
+                    f"x-mcp-header {name!r} is on a {node.get('type')!r} property; "
+                    "only string, integer and boolean are allowed"
+                )
+            found.append((path, name))
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, Mapping) and path is not None:
+                for prop, sub in value.items():
+                    walk(sub, (*path, str(prop)), depth + 1)
+            elif key != "x-mcp-header":
+                walk(value, None, depth + 1)
+
+    walk(schema, (), 0)
+    names = [name.lower() for _, name in found]
+    if len(set(names)) != len(names):
+        raise ValueError("x-mcp-header names must be unique (case-insensitively)")
+    return tuple(found)
+
+
+def _argument_text(value: Any) -> str | None:
+    """An argument as a header value's text, or None when it has no header form."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) <= _JS_SAFE else None
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _JS_SAFE:
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    return None
+
+
+class _Broken(Exception):
+    """The connection failed under a request (after it was sent, or while sending)."""
+
+
+class _Failed(Exception):
+    def __init__(self, error: TransportError, *, broken: bool) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.broken = broken
+
+
+class _HttpConnection:
+    """One HTTP/1.1 connection: a trio stream and its h11 state."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.received = False  # any byte of a response on this cycle
+
+    async def send(self, event: Any) -> None:
+        data = self.h11.send(event)
+        if data:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise _Broken(f"sending failed: {exc}") from exc
+
+    async def next_event(self) -> Any:
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise _Broken(f"bad HTTP from the server: {exc}") from exc
+            if event is h11.NEED_DATA:
+                try:
+                    data = await self.stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    raise _Broken(f"the connection broke: {exc}") from exc
+                if data:
+                    self.received = True
+                try:
+                    self.h11.receive_data(bytes(data))
+                except h11.RemoteProtocolError as exc:
+                    raise _Broken(f"bad HTTP from the server: {exc}") from exc
+                continue
+            if isinstance(event, h11.ConnectionClosed):
+                raise _Broken("the server closed the connection")
+            return event
+
+    def reusable(self) -> bool:
+        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+
+    async def aclose(self) -> None:
+        await trio.aclose_forcefully(self.stream)
+
+
+class HttpLink:
+    """A Streamable HTTP endpoint as the client's link (see the module docstring)."""
+
+    framing: Literal["lines", "messages"] = "messages"
+    needs_messages = True
+    wants_tool_list = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        max_connections: int = 16,
+        connect_timeout: float = 10.0,
+        max_message_size: int = m.DEFAULT_MAX_MESSAGE_SIZE,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._authority = parts.netloc.rpartition("@")[2]
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+        self._extra_headers = [(str(k), str(v)) for k, v in items]
+        self._ssl_context = ssl_context
+        self.connect_timeout = connect_timeout
+        self.max_message_size = max_message_size
+        self._slots = trio.Semaphore(max_connections)
+        self._idle: list[_HttpConnection] = []
+        self._streams: dict[m.RequestId, trio.CancelScope] = {}
+        self._tool_headers: dict[str, ToolHeaders] = {}
+        self._discover_failure: str | None = None
+        self._client: Client | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+
+    async def start(self, client: Client, nursery: trio.Nursery) -> None:
+        self._client = client
+        self._nursery = nursery
+
+    # --- Link --------------------------------------------------------------------
+
+    def transmit(self, out: Outbound) -> None:
+        assert self._client is not None and self._nursery is not None
+        if self._closed:
+            return
+        if out.method == "initialize":
+            why = self._discover_failure or "it offered no 2026-07-28 version"
+            self._client.link_lost(
+                TransportError(
+                    f"{self.url} is not a 2026-07-28 server ({why}); 2025-era Streamable HTTP "
+                    "(sessions) is not supported yet: use a 2026-07-28 server or stdio",
+                    kind="http",
+                )
+            )
+            return
+        if out.method == "notifications/cancelled":
+            return  # HTTP cancels by closing the request's stream, never by a message
+        scope = trio.CancelScope()
+        if out.request_id is not None:
+            self._streams[out.request_id] = scope
+        self._nursery.start_soon(self._exchange, out, scope)
+
+    def close_stream(self, request_id: m.RequestId) -> None:
+        scope = self._streams.pop(request_id, None)
+        if scope is not None:
+            scope.cancel()
+
+    def tools_listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kept: list[dict[str, Any]] = []
+        table: dict[str, ToolHeaders] = {}
+        for tool in tools:
+            name = tool.get("name")
+            if not isinstance(name, str):
+                logger.warning("dropping a tool without a name from tools/list")
+                continue
+            try:
+                table[name] = tool_headers(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("dropping tool %r: invalid x-mcp-header annotation: %s", name, exc)
+                continue
+            kept.append(tool)
+        self._tool_headers = table
+        return kept
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for scope in self._streams.values():
+            scope.cancel()
+        self._streams.clear()
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.aclose()
+
+    # --- One POST ----------------------------------------------------------------------
+
+    def request_headers(self, out: Outbound) -> list[tuple[str, str]]:
+        """The headers of the POST that carries ``out``."""
+        message = out.message or {}
+        method = message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        meta = params.get("_meta")
+        version = meta.get(m.META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        if not isinstance(version, str):
+            assert self._client is not None
+            version = self._client.protocol_version
+        headers = [
+            ("Host", self._authority),
+            ("Accept", _ACCEPT),
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(out.data))),
+            ("User-Agent", "mrtr"),
+        ]
+        if version:
+            headers.append(("MCP-Protocol-Version", version))
+        if isinstance(method, str):
+            headers.append(("Mcp-Method", header_value(method)))
+            key = "uri" if method == "resources/read" else "name"
+            name = params.get(key)
+            if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                headers.append(("Mcp-Name", header_value(name)))
+            if method == "tools/call" and isinstance(name, str):
+                headers.extend(self._param_headers(name, params.get("arguments")))
+        headers.extend(self._extra_headers)
+        return headers
+
+    def _param_headers(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for path, name in self._tool_headers.get(tool, ()):
+            value: Any = arguments
+            for step in path:
+                value = value.get(step) if isinstance(value, Mapping) else None
+            text = _argument_text(value)
+            if text is not None:
+                out.append((f"Mcp-Param-{name}", header_value(text)))
+        return out
+
+    async def _exchange(self, out: Outbound, scope: trio.CancelScope) -> None:
+        assert self._client is not None
+        with scope:
+            try:
+                await self._post(out)
+            except _Failed as failure:
+                if out.method == "server/discover" and not self._discover_failure:
+                    self._discover_failure = failure.error.message
+                self._client.response_failed(out, failure.error, broken=failure.broken)
+            else:
+                self._client.response_ended(out)
+            finally:
+                if out.request_id is not None and self._streams.get(out.request_id) is scope:
+                    del self._streams[out.request_id]
+
+    async def _post(self, out: Outbound) -> None:
+        headers = self.request_headers(out)
+        for attempt in (1, 2):
+            async with self._slots:
+                conn, reused = await self._connection()
+                try:
+                    await conn.send(
+                        h11.Request(method="POST", target=self._target, headers=headers)
+                    )
+                    await conn.send(h11.Data(data=out.data))
+                    await conn.send(h11.EndOfMessage())
+                    response = await conn.next_event()
+                    while isinstance(response, h11.InformationalResponse):
+                        response = await conn.next_event()
+                except _Broken as exc:
+                    await conn.aclose()
+                    if reused and not conn.received and attempt == 1:
+                        continue  # a stale keep-alive connection: once more on a fresh one
+                    raise _Failed(
+                        TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
+                    ) from exc
+                try:
+                    await self._read_response(out, conn, response)
+                except _Broken as exc:
+                    raise _Failed(
+                        TransportError(f"the response to {out.method} broke: {exc}"), broken=True
+                    ) from exc
+                finally:
+                    if conn.reusable() and not self._closed:
+                        conn.h11.start_next_cycle()
+                        conn.received = False
+                        self._idle.append(conn)
+                    else:
+                        await conn.aclose()
+                return
+
+    async def _connection(self) -> tuple[_HttpConnection, bool]:
+        if self._idle:
+            return self._idle.pop(), True
+        where = f"{self._host}:{self._port}"
+        try:
+            with trio.fail_after(self.connect_timeout):
+                if self._https:
+                    context = self._ssl_context or ssl.create_default_context()
+                    stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
+                        self._host, self._port, ssl_context=context
+                    )
+                else:
+                    stream = await trio.open_tcp_stream(self._host, self._port)
+        except trio.TooSlowError as exc:
+            raise _Failed(
+                TransportError(
+                    f"connecting to {where} timed out after {self.connect_timeout:g} s",
+                    kind="timeout",
+                ),
+                broken=False,
+            ) from exc
+        except OSError as exc:
+            raise _Failed(
+                TransportError(f"could not connect to {where}: {exc}", kind="connect"),
+                broken=False,
+            ) from exc
+        return _HttpConnection(stream), False
+
+    async def _read_response(self, out: Outbound, conn: _HttpConnection, response: Any) -> None:
+        assert self._client is not None
+        status = response.status_code
+        content_type = ""
+        for name, value in response.headers:
+            if name == b"content-type":
+                content_type = value.decode("latin-1").split(";")[0].strip().lower()
+        if out.request_id is None or status == 202:
+            await self._body(conn, MAX_ERROR_BODY)
+            if status >= 300:
+                raise _Failed(self._status_error(out, status, b""), broken=False)
+            return
+        if 200 <= status < 300 and content_type == "text/event-stream":
+            await self._read_events(out, conn)
+            return
+        limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
+        body = await self._body(conn, limit)
+        if content_type.endswith("json"):
+            error = _jsonrpc_error(body, out.request_id)
+            if 200 <= status < 300:
+                if body is not None:
+                    self._client.receive_data(error if error is not None else body)
+                return
+            if error is not None:
+                if out.method == "server/discover":
+                    self._discover_failure = f"server/discover got HTTP {status}"
+                self._client.receive_data(error)
+                return
+        if 200 <= status < 300:
+            raise _Failed(
+                TransportError(
+                    f"{self.url} answered {out.method} with Content-Type {content_type!r}",
+                    kind="http",
+                    status=status,
+                ),
+                broken=False,
+            )
+        raise _Failed(self._status_error(out, status, body or b""), broken=False)
+
+    def _status_error(self, out: Outbound, status: int, body: bytes) -> TransportError:
+        snippet = body[:200].decode("utf-8", "replace").strip()
+        detail = f": {snippet}" if snippet else ""
+        return TransportError(
+            f"{self.url} answered {out.method} with HTTP {status}{detail}",
+            kind="http",
+            status=status,
+        )
+
+    async def _body(self, conn: _HttpConnection, limit: int) -> bytes | None:
+        """The whole body, or None if it passed ``limit`` (the rest is drained)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await conn.next_event()
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if size <= limit:
+                    chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        if size > limit:
+            logger.warning("dropped a response body of %d bytes (limit %d)", size, limit)
+            return None
+        return b"".join(chunks)
+
+    async def _read_events(self, out: Outbound, conn: _HttpConnection) -> None:
+        assert self._client is not None and out.request_id is not None
+        client, request_id = self._client, out.request_id
+        decoder = m.SseDecoder(max_event_size=self.max_message_size)
+
+        def deliver() -> None:
+            while isinstance(event := decoder.next_event(), (m.SseEvent, m.Oversize)):
+                if isinstance(event, m.Oversize):
+                    logger.warning("dropped an SSE event of %d+ bytes", event.size)
+                elif event.event == "message" and event.data:
+                    client.receive_data(event.data.encode("utf-8"))
+            if reading.deadline == math.inf and not client.is_waiting_for(request_id):
+                # The answer is in: give the stream a moment to end, then stop reading.
+                reading.deadline = trio.current_time() + LINGER_AFTER_ANSWER
+
+        with trio.CancelScope() as reading:
+            while True:
+                event = await conn.next_event()
+                if isinstance(event, h11.Data):
+                    decoder.feed(event.data)
+                    deliver()
+                elif isinstance(event, h11.EndOfMessage):
+                    decoder.feed_eof()
+                    deliver()
+                    return
+        # (Only reached when lingering ran out: the connection is not reusable.)
+
+
+def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
+    """``body`` when it is a JSON-RPC error response, given ``request_id`` if it has none."""
+    if not body or b'"error"' not in body:
+        return None
+    try:
+        value = m.default_codec.loads(body)
+    except m.MrtrError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("error"), dict):
+        return None
+    if value.get("id") is None:
+        value = {**value, "id": request_id}
+    return m.default_codec.dumps(value)
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    *,
+    answer: InputHandler | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    era: Literal["auto", "modern", "legacy"] = "auto",
+    info: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+    headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+    max_connections: int = 16,
+    connect_timeout: float = 10.0,
+    ssl_context: ssl.SSLContext | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """A :class:`~mrtr_transports.client.Client` for the Streamable HTTP endpoint ``url``,
+    its era settled on entry.  ``headers`` go on every POST (e.g. ``Authorization``);
+    ``client.link`` is the :class:`HttpLink`.  Other options go to the ``Client``."""
+    link = HttpLink(
+        url,
+        headers=headers,
+        max_connections=max_connections,
+        connect_timeout=connect_timeout,
+        max_message_size=client_options.get("max_message_size", m.DEFAULT_MAX_MESSAGE_SIZE),
+        ssl_context=ssl_context,
+    )
+    async with open_client(
+        link,
+        answer=answer,
+        capabilities=capabilities,
+        era=era,
+        info=info,
+        tracer=tracer,
+        **client_options,
+    ) as client:
+        yield client

@@ -1,0 +1,270 @@
+"""The stdio client: an MCP server run as a child process, one JSON message per line.
+
+The model: :class:`StdioLink` spawns the server command in its own process
+group (``start_new_session``) with three pipes, and runs three tasks.  The
+stdout reader feeds every chunk to the client's ``Connection(framing="lines")``;
+the stdin writer drains a bounded queue of outgoing messages (so the
+client's pump never blocks on a full pipe); the stderr reader splits lines,
+forwards each to the ``logging`` logger ``mrtr.stdio`` (stderr is the
+server's log, never an error) and keeps the last ``stderr_lines`` of them.
+
+When stdout ends the child is gone (or going): the link waits briefly for its
+exit status and the rest of its stderr, then reports a
+:class:`~mrtr_transports.errors.TransportError` carrying both, which every
+call still in flight raises.  A command that cannot be started raises the
+same error (``kind="spawn"``) from :func:`open_stdio_client`.
+
+Shutdown, as the specification says: close the child's stdin, wait
+``close_timeout``; SIGTERM to the process group, wait ``terminate_timeout``;
+then SIGKILL to the group.
+
+Bounds: ``max_queued`` messages waiting for the child to read them (past that
+the child is taken as stuck: ``TransportError``); ``stderr_lines`` lines of
+stderr kept, each cut at ``MAX_STDERR_LINE`` bytes; stdout is read 64 KiB at a
+time and the connection's framer bounds a line at its ``max_message_size``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import trio
+
+import mrtr_core as m
+
+from .client import Client, InputHandler, Outbound, Tracer, open_client
+from .errors import TransportError
+
+stderr_logger = logging.getLogger("mrtr.stdio")
+
+#: Bytes of one stderr line kept (longer lines are cut into pieces).
+MAX_STDERR_LINE = 8192
+READ_SIZE = 65536
+
+
+def _exit_text(status: int | None) -> str:
+    if status is None:
+        return "closed its stdout but is still running"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = f"signal {-status}"
+        return f"was killed by {name}"
+    return f"exited with status {status}"
+
+
+class StdioLink:
+    """A server child process as the client's link (see the module docstring)."""
+
+    framing: Literal["lines", "messages"] = "lines"
+    needs_messages = False
+    wants_tool_list = False
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr_lines: int = 50,
+        close_timeout: float = 2.0,
+        terminate_timeout: float = 2.0,
+        exit_wait: float = 2.0,
+        max_queued: int = 4096,
+    ) -> None:
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise ValueError("argv must be a non-empty sequence of strings (the command and args)")
+        self.argv = [str(arg) for arg in argv]
+        self._env = None if env is None else {**os.environ, **env}
+        self._cwd = cwd
+        self.close_timeout = close_timeout
+        self.terminate_timeout = terminate_timeout
+        self.exit_wait = exit_wait
+        #: The child, once started.
+        self.process: trio.Process | None = None
+        #: The signals shutdown had to send, in order (``"SIGTERM"``, ``"SIGKILL"``).
+        self.signals_sent: list[str] = []
+        self._stderr_tail: deque[str] = deque(maxlen=stderr_lines)
+        self._stderr_done = trio.Event()
+        self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
+        self._max_queued = max_queued
+        self._client: Client | None = None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines the child wrote to stderr."""
+        return list(self._stderr_tail)
+
+    async def start(self, client: Client, nursery: trio.Nursery) -> None:
+        self._client = client
+        try:
+            self.process = await trio.lowlevel.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: signals reach its children
+                env=self._env,
+                cwd=self._cwd,
+            )
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise TransportError(
+                f"could not start the server {self.argv[0]!r}: {reason}", [], kind="spawn"
+            ) from exc
+        nursery.start_soon(self._read_stderr)
+        nursery.start_soon(self._write_stdin)
+        nursery.start_soon(self._read_stdout)
+
+    def transmit(self, out: Outbound) -> None:
+        try:
+            self._outgoing.send_nowait(out.data)
+        except trio.WouldBlock:
+            assert self._client is not None
+            self._client.link_lost(
+                TransportError(
+                    f"the server is not reading its input ({self._max_queued} messages waiting)",
+                    self.stderr_tail,
+                    kind="disconnect",
+                )
+            )
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # shutting down
+
+    def close_stream(self, request_id: m.RequestId) -> None:
+        """Nothing to close on a shared stream: the cancellation went out as a message."""
+
+    def tools_listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools  # stdio has no headers: x-mcp-header annotations may be ignored
+
+    async def aclose(self) -> None:
+        process = self.process
+        self._outgoing.close()  # the writer sends what is queued, then closes stdin
+        if process is None:
+            return
+        with trio.move_on_after(self.close_timeout):
+            await process.wait()
+        if process.returncode is None:
+            self._signal(signal.SIGTERM)
+            with trio.move_on_after(self.terminate_timeout):
+                await process.wait()
+        if process.returncode is None:
+            self._signal(signal.SIGKILL)
+            await process.wait()  # SIGKILL cannot be refused
+
+    def _signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        self.signals_sent.append(sig.name)
+        with contextlib.suppress(ProcessLookupError):  # it exited just now
+            os.killpg(self.process.pid, sig)
+
+    async def _write_stdin(self) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        stdin = self.process.stdin
+        try:
+            async with self._queued:
+                async for data in self._queued:
+                    await stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass  # the child stopped reading; the stdout reader reports its exit
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stdin)
+
+    async def _read_stdout(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        assert self._client is not None
+        stdout = self.process.stdout
+        try:
+            while data := await stdout.receive_some(READ_SIZE):
+                self._client.receive_data(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        # The child closed stdout: it is exiting (or misbehaving). Report how it ended.
+        with trio.move_on_after(self.exit_wait):
+            await self.process.wait()
+            await self._stderr_done.wait()
+        status = self.process.returncode
+        self._client.link_lost(
+            TransportError(
+                f"the server {self.argv[0]!r} {_exit_text(status)}",
+                self.stderr_tail,
+                kind="disconnect",
+                exit_status=status,
+            )
+        )
+
+    async def _read_stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        stderr = self.process.stderr
+        pending = bytearray()
+        try:
+            while data := await stderr.receive_some(READ_SIZE):
+                pending += data
+                while (end := pending.find(b"\n")) >= 0:
+                    self._stderr_line(bytes(pending[:end]))
+                    del pending[: end + 1]
+                while len(pending) > MAX_STDERR_LINE:
+                    self._stderr_line(bytes(pending[:MAX_STDERR_LINE]))
+                    del pending[:MAX_STDERR_LINE]
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            if pending:
+                self._stderr_line(bytes(pending))
+            self._stderr_done.set()
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        self._stderr_tail.append(line)
+        stderr_logger.info("%s: %s", self.argv[0], line)
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    argv: Sequence[str],
+    *,
+    answer: InputHandler | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    era: Literal["auto", "modern", "legacy"] = "auto",
+    info: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr_lines: int = 50,
+    close_timeout: float = 2.0,
+    terminate_timeout: float = 2.0,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Spawn ``argv`` and yield a :class:`~mrtr_transports.client.Client` whose session
+    is open.  ``env`` is added to the inherited environment; ``client.link`` is
+    the :class:`StdioLink` (its ``process``, ``stderr_tail``, ``signals_sent``).
+    Other options go to the ``Client`` (``handshake_timeout``, ``log_level``, ...).
+    """
+    link = StdioLink(
+        argv,
+        env=env,
+        cwd=cwd,
+        stderr_lines=stderr_lines,
+        close_timeout=close_timeout,
+        terminate_timeout=terminate_timeout,
+    )
+    async with open_client(
+        link,
+        answer=answer,
+        capabilities=capabilities,
+        era=era,
+        info=info,
+        tracer=tracer,
+        **client_options,
+    ) as client:
+        yield client
