@@ -3,7 +3,7 @@
 The client settles the era with ``server/discover``, then calls a tool.  Round 1
 asks for an elicitation; round 2 asks for sampling and roots together; then the
 tool completes.  Every line that crosses the wire is printed.  Run it with
-``make demo``.
+``python examples/pair_demo.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`make demo` runs examples/demo.py: it must finish the flow over two Connections."""
+"""The examples run as subprocesses: `make demo` (examples/demo.py) and the others."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from pathlib import Path
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
 
 
-def test_demo_settles_the_era_and_finishes_a_two_round_call() -> None:
-    run = subprocess.run(
-        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+def test_make_demo_runs_a_two_round_call_over_a_stdio_subprocess() -> None:
+    lines = _run("demo.py")
+    sent = [line for line in lines if " -> [" in line]
+    assert '"method":"server/discover"' in sent[0]
+    calls = [line for line in sent if '"method":"tools/call"' in line]
+    assert len(calls) == 3  # the call and two retries
+    assert lines[-2] == "result (stdout of mrtr call, exit 0): Trip to Lisbon for Ada: 3 nights."
+
+
+def test_the_pair_demo_settles_the_era_and_finishes_a_two_round_call() -> None:
+    lines = _run("pair_demo.py")
     assert lines[0].startswith('--> {"jsonrpc":"2.0","id":1,"method":"server/discover"')
     assert "    era settled: modern 2026-07-28" in lines
     assert [line for line in lines if line.startswith("--> leg")][-1].startswith("--> leg 3:")
