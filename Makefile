@@ -1,5 +1,5 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
-#   make test   lint, type-check, and run the tests with branch coverage (100% on mrtr_core)
+#   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
 #   make demo   run the in-process two-round demo
 PYTHON ?= python3
 VENV := .venv
@@ -31,6 +31,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict mrtr_core
+	$(BIN)/mypy --strict transports
 
 # pytest exits 5 when it collected nothing: that must fail, loudly, not pass.
 pytest: $(STAMP) $(CONFORMANCE)
