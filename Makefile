@@ -1,6 +1,6 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
 #   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
-#   make demo   run the in-process two-round demo
+#   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
