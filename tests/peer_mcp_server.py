@@ -174,7 +174,9 @@ async def haiku(ctx: Context) -> str | InputRequiredResult:
 def serve_http() -> None:
     import uvicorn
 
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns TCP_NODELAY on only for sockets that name TCP, and
+    # without it Nagle meets delayed ACKs and every POST waits ~40 ms.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
