@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import trio
@@ -29,6 +29,8 @@ from peer_http_server import (
 )
 
 import mrtr_core as m
+
+E = TypeVar("E", bound=BaseException)
 
 ROOTS = {"method": "roots/list"}
 TOOLS = [
@@ -458,6 +460,18 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     assert caught.value.kind == "connect"
 
 
+async def opening_fails(server: PeerHttpServer, expected: type[E]) -> E:
+    """The error that opening a client to ``server`` raises (it must raise one)."""
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(server.run)
+            with pytest.raises(expected) as caught:
+                async with open_http_client(url):
+                    raise AssertionError("opened a session")
+            nursery.cancel_scope.cancel()
+    return caught.value
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -471,15 +485,9 @@ async def test_a_2025_http_server_is_a_clear_transport_error(reply: Reply) -> No
         return reply
 
     server = PeerHttpServer(legacy)
-    with trio.fail_after(5):
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(server.run)
-            with pytest.raises(TransportError) as caught:
-                async with open_http_client(url):
-                    raise AssertionError("opened a session")
-            nursery.cancel_scope.cancel()
-    assert caught.value.kind == "http"
-    assert "not supported yet" in str(caught.value)
+    failure = await opening_fails(server, TransportError)
+    assert failure.kind == "http"
+    assert "not supported yet" in str(failure)
     assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
 
 
@@ -489,14 +497,7 @@ async def test_a_recognised_modern_error_never_falls_back() -> None:
         return json_reply(error(seen, m.UNSUPPORTED_PROTOCOL_VERSION, "unsupported", data), 400)
 
     server = PeerHttpServer(unsupported)
-    with trio.fail_after(5):
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(server.run)
-            with pytest.raises(CallError) as caught:
-                async with open_http_client(url):
-                    raise AssertionError("opened a session")
-            nursery.cancel_scope.cancel()
-    assert caught.value.code == m.UNSUPPORTED_PROTOCOL_VERSION
+    assert (await opening_fails(server, CallError)).code == m.UNSUPPORTED_PROTOCOL_VERSION
     assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
 
 

@@ -24,6 +24,7 @@ from mrtr_transports.http_server import (
     param_headers_of,
     serve_http,
 )
+from mrtr_transports.mcp_app import SUBSCRIPTION_ID, McpApp
 
 import mrtr_core as m
 
@@ -518,6 +519,30 @@ async def test_graceful_shutdown_finishes_running_requests() -> None:
             assert await idle.closed_by_server()
             with pytest.raises(OSError):
                 await trio.open_tcp_stream(host, port)
+
+
+async def test_shutdown_ends_a_listen_stream_with_its_result() -> None:
+    with trio.fail_after(5):
+        app = McpApp("listen-test", "1.0")
+        app.add_tool(lambda ctx: "ok", name="noop")  # so tools/list_changed can be agreed to
+        server = HttpServer(app)
+        async with trio.open_nursery() as nursery:
+            host, port = await nursery.start(server.serve, "127.0.0.1", 0)
+            peer = HttpPeer(await trio.open_tcp_stream(host, port), f"{host}:{port}")
+            listen = {"notifications": {"toolsListChanged": True}}
+            await peer.send_request(rpc("subscriptions/listen", listen, rid=9))
+            assert (await peer.head()).status_code == 200  # streaming: acknowledged
+            assert app.subscription_count == 1
+            # Not cancelled after the grace: the app ends the stream with its result.
+            await server.aclose(grace=1.0)
+            body = b""
+            while not isinstance(event := await peer.next_event(), h11.EndOfMessage):
+                assert isinstance(event, h11.Data), event
+                body += event.data
+        events = Reply(200, {"content-type": "text/event-stream"}, body).events()
+        assert events[-1]["id"] == 9
+        assert events[-1]["result"]["_meta"][SUBSCRIPTION_ID] == 9
+        assert app.subscription_count == 0
 
 
 async def test_shutdown_cancels_what_outlives_the_grace() -> None:

@@ -22,6 +22,7 @@ import srv_apps
 import trio
 import trio.testing
 from mrtr_transports._serve import AppSpecError, load_app, serve_stream
+from mrtr_transports.mcp_app import SUBSCRIPTION_ID
 
 import mrtr_core as m
 
@@ -162,10 +163,14 @@ def client_connection(era: str, capabilities: Mapping[str, Any], **options: Any)
 
 @asynccontextmanager
 async def open_server(
-    *, era: str = "modern", capabilities: Mapping[str, Any] = CAPS, **conn_options: Any
+    *,
+    era: str = "modern",
+    capabilities: Mapping[str, Any] = CAPS,
+    app: str = "srv_apps:TestApp",
+    **conn_options: Any,
 ) -> AsyncIterator[ProcessPeer]:
     argv = [sys.executable, "-m", "mrtr_transports.stdio_server"]
-    argv += ["--app", "srv_apps:TestApp", "--drain-timeout", "0.6"]
+    argv += ["--app", app, "--drain-timeout", "0.6"]
     process = await trio.lowlevel.open_process(
         argv,
         stdin=subprocess.PIPE,
@@ -300,6 +305,26 @@ async def test_end_of_stdin_ends_the_server_even_with_a_handler_running() -> Non
             assert isinstance(done, m.ResultResponse)
             assert await peer.process.wait() == 0
         assert len(peer.stdout_messages()) == 1
+
+
+async def test_end_of_stdin_ends_a_listen_stream_with_its_result() -> None:
+    with trio.fail_after(5):
+        async with open_server(app="mrtr_transports.example_app:app") as peer:
+            rid = peer.conn.new_request_id()
+            listen = {"notifications": {"toolsListChanged": True}}
+            request = m.Request(id=rid, method="subscriptions/listen", params=listen)
+            await peer.write(peer.conn.send(request))
+            ack = await peer.event()
+            assert isinstance(ack, m.Notification), ack
+            assert ack.method == "notifications/subscriptions/acknowledged"
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            # Not cancelled after the drain time: the app ends the stream with its result.
+            end = await peer.event()
+            assert isinstance(end, m.ResultResponse) and end.id == rid, end
+            assert end.result["_meta"][SUBSCRIPTION_ID] == rid
+            assert await peer.process.wait() == 0
+        assert [msg.get("id") for msg in peer.stdout_messages()] == [None, rid]
 
 
 async def test_malformed_lines_are_answered_and_the_next_line_served() -> None:

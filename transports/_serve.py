@@ -36,10 +36,15 @@ Reads are at most ``READ_SIZE`` bytes at a time, and the connection is drained
 to ``NEED_DATA`` before each read, so its ``max_buffer_size`` is never hit.
 
 End of input: the peer closed its side, so no more requests and no more
-answers to our questions can come.  Legacy requests waiting for the client's
-answers are withdrawn at once; handlers still running get ``drain_timeout``
-seconds (1 s by default) to finish and have their answers written, then they
-are cancelled and their answers dropped.  Nothing waits longer than that.
+answers to our questions can come.  First the app may end its long-lived
+requests gracefully: ``end_subscriptions`` calls its ``close_subscriptions()``
+when it has one (``McpApp`` does), so each open ``subscriptions/listen``
+stream returns its final result instead of being cancelled.  (That is every
+stream of the app: ``serve_stream`` expects one connection per app, as stdio
+has.)  Legacy requests waiting for the client's answers are withdrawn at once;
+handlers still running get ``drain_timeout`` seconds (1 s by default) to
+finish and have their answers written, then they are cancelled and their
+answers dropped.  Nothing waits longer than that.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ __all__ = [
     "READ_SIZE",
     "AppSpecError",
     "ConnectionOutlet",
+    "end_subscriptions",
     "load_app",
     "run_app",
     "send_response",
@@ -215,6 +221,14 @@ def send_response(
 # --- A connection over a byte stream -------------------------------------------------
 
 
+def end_subscriptions(app: ServerApp) -> None:
+    """Shutdown: let an app that can (``close_subscriptions()``, as ``McpApp`` has)
+    end its open listen streams with their final result."""
+    close_subscriptions = getattr(app, "close_subscriptions", None)
+    if close_subscriptions is not None:
+        close_subscriptions()
+
+
 async def serve_stream(
     app: ServerApp,
     receive_stream: trio.abc.ReceiveStream,
@@ -315,6 +329,7 @@ class _StreamDriver:
                 # End of input: no answers to our questions can come any more, and
                 # what still runs (and the writing of its answers) gets drain_timeout.
                 self.input_closed = True
+                end_subscriptions(self.app)
                 for scope in self.legacy_waits:
                     scope.cancel()
                 outer.cancel_scope.deadline = trio.current_time() + drain_timeout

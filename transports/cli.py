@@ -273,13 +273,14 @@ def parse_target(target: str) -> tuple[str, str | list[str]]:
     raise UsageError(f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS...")
 
 
-def parse_arguments(text: str) -> dict[str, Any]:
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    """``text`` as a JSON object; :class:`UsageError` naming ``what`` for anything else."""
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise UsageError(f"ARGS_JSON is not JSON: {exc}") from exc
+        raise UsageError(f"{what} is not JSON: {exc}") from exc
     if not isinstance(value, dict):
-        raise UsageError("ARGS_JSON must be a JSON object")
+        raise UsageError(f"{what} must be a JSON object")
     return value
 
 
@@ -365,7 +366,7 @@ async def run_call(
 
     try:
         kind, where = parse_target(args.target)
-        arguments = parse_arguments(args.arguments)
+        arguments = parse_json_object(args.arguments, "ARGS_JSON")
         book = AnswerBook.load(args.answers, args.answer, args.root)
     except (UsageError, AnswersError) as exc:
         return fail(EXIT_USAGE, str(exc))
@@ -588,7 +589,7 @@ def run_state_inspect(args: argparse.Namespace, out: TextIO | None = None) -> in
     token_key_id, payload = _peek(token)
     try:
         keys = parse_keys(args.key, args.key_id, token_key_id)
-        params = _parse_params(args.params)
+        params = None if args.params is None else parse_json_object(args.params, "--params")
         sealer = m.StateSealer(keys, next(iter(keys)), max_token_size=max(128, len(token) + 1))
     except (UsageError, m.LocalProtocolError) as exc:
         sys.stderr.write(f"mrtr state inspect: {exc}\n")
@@ -634,18 +635,6 @@ def run_state_inspect(args: argparse.Namespace, out: TextIO | None = None) -> in
     say(f"nonce: {opened.nonce}  key: {opened.key_id}")
     say("state: " + json.dumps(opened.value, ensure_ascii=False, sort_keys=True))
     return EXIT_RESULT
-
-
-def _parse_params(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        params = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--params is not JSON: {exc}") from exc
-    if not isinstance(params, dict):
-        raise UsageError("--params must be a JSON object")
-    return params
 
 
 def _passed(say: Any, payload: Any, unchecked: str) -> int:

@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import trio
 
@@ -1126,8 +1126,26 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
     return found[0] if len(found) == 1 else None
 
 
+class ClientOptions(TypedDict, total=False):
+    """The :class:`Client` options, as keywords of :func:`open_client` and of every
+    link's opener (``open_stdio_client``, ``open_http_client``); unset ones take
+    ``Client``'s defaults."""
+
+    answer: InputHandler | None
+    capabilities: Mapping[str, Any] | None
+    era: Literal["auto", "modern", "legacy"]
+    info: Mapping[str, Any] | None
+    tracer: Tracer | None
+    handshake_timeout: float
+    log_level: str | None
+    on_notification: Callable[[m.Notification], None] | None
+    max_message_size: int
+    max_calls: int
+    max_outgoing: int
+
+
 @asynccontextmanager
-async def open_client(link: Link, **client_options: Any) -> AsyncIterator[Client]:
+async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> AsyncIterator[Client]:
     """A :class:`Client` over ``link``, its session open (the era settled) on entry,
     the link shut down on exit.  Options as for :class:`Client`."""
     try:

@@ -30,6 +30,7 @@ import io
 import struct
 import wave
 import zlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -95,6 +96,11 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
+def embedded_text(uri: str, mime_type: str, value: str) -> dict[str, Any]:
+    """An embedded text resource content block."""
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "text": value}}
+
+
 # ==========================================================================================
 # Conformance fixtures.  tools/list order matters to the suite: its header checks call the
 # first tool with no arguments and no capabilities, so the plain fixtures come first.
@@ -122,26 +128,22 @@ def test_audio_content(ctx: Context) -> list[dict[str, Any]]:
 @app.tool()
 def test_embedded_resource(ctx: Context) -> list[dict[str, Any]]:
     """Returns an embedded text resource."""
-    resource = {
-        "uri": "test://embedded-resource",
-        "mimeType": "text/plain",
-        "text": "This is an embedded resource content.",
-    }
-    return [{"type": "resource", "resource": resource}]
+    return [
+        embedded_text(
+            "test://embedded-resource", "text/plain", "This is an embedded resource content."
+        )
+    ]
 
 
 @app.tool()
 def test_multiple_content_types(ctx: Context) -> list[dict[str, Any]]:
     """Returns text, an image and an embedded resource."""
-    resource = {
-        "uri": "test://mixed-content-resource",
-        "mimeType": "application/json",
-        "text": '{"test":"data","value":123}',
-    }
     return [
         text("Multiple content types test:"),
         image(),
-        {"type": "resource", "resource": resource},
+        embedded_text(
+            "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+        ),
     ]
 
 
@@ -204,24 +206,33 @@ def _dynamic_prompt(ctx: Context) -> str:
     return "A dynamic prompt."
 
 
+def _toggle(
+    name: str,
+    registered: Mapping[str, Any],
+    add: Callable[..., Any],
+    remove: Callable[[str], None],
+    fn: Callable[[Context], Any],
+) -> str:
+    """Register ``fn`` as ``name``, or remove it when it is there (the registry announces it)."""
+    if name in registered:
+        remove(name)
+        return f"{name} removed"
+    add(fn, name=name)
+    return f"{name} added"
+
+
 @app.tool()
 def test_trigger_tool_change(ctx: Context) -> str:
     """Adds or removes test_dynamic_tool; listen streams get tools/list_changed."""
-    if "test_dynamic_tool" in app.tools:
-        app.remove_tool("test_dynamic_tool")
-        return "test_dynamic_tool removed"
-    app.add_tool(_dynamic_tool, name="test_dynamic_tool")
-    return "test_dynamic_tool added"
+    return _toggle("test_dynamic_tool", app.tools, app.add_tool, app.remove_tool, _dynamic_tool)
 
 
 @app.tool()
 def test_trigger_prompt_change(ctx: Context) -> str:
     """Adds or removes test_dynamic_prompt; listen streams get prompts/list_changed."""
-    if "test_dynamic_prompt" in app.prompts:
-        app.remove_prompt("test_dynamic_prompt")
-        return "test_dynamic_prompt removed"
-    app.add_prompt(_dynamic_prompt, name="test_dynamic_prompt")
-    return "test_dynamic_prompt added"
+    return _toggle(
+        "test_dynamic_prompt", app.prompts, app.add_prompt, app.remove_prompt, _dynamic_prompt
+    )
 
 
 watched = {"revision": 0}

@@ -49,7 +49,7 @@ import re
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 from urllib.parse import urlsplit
 
 import h11
@@ -57,7 +57,7 @@ import trio
 
 import mrtr_core as m
 
-from .client import Client, InputHandler, Outbound, Tracer, open_client
+from .client import Client, ClientOptions, Outbound, open_client
 from .errors import TransportError
 
 logger = logging.getLogger("mrtr.http")
@@ -538,20 +538,16 @@ def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
 async def open_http_client(
     url: str,
     *,
-    answer: InputHandler | None = None,
-    capabilities: Mapping[str, Any] | None = None,
-    era: Literal["auto", "modern", "legacy"] = "auto",
-    info: Mapping[str, Any] | None = None,
-    tracer: Tracer | None = None,
     headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     max_connections: int = 16,
     connect_timeout: float = 10.0,
     ssl_context: ssl.SSLContext | None = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """A :class:`~mrtr_transports.client.Client` for the Streamable HTTP endpoint ``url``,
     its era settled on entry.  ``headers`` go on every POST (e.g. ``Authorization``);
-    ``client.link`` is the :class:`HttpLink`.  Other options go to the ``Client``."""
+    ``client.link`` is the :class:`HttpLink`.  Other options go to the ``Client``
+    (:class:`~mrtr_transports.client.ClientOptions`: ``answer``, ``capabilities``, ...)."""
     link = HttpLink(
         url,
         headers=headers,
@@ -560,13 +556,5 @@ async def open_http_client(
         max_message_size=client_options.get("max_message_size", m.DEFAULT_MAX_MESSAGE_SIZE),
         ssl_context=ssl_context,
     )
-    async with open_client(
-        link,
-        answer=answer,
-        capabilities=capabilities,
-        era=era,
-        info=info,
-        tracer=tracer,
-        **client_options,
-    ) as client:
+    async with open_client(link, **client_options) as client:
         yield client

@@ -53,9 +53,12 @@ send the next request on a kept-alive connection, and to send a whole request
 head and body), ``write_timeout`` (60 s for the peer to take a write).
 HTTP/1.1 keep-alive: many POSTs, one after another, on one connection.
 
-Shutdown: ``HttpServer.aclose(grace)`` stops accepting, closes idle
-connections, lets running handlers finish for ``grace`` seconds (their
-responses are written, then their connections closed), then cancels the rest.
+Shutdown: ``HttpServer.aclose(grace)`` stops accepting, asks the app to end
+its ``subscriptions/listen`` streams (``close_subscriptions()``, when the app
+has it, as ``McpApp`` does: each stream gets its final result, not a cut),
+closes idle connections, lets running handlers finish for ``grace`` seconds
+(their responses are written, then their connections closed), then cancels
+the rest.
 A response the connection has produced is always written out (bounded by
 ``write_timeout``).  Cancelling ``serve`` cancels everything at once.
 
@@ -96,6 +99,7 @@ from ._serve import (
     READ_SIZE,
     AppSpecError,
     ConnectionOutlet,
+    end_subscriptions,
     load_app,
     response_for,
     run_app,
@@ -254,27 +258,13 @@ def check_standard_headers(headers: Headers, message: Mapping[str, Any]) -> None
     params = message.get("params")
     params = params if isinstance(params, Mapping) else {}
     header = _single(headers, "mcp-method", "Mcp-Method")
-    if header is None:
-        if is_request:
-            raise HeaderMismatch("Header mismatch: the Mcp-Method header is missing")
-    elif header != method:
-        raise HeaderMismatch(
-            f"Header mismatch: Mcp-Method header value {header!r} "
-            f"does not match body value {method!r}"
-        )
+    _check_mirror(header, "Mcp-Method", method, is_request)
     meta = params.get("_meta")
     version = meta.get(m.META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
     header = _single(headers, "mcp-protocol-version", "MCP-Protocol-Version")
     # No version in the body: the connection answers -32602 for the missing _meta.
     if isinstance(version, str):
-        if header is None:
-            if is_request:
-                raise HeaderMismatch("Header mismatch: the MCP-Protocol-Version header is missing")
-        elif header != version:
-            raise HeaderMismatch(
-                f"Header mismatch: MCP-Protocol-Version header value {header!r} "
-                f"does not match body value {version!r}"
-            )
+        _check_mirror(header, "MCP-Protocol-Version", version, is_request)
     field = NAME_FIELDS.get(method)
     if field is None:
         return
@@ -291,6 +281,18 @@ def check_standard_headers(headers: Headers, message: Mapping[str, Any]) -> None
         raise HeaderMismatch(
             f"Header mismatch: Mcp-Name header value {decoded!r} "
             f"does not match body value {value!r}"
+        )
+
+
+def _check_mirror(header: str | None, shown: str, body_value: str, is_request: bool) -> None:
+    """A header that mirrors ``body_value``: required on a request, equal when present."""
+    if header is None:
+        if is_request:
+            raise HeaderMismatch(f"Header mismatch: the {shown} header is missing")
+    elif header != body_value:
+        raise HeaderMismatch(
+            f"Header mismatch: {shown} header value {header!r} "
+            f"does not match body value {body_value!r}"
         )
 
 
@@ -450,36 +452,17 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    path: str = "/mcp",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    trusted_proxies: Iterable[str] = (),
-    max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-    max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-    keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
     **options: Any,
 ) -> None:
     """Serve ``app`` at ``http://host:port/path`` until cancelled.
 
     ``task_status.started()`` reports the bound ``(host, port)`` (useful with
-    ``port=0``).  ``options``: the other ``HttpServer`` settings
-    (``idle_timeout``, ``write_timeout``, ``param_headers``) and
+    ``port=0``).  ``options``: the ``HttpServer`` settings (``path``,
+    ``allowed_hosts``, ``max_body_size``, ``idle_timeout``, ...) and
     ``mrtr_core.Connection`` options.
     """
-    server = HttpServer(
-        app,
-        path=path,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        trusted_proxies=trusted_proxies,
-        max_body_size=max_body_size,
-        max_header_size=max_header_size,
-        max_connections=max_connections,
-        keepalive_interval=keepalive_interval,
-        **options,
-    )
+    server = HttpServer(app, **options)
     await server.serve(host, port, task_status=task_status)
 
 
@@ -582,10 +565,12 @@ class HttpServer:
             await trio.serve_listeners(self._serve_connection, listeners, handler_nursery=nursery)
 
     async def aclose(self, grace: float = DEFAULT_SHUTDOWN_GRACE) -> None:
-        """Stop accepting; give running requests ``grace`` seconds; cancel the rest."""
+        """Stop accepting; end the app's listen streams (``close_subscriptions``);
+        give running requests ``grace`` seconds; cancel the rest."""
         if not self.closing:
             self.closing = True
             self._accept_scope.cancel()
+            end_subscriptions(self.app)  # open listen streams get their final result
             for connection in list(self._connections):
                 connection.shutdown()  # idle ones close now
             with trio.move_on_after(grace):

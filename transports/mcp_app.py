@@ -55,7 +55,8 @@ and ``notifications/resources/updated`` as the app announces them
 (:meth:`McpApp.notify_tools_changed` and friends; adding or removing a tool,
 prompt or resource announces it), each tagged with the subscription id, until
 the stream closes (the transport cancels the handler) or the app closes it
-gracefully (:meth:`McpApp.close_subscriptions`: the request gets its result).
+gracefully (:meth:`McpApp.close_subscriptions`: the request gets its result;
+the stdio server calls it at the end of stdin, ``HttpServer.aclose`` at shutdown).
 A 2025-era session has no such stream: there ``resources/subscribe`` is -32601.
 
 Bounds: at most ``max_subscriptions`` listen streams at once (more: -32603);
@@ -78,7 +79,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import attrs
 import trio
@@ -99,6 +100,8 @@ HEADER_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 CacheScope = Literal["public", "private"]
 Handler = Callable[["Context"], Any]
 F = TypeVar("F", bound=Callable[..., Any])
+E = TypeVar("E")
+P = ParamSpec("P")
 
 _LIST_CHANGED = {
     "toolsListChanged": "notifications/tools/list_changed",
@@ -106,6 +109,15 @@ _LIST_CHANGED = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 _RESOURCE_UPDATED = "notifications/resources/updated"
+#: Each registry: the capability registering in it offers, and the
+#: ``list_changed`` flag a change announces (none for templates: the spec
+#: has no notification for ``resources/templates/list``).
+_REGISTRIES: dict[str, tuple[str, str | None]] = {
+    "tool": ("tools", "toolsListChanged"),
+    "resource": ("resources", "resourcesListChanged"),
+    "resource template": ("resources", None),
+    "prompt": ("prompts", "promptsListChanged"),
+}
 
 
 class Context:
@@ -300,10 +312,32 @@ def _put(out: dict[str, Any], **fields: Any) -> None:
     out.update({key: value for key, value in fields.items() if value is not None})
 
 
-def _doc(fn: Callable[..., Any]) -> str | None:
-    """A function's docstring, first paragraph, as a default description."""
+def _description(fn: Callable[..., Any], given: str | None) -> str | None:
+    """``given``, or else the first paragraph of ``fn``'s docstring."""
+    if given is not None:
+        return given
     doc = inspect.getdoc(fn)
     return doc.split("\n\n")[0].replace("\n", " ").strip() if doc else None
+
+
+def _decorator_of(
+    add: Callable[Concatenate[McpApp, Handler, P], object],
+) -> Callable[Concatenate[McpApp, P], Callable[[F], F]]:
+    """The decorator form of a registering method: ``@app.tool("name", ...)`` over
+    ``fn`` is ``app.add_tool(fn, "name", ...)``, with the same options (and types)."""
+
+    def decorator(self: McpApp, /, *args: P.args, **kwargs: P.kwargs) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            add(self, fn, *args, **kwargs)
+            return fn
+
+        return register
+
+    kind = add.__name__.removeprefix("add_")
+    decorator.__name__ = kind
+    decorator.__qualname__ = add.__qualname__.removesuffix(add.__name__) + kind
+    decorator.__doc__ = f"Decorator form of ``{add.__name__}(fn, ...)``: {add.__doc__}"
+    return decorator
 
 
 def compile_uri_template(template: str) -> re.Pattern[str]:
@@ -484,73 +518,48 @@ class McpApp:
         return None if tool is None else tool.header_params
 
     # --- registering ----------------------------------------------------------------------
-
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        description: str | None = None,
-        input_schema: Mapping[str, Any] | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> Callable[[F], F]:
-        """Decorator: register ``fn(ctx)`` as a tool (name and description default
-        to the function's name and docstring; the input schema to no arguments)."""
-
-        def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                description=description,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                annotations=annotations,
-                title=title,
-            )
-            return fn
-
-        return register
+    # Each kind has ``add_<kind>(fn, ...)`` and the decorator ``<kind>(...)`` made from it
+    # by ``_decorator_of``: the same options, written once.
 
     def add_tool(
         self,
         fn: Handler,
-        *,
         name: str | None = None,
+        *,
         description: str | None = None,
         input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> Tool:
+        """Register ``fn(ctx)`` as a tool (name and description default to the
+        function's name and docstring; the input schema to no arguments)."""
         tool_name = name or fn.__name__
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
-        if tool_name in self._tools:
-            raise ValueError(f"tool {tool_name!r} is registered twice")
         schema = dict(input_schema) if input_schema is not None else {"type": "object"}
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema needs type 'object' at the root")
         tool = Tool(
             name=tool_name,
             fn=fn,
-            description=description if description is not None else _doc(fn),
+            description=_description(fn, description),
             input_schema=schema,
             output_schema=output_schema,
             annotations=annotations,
             title=title,
             header_params=header_params(tool_name, schema),
         )
-        self._tools[tool_name] = tool
-        self._changed("tools", "toolsListChanged")
-        return tool
+        return self._register("tool", self._tools, tool_name, tool)
+
+    tool = _decorator_of(add_tool)
 
     def remove_tool(self, name: str) -> None:
-        del self._tools[name]
-        self._changed("tools", "toolsListChanged")
+        self._unregister("tool", self._tools, name)
 
-    def resource(
+    def add_resource(
         self,
+        fn: Handler,
         uri: str,
         *,
         name: str | None = None,
@@ -561,35 +570,30 @@ class McpApp:
         annotations: Mapping[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
-    ) -> Callable[[F], F]:
-        """Decorator: register ``fn(ctx)`` as the reader of the resource ``uri``."""
+    ) -> Resource:
+        """Register ``fn(ctx)`` as the reader of the resource ``uri``."""
+        resource = Resource(
+            uri=uri,
+            fn=fn,
+            name=name or fn.__name__,
+            description=_description(fn, description),
+            mime_type=mime_type,
+            title=title,
+            size=size,
+            annotations=annotations,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
+        )
+        return self._register("resource", self._resources, uri, resource)
 
-        def register(fn: F) -> F:
-            if uri in self._resources:
-                raise ValueError(f"resource {uri!r} is registered twice")
-            self._resources[uri] = Resource(
-                uri=uri,
-                fn=fn,
-                name=name or fn.__name__,
-                description=description if description is not None else _doc(fn),
-                mime_type=mime_type,
-                title=title,
-                size=size,
-                annotations=annotations,
-                ttl_ms=ttl_ms,
-                cache_scope=cache_scope,
-            )
-            self._changed("resources", "resourcesListChanged")
-            return fn
-
-        return register
+    resource = _decorator_of(add_resource)
 
     def remove_resource(self, uri: str) -> None:
-        del self._resources[uri]
-        self._changed("resources", "resourcesListChanged")
+        self._unregister("resource", self._resources, uri)
 
-    def resource_template(
+    def add_resource_template(
         self,
+        fn: Handler,
         uri_template: str,
         *,
         name: str | None = None,
@@ -599,79 +603,54 @@ class McpApp:
         annotations: Mapping[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
-    ) -> Callable[[F], F]:
-        """Decorator: register ``fn(ctx)`` as the reader of every URI matching
-        ``uri_template`` (``{name}`` is one path segment, in ``ctx.uri_params``).
-        Exact resources win over templates; templates are tried in order."""
+    ) -> ResourceTemplate:
+        """Register ``fn(ctx)`` as the reader of every URI matching ``uri_template``
+        (``{name}`` is one path segment, in ``ctx.uri_params``).  Exact resources
+        win over templates; templates are tried in order."""
+        template = ResourceTemplate(
+            uri_template=uri_template,
+            fn=fn,
+            name=name or fn.__name__,
+            pattern=compile_uri_template(uri_template),
+            description=_description(fn, description),
+            mime_type=mime_type,
+            title=title,
+            annotations=annotations,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
+        )
+        return self._register("resource template", self._templates, uri_template, template)
 
-        def register(fn: F) -> F:
-            if uri_template in self._templates:
-                raise ValueError(f"resource template {uri_template!r} is registered twice")
-            self._templates[uri_template] = ResourceTemplate(
-                uri_template=uri_template,
-                fn=fn,
-                name=name or fn.__name__,
-                pattern=compile_uri_template(uri_template),
-                description=description if description is not None else _doc(fn),
-                mime_type=mime_type,
-                title=title,
-                annotations=annotations,
-                ttl_ms=ttl_ms,
-                cache_scope=cache_scope,
-            )
-            self._changed("resources", None)
-            return fn
-
-        return register
-
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        description: str | None = None,
-        arguments: Iterable[Mapping[str, Any]] = (),
-        title: str | None = None,
-    ) -> Callable[[F], F]:
-        """Decorator: register ``fn(ctx)`` as a prompt.  ``arguments`` are the
-        wire ``PromptArgument`` objects (``{"name", "description", "required"}``)."""
-
-        def register(fn: F) -> F:
-            self.add_prompt(
-                fn, name=name, description=description, arguments=arguments, title=title
-            )
-            return fn
-
-        return register
+    resource_template = _decorator_of(add_resource_template)
 
     def add_prompt(
         self,
         fn: Handler,
-        *,
         name: str | None = None,
+        *,
         description: str | None = None,
         arguments: Iterable[Mapping[str, Any]] = (),
         title: str | None = None,
     ) -> Prompt:
+        """Register ``fn(ctx)`` as a prompt.  ``arguments`` are the wire
+        ``PromptArgument`` objects (``{"name", "description", "required"}``)."""
         prompt_name = name or fn.__name__
-        if prompt_name in self._prompts:
-            raise ValueError(f"prompt {prompt_name!r} is registered twice")
         args = tuple(dict(a) for a in arguments)
         if not all(isinstance(a.get("name"), str) for a in args):
             raise ValueError(f"prompt {prompt_name!r}: every argument needs a name")
         prompt = Prompt(
             name=prompt_name,
             fn=fn,
-            description=description if description is not None else _doc(fn),
+            description=_description(fn, description),
             arguments=args,
             title=title,
         )
-        self._prompts[prompt_name] = prompt
-        self._changed("prompts", "promptsListChanged")
-        return prompt
+        return self._register("prompt", self._prompts, prompt_name, prompt)
+
+    prompt = _decorator_of(add_prompt)
 
     def remove_prompt(self, name: str) -> None:
-        del self._prompts[name]
-        self._changed("prompts", "promptsListChanged")
+        self._unregister("prompt", self._prompts, name)
 
     def completion(self) -> Callable[[F], F]:
         """Decorator: register ``fn(ctx)`` for ``completion/complete``.  ``ctx.params``
@@ -708,7 +687,21 @@ class McpApp:
     def subscription_count(self) -> int:
         return len(self._listeners)
 
-    def _changed(self, kind: str, flag: str | None) -> None:
+    def _register(self, what: str, table: dict[str, E], key: str, entry: E) -> E:
+        """Add ``entry`` to the registry ``table`` of ``what`` (see ``_REGISTRIES``)
+        under ``key`` (registered twice is a bug), offer its kind and announce it."""
+        if key in table:
+            raise ValueError(f"{what} {key!r} is registered twice")
+        table[key] = entry
+        self._changed(what)
+        return entry
+
+    def _unregister(self, what: str, table: dict[str, Any], key: str) -> None:
+        del table[key]
+        self._changed(what)
+
+    def _changed(self, what: str) -> None:
+        kind, flag = _REGISTRIES[what]
         self._offers.add(kind)
         if flag is not None:
             self._announce(_LIST_CHANGED[flag])
@@ -831,10 +824,7 @@ class McpApp:
     async def _call_tool(
         self, request: m.Request, info: m.RequestInfo, outlet: Outlet, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        name = _required_string(params, "name")
-        tool = self._tools.get(name)
-        if tool is None:
-            raise m.MrtrError(f"Unknown tool: {name}", code=m.INVALID_PARAMS, data={"name": name})
+        tool = _named(params, self._tools, "tool")
         arguments = params.get("arguments", {})
         if not isinstance(arguments, Mapping):
             raise m.MrtrError("arguments must be an object", code=m.INVALID_PARAMS)
@@ -874,10 +864,7 @@ class McpApp:
     async def _get_prompt(
         self, request: m.Request, info: m.RequestInfo, outlet: Outlet, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        name = _required_string(params, "name")
-        prompt = self._prompts.get(name)
-        if prompt is None:
-            raise m.MrtrError(f"Unknown prompt: {name}", code=m.INVALID_PARAMS, data={"name": name})
+        prompt = _named(params, self._prompts, "prompt")
         arguments = params.get("arguments", {})
         if not isinstance(arguments, Mapping) or not all(
             isinstance(v, str) for v in arguments.values()
@@ -995,6 +982,15 @@ def _required_string(params: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise m.MrtrError(f"params.{key} must be a string", code=m.INVALID_PARAMS)
     return value
+
+
+def _named(params: Mapping[str, Any], table: Mapping[str, E], what: str) -> E:
+    """The registered ``what`` that ``params.name`` names (unknown: -32602)."""
+    name = _required_string(params, "name")
+    found = table.get(name)
+    if found is None:
+        raise m.MrtrError(f"Unknown {what}: {name}", code=m.INVALID_PARAMS, data={"name": name})
+    return found
 
 
 def _text(text: str) -> dict[str, Any]:

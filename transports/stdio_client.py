@@ -34,13 +34,13 @@ import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import trio
 
 import mrtr_core as m
 
-from .client import Client, InputHandler, Outbound, Tracer, open_client
+from .client import Client, ClientOptions, Outbound, open_client
 from .errors import TransportError
 
 stderr_logger = logging.getLogger("mrtr.stdio")
@@ -233,22 +233,18 @@ class StdioLink:
 async def open_stdio_client(
     argv: Sequence[str],
     *,
-    answer: InputHandler | None = None,
-    capabilities: Mapping[str, Any] | None = None,
-    era: Literal["auto", "modern", "legacy"] = "auto",
-    info: Mapping[str, Any] | None = None,
-    tracer: Tracer | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     stderr_lines: int = 50,
     close_timeout: float = 2.0,
     terminate_timeout: float = 2.0,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Spawn ``argv`` and yield a :class:`~mrtr_transports.client.Client` whose session
     is open.  ``env`` is added to the inherited environment; ``client.link`` is
     the :class:`StdioLink` (its ``process``, ``stderr_tail``, ``signals_sent``).
-    Other options go to the ``Client`` (``handshake_timeout``, ``log_level``, ...).
+    Other options go to the ``Client`` (:class:`~mrtr_transports.client.ClientOptions`:
+    ``answer``, ``capabilities``, ``era``, ``info``, ``tracer``, ``log_level``, ...).
     """
     link = StdioLink(
         argv,
@@ -258,13 +254,5 @@ async def open_stdio_client(
         close_timeout=close_timeout,
         terminate_timeout=terminate_timeout,
     )
-    async with open_client(
-        link,
-        answer=answer,
-        capabilities=capabilities,
-        era=era,
-        info=info,
-        tracer=tracer,
-        **client_options,
-    ) as client:
+    async with open_client(link, **client_options) as client:
         yield client

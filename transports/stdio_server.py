@@ -12,7 +12,9 @@ goes to stderr, which the client must not treat as an error.
 Everything else is the shared driver (``_serve.serve_stream``): one task per
 request, ``notifications/cancelled`` cancels that handler and nothing is sent
 for it, 2025-era clients (``initialize``) are served through the legacy shim,
-and at the end of stdin the server exits: running handlers get
+and at the end of stdin the server exits: open ``subscriptions/listen``
+streams end first with their final result (when the app has
+``close_subscriptions()``, as ``McpApp`` does), running handlers get
 ``drain_timeout`` seconds (1 s) to finish, then are cancelled.
 
 Run it::
