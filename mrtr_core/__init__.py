@@ -4,63 +4,6 @@ No I/O, no clock, no threads: feed it bytes, results and the time, and it tells
 you what to send and whom to ask.  See ``docs/engine.md``.
 """
 
-from ._asking import (
-    Answers,
-    CapabilityRequired,
-    InvalidAnswer,
-    elicit_form,
-    elicit_url,
-    input_required,
-    list_roots,
-    required_capabilities,
-    sample,
-)
-from ._codec import (
-    STDLIB_JSON,
-    Codec,
-    JsonBackend,
-    decode_message,
-    default_codec,
-    encode_message,
-    json_backend,
-    message_from_json,
-    message_to_json,
-)
-from ._connection import (
-    CLIENT,
-    DEFAULT_MAX_BUFFER_SIZE,
-    DEFAULT_MAX_CALLS,
-    DEFAULT_MAX_FINISHED_IDS,
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    SERVER,
-    Connection,
-    Role,
-    error_response,
-)
-from ._connection_events import (
-    AutoReply,
-    CallEvent,
-    ConnectionClosed,
-    ConnectionEvent,
-    HandshakeStep,
-    InvalidMessage,
-    LogMessage,
-    Progress,
-    RequestCancelled,
-    SessionFailed,
-    SessionOpened,
-)
-from ._convert import (
-    structure,
-    structure_input_request,
-    structure_input_required,
-    unstructure,
-    unstructure_input_request,
-    unstructure_input_required,
-    unstructure_input_response,
-)
-from ._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
 from ._errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -79,7 +22,38 @@ from ._errors import (
     RemoteProtocolError,
     RoundLimitExceeded,
 )
-from ._events import (
+from .connection._connection import (
+    CLIENT,
+    DEFAULT_MAX_BUFFER_SIZE,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_FINISHED_IDS,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    SERVER,
+    Connection,
+    Role,
+)
+from .connection._events import (
+    AutoReply,
+    CallEvent,
+    ConnectionClosed,
+    ConnectionEvent,
+    HandshakeStep,
+    InvalidMessage,
+    LogMessage,
+    Progress,
+    RequestCancelled,
+    SessionFailed,
+    SessionOpened,
+)
+from .connection._session import (
+    CLIENT_TRANSITIONS,
+    SERVER_TRANSITIONS,
+    SessionInput,
+    SessionState,
+)
+from .engine._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
+from .engine._events import (
     FINISHED,
     NEED_INPUT,
     NEED_RESULT,
@@ -98,15 +72,33 @@ from ._events import (
     Wait,
     input_kind,
 )
-from ._framing import (
-    END_OF_STREAM,
-    NEED_DATA,
-    FramerSignal,
-    LineFramer,
-    MessageFramer,
-    Oversize,
+from .engine._retry import MRTR_METHODS, build_retry_params, strip_round_fields
+from .engine._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
+from .protocol._meta import (
+    CACHEABLE_METHODS,
+    LEGACY_VERSIONS,
+    LOG_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    Era,
+    RequestInfo,
 )
-from ._handlers import (
+from .server._asking import (
+    Answers,
+    CapabilityRequired,
+    InvalidAnswer,
+    elicit_form,
+    elicit_url,
+    input_required,
+    list_roots,
+    required_capabilities,
+    sample,
+)
+from .server._handlers import (
     Ask,
     Handler,
     HandlerContext,
@@ -116,7 +108,7 @@ from ._handlers import (
     open_leg,
     run_handler,
 )
-from ._legacy_shim import (
+from .server._legacy_shim import (
     LegacyShim,
     ShimDone,
     ShimEvent,
@@ -125,7 +117,45 @@ from ._legacy_shim import (
     ShimWait,
     legacy_request,
 )
-from ._model import (
+from .server._sealing import (
+    REQUEST_STATE_REASONS,
+    InvalidRequestState,
+    MemoryNonceStore,
+    NonceStore,
+    NonceStoreFull,
+    OpenedState,
+    StateSealer,
+    params_digest,
+)
+from .wire._codec import (
+    STDLIB_JSON,
+    Codec,
+    JsonBackend,
+    decode_message,
+    default_codec,
+    encode_message,
+    json_backend,
+    message_from_json,
+    message_to_json,
+)
+from .wire._convert import (
+    structure,
+    structure_input_request,
+    structure_input_required,
+    unstructure,
+    unstructure_input_request,
+    unstructure_input_required,
+    unstructure_input_response,
+)
+from .wire._framing import (
+    END_OF_STREAM,
+    NEED_DATA,
+    FramerSignal,
+    LineFramer,
+    MessageFramer,
+    Oversize,
+)
+from .wire._model import (
     CreateMessageRequest,
     CreateMessageResult,
     ElicitFormRequest,
@@ -144,45 +174,15 @@ from ._model import (
     RequestId,
     ResultResponse,
     Root,
+    error_response,
 )
-from ._protocol import (
-    CACHEABLE_METHODS,
-    LEGACY_VERSIONS,
-    LOG_LEVELS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-    MODERN_VERSIONS,
-    Era,
-    RequestInfo,
-)
-from ._request_state import (
-    REQUEST_STATE_REASONS,
-    InvalidRequestState,
-    MemoryNonceStore,
-    NonceStore,
-    NonceStoreFull,
-    OpenedState,
-    StateSealer,
-    params_digest,
-)
-from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
-from ._session import (
-    CLIENT_TRANSITIONS,
-    SERVER_TRANSITIONS,
-    SessionInput,
-    SessionState,
-)
-from ._sse import (
+from .wire._sse import (
     DEFAULT_MAX_EVENT_SIZE,
     SseDecoder,
     SseEvent,
     encode_sse,
     encode_sse_comment,
 )
-from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
 __all__ = [
     "Answers",

@@ -31,7 +31,6 @@ from mrtr_core import (
     Request,
     ResultResponse,
     Root,
-    _codec,
     decode_message,
     default_codec,
     encode_message,
@@ -39,6 +38,7 @@ from mrtr_core import (
     message_from_json,
     message_to_json,
 )
+from mrtr_core.wire import _codec
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 CODECS: dict[str, Codec] = {name: Codec(name) for name in BACKENDS}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
-import mrtr_core._connection as connection_module
+import mrtr_core.connection._connection as connection_module
 from mrtr_core import (
     CLIENT,
     SERVER,

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr_core import LocalProtocolError
-from mrtr_core._framing import (
+from mrtr_core.wire._framing import (
     END_OF_STREAM,
     NEED_DATA,
     Frame,

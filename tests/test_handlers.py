@@ -1,4 +1,4 @@
-"""Handler styles of ``mrtr_core._handlers``, driven through real Connections.
+"""Handler styles of ``mrtr_core.server._handlers``, driven through real Connections.
 
 Most tests run a whole call between a client ``Connection(CLIENT, era="modern")``
 and a server ``Connection(SERVER)`` with nothing but bytes passing between them:

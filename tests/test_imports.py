@@ -130,7 +130,7 @@ def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
     )
     loaded = set(json.loads(proc.stdout))
     assert "mrtr_core" in loaded
-    assert "mrtr_core._codec" in loaded
+    assert "mrtr_core.wire._codec" in loaded
     tops = {name.split(".")[0] for name in loaded}
     assert tops.isdisjoint({"trio", "h11", "wsproto", "asyncio"}), sorted(
         tops & {"trio", "h11", "wsproto", "asyncio"}

@@ -36,7 +36,7 @@ from mrtr_core import (
     error_response,
     params_digest,
 )
-from mrtr_core._request_state import (
+from mrtr_core.server._sealing import (
     DEFAULT_MAX_TOKEN_SIZE,
     DEFAULT_TTL,
     TOKEN_VERSION,

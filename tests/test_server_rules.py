@@ -12,7 +12,14 @@ from mrtr_core import (
     Request,
     RequestInfo,
 )
-from mrtr_core._protocol import (
+from mrtr_core.connection._server_rules import (
+    check_input_required,
+    check_server_request,
+    discover_result,
+    finish_result,
+    initialize_result,
+)
+from mrtr_core.protocol._meta import (
     choose_version,
     has_modern_meta,
     is_retry_leg,
@@ -20,13 +27,6 @@ from mrtr_core._protocol import (
     negotiate_legacy,
     progress_token_of,
     read_modern_request,
-)
-from mrtr_core._server_rules import (
-    check_input_required,
-    check_server_request,
-    discover_result,
-    finish_result,
-    initialize_result,
 )
 
 VERSION = "io.modelcontextprotocol/protocolVersion"

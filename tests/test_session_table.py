@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, replies
 
-import mrtr_core._connection as connection_module
+import mrtr_core.connection._connection as connection_module
 from mrtr_core import (
     CLIENT,
     INVALID_PARAMS,
@@ -48,7 +48,7 @@ from mrtr_core import (
     SessionState,
     error_response,
 )
-from mrtr_core._session import (
+from mrtr_core.connection._session import (
     CLIENT_TRANSITIONS,
     LOCAL_INPUTS,
     REMOTE_INPUTS,

@@ -1,4 +1,4 @@
-"""The SSE codec (``mrtr_core._sse``) against the WHATWG "event stream interpretation" rules.
+"""The SSE codec (``mrtr_core.wire._sse``) against the WHATWG "event stream interpretation" rules.
 
 Every decoder test reads its stream three ways (the ``mode`` fixture): the whole
 input in one feed; one byte at a time, draining after each byte; and with an

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._errors import MrtrError, RemoteProtocolError
-from ._protocol import META_SERVER_INFO, Era, choose_version
+from .._errors import MrtrError, RemoteProtocolError
+from ..protocol._meta import META_SERVER_INFO, Era, choose_version
 
 FALL_BACK: Literal["fall back"] = "fall back"
 

@@ -30,13 +30,12 @@ from typing import Any
 
 import attrs
 
-from ._asking import CapabilityRequired, required_capabilities
-from ._connection import error_response
-from ._convert import structure_input_required, unstructure_input_request
-from ._engine import PACE_CAP, PACE_FIRST
-from ._errors import INTERNAL_ERROR, LocalProtocolError, MrtrError
-from ._handlers import Handler, run_handler
-from ._model import (
+from .._errors import INTERNAL_ERROR, LocalProtocolError, MrtrError
+from ..engine._engine import PACE_CAP, PACE_FIRST
+from ..engine._retry import strip_round_fields
+from ..protocol._meta import RequestInfo
+from ..wire._convert import structure_input_required, unstructure_input_request
+from ..wire._model import (
     ElicitUrlRequest,
     ErrorObject,
     ErrorResponse,
@@ -45,10 +44,11 @@ from ._model import (
     Request,
     RequestId,
     ResultResponse,
+    error_response,
 )
-from ._protocol import RequestInfo
-from ._request_state import StateSealer
-from ._retry import strip_round_fields
+from ._asking import CapabilityRequired, required_capabilities
+from ._handlers import Handler, run_handler
+from ._sealing import StateSealer
 
 
 @attrs.frozen(kw_only=True)

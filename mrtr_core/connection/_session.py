@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from ._errors import LocalProtocolError
+from .._errors import LocalProtocolError
 
 
 class SessionState(enum.Enum):

@@ -21,23 +21,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ._codec import Codec, JsonName, message_from_json
-from ._connection_events import (
-    AutoReply,
-    CallEvent,
-    ConnectionClosed,
-    ConnectionEvent,
-    HandshakeStep,
-    InvalidMessage,
-    LogMessage,
-    Progress,
-    RequestCancelled,
-    Sendable,
-    SessionFailed,
-    SessionOpened,
-)
-from ._engine import RoundEngine
-from ._errors import (
+from .._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -48,7 +32,8 @@ from ._errors import (
     PeerError,
     RemoteProtocolError,
 )
-from ._events import (
+from ..engine._engine import RoundEngine
+from ..engine._events import (
     TERMINAL_EVENTS,
     CancelLeg,
     EngineEvent,
@@ -57,24 +42,8 @@ from ._events import (
     SendRetry,
     Wait,
 )
-from ._framing import END_OF_STREAM, NEED_DATA, FramerSignal, LineFramer, MessageFramer, Oversize
-from ._handshake import (
-    FALL_BACK,
-    Settled,
-    initialize_params,
-    read_discover_result,
-    read_initialize_result,
-)
-from ._model import (
-    ErrorObject,
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    ResultResponse,
-)
-from ._protocol import (
+from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
+from ..protocol._meta import (
     ALL_VERSIONS,
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -94,6 +63,46 @@ from ._protocol import (
     progress_token_of,
     read_modern_request,
 )
+from ..wire._codec import Codec, JsonName, message_from_json
+from ..wire._framing import (
+    END_OF_STREAM,
+    NEED_DATA,
+    FramerSignal,
+    LineFramer,
+    MessageFramer,
+    Oversize,
+)
+from ..wire._model import (
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    ResultResponse,
+    error_response,
+)
+from ._events import (
+    AutoReply,
+    CallEvent,
+    ConnectionClosed,
+    ConnectionEvent,
+    HandshakeStep,
+    InvalidMessage,
+    LogMessage,
+    Progress,
+    RequestCancelled,
+    Sendable,
+    SessionFailed,
+    SessionOpened,
+)
+from ._handshake import (
+    FALL_BACK,
+    Settled,
+    initialize_params,
+    read_discover_result,
+    read_initialize_result,
+)
 from ._server_rules import (
     check_server_request,
     discover_result,
@@ -101,7 +110,6 @@ from ._server_rules import (
     initialize_result,
 )
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, Session, SessionInput, SessionState
-from ._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024
@@ -130,14 +138,6 @@ def _opened(settled: Settled) -> SessionOpened:
         peer_info=settled.peer_info,
         peer_capabilities=settled.peer_capabilities,
         instructions=settled.instructions,
-    )
-
-
-def error_response(request_id: RequestId | None, error: MrtrError) -> ErrorResponse:
-    """The error response that reports ``error`` (its code, message and data)."""
-    return ErrorResponse(
-        id=request_id,
-        error=ErrorObject(code=error.code, message=error.message, data=error.data),
     )
 
 

@@ -32,11 +32,11 @@ from typing import Any
 
 import attrs
 
+from .._errors import LocalProtocolError
+from ..protocol._meta import RequestInfo
+from ..wire._model import InputRequest, InputResponse, Request
 from ._asking import Answers, CapabilityRequired, input_required, required_capabilities
-from ._errors import LocalProtocolError
-from ._model import InputRequest, InputResponse, Request
-from ._protocol import RequestInfo
-from ._request_state import InvalidRequestState, OpenedState, StateSealer
+from ._sealing import InvalidRequestState, OpenedState, StateSealer
 
 DEFAULT_FLOW_TTL = 3600.0
 

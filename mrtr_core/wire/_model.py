@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .._errors import MrtrError
+
 RequestId = str | int
 JSONObject = Mapping[str, Any]
 
@@ -74,6 +76,14 @@ class ErrorResponse:
 
 
 Message = Request | Notification | ResultResponse | ErrorResponse
+
+
+def error_response(request_id: RequestId | None, error: MrtrError) -> ErrorResponse:
+    """The error response that reports ``error`` (its code, message and data)."""
+    return ErrorResponse(
+        id=request_id,
+        error=ErrorObject(code=error.code, message=error.message, data=error.data),
+    )
 
 
 # --- Input requests (server -> client, inside an input_required result) -----

@@ -36,7 +36,7 @@ from collections import deque
 
 import attrs
 
-from ._errors import LocalProtocolError
+from .._errors import LocalProtocolError
 
 
 class FramerSignal(enum.Enum):

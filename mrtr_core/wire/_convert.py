@@ -16,7 +16,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ._errors import INVALID_PARAMS, RemoteProtocolError
+from .._errors import INVALID_PARAMS, RemoteProtocolError
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,

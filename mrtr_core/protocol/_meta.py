@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError
-from ._model import RequestId
+from .._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError
+from ..wire._model import RequestId
 
 Era = Literal["modern", "legacy"]
 

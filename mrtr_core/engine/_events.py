@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._errors import MrtrError
-from ._model import ElicitUrlRequest, InputRequest
+from .._errors import MrtrError
+from ..wire._model import ElicitUrlRequest, InputRequest
 
 
 class Wait(enum.Enum):

@@ -20,16 +20,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._convert import structure, unstructure_input_required
-from ._engine import missing_capability
-from ._errors import (
+from .._errors import (
     INVALID_PARAMS,
     MISSING_CLIENT_CAPABILITY,
     LocalProtocolError,
     MrtrError,
     RemoteProtocolError,
 )
-from ._model import (
+from ..engine._engine import missing_capability
+from ..wire._convert import structure, unstructure_input_required
+from ..wire._model import (
     RESPONSE_FOR_REQUEST,
     CreateMessageRequest,
     ElicitFormRequest,

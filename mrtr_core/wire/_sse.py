@@ -30,7 +30,7 @@ import re
 
 import attrs
 
-from ._errors import LocalProtocolError
+from .._errors import LocalProtocolError
 from ._framing import END_OF_STREAM, NEED_DATA, FramerSignal, Oversize
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024

@@ -11,13 +11,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from ._convert import (
-    structure,
-    structure_input_request,
-    unstructure_input_request,
-    unstructure_input_response,
-)
-from ._errors import (
+from .._errors import (
     InputFailed,
     InvalidInputRequired,
     LocalProtocolError,
@@ -26,6 +20,21 @@ from ._errors import (
     PeerError,
     RemoteProtocolError,
     RoundLimitExceeded,
+)
+from ..wire._convert import (
+    structure,
+    structure_input_request,
+    unstructure_input_request,
+    unstructure_input_response,
+)
+from ..wire._model import (
+    RESPONSE_FOR_REQUEST,
+    CreateMessageRequest,
+    ElicitFormRequest,
+    ElicitUrlRequest,
+    ErrorObject,
+    InputRequest,
+    InputResponse,
 )
 from ._events import (
     FINISHED,
@@ -46,15 +55,6 @@ from ._events import (
     TimeoutLimit,
     Wait,
     input_kind,
-)
-from ._model import (
-    RESPONSE_FOR_REQUEST,
-    CreateMessageRequest,
-    ElicitFormRequest,
-    ElicitUrlRequest,
-    ErrorObject,
-    InputRequest,
-    InputResponse,
 )
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState

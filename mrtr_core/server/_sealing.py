@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._errors import (
+from .._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LocalProtocolError,

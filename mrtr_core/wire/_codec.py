@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 import attrs
 
-from ._convert import unstructure
-from ._errors import (
+from .._errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     LocalProtocolError,
     RemoteProtocolError,
 )
+from ._convert import unstructure
 from ._model import (
     ErrorObject,
     ErrorResponse,

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._asking import required_capabilities
-from ._convert import structure_input_required
-from ._errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, LocalProtocolError, MrtrError
-from ._model import Request
-from ._protocol import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
-from ._retry import MRTR_METHODS
+from .._errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, LocalProtocolError, MrtrError
+from ..engine._retry import MRTR_METHODS
+from ..protocol._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
+from ..server._asking import required_capabilities
+from ..wire._convert import structure_input_required
+from ..wire._model import Request
 
 #: Requests a 2025-era server may send a client.
 SERVER_REQUEST_METHODS = frozenset(

@@ -15,10 +15,10 @@ from typing import Any
 
 import attrs
 
-from ._errors import MrtrError, RemoteProtocolError
-from ._events import EngineEvent
-from ._model import ErrorResponse, Notification, Request, RequestId, ResultResponse
-from ._protocol import Era
+from .._errors import MrtrError, RemoteProtocolError
+from ..engine._events import EngineEvent
+from ..protocol._meta import Era
+from ..wire._model import ErrorResponse, Notification, Request, RequestId, ResultResponse
 
 
 @attrs.frozen(kw_only=True)

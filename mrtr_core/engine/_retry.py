@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._convert import unstructure_input_response
-from ._errors import LocalProtocolError
-from ._model import InputResponse
+from .._errors import LocalProtocolError
+from ..wire._convert import unstructure_input_response
+from ..wire._model import InputResponse
 
 #: The methods whose results may be ``input_required``.
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
