@@ -22,7 +22,7 @@ from mrtr_transports.stdio_client import StdioLink, open_stdio_client
 
 import mrtr_core as m
 
-PEER = str(Path(__file__).with_name("peer_stdio_server.py"))
+PEER = str(Path(__file__).resolve().parents[2] / "support" / "peer_stdio_server.py")
 LLM_ANSWER = {"role": "assistant", "content": {"type": "text", "text": "hey"}, "model": "test"}
 
 

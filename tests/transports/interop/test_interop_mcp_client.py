@@ -25,9 +25,9 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
-APP = ["--app", "srv_apps:TestApp"]
+APP = ["--app", "support.srv_apps:TestApp"]
 
 
 def server_env() -> dict[str, str]:

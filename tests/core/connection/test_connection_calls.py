@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pairing import drain, modern_pair
+from support.pairing import drain, modern_pair
 
 from mrtr_core import (
     CLIENT,

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE_JS = ROOT / ".conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 SPEC_VERSION = "2026-07-28"
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, replies
+from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, replies
 
 import mrtr_core.connection._connection as connection_module
 from mrtr_core import (

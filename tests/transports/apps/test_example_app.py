@@ -19,7 +19,7 @@ import trio.testing
 from mrtr_transports import example_app
 from mrtr_transports.example_app import app
 from mrtr_transports.mcp_app import SUBSCRIPTION_ID, McpApp
-from pairing import handshake
+from support.pairing import handshake
 from test_mcp_app import (
     ALL_CAPS,
     RecordingOutlet,

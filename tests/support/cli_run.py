@@ -14,11 +14,11 @@ import attrs
 import trio
 
 MRTR = [sys.executable, "-m", "mrtr_transports.cli"]
-#: The environment with ``tests/`` importable (for ``--app cli_slow_app:app``).
+#: The environment with ``tests/`` importable (for ``--app support.cli_slow_app:app``).
 TESTS_ON_PATH = {
     **os.environ,
     "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+        [str(Path(__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])]
     ),
 }
 #: The example server over stdio, as a ``mrtr call`` TARGET.

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, modern_pair
+from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, modern_pair
 
 from mrtr_core import (
     CLIENT,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, handshake
+from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, handshake
 
 from mrtr_core import (
     CLIENT,

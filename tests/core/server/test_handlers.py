@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from pairing import CLIENT_INFO, SERVER_INFO, drain
+from support.pairing import CLIENT_INFO, SERVER_INFO, drain
 
 from mrtr_core import (
     CLIENT,

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from conformance_suite import ROOT, SPEC_VERSION, SuiteRun, require_suite, run_suite
+from support.conformance_suite import ROOT, SPEC_VERSION, SuiteRun, require_suite, run_suite
 
 COMMAND = f"{sys.executable} -m mrtr_transports.conformance_client"
 #: The scenarios the issue names; the suite's list must contain at least these.

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 from mrtr_transports.continuations import ContinuationStore, SuspendingContext, TooManyParked
-from pairing import drain
+from support.pairing import drain
 
 import mrtr_core as m
 

@@ -56,7 +56,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain
+from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain
 
 import mrtr_core as m
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import trio
-from cli_pty import PtyUser
 from mrtr_transports.answers import (
     AnswerBook,
     AnswersError,
@@ -21,6 +20,7 @@ from mrtr_transports.answers import (
     parse_answer_arg,
 )
 from mrtr_transports.errors import InputUnavailable
+from support.cli_pty import PtyUser
 
 import mrtr_core as m
 

@@ -1,6 +1,6 @@
 """The stdio server as a real subprocess, driven by a client ``mrtr_core.Connection``.
 
-Each test starts ``python -m mrtr_transports.stdio_server --app srv_apps:TestApp``
+Each test starts ``python -m mrtr_transports.stdio_server --app support.srv_apps:TestApp``
 (``tests/`` on PYTHONPATH) and talks to it over its pipes: what the client
 connection sends is what goes down stdin, what it reads is every byte of stdout.
 """
@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import srv_apps
 import trio
 import trio.testing
 from mrtr_transports._serve import AppSpecError, load_app, serve_stream
 from mrtr_transports.mcp_app import SUBSCRIPTION_ID
+from support import srv_apps
 
 import mrtr_core as m
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 CITY = m.ElicitResult(action="accept", content={"city": "Oslo"})
@@ -166,7 +166,7 @@ async def open_server(
     *,
     era: str = "modern",
     capabilities: Mapping[str, Any] = CAPS,
-    app: str = "srv_apps:TestApp",
+    app: str = "support.srv_apps:TestApp",
     **conn_options: Any,
 ) -> AsyncIterator[ProcessPeer]:
     argv = [sys.executable, "-m", "mrtr_transports.stdio_server"]
@@ -436,7 +436,13 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
 
 async def test_bad_app_spec_exits_with_a_clear_message() -> None:
     with trio.fail_after(5):
-        argv = [sys.executable, "-m", "mrtr_transports.stdio_server", "--app", "srv_apps:Nope"]
+        argv = [
+            sys.executable,
+            "-m",
+            "mrtr_transports.stdio_server",
+            "--app",
+            "support.srv_apps:Nope",
+        ]
         done = await trio.run_process(
             argv, cwd=ROOT, env=server_env(), capture_stdout=True, capture_stderr=True, check=False
         )
@@ -445,18 +451,20 @@ async def test_bad_app_spec_exits_with_a_clear_message() -> None:
 
 
 def test_load_app_names_what_is_wrong() -> None:
-    assert isinstance(load_app("srv_apps:TestApp"), srv_apps.TestApp)  # a class is instantiated
+    assert isinstance(
+        load_app("support.srv_apps:TestApp"), srv_apps.TestApp
+    )  # a class is instantiated
     app = srv_apps.TestApp()
     srv_apps.INSTANCE = app  # type: ignore[attr-defined]
     try:
-        assert load_app("srv_apps:INSTANCE") is app
+        assert load_app("support.srv_apps:INSTANCE") is app
     finally:
         del srv_apps.INSTANCE  # type: ignore[attr-defined]
     for spec, words in [
-        ("srv_apps", "expected MODULE:ATTR"),
+        ("support.srv_apps", "expected MODULE:ATTR"),
         ("no_such_module_here:app", "cannot import module 'no_such_module_here'"),
-        ("srv_apps:missing", "has no attribute 'missing'"),
-        ("srv_apps:TOOLS", "is a list, not a ServerApp"),
+        ("support.srv_apps:missing", "has no attribute 'missing'"),
+        ("support.srv_apps:TOOLS", "is a list, not a ServerApp"),
     ]:
         with pytest.raises(AppSpecError, match=words):
             load_app(spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pairing import drain
+from support.pairing import drain
 
 import mrtr_core as m
 

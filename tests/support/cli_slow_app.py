@@ -1,4 +1,4 @@
-"""A server app for ``mrtr serve --app cli_slow_app:app`` in tests: a tool that never answers."""
+"""A server app for ``mrtr serve --app support.cli_slow_app:app``: a tool that never answers."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from mrtr_transports import http_client
 from mrtr_transports.client import Client, TraceRecord
 from mrtr_transports.errors import CallError, CallTimeout, TransportError
 from mrtr_transports.http_client import header_value, open_http_client, tool_headers
-from peer_http_server import (
+from support.peer_http_server import (
     DISCOVER,
     PeerHttpServer,
     Reply,

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
+from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
 import mrtr_core.connection._connection as connection_module
 from mrtr_core import (

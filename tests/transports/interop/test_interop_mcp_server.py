@@ -28,7 +28,7 @@ from mrtr_transports.stdio_client import open_stdio_client
 
 import mrtr_core as m
 
-PEER = str(Path(__file__).with_name("peer_mcp_server.py"))
+PEER = str(Path(__file__).resolve().parents[2] / "support" / "peer_mcp_server.py")
 
 
 async def answer(key: str, request: m.InputRequest) -> Any:

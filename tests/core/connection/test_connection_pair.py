@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from pairing import (
+from support.pairing import (
     ALL_CAPS,
     CLIENT_INFO,
     FEED_MODES,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 import trio
-from cli_pty import PtyUser
-from cli_run import MRTR, STDIO_EXAMPLE, TESTS_ON_PATH, mrtr, mrtr_all, python_target
+from support.cli_pty import PtyUser
+from support.cli_run import MRTR, STDIO_EXAMPLE, TESTS_ON_PATH, mrtr, mrtr_all, python_target
 
 import mrtr_core as m
 
@@ -96,7 +96,7 @@ async def test_exit_3_a_json_rpc_error_and_4_timed_out():
 
 async def test_exit_4_when_the_server_takes_the_call_but_never_answers():
     # `serve --app` with a test app whose tool never returns: the client's own budget ends it.
-    slow = "stdio:" + " ".join([*MRTR, "serve", "--stdio", "--app", "cli_slow_app:app"])
+    slow = "stdio:" + " ".join([*MRTR, "serve", "--stdio", "--app", "support.cli_slow_app:app"])
     ran = await mrtr("call", "--timeout", "0.5", slow, "slow", env=TESTS_ON_PATH)
     assert ran.returncode == 4, ran.stderr
     assert "timed out: the call took longer than --timeout 0.5 s" in ran.stderr

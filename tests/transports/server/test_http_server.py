@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 import h11
 import pytest
-import srv_apps
 import trio
 from mrtr_transports.http_server import (
     HttpServer,
@@ -25,6 +24,7 @@ from mrtr_transports.http_server import (
     serve_http,
 )
 from mrtr_transports.mcp_app import SUBSCRIPTION_ID, McpApp
+from support import srv_apps
 
 import mrtr_core as m
 

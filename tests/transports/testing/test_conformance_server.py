@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance_suite import ROOT, SPEC_VERSION, require_suite, run_suite
+from support.conformance_suite import ROOT, SPEC_VERSION, require_suite, run_suite
 
 #: Every server scenario the pinned suite runs for 2026-07-28 (``conformance list``).
 SCENARIOS = (

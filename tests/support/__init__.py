@@ -1,0 +1,1 @@
+"""Helpers the tests share: paired connections, scripted peers, test apps, CLI runners."""
