@@ -1,8 +1,8 @@
 """Our side of ``bench_transports.py``: an ``McpApp`` with the two benchmark tools.
 
 Served by our own command lines, unchanged, e.g.
-``PYTHONPATH=benchmarks python -m mrtr_transports.stdio_server --app bench_mrtr_app:app``
-(or ``mrtr_transports.http_server``).  The same two tools as ``bench_mcp_peer.py``:
+``PYTHONPATH=benchmarks python -m mrtr_transports.server.stdio --app bench_mrtr_app:app``
+(or ``mrtr_transports.server.http.server``).  The same two tools as ``bench_mcp_peer.py``:
 
 * ``greet``: two legs.  The first asks one form elicitation under the key
   ``name`` (an ``input_required`` result with a sealed ``requestState``); the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrtr_transports.mcp_app import Context, McpApp
+from mrtr_transports.apps.mcp_app import Context, McpApp
 
 import mrtr_core as m
 

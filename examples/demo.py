@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-MRTR = [sys.executable, "-m", "mrtr_transports.cli"]
+MRTR = [sys.executable, "-m", "mrtr_transports.cli.main"]
 
 
 def short(message: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from mrtr_transports.continuations import ContinuationStore, SuspendingContext
+from mrtr_transports.apps.continuations import ContinuationStore, SuspendingContext
 
 import mrtr_core as m
 

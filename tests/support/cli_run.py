@@ -1,4 +1,4 @@
-"""Running ``mrtr`` as a real subprocess in tests: ``python -m mrtr_transports.cli ...``."""
+"""Running ``mrtr`` as a real subprocess in tests: ``python -m mrtr_transports.cli.main ...``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import trio
 
-MRTR = [sys.executable, "-m", "mrtr_transports.cli"]
+MRTR = [sys.executable, "-m", "mrtr_transports.cli.main"]
 #: The environment with ``tests/`` importable (for ``--app support.cli_slow_app:app``).
 TESTS_ON_PATH = {
     **os.environ,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import trio
-from mrtr_transports.app import Outlet
+from mrtr_transports.server.app import Outlet
 
 import mrtr_core as m
 

@@ -1,6 +1,6 @@
 """A small ServerApp for the server transport tests (stdio, HTTP, interop with ``mcp``).
 
-Served as ``python -m mrtr_transports.stdio_server --app support.srv_apps:TestApp`` with
+Served as ``python -m mrtr_transports.server.stdio --app support.srv_apps:TestApp`` with
 ``tests/`` on ``PYTHONPATH``, or in-process.  Its tools cover what the
 transports must carry: a two-round MRTR flow with sealed state (``trip``:
 elicitation, then sampling), roots, a requestState-only round (``pause``),
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
-from mrtr_transports.app import Outlet
+from mrtr_transports.server.app import Outlet
 
 import mrtr_core as m
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from mrtr_transports.continuations import ContinuationStore, SuspendingContext, TooManyParked
+from mrtr_transports.apps.continuations import ContinuationStore, SuspendingContext, TooManyParked
 from support.pairing import drain
 
 import mrtr_core as m

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from mrtr_transports import example_app
-from mrtr_transports.example_app import app
-from mrtr_transports.mcp_app import SUBSCRIPTION_ID, McpApp
+from mrtr_transports.apps import example as example_app
+from mrtr_transports.apps.example import app
+from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
 from support.pairing import handshake
 from test_mcp_app import (
     ALL_CAPS,

@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from mrtr_transports.mcp_app import (
+from mrtr_transports.apps.mcp_app import (
     MAX_SUBSCRIBED_URIS,
     SUBSCRIPTION_ID,
     Context,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import trio
-from mrtr_transports.answers import (
+from mrtr_transports.cli.answers import (
     AnswerBook,
     AnswersError,
     CliAnswerer,
@@ -19,7 +19,7 @@ from mrtr_transports.answers import (
     check_value,
     parse_answer_arg,
 )
-from mrtr_transports.errors import InputUnavailable
+from mrtr_transports.client.errors import InputUnavailable
 from support.cli_pty import PtyUser
 
 import mrtr_core as m

@@ -397,7 +397,7 @@ def inspect(token: str, *extra: str, key: str | None = None) -> list[str]:
 
 def test_state_inspect_names_the_check_that_fails(capsys):
     # In-process (cli.main) for speed; the subprocess test below runs the same code for real.
-    from mrtr_transports import cli
+    from mrtr_transports.cli import main as cli
 
     token = sealed()
     cases = {
@@ -447,7 +447,7 @@ async def test_state_inspect_as_a_subprocess(tmp_path):
 
 
 def test_state_inspect_without_the_binding_and_its_usage_errors(capsys):
-    from mrtr_transports import cli
+    from mrtr_transports.cli import main as cli
 
     unbound = sealed(principal=None)
     key = f"k1:{b64(SECRET)}"
@@ -471,7 +471,7 @@ def test_state_inspect_without_the_binding_and_its_usage_errors(capsys):
 
 
 def test_the_module_runs_as_a_script_and_the_console_entry_is_main():
-    from mrtr_transports import cli
+    from mrtr_transports.cli import main as cli
 
     assert callable(cli.main)
     done = subprocess.run(

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import attrs
-from mrtr_transports import trace as tr
+from mrtr_transports.cli import trace as tr
 
 
 @attrs.frozen

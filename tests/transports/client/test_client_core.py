@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from mrtr_transports.client import Client, Outbound, TraceRecord, open_client
-from mrtr_transports.errors import (
+from mrtr_transports.client.client import Client, Outbound, TraceRecord, open_client
+from mrtr_transports.client.errors import (
     CallError,
     CallTimeout,
     ClientError,

@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import pytest
 import trio
-from mrtr_transports import http_client
-from mrtr_transports.client import Client, TraceRecord
-from mrtr_transports.errors import CallError, CallTimeout, TransportError
-from mrtr_transports.http_client import header_value, open_http_client, tool_headers
+from mrtr_transports.client import http as http_client
+from mrtr_transports.client.client import Client, TraceRecord
+from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
+from mrtr_transports.client.http import header_value, open_http_client, tool_headers
 from support.peer_http_server import (
     DISCOVER,
     PeerHttpServer,

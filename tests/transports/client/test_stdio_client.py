@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import trio
-from mrtr_transports.client import TraceRecord
-from mrtr_transports.errors import CallTimeout, InputUnavailable, TransportError
-from mrtr_transports.stdio_client import StdioLink, open_stdio_client
+from mrtr_transports.client.client import TraceRecord
+from mrtr_transports.client.errors import CallTimeout, InputUnavailable, TransportError
+from mrtr_transports.client.stdio import StdioLink, open_stdio_client
 
 import mrtr_core as m
 

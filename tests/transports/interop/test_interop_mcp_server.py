@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 import trio
-from mrtr_transports.client import Client, TraceRecord
-from mrtr_transports.errors import CallError
-from mrtr_transports.http_client import open_http_client
-from mrtr_transports.stdio_client import open_stdio_client
+from mrtr_transports.client.client import Client, TraceRecord
+from mrtr_transports.client.errors import CallError
+from mrtr_transports.client.http import open_http_client
+from mrtr_transports.client.stdio import open_stdio_client
 
 import mrtr_core as m
 

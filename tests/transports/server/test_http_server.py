@@ -16,14 +16,14 @@ import attrs
 import h11
 import pytest
 import trio
-from mrtr_transports.http_server import (
+from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
+from mrtr_transports.server.http.server import (
     HttpServer,
     ParamHeader,
     decode_header_value,
     param_headers_of,
     serve_http,
 )
-from mrtr_transports.mcp_app import SUBSCRIPTION_ID, McpApp
 from support import srv_apps
 
 import mrtr_core as m

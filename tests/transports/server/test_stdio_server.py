@@ -1,6 +1,6 @@
 """The stdio server as a real subprocess, driven by a client ``mrtr_core.Connection``.
 
-Each test starts ``python -m mrtr_transports.stdio_server --app support.srv_apps:TestApp``
+Each test starts ``python -m mrtr_transports.server.stdio --app support.srv_apps:TestApp``
 (``tests/`` on PYTHONPATH) and talks to it over its pipes: what the client
 connection sends is what goes down stdin, what it reads is every byte of stdout.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from mrtr_transports._serve import AppSpecError, load_app, serve_stream
-from mrtr_transports.mcp_app import SUBSCRIPTION_ID
+from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
+from mrtr_transports.server.driver import AppSpecError, load_app, serve_stream
 from support import srv_apps
 
 import mrtr_core as m
@@ -169,7 +169,7 @@ async def open_server(
     app: str = "support.srv_apps:TestApp",
     **conn_options: Any,
 ) -> AsyncIterator[ProcessPeer]:
-    argv = [sys.executable, "-m", "mrtr_transports.stdio_server"]
+    argv = [sys.executable, "-m", "mrtr_transports.server.stdio"]
     argv += ["--app", app, "--drain-timeout", "0.6"]
     process = await trio.lowlevel.open_process(
         argv,
@@ -309,7 +309,7 @@ async def test_end_of_stdin_ends_the_server_even_with_a_handler_running() -> Non
 
 async def test_end_of_stdin_ends_a_listen_stream_with_its_result() -> None:
     with trio.fail_after(5):
-        async with open_server(app="mrtr_transports.example_app:app") as peer:
+        async with open_server(app="mrtr_transports.apps.example:app") as peer:
             rid = peer.conn.new_request_id()
             listen = {"notifications": {"toolsListChanged": True}}
             request = m.Request(id=rid, method="subscriptions/listen", params=listen)
@@ -439,7 +439,7 @@ async def test_bad_app_spec_exits_with_a_clear_message() -> None:
         argv = [
             sys.executable,
             "-m",
-            "mrtr_transports.stdio_server",
+            "mrtr_transports.server.stdio",
             "--app",
             "support.srv_apps:Nope",
         ]

@@ -1,4 +1,4 @@
-"""The official conformance suite's client leg against ``mrtr_transports.conformance_client``.
+"""The official conformance suite's client leg against our conformance client.
 
 The suite starts a mock server per scenario and runs our entry as
 ``<command> <url>``; its checks judge what our client sent.  Run here:
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from support.conformance_suite import ROOT, SPEC_VERSION, SuiteRun, require_suite, run_suite
 
-COMMAND = f"{sys.executable} -m mrtr_transports.conformance_client"
+COMMAND = f"{sys.executable} -m mrtr_transports.testing.conformance_client"
 #: The scenarios the issue names; the suite's list must contain at least these.
 NAMED = {
     "sep-2322-client-request-state",

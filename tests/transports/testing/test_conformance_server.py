@@ -74,7 +74,7 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     log_path = tmp_path / "server.stderr"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mrtr_transports.cli", "serve", "--http", "127.0.0.1:0"],
+            [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--http", "127.0.0.1:0"],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

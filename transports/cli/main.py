@@ -2,7 +2,7 @@
 
 The model: ``mrtr call`` is one MCP client making one ``tools/call``.  The
 client settles the protocol era, sends the call, and when the server answers
-``input_required`` it asks :mod:`~mrtr_transports.answers` for each input
+``input_required`` it asks :mod:`~mrtr_transports.cli.answers` for each input
 request (the answers book, ``--decline-all``, then the terminal), retries
 with the answers and the echoed ``requestState``, and so on until a complete
 result, which is printed as JSON on stdout.  Everything else (prompts,
@@ -76,7 +76,7 @@ EXIT_ROUND_CAP = 5
 EXIT_TRANSPORT = 6
 EXIT_NO_ANSWER = 7
 
-DEFAULT_APP = "mrtr_transports.example_app:app"
+DEFAULT_APP = "mrtr_transports.apps.example:app"
 #: Extra time the whole command gets past ``--timeout`` for the client to report
 #: its own, more precise, timeout before the command's backstop fires.
 TIMEOUT_GRACE = 0.5
@@ -295,7 +295,7 @@ def _leaf_errors(exc: BaseException) -> list[BaseException]:
 
 def exit_code_for(exc: BaseException) -> int | None:
     """The exit code a client error means, or ``None`` when it is not one."""
-    from . import errors
+    from ..client import errors
 
     table: Sequence[tuple[type[BaseException], int]] = (
         (errors.InputUnavailable, EXIT_NO_ANSWER),
@@ -314,7 +314,7 @@ def exit_code_for(exc: BaseException) -> int | None:
 
 def describe_error(exc: BaseException) -> str:
     """One or a few lines saying what went wrong, for stderr."""
-    from . import errors
+    from ..client import errors
 
     if isinstance(exc, errors.CallError) and exc.code == m.MISSING_CLIENT_CAPABILITY:
         needed = exc.data.get("requiredCapabilities") if isinstance(exc.data, Mapping) else None
@@ -387,12 +387,12 @@ async def run_call(
     try:
         with trio.move_on_after(budget + TIMEOUT_GRACE) as backstop:
             if kind == "stdio":
-                from .stdio_client import open_stdio_client
+                from ..client.stdio import open_stdio_client
 
                 assert isinstance(where, list)
                 opener = open_stdio_client(where, **options)
             else:
-                from .http_client import open_http_client
+                from ..client.http import open_http_client
 
                 assert isinstance(where, str)
                 opener = open_http_client(where, **options)
@@ -442,7 +442,7 @@ def parse_host_port(text: str) -> tuple[str, int]:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from ._serve import load_app
+    from ..server.driver import load_app
 
     try:
         app = load_app(args.app)
@@ -453,7 +453,7 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.allow_origin or args.allow_host or args.trusted_proxy:
             sys.stderr.write("mrtr serve: --allow-*/--trusted-proxy only apply to --http\n")
             return EXIT_USAGE
-        from .stdio_server import serve_stdio
+        from ..server.stdio import serve_stdio
 
         trio.run(serve_stdio, app)
         return EXIT_RESULT
@@ -478,7 +478,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_http(app: Any, host: str, port: int, options: dict[str, Any]) -> None:
-    from .http_server import serve_http
+    from ..server.http.server import serve_http
 
     async with trio.open_nursery() as nursery:
         started = await nursery.start(_call_serve_http, serve_http, app, host, port, options)

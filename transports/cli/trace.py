@@ -139,7 +139,7 @@ def redact(value: Any) -> Any:
 
 
 class TraceRecord(Protocol):
-    """What the client hands its tracer for each message (``mrtr_transports.client``)."""
+    """What the client hands its tracer for each message (``mrtr_transports.client.client``)."""
 
     dir: str
     t: float

@@ -10,7 +10,7 @@ server's log, never an error) and keeps the last ``stderr_lines`` of them.
 
 When stdout ends the child is gone (or going): the link waits briefly for its
 exit status and the rest of its stderr, then reports a
-:class:`~mrtr_transports.errors.TransportError` carrying both, which every
+:class:`~mrtr_transports.client.errors.TransportError` carrying both, which every
 call still in flight raises.  A command that cannot be started raises the
 same error (``kind="spawn"``) from :func:`open_stdio_client`.
 
@@ -240,10 +240,10 @@ async def open_stdio_client(
     terminate_timeout: float = 2.0,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
-    """Spawn ``argv`` and yield a :class:`~mrtr_transports.client.Client` whose session
+    """Spawn ``argv`` and yield a :class:`~mrtr_transports.client.client.Client` whose session
     is open.  ``env`` is added to the inherited environment; ``client.link`` is
     the :class:`StdioLink` (its ``process``, ``stderr_tail``, ``signals_sent``).
-    Other options go to the ``Client`` (:class:`~mrtr_transports.client.ClientOptions`:
+    Other options go to the ``Client`` (:class:`~mrtr_transports.client.client.ClientOptions`:
     ``answer``, ``capabilities``, ``era``, ``info``, ``tracer``, ``log_level``, ...).
     """
     link = StdioLink(

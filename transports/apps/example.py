@@ -1,6 +1,6 @@
-"""The example server ``mrtr serve`` runs by default: ``mrtr_transports.example_app:app``.
+"""The example server ``mrtr serve`` runs by default: ``mrtr_transports.apps.example:app``.
 
-The model: one :class:`~mrtr_transports.mcp_app.McpApp` with two kinds of
+The model: one :class:`~mrtr_transports.apps.mcp_app.McpApp` with two kinds of
 things in it.
 
 * **Demo tools** that show the multi round-trip styles of ``docs/server.md``

@@ -51,7 +51,7 @@ import trio
 
 import mrtr_core as m
 
-from .errors import InputUnavailable
+from ..client.errors import InputUnavailable
 
 #: The method names an entry of the answers book may be named after.
 METHOD_ENTRIES = (

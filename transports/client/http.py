@@ -11,7 +11,7 @@ response and feeds each JSON-RPC message it carries to the connection:
   the end of the stream;
 * a 4xx/5xx whose body is a JSON-RPC error is fed as that error (given the
   request's id when the server could not read it); any other failure is a
-  :class:`~mrtr_transports.errors.TransportError` whose ``kind`` tells a
+  :class:`~mrtr_transports.client.errors.TransportError` whose ``kind`` tells a
   refused connection (``"connect"``), a connect timeout (``"timeout"``), a
   broken stream (``"disconnect"``) and an HTTP failure (``"http"``) apart.
 
@@ -544,10 +544,10 @@ async def open_http_client(
     ssl_context: ssl.SSLContext | None = None,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
-    """A :class:`~mrtr_transports.client.Client` for the Streamable HTTP endpoint ``url``,
+    """A :class:`~mrtr_transports.client.client.Client` for the Streamable HTTP endpoint ``url``,
     its era settled on entry.  ``headers`` go on every POST (e.g. ``Authorization``);
     ``client.link`` is the :class:`HttpLink`.  Other options go to the ``Client``
-    (:class:`~mrtr_transports.client.ClientOptions`: ``answer``, ``capabilities``, ...)."""
+    (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``, ``capabilities``, ...)."""
     link = HttpLink(
         url,
         headers=headers,

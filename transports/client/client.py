@@ -18,13 +18,13 @@ protocol logic is the connection's; the client only connects it to trio:
   ``*_timed_out`` inputs), its delayed retries (state-only pacing) and one task
   per input request, which awaits the app's :class:`InputHandler` and feeds
   ``provide`` (or ``fail_input`` when the handler raises
-  :class:`~mrtr_transports.errors.InputUnavailable`).
+  :class:`~mrtr_transports.client.errors.InputUnavailable`).
 * **A 2025-era session** hands out the server's own requests
   (``elicitation/create``, ``sampling/createMessage``, ``roots/list``): they
   are answered through the same ``InputHandler`` (the key is the method).
 * **Links** call back into the client: :meth:`Client.receive_data` with
   what arrived, :meth:`Client.link_lost` when the link died (every live call
-  then fails with that :class:`~mrtr_transports.errors.TransportError`), and
+  then fails with that :class:`~mrtr_transports.client.errors.TransportError`), and
   for per-request streams (HTTP) :meth:`Client.response_ended` /
   :meth:`Client.response_failed`.
 
@@ -103,7 +103,7 @@ class InputHandler(Protocol):
     request's method).  Return the answer (``ElicitResult``,
     ``CreateMessageResult``, ``ListRootsResult``, or the same as a plain
     mapping); a declined or cancelled elicitation is an answer.  Raise
-    :class:`~mrtr_transports.errors.InputUnavailable` when no answer can be
+    :class:`~mrtr_transports.client.errors.InputUnavailable` when no answer can be
     given: the call then fails with it.  Handlers for the keys of one round run
     concurrently; a handler whose answer is no longer wanted is cancelled.
     """

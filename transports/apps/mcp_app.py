@@ -86,7 +86,7 @@ import trio
 
 import mrtr_core as m
 
-from .app import Outlet
+from ..server.app import Outlet
 
 #: ``_meta`` key tying a notification (and the final result) to its listen stream.
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"

@@ -19,7 +19,7 @@ streams end first with their final result (when the app has
 
 Run it::
 
-    python -m mrtr_transports.stdio_server --app mypackage.server:app
+    python -m mrtr_transports.server.stdio --app mypackage.server:app
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any
 
 import trio
 
-from ._serve import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app, serve_stream
 from .app import ServerApp
+from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app, serve_stream
 
 __all__ = ["main", "serve_stdio"]
 
@@ -80,9 +80,9 @@ async def serve_stdio(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.stdio_server --app MODULE:ATTR``."""
+    """``python -m mrtr_transports.server.stdio --app MODULE:ATTR``."""
     parser = argparse.ArgumentParser(
-        prog="python -m mrtr_transports.stdio_server",
+        prog="python -m mrtr_transports.server.stdio",
         description="Serve an MCP server app on stdin/stdout (logs go to stderr).",
     )
     parser.add_argument("--app", required=True, metavar="MODULE:ATTR", help="the ServerApp")

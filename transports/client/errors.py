@@ -1,6 +1,6 @@
 """What a client call can end with, other than its result.
 
-Every error a :class:`~mrtr_transports.client.Client` raises is a
+Every error a :class:`~mrtr_transports.client.client.Client` raises is a
 :class:`ClientError`, and each kind maps to one exit code of ``mrtr call``:
 
 ====================  ====  ===============================================================

@@ -62,7 +62,7 @@ the rest.
 A response the connection has produced is always written out (bounded by
 ``write_timeout``).  Cancelling ``serve`` cancels everything at once.
 
-Run it: ``python -m mrtr_transports.http_server --app MODULE:ATTR [--port N]``
+Run it: ``python -m mrtr_transports.server.http.server --app MODULE:ATTR [--port N]``
 prints ``listening on http://127.0.0.1:PORT/mcp`` on stderr when ready.
 
 Out of scope: the 2025-era HTTP transport (``Mcp-Session-Id`` sessions, the
@@ -95,7 +95,8 @@ import trio
 
 import mrtr_core as m
 
-from ._serve import (
+from ..app import Outlet, ServerApp
+from ..driver import (
     READ_SIZE,
     AppSpecError,
     ConnectionOutlet,
@@ -105,7 +106,6 @@ from ._serve import (
     run_app,
     send_response,
 )
-from .app import Outlet, ServerApp
 
 __all__ = [
     "DEFAULT_MAX_BODY_SIZE",
@@ -1064,12 +1064,12 @@ class _Exchange:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.http_server --app MODULE:ATTR [--host H] [--port P]``.
+    """``python -m mrtr_transports.server.http.server --app MODULE:ATTR [--host H] [--port P]``.
 
     Prints ``listening on http://HOST:PORT/mcp`` on stderr once it accepts connections.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m mrtr_transports.http_server",
+        prog="python -m mrtr_transports.server.http.server",
         description="Serve an MCP server app over Streamable HTTP (2026-07-28).",
     )
     parser.add_argument("--app", required=True, metavar="MODULE:ATTR", help="the ServerApp")

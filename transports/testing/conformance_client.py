@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite runs: ``python -m mrtr_transports.conformance_client URL``.
+"""The client the MCP conformance suite runs as ``<command> URL`` (see the module path below).
 
 The model: the suite's client leg starts a mock server for one scenario and
 runs ``<command> <url>``, naming the scenario in ``MCP_CONFORMANCE_SCENARIO``
@@ -6,7 +6,7 @@ and, for some scenarios, the tool calls to make in ``MCP_CONFORMANCE_CONTEXT``
 (JSON: ``{"name": ..., "toolCalls": [{"name", "arguments"}, ...]}``).  The
 mock server records what arrives and judges it.  This entry does what each
 scenario needs with the project's own Streamable HTTP client
-(:func:`~mrtr_transports.client.open_http_client`): all protocol behaviour
+(:func:`~mrtr_transports.client.client.open_http_client`): all protocol behaviour
 (the ``_meta`` of every request, the standard and ``Mcp-Param-*`` headers, the
 requestState echo, fresh ids per leg) is the client's, none is special-cased
 here.  The scenarios:
@@ -47,8 +47,8 @@ import trio
 
 import mrtr_core as m
 
-from .errors import ClientError
-from .http_client import open_http_client
+from ..client.errors import ClientError
+from ..client.http import open_http_client
 
 CLIENT_INFO = {"name": "mrtr-conformance-client", "version": "0.1.0"}
 #: Everything the scripted answers below can answer.
@@ -218,7 +218,7 @@ async def run(url: str, scenario: str, context: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        sys.stderr.write("usage: python -m mrtr_transports.conformance_client URL\n")
+        sys.stderr.write("usage: python -m mrtr_transports.testing.conformance_client URL\n")
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     try:

@@ -1,0 +1,1 @@
+"""Server apps: the McpApp registry, the continuation store, the example app."""

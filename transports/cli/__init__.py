@@ -1,0 +1,1 @@
+"""The ``mrtr`` command: serve, call, state inspect."""

@@ -1,0 +1,1 @@
+"""The client and its links (stdio child process, Streamable HTTP endpoint)."""

@@ -1,0 +1,1 @@
+"""Serving apps: the app interface, the shared driver, stdio and Streamable HTTP."""

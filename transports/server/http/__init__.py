@@ -1,0 +1,1 @@
+"""Streamable HTTP serving: access policy, header rules and the h11 exchange."""

@@ -1,0 +1,1 @@
+"""What the official conformance suite runs against mrtr."""
