@@ -1,0 +1,65 @@
+"""The round engine: one multi round-trip flow driven without a connection.
+
+``RoundEngine`` consumes decoded results and the time and hands out events
+(send this leg, ask the app this, the flow ended).  Here too: its state table,
+pacing of requestState-only rounds, strict retry params, and the errors a
+``Failed`` event can carry.  See ``docs/engine.md``.
+"""
+
+from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
+from ._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
+from ._events import (
+    FINISHED,
+    NEED_INPUT,
+    NEED_RESULT,
+    NEED_START,
+    CancelInputs,
+    Cancelled,
+    CancelLeg,
+    DispatchInput,
+    Done,
+    EngineEvent,
+    Failed,
+    RoundStarted,
+    SendRequest,
+    SendRetry,
+    TimedOut,
+    Wait,
+    input_kind,
+)
+from ._retry import build_retry_params, strip_round_fields
+from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
+
+__all__ = [
+    "InputFailed",
+    "InvalidInputRequired",
+    "MissingCapability",
+    "RoundLimitExceeded",
+    "PACE_CAP",
+    "PACE_FIRST",
+    "RoundEngine",
+    "missing_capability",
+    "FINISHED",
+    "NEED_INPUT",
+    "NEED_RESULT",
+    "NEED_START",
+    "CancelInputs",
+    "Cancelled",
+    "CancelLeg",
+    "DispatchInput",
+    "Done",
+    "EngineEvent",
+    "Failed",
+    "RoundStarted",
+    "SendRequest",
+    "SendRetry",
+    "TimedOut",
+    "Wait",
+    "input_kind",
+    "build_retry_params",
+    "strip_round_fields",
+    "TERMINAL_STATES",
+    "TRANSITIONS",
+    "EngineInput",
+    "EngineState",
+]

@@ -13,11 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import LocalProtocolError
+from ..protocol._meta import MRTR_METHODS as MRTR_METHODS
 from ..wire._convert import unstructure_input_response
 from ..wire._model import InputResponse
-
-#: The methods whose results may be ``input_required``.
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 _ROUND_FIELDS = ("inputResponses", "requestState")
 

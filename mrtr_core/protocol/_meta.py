@@ -28,6 +28,9 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
+#: The methods whose results may be ``input_required``.
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
 #: Methods whose complete results carry ``ttlMs`` and ``cacheScope``.
 CACHEABLE_METHODS = frozenset(
     {
