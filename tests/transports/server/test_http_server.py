@@ -166,8 +166,8 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(**options: Any) -> AsyncIterator[Served]:
-    app = srv_apps.TestApp()
+async def serving(app: Any = None, **options: Any) -> AsyncIterator[Served]:
+    app = srv_apps.TestApp() if app is None else app
     server = HttpServer(app, keepalive_interval=options.pop("keepalive_interval", 0.05), **options)
     async with trio.open_nursery() as nursery:
         host, port = await nursery.start(server.serve, "127.0.0.1", 0)
@@ -629,19 +629,10 @@ class SubclassApp(ServerApp):
         return {"content": [{"type": "text", "text": "sub ok"}]}
 
 
-@asynccontextmanager
-async def serving_app(app: Any) -> AsyncIterator[Served]:
-    server = HttpServer(app, keepalive_interval=0.05)
-    async with trio.open_nursery() as nursery:
-        host, port = await nursery.start(server.serve, "127.0.0.1", 0)
-        yield Served(server, app, host, port)
-        await server.aclose(grace=0.5)
-
-
 async def test_the_app_says_which_arguments_are_mirrored() -> None:
     with trio.fail_after(5):
         app = AskedApp()
-        async with serving_app(app) as served:
+        async with serving(app) as served:
             call = tool_call("headers", {"region": "eu"})
             assert "Mcp-Param-Region" in mismatch(await served.post(call))
             sent = [*mirrored(call), ("Mcp-Param-Region", "eu")]
@@ -657,14 +648,14 @@ async def test_the_app_says_which_arguments_are_mirrored() -> None:
 async def test_an_app_without_header_params_has_none() -> None:
     with trio.fail_after(5):
         assert ShapeOnlyApp().tool_header_params is None
-        async with serving_app(ShapeOnlyApp()) as served:
+        async with serving(ShapeOnlyApp()) as served:
             call = tool_call("headers", {"region": "eu"})
             assert (await served.post(call)).status == 200
             claims = [*mirrored(call), ("Mcp-Param-Region", "elsewhere")]
             assert (await served.post(call, claims)).status == 200
         sub = SubclassApp()
         assert sub.tool_header_params("anything") is None
-        async with serving_app(sub) as served:
+        async with serving(sub) as served:
             reply = await served.post(tool_call("anything", {"region": "eu"}))
             assert reply.status == 200 and "sub ok" in reply.body.decode()
 
