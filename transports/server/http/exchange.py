@@ -36,6 +36,8 @@ from .policy import Headers
 if TYPE_CHECKING:
     from .server import HttpServer
 
+__all__ = ["STATUS_FOR_CODE", "HttpConnection", "refuse_busy"]
+
 log = logging.getLogger("mrtr_transports.http")
 
 STATUS_FOR_CODE = {
