@@ -20,6 +20,7 @@ import trio
 from mrtr_transports.server.app import Outlet
 
 import mrtr_core as m
+from mrtr_core.protocol._headers import schema_header_params
 
 CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
 TONE = m.sample("Describe the trip in three words", max_tokens=20)
@@ -131,6 +132,11 @@ class TestApp:
         if method == "resources/read" and params.get("uri") == "test://doc":
             return {"contents": [{"uri": "test://doc", "mimeType": "text/plain", "text": "doc"}]}
         raise m.MrtrError(f"no method {method!r} here", code=m.METHOD_NOT_FOUND)
+
+    def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
+        """For the HTTP server: the ``Mcp-Param-*`` headers of a tool (``ServerApp``)."""
+        tool = next((t for t in TOOLS if t["name"] == name), None)
+        return None if tool is None else schema_header_params(tool["inputSchema"], tool=name)
 
     async def echo(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
         return text(str(ctx.arguments.get("text", "")))

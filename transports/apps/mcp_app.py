@@ -94,8 +94,6 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 MAX_SUBSCRIBED_URIS = 256
 #: Tool names the spec recommends (1-128 of these characters).
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-#: RFC 9110 ``tchar``: what an ``x-mcp-header`` name may contain.
-HEADER_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 CacheScope = Literal["public", "private"]
 Handler = Callable[["Context"], Any]
@@ -366,39 +364,12 @@ def _literals(template: str) -> list[str]:
 def header_params(name: str, schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """The ``x-mcp-header`` annotations of a tool's input schema: header name -> path.
 
-    Raises ``ValueError`` for an annotation clients must reject (and so drop
-    the tool): empty or not an HTTP token, on a ``number``, object, array or
-    null property, duplicated (case-insensitively), or not reachable from the
-    root through ``properties`` alone.
+    Raises ``ValueError`` (``InvalidHeaderAnnotation``) for an annotation clients
+    must reject (and so drop the tool): the core rule, ``schema_header_params``.
     """
-    found: dict[str, tuple[str, ...]] = {}
+    from mrtr_core.protocol._headers import schema_header_params
 
-    def walk(node: Any, path: tuple[str, ...], reachable: bool) -> None:
-        if isinstance(node, Mapping):
-            if "x-mcp-header" in node and path:
-                header = node["x-mcp-header"]
-                where = f"tool {name!r}, property {'.'.join(path)!r}"
-                if not reachable:
-                    raise ValueError(f"{where}: x-mcp-header only on properties of properties")
-                if not isinstance(header, str) or not HEADER_TOKEN.fullmatch(header):
-                    raise ValueError(f"{where}: x-mcp-header {header!r} is not an HTTP token")
-                if node.get("type") not in ("string", "integer", "boolean"):
-                    raise ValueError(f"{where}: x-mcp-header needs a string, integer or boolean")
-                if header.lower() in (h.lower() for h in found):
-                    raise ValueError(f"{where}: x-mcp-header {header!r} is used twice")
-                found[header] = path
-            for key, value in node.items():
-                if key == "properties" and isinstance(value, Mapping):
-                    for prop, sub in value.items():
-                        walk(sub, (*path, str(prop)), reachable)
-                elif key != "x-mcp-header":
-                    walk(value, (*path, f"[{key}]"), False)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item, (*path, "[]"), False)
-
-    walk(schema, (), True)
-    return found
+    return schema_header_params(schema, tool=name)
 
 
 # --- subscriptions ------------------------------------------------------------------------

@@ -42,10 +42,8 @@ at most ``max_message_size``; an error body read up to 64 KiB.
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
-import re
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -56,6 +54,12 @@ import h11
 import trio
 
 import mrtr_core as m
+from mrtr_core.protocol._headers import (
+    InvalidHeaderAnnotation,
+    called_tool,
+    request_headers,
+    schema_header_params,
+)
 
 from .client import Client, ClientOptions, Outbound, open_client
 from .errors import TransportError
@@ -67,86 +71,6 @@ MAX_ERROR_BODY = 64 * 1024
 #: Seconds to wait for the end of an SSE stream once its answer has arrived.
 LINGER_AFTER_ANSWER = 1.0
 _ACCEPT = "application/json, text/event-stream"
-_TCHAR = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.DOTALL)
-_HEADER_TYPES = ("string", "integer", "boolean")
-_MAX_SCHEMA_DEPTH = 64
-_JS_SAFE = 2**53 - 1
-
-ToolHeaders = tuple[tuple[tuple[str, ...], str], ...]
-
-
-def header_value(value: str) -> str:
-    """``value`` as a header value: plain if it is visible ASCII (and spaces) without
-    surrounding whitespace and does not look like the sentinel, else
-    ``=?base64?...?=`` of its UTF-8."""
-    plain = (
-        all(0x20 <= ord(ch) <= 0x7E for ch in value)
-        and value == value.strip()
-        and not _SENTINEL.match(value)
-    )
-    if plain:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
-
-
-def tool_headers(schema: Any) -> ToolHeaders:
-    """The ``(property path, header name)`` pairs a tool's ``inputSchema`` annotates with
-    ``x-mcp-header``; ``ValueError`` says why the annotations are invalid."""
-    found: list[tuple[tuple[str, ...], str]] = []
-
-    def walk(node: Any, path: tuple[str, ...] | None, depth: int) -> None:
-        # ``path`` is the property path while the chain from the root is only
-        # ``properties`` keys; None once it went through anything else.
-        if depth > _MAX_SCHEMA_DEPTH:
-            raise ValueError("the inputSchema is nested too deeply to check")
-        if isinstance(node, list):
-            for item in node:
-                walk(item, None, depth + 1)
-            return
-        if not isinstance(node, Mapping):
-            return
-        if "x-mcp-header" in node:
-            name = node["x-mcp-header"]
-            if not path:
-                raise ValueError("x-mcp-header outside a statically reachable property")
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"empty or non-string x-mcp-header on {'.'.join(path)}")
-            if not _TCHAR.match(name):
-                raise ValueError(f"x-mcp-header {name!r} is not an HTTP token")
-            if node.get("type") not in _HEADER_TYPES:
-                raise ValueError(
-                    f"x-mcp-header {name!r} is on a {node.get('type')!r} property; "
-                    "only string, integer and boolean are allowed"
-                )
-            found.append((path, name))
-        for key, value in node.items():
-            if key == "properties" and isinstance(value, Mapping) and path is not None:
-                for prop, sub in value.items():
-                    walk(sub, (*path, str(prop)), depth + 1)
-            elif key != "x-mcp-header":
-                walk(value, None, depth + 1)
-
-    walk(schema, (), 0)
-    names = [name.lower() for _, name in found]
-    if len(set(names)) != len(names):
-        raise ValueError("x-mcp-header names must be unique (case-insensitively)")
-    return tuple(found)
-
-
-def _argument_text(value: Any) -> str | None:
-    """An argument as a header value's text, or None when it has no header form."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if abs(value) <= _JS_SAFE else None
-    if isinstance(value, float) and value.is_integer() and abs(value) <= _JS_SAFE:
-        return str(int(value))
-    if isinstance(value, str):
-        return value
-    return None
 
 
 class _Broken(Exception):
@@ -239,7 +163,7 @@ class HttpLink:
         self._slots = trio.Semaphore(max_connections)
         self._idle: list[_HttpConnection] = []
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
-        self._tool_headers: dict[str, ToolHeaders] = {}
+        self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._discover_failure: str | None = None
         self._client: Client | None = None
         self._nursery: trio.Nursery | None = None
@@ -279,19 +203,19 @@ class HttpLink:
 
     def tools_listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kept: list[dict[str, Any]] = []
-        table: dict[str, ToolHeaders] = {}
+        table: dict[str, dict[str, tuple[str, ...]]] = {}
         for tool in tools:
             name = tool.get("name")
             if not isinstance(name, str):
                 logger.warning("dropping a tool without a name from tools/list")
                 continue
             try:
-                table[name] = tool_headers(tool.get("inputSchema"))
-            except ValueError as exc:
+                table[name] = schema_header_params(tool.get("inputSchema"))
+            except InvalidHeaderAnnotation as exc:
                 logger.warning("dropping tool %r: invalid x-mcp-header annotation: %s", name, exc)
                 continue
             kept.append(tool)
-        self._tool_headers = table
+        self._header_params = table
         return kept
 
     async def aclose(self) -> None:
@@ -308,44 +232,22 @@ class HttpLink:
     def request_headers(self, out: Outbound) -> list[tuple[str, str]]:
         """The headers of the POST that carries ``out``."""
         message = out.message or {}
-        method = message.get("method")
-        params = message.get("params")
-        params = params if isinstance(params, Mapping) else {}
-        meta = params.get("_meta")
-        version = meta.get(m.META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
-        if not isinstance(version, str):
-            assert self._client is not None
-            version = self._client.protocol_version
+        assert self._client is not None
+        tool = called_tool(message)
         headers = [
             ("Host", self._authority),
             ("Accept", _ACCEPT),
             ("Content-Type", "application/json"),
             ("Content-Length", str(len(out.data))),
             ("User-Agent", "mrtr"),
+            *request_headers(
+                message,
+                protocol_version=self._client.protocol_version,
+                header_params=self._header_params.get(tool) if tool is not None else None,
+            ),
+            *self._extra_headers,
         ]
-        if version:
-            headers.append(("MCP-Protocol-Version", version))
-        if isinstance(method, str):
-            headers.append(("Mcp-Method", header_value(method)))
-            key = "uri" if method == "resources/read" else "name"
-            name = params.get(key)
-            if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
-                headers.append(("Mcp-Name", header_value(name)))
-            if method == "tools/call" and isinstance(name, str):
-                headers.extend(self._param_headers(name, params.get("arguments")))
-        headers.extend(self._extra_headers)
         return headers
-
-    def _param_headers(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for path, name in self._tool_headers.get(tool, ()):
-            value: Any = arguments
-            for step in path:
-                value = value.get(step) if isinstance(value, Mapping) else None
-            text = _argument_text(value)
-            if text is not None:
-                out.append((f"Mcp-Param-{name}", header_value(text)))
-        return out
 
     async def _exchange(self, out: Outbound, scope: trio.CancelScope) -> None:
         assert self._client is not None

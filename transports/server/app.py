@@ -20,11 +20,17 @@ A 2025-era request (after ``initialize``) reaches ``handle`` the same way: the
 transport runs it through ``mrtr_core.LegacyShim(handler=None, ...)``, which
 turns each ``input_required`` round into real server-to-client requests and
 calls ``handle`` again with the answers, so one app serves both eras.
+
+The Streamable HTTP transport also asks the app, for each ``tools/call``,
+which arguments the client mirrors into ``Mcp-Param-*`` headers
+(``tool_header_params``), and checks those headers against the body before
+``handle`` runs.  An app without the method has none (see
+:func:`tool_header_params`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import mrtr_core as m
@@ -60,3 +66,21 @@ class ServerApp(Protocol):
     ) -> Mapping[str, Any]:
         """The result for ``request``, or raise ``MrtrError``."""
         ...
+
+    def tool_header_params(self, name: str) -> Mapping[str, Sequence[str]] | None:
+        """The ``Mcp-Param-*`` headers of tool ``name``: header name (after
+        ``Mcp-Param-``) -> the property path of the argument it mirrors, as the
+        ``x-mcp-header`` annotations of the tool's ``inputSchema`` say
+        (``mrtr_core``'s ``schema_header_params`` reads and validates them);
+        ``None`` for a tool the app does not know.
+
+        The default (for a class that subclasses ``ServerApp``): none.
+        """
+        return None
+
+
+def tool_header_params(app: ServerApp, name: str) -> Mapping[str, Sequence[str]] | None:
+    """``app.tool_header_params(name)``; ``None`` from an app that has no such method
+    (one written before it existed, matching ``ServerApp`` by shape)."""
+    method = getattr(app, "tool_header_params", None)
+    return None if method is None else method(name)

@@ -459,9 +459,14 @@ def test_header_annotations_must_be_unique_and_statically_reachable() -> None:
             },
         },
         {"type": "object", "$defs": {"a": {"type": "string", "x-mcp-header": "A"}}},
+        {"type": "object", "x-mcp-header": "Root"},  # was ignored here, refused by clients
     ):
         with pytest.raises(ValueError, match="only on properties"):
             header_params("t", unreachable)
+    app = McpApp("x", "1")
+    with pytest.raises(ValueError, match="tool 'r': x-mcp-header 'Root'"):
+        app.tool("r", input_schema={"type": "object", "x-mcp-header": "Root"})(lambda ctx: "")
+    assert "r" not in app.tools
 
 
 # --- multi round-trip legs ------------------------------------------------------------------

@@ -16,7 +16,7 @@ import trio
 from mrtr_transports.client import http as http_client
 from mrtr_transports.client.client import Client, TraceRecord
 from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
-from mrtr_transports.client.http import header_value, open_http_client, tool_headers
+from mrtr_transports.client.http import open_http_client
 from support.peer_http_server import (
     DISCOVER,
     PeerHttpServer,
@@ -120,55 +120,6 @@ async def run(
 
 async def roots_answer(key: str, request: m.InputRequest) -> Any:
     return m.ListRootsResult(roots=[m.Root(uri="file:///r")])
-
-
-def test_header_values_follow_the_value_encoding_rules() -> None:
-    assert header_value("us-west1") == "us-west1"
-    assert header_value("us west 1") == "us west 1"
-    assert header_value("") == ""
-    for unsafe in ("Hello, 世界", " padded ", "line1\nline2", "\tindented", "a\r\nb", "x "):
-        assert header_value(unsafe) == b64(unsafe)
-    assert header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
-
-
-@pytest.mark.parametrize(
-    "prop",
-    [
-        {"type": "string", "x-mcp-header": ""},
-        {"type": "object", "x-mcp-header": "Data"},
-        {"type": "array", "items": {"type": "string"}, "x-mcp-header": "Items"},
-        {"type": "null", "x-mcp-header": "Nil"},
-        {"type": "number", "x-mcp-header": "Score"},
-        {"type": "string", "x-mcp-header": "My Region"},
-        {"type": "string", "x-mcp-header": "Region:Primary"},
-        {"type": "string", "x-mcp-header": "Région"},
-        {"type": "string", "x-mcp-header": "Region\t1"},
-    ],
-)
-def test_invalid_x_mcp_header_annotations_are_rejected(prop: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        tool_headers({"type": "object", "properties": {"value": prop}})
-
-
-def test_annotations_must_be_unique_and_statically_reachable() -> None:
-    def schema(**props: Any) -> dict[str, Any]:
-        return {"type": "object", "properties": props}
-
-    string = {"type": "string"}
-    for bad in (
-        schema(a={**string, "x-mcp-header": "Region"}, b={**string, "x-mcp-header": "region"}),
-        schema(a={"type": "array", "items": {**string, "x-mcp-header": "A"}}),
-        schema(a={"anyOf": [{**string, "x-mcp-header": "A"}]}),
-        {**schema(a={"$ref": "#/$defs/x"}), "$defs": {"x": {**string, "x-mcp-header": "A"}}},
-        {**string, "x-mcp-header": "Root"},
-    ):
-        with pytest.raises(ValueError):
-            tool_headers(bad)
-    nested = schema(
-        outer={"type": "object", "properties": {"inner": {**string, "x-mcp-header": "I"}}}
-    )
-    assert tool_headers(nested) == ((("outer", "inner"), "I"),)
-    assert tool_headers(None) == () and tool_headers({"type": "object"}) == ()
 
 
 async def test_every_leg_carries_the_required_headers_and_connections_are_reused() -> None:

@@ -17,13 +17,8 @@ import h11
 import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
-from mrtr_transports.server.http.server import (
-    HttpServer,
-    ParamHeader,
-    decode_header_value,
-    param_headers_of,
-    serve_http,
-)
+from mrtr_transports.server.app import ServerApp
+from mrtr_transports.server.http.server import HttpServer, serve_http
 from support import srv_apps
 
 import mrtr_core as m
@@ -171,8 +166,8 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(**options: Any) -> AsyncIterator[Served]:
-    app = srv_apps.TestApp()
+async def serving(app: Any = None, **options: Any) -> AsyncIterator[Served]:
+    app = srv_apps.TestApp() if app is None else app
     server = HttpServer(app, keepalive_interval=options.pop("keepalive_interval", 0.05), **options)
     async with trio.open_nursery() as nursery:
         host, port = await nursery.start(server.serve, "127.0.0.1", 0)
@@ -573,31 +568,23 @@ async def test_connections_are_bounded() -> None:
             assert (await first.post(tool_call("echo"))).status == 200
 
 
-def test_header_values_decode() -> None:
-    assert decode_header_value("plain value") == "plain value"
-    assert decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=") == "Hello, 世界"
-    assert decode_header_value("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=") == "=?base64?literal?="
-    assert decode_header_value("=?base64?SGVsbG8?=") is None  # padding
-    assert decode_header_value("=?base64?SGVs!!!bG8=?=") is None  # alphabet
-    assert decode_header_value("=?base64?/w==?=") is None  # not UTF-8
-    assert decode_header_value("caf\xe9") is None  # raw non-ASCII must be encoded
-    assert decode_header_value("=?base64?SGVsbG8=") == "=?base64?SGVsbG8="  # no suffix: literal
-
-
 def test_annotations_are_read_along_properties_chains() -> None:
-    schema = next(t for t in srv_apps.TOOLS if t["name"] == "headers")["inputSchema"]
-    assert param_headers_of(schema) == [
-        ParamHeader(name="Region", path=("region",)),
-        ParamHeader(name="Count", path=("count",)),
-        ParamHeader(name="Flag", path=("flag",)),
-        ParamHeader(name="Tenant", path=("opts", "tenant")),
+    app = srv_apps.TestApp()
+    headers = app.tool_header_params("headers")
+    assert headers is not None
+    assert list(headers.items()) == [
+        ("Region", ("region",)),
+        ("Count", ("count",)),
+        ("Flag", ("flag",)),
+        ("Tenant", ("opts", "tenant")),
     ]
-    assert param_headers_of({"type": "object"}) == []
+    assert app.tool_header_params("echo") == {}
+    assert app.tool_header_params("missing") is None
 
 
 async def test_annotations_may_be_given_instead_of_read() -> None:
     with trio.fail_after(5):
-        fixed = {"echo": [ParamHeader(name="Text", path=("text",))]}
+        fixed = {"echo": {"Text": ("text",)}}
         async with serving(param_headers=fixed) as served:
             call = tool_call("echo", {"text": "hi"})
             assert "Mcp-Param-Text" in mismatch(await served.post(call))
@@ -606,3 +593,102 @@ async def test_annotations_may_be_given_instead_of_read() -> None:
             # The app's own annotations are not read when a mapping is given.
             region = tool_call("headers", {"region": "eu"})
             assert (await served.post(region)).status == 200
+
+
+class AskedApp(srv_apps.TestApp):
+    """Records what the server asks of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+        self.methods: list[str] = []
+
+    def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
+        self.asked.append(name)
+        return super().tool_header_params(name)
+
+    async def handle(self, request: m.Request, info: m.RequestInfo, outlet: Any) -> Any:
+        self.methods.append(request.method)
+        return await super().handle(request, info, outlet)
+
+
+class ShapeOnlyApp(srv_apps.TestApp):
+    """An app written before ``tool_header_params``: it matches ServerApp by shape only."""
+
+    tool_header_params = None  # type: ignore[assignment]
+
+
+class SubclassApp(ServerApp):
+    """An app that subclasses ServerApp and so inherits its default: no header params."""
+
+    info: Mapping[str, Any] = {"name": "sub", "version": "1"}
+    capabilities: Mapping[str, Any] = {"tools": {}}
+    instructions: str | None = None
+
+    async def handle(self, request: m.Request, info: m.RequestInfo, outlet: Any) -> Any:
+        return {"content": [{"type": "text", "text": "sub ok"}]}
+
+
+async def test_the_app_says_which_arguments_are_mirrored() -> None:
+    with trio.fail_after(5):
+        app = AskedApp()
+        async with serving(app) as served:
+            call = tool_call("headers", {"region": "eu"})
+            assert "Mcp-Param-Region" in mismatch(await served.post(call))
+            sent = [*mirrored(call), ("Mcp-Param-Region", "eu")]
+            assert (await served.post(call, sent)).status == 200
+            assert (await served.post(tool_call("echo", {"text": "x"}))).status == 200
+            assert (await served.post(tool_call("nope"))).status == 400  # the app's -32602
+            assert (await served.post(rpc("tools/list"))).status == 200
+        # Asked once per tools/call, for the called tool; never a tools/list of its own.
+        assert app.asked == ["headers", "headers", "echo", "nope"]
+        assert app.methods == ["tools/call", "tools/call", "tools/call", "tools/list"]
+
+
+async def test_an_app_without_header_params_has_none() -> None:
+    with trio.fail_after(5):
+        assert ShapeOnlyApp().tool_header_params is None
+        async with serving(ShapeOnlyApp()) as served:
+            call = tool_call("headers", {"region": "eu"})
+            assert (await served.post(call)).status == 200
+            claims = [*mirrored(call), ("Mcp-Param-Region", "elsewhere")]
+            assert (await served.post(call, claims)).status == 200
+        sub = SubclassApp()
+        assert sub.tool_header_params("anything") is None
+        async with serving(sub) as served:
+            reply = await served.post(tool_call("anything", {"region": "eu"}))
+            assert reply.status == 200 and "sub ok" in reply.body.decode()
+
+
+async def test_repeated_origin_content_type_and_host_are_refused() -> None:
+    with trio.fail_after(5):
+        async with serving() as served:
+            message = tool_call("echo", {"text": "hi"})
+            # Only the first Origin was checked: an allowed one first let any other through.
+            two = [("Origin", "http://localhost"), ("Origin", "http://evil.example")]
+            refused = await served.post(message, extra=two)
+            assert refused.status == 403, refused
+            error = refused.json()["error"]
+            assert "more than one Origin header" in error["message"] and "evil" in error["message"]
+            same = [("Origin", "http://localhost"), ("Origin", "http://localhost")]
+            assert (await served.post(message, extra=same)).status == 403
+            assert (await served.post(message, extra=same[:1])).status == 200
+            # Only the first Content-Type was checked.
+            types = [("Content-Type", "text/plain")]  # after the peer's application/json
+            reply = await served.post(message, extra=types)
+            assert reply.status == 400, reply
+            assert "more than one Content-Type header" in reply.json()["error"]["message"]
+            # Two Host headers: h11 refuses the request (bytes written by hand, as h11's
+            # client will not send them).
+            async with served.connect() as peer:
+                body = json.dumps(message).encode()
+                head = (
+                    f"POST /mcp HTTP/1.1\r\nHost: {peer.host}\r\nHost: evil.example.com\r\n"
+                    f"Accept: {ACCEPT_BOTH}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                )
+                await peer.stream.send_all(head.encode() + body)
+                peer.h11.send(h11.Request(method="POST", target="/", headers=[("Host", "x")]))
+                peer.h11.send(h11.EndOfMessage())
+                reply = await peer.reply()
+                assert reply.status == 400 and b"multiple Host" in reply.body, reply

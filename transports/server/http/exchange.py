@@ -1,0 +1,475 @@
+"""One TCP connection of the Streamable HTTP server: its h11 requests, one after another.
+
+For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
+
+1. ``Host`` and ``Origin`` go to the server's ``AccessPolicy`` (403).
+2. The path (404), the method (GET, DELETE, ... -> 405 with ``Allow: POST``),
+   ``Accept`` (it must take ``application/json`` or ``text/event-stream``,
+   else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
+   body size (413).
+3. The headers that mirror the body are checked against it by the core rule
+   (``mrtr_core.protocol._headers.check_request_headers``), the
+   ``Mcp-Param-*`` ones with the called tool's header params, from the app
+   (``ServerApp.tool_header_params``): any mismatch, missing, repeated or
+   malformed header is a 400 with JSON-RPC error -32020.
+4. A fresh server ``mrtr_core.Connection`` reads the body and the app answers
+   (JSON, or a request-scoped SSE stream once the handler streams).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import h11
+import trio
+
+import mrtr_core as m
+from mrtr_core.protocol._headers import HeaderMismatch, called_tool, check_request_headers
+
+from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
+from .policy import Headers
+
+if TYPE_CHECKING:
+    from .server import HttpServer
+
+__all__ = ["STATUS_FOR_CODE", "HttpConnection", "refuse_busy"]
+
+log = logging.getLogger("mrtr_transports.http")
+
+STATUS_FOR_CODE = {
+    m.METHOD_NOT_FOUND: 404,
+    m.PARSE_ERROR: 400,
+    m.INVALID_REQUEST: 400,
+    m.INVALID_PARAMS: 400,
+    m.HEADER_MISMATCH: 400,
+    m.MISSING_CLIENT_CAPABILITY: 400,
+    m.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    m.INTERNAL_ERROR: 500,
+}
+#: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
+#: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
+REMOVED_METHODS = frozenset({"ping", "initialize"})
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def _accepted(accept_values: Sequence[str]) -> tuple[bool, bool]:
+    """(accepts application/json, accepts text/event-stream); no Accept accepts both."""
+    if not accept_values:
+        return True, True
+    json_ok = sse_ok = False
+    for value in accept_values:
+        for item in value.split(","):
+            media, *parameters = (part.strip() for part in item.split(";"))
+            quality = 1.0
+            for parameter in parameters:
+                key, _, raw = parameter.partition("=")
+                if key.strip().lower() == "q":
+                    try:
+                        quality = float(raw)
+                    except ValueError:
+                        quality = 0.0
+            if quality <= 0:
+                continue
+            media = media.lower()
+            json_ok = json_ok or media in ("application/json", "application/*", "*/*")
+            sse_ok = sse_ok or media in ("text/event-stream", "text/*", "*/*")
+    return json_ok, sse_ok
+
+
+def _reason(status: int) -> bytes:
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+async def refuse_busy(stream: trio.SocketStream) -> None:
+    """Past ``max_connections``: say so and close, without reading the request."""
+    with trio.move_on_after(1.0):
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await stream.send_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
+                b"content-length: 21\r\nconnection: close\r\n\r\ntoo many connections\n"
+            )
+    await trio.aclose_forcefully(stream)
+
+
+class _PeerGone(Exception):
+    """The client closed the connection."""
+
+
+class HttpConnection:
+    """One TCP connection: HTTP/1.1 requests one after another (keep-alive)."""
+
+    def __init__(self, server: HttpServer, stream: trio.SocketStream) -> None:
+        self.server = server
+        self.stream = stream
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.max_header_size)
+        self.write_lock = trio.Lock()
+        self.idle_scope: trio.CancelScope | None = None
+        try:
+            self.peer: str | None = str(stream.socket.getpeername()[0])
+        except OSError:
+            self.peer = None
+
+    def shutdown(self) -> None:
+        """The server is closing: an idle connection closes now, a busy one after its answer."""
+        if self.idle_scope is not None:
+            self.idle_scope.cancel()
+
+    async def serve(self) -> None:
+        while not self.server.closing:
+            try:
+                request = await self._next_request()
+            except h11.RemoteProtocolError as exc:
+                await self._send_simple(exc.error_status_hint, f"bad request: {exc}")
+                return
+            if request is None:
+                return
+            try:
+                await self._handle(request)
+            except h11.RemoteProtocolError as exc:  # e.g. broken chunked encoding
+                await self._send_simple(exc.error_status_hint, f"bad request: {exc}")
+                return
+            except _PeerGone:
+                return
+            if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                return  # the body was not read, or the response ended the connection
+            try:
+                self.h11.start_next_cycle()
+            except h11.LocalProtocolError:
+                return
+
+    # --- Reading ---
+
+    async def _receive(self) -> None:
+        try:
+            data = await self.stream.receive_some(READ_SIZE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        self.h11.receive_data(data)
+
+    async def _next_request(self) -> h11.Request | None:
+        """The next request head; ``None`` when the client is gone or idle too long."""
+        self.idle_scope = trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout)
+        try:
+            with self.idle_scope:
+                while True:
+                    event = self.h11.next_event()
+                    if event is h11.NEED_DATA:
+                        if self.h11.their_state is h11.IDLE and self.server.closing:
+                            return None
+                        await self._receive()
+                        continue
+                    if isinstance(event, h11.Request):
+                        return event
+                    return None  # ConnectionClosed, or PAUSED after a close
+        finally:
+            self.idle_scope = None
+        return None
+
+    async def _read_body(self, limit: int) -> bytes | None:
+        """The whole body, or ``None`` past ``limit`` bytes."""
+        if self.h11.their_state is h11.DONE:
+            return b""  # no body at all (its end was read with the head)
+        if self.h11.they_are_waiting_for_100_continue:
+            await self._write(h11.InformationalResponse(status_code=100, headers=[]))
+        chunks: list[bytes] = []
+        size = 0
+        with trio.move_on_after(self.server.idle_timeout):
+            while True:
+                event = self.h11.next_event()
+                if event is h11.NEED_DATA:
+                    await self._receive()
+                elif isinstance(event, h11.Data):
+                    size += len(event.data)
+                    if size > limit:
+                        return None
+                    chunks.append(bytes(event.data))
+                elif isinstance(event, h11.EndOfMessage):
+                    return b"".join(chunks)
+                else:  # ConnectionClosed mid-body
+                    raise _PeerGone
+        await self._send_simple(408, "the request body took too long")
+        raise _PeerGone
+
+    # --- Writing ---
+
+    async def _write(self, *events: Any, final: bool = False) -> None:
+        """Send h11 events, waiting at most ``write_timeout`` for the peer to take them.
+
+        A ``final`` write (a whole response the connection has produced) is
+        shielded from cancellation: what was produced is owed to the client.
+        """
+        with trio.CancelScope(shield=final) as scope:
+            scope.deadline = trio.current_time() + self.server.write_timeout
+            async with self.write_lock:
+                data = b"".join(self.h11.send(event) or b"" for event in events)
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    raise _PeerGone from exc
+        if scope.cancelled_caught:
+            raise _PeerGone  # the peer stopped reading
+
+    def _response_headers(self, content_type: bytes | None, length: int | None) -> list[Any]:
+        headers: list[Any] = []
+        if content_type is not None:
+            headers.append((b"content-type", content_type))
+        if length is not None:
+            headers.append((b"content-length", str(length).encode()))
+        if self.server.closing or self.h11.their_state is not h11.DONE:
+            headers.append((b"connection", b"close"))  # the request body is left unread
+        return headers
+
+    async def _send_body(
+        self, status: int, body: bytes, content_type: bytes, extra: Sequence[Any] = ()
+    ) -> None:
+        headers = [*self._response_headers(content_type, len(body)), *extra]
+        await self._write(
+            h11.Response(status_code=status, headers=headers, reason=_reason(status)),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+            final=True,
+        )
+
+    async def _send_error(
+        self, status: int, message: str, code: int = m.INVALID_REQUEST, extra: Sequence[Any] = ()
+    ) -> None:
+        """An HTTP error whose body is a JSON-RPC error response without id."""
+        error = m.ErrorResponse(id=None, error=m.ErrorObject(code=code, message=message))
+        await self._send_body(status, m.encode_message(error), b"application/json", extra)
+
+    async def _send_simple(self, status: int, message: str) -> None:
+        """A plain-text error after an HTTP-level failure, when one can still be sent."""
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        with contextlib.suppress(_PeerGone, h11.LocalProtocolError):
+            await self._send_body(status, message.encode() + b"\n", b"text/plain")
+
+    # --- One HTTP request ---
+
+    async def _handle(self, request: h11.Request) -> None:
+        server = self.server
+        # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
+        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
+        if head_size > server.max_header_size:
+            await self._send_simple(431, "request header fields too large")
+            return
+        headers = Headers(request.headers)
+        if (
+            headers.get("content-length") in (None, "0")
+            and headers.get("transfer-encoding") is None
+        ):
+            self.h11.next_event()  # the EndOfMessage of an empty body: keep-alive after a refusal
+        refusal = server.policy.refusal(headers, self.peer)
+        if refusal is not None:
+            log.warning("refused: %s", refusal)
+            await self._send_error(403, refusal)
+            return
+        path = request.target.split(b"?", 1)[0].decode("latin-1")
+        if path != server.path:
+            await self._send_error(404, f"no MCP endpoint at {path!r}: use {server.path!r}")
+            return
+        if request.method != b"POST":
+            await self._send_error(
+                405,
+                f"{request.method.decode('latin-1')} is not allowed: the 2026-07-28 endpoint "
+                "takes POST only (no sessions, no GET stream)",
+                extra=[(b"allow", b"POST")],
+            )
+            return
+        json_ok, sse_ok = _accepted(headers.get_all("accept"))
+        if not (json_ok or sse_ok):
+            await self._send_error(406, "Accept must include application/json or text/event-stream")
+            return
+        content_types = headers.get_all("content-type")
+        if len(content_types) > 1:
+            await self._send_error(400, "more than one Content-Type header: send one")
+            return
+        content_type = content_types[0] if content_types else None
+        if content_type is not None and content_type.split(";")[0].strip().lower() not in (
+            "application/json",
+        ):
+            await self._send_error(415, "Content-Type must be application/json")
+            return
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > server.max_body_size:
+            await self._send_error(413, f"body larger than {server.max_body_size} bytes")
+            return
+        body = await self._read_body(server.max_body_size)
+        if body is None:
+            await self._send_error(413, f"body larger than {server.max_body_size} bytes")
+            return
+        await self._handle_message(headers, body, json_ok, sse_ok)
+
+    async def _handle_message(
+        self, headers: Headers, body: bytes, json_ok: bool, sse_ok: bool
+    ) -> None:
+        server = self.server
+        if not body.strip():
+            await self._send_error(400, "empty body: expected one JSON-RPC message", m.PARSE_ERROR)
+            return
+        conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
+        try:
+            message = m.default_codec.loads(body)  # headers are checked before the body is judged
+        except m.MrtrError:
+            message = None
+        if isinstance(message, Mapping):
+            tool = called_tool(message)
+            try:
+                check_request_headers(
+                    headers.fields,
+                    message,
+                    header_params=server.header_params(tool) if tool is not None else None,
+                )
+            except HeaderMismatch as exc:
+                error = m.error_response(exc.request_id, exc)
+                await self._send_json(m.encode_message(error), STATUS_FOR_CODE[exc.code])
+                return
+        conn.receive_data(body)
+        event = conn.next_event(trio.current_time())
+        if isinstance(event, m.Request):
+            await self._answer(conn, event, json_ok, sse_ok)
+        elif isinstance(event, m.AutoReply):
+            reply = event.reply
+            if event.request.method in REMOVED_METHODS:
+                removed = m.MrtrError(
+                    f"{event.request.method} is not a 2026-07-28 method", code=m.METHOD_NOT_FOUND
+                )
+                reply = m.error_response(event.request.id, removed)
+            await self._send_final(reply, conn.send(reply), json_ok, sse_ok)
+        elif isinstance(event, m.InvalidMessage):
+            if event.reply is not None:
+                await self._send_final(event.reply, conn.send(event.reply), json_ok, sse_ok)
+            else:  # a notification or a response we cannot take: no JSON-RPC answer is due
+                await self._send_error(400, event.error.message, event.error.code)
+        else:  # a notification (NEED_DATA: one the connection took, e.g. a late cancel)
+            await self._write(
+                h11.Response(
+                    status_code=202, headers=self._response_headers(None, 0), reason=b"Accepted"
+                ),
+                h11.EndOfMessage(),
+            )
+
+    async def _send_json(self, data: bytes, status: int) -> None:
+        await self._send_body(status, data, b"application/json")
+
+    async def _send_final(
+        self,
+        response: m.ResultResponse | m.ErrorResponse,
+        data: bytes,
+        json_ok: bool,
+        sse_ok: bool,
+        exchange: _Exchange | None = None,
+    ) -> None:
+        if exchange is not None and exchange.streaming:
+            await exchange.finish(data)
+        elif json_ok:
+            status = 200
+            if isinstance(response, m.ErrorResponse):
+                status = STATUS_FOR_CODE.get(response.error.code, 200)
+            await self._send_json(data, status)
+        else:  # the client takes only a stream
+            exchange = exchange or _Exchange(self, sse_ok=True)
+            await exchange.start()
+            await exchange.finish(data)
+
+    async def _answer(
+        self, conn: m.Connection, request: m.Request, json_ok: bool, sse_ok: bool
+    ) -> None:
+        """Run the app on ``request``; cancel it if the client goes away meanwhile."""
+        info = conn.request_info(request.id)
+        handler_scope = trio.CancelScope()
+        exchange = _Exchange(self, sse_ok=sse_ok)
+        outlet = ConnectionOutlet(conn, request.id, exchange.notify)
+        outcome: m.MrtrError | Mapping[str, Any] = m.MrtrError("cancelled")
+        async with trio.open_nursery() as nursery:
+            exchange.nursery = nursery
+            exchange.on_gone = handler_scope.cancel
+            nursery.start_soon(self._watch_peer, exchange)
+            with handler_scope:
+                outcome = await run_app(self.server.app, request, info, outlet)
+            nursery.cancel_scope.cancel()  # the watcher and the keep-alives
+        exchange.nursery = None  # no keep-alives for the final answer alone
+        if exchange.gone:
+            conn.response_stream_closed(request.id)
+            send_response(conn, response_for(request.id, outcome))  # b"": releases the id
+            raise _PeerGone
+        response, data = send_response(conn, response_for(request.id, outcome))
+        await self._send_final(response, data, json_ok, sse_ok, exchange)
+
+    async def _watch_peer(self, exchange: _Exchange) -> None:
+        """While a handler runs: end of input from the client is its cancellation."""
+        received = 0
+        limit = self.server.max_header_size + self.server.max_body_size
+        while received <= limit:
+            try:
+                data = await self.stream.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                exchange.peer_gone()
+                return
+            # A pipelined next request: kept for the next cycle (up to one request's worth).
+            self.h11.receive_data(data)
+            received += len(data)
+
+
+class _Exchange:
+    """The response to one request: JSON, or an SSE stream once the handler streams."""
+
+    def __init__(self, connection: HttpConnection, *, sse_ok: bool) -> None:
+        self.connection = connection
+        self.sse_ok = sse_ok
+        self.streaming = False
+        self.gone = False
+        self.nursery: trio.Nursery | None = None
+        self.on_gone: Any = None
+
+    def peer_gone(self) -> None:
+        if not self.gone:
+            self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
+
+    async def notify(self, data: bytes) -> None:
+        """The Outlet's write: the first notification opens the stream."""
+        if not data or self.gone or not self.sse_ok:
+            return  # nothing due, nobody listening, or a client that takes JSON only
+        try:
+            if not self.streaming:
+                await self.start()
+            await self.connection._write(h11.Data(data=m.encode_sse(data.decode())))
+        except _PeerGone:
+            self.peer_gone()
+
+    async def start(self) -> None:
+        self.streaming = True
+        headers = [*SSE_HEADERS, *self.connection._response_headers(None, None)]
+        await self.connection._write(h11.Response(status_code=200, headers=headers, reason=b"OK"))
+        if self.nursery is not None and self.connection.server.keepalive_interval > 0:
+            self.nursery.start_soon(self._keepalive)
+
+    async def _keepalive(self) -> None:
+        interval = self.connection.server.keepalive_interval
+        while True:
+            await trio.sleep(interval)
+            try:
+                await self.connection._write(h11.Data(data=m.encode_sse_comment()))
+            except _PeerGone:
+                self.peer_gone()
+                return
+
+    async def finish(self, data: bytes) -> None:
+        """The final response as the last event; the stream ends."""
+        last = h11.Data(data=m.encode_sse(data.decode()))
+        await self.connection._write(last, h11.EndOfMessage(), final=True)
