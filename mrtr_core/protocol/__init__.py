@@ -1,6 +1,7 @@
 """Protocol facts: versions and eras, the ``_meta`` keys every 2026-07-28 request
 carries, the JSON-RPC and MCP error codes, the methods that may answer
-``input_required``, and what a server knows about one request (``RequestInfo``).
+``input_required``, what a server knows about one request (``RequestInfo``), and
+the Streamable HTTP header rules (standard headers, ``x-mcp-header`` params).
 """
 
 from .._errors import (
@@ -12,6 +13,29 @@ from .._errors import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+)
+from ._headers import (
+    ANNOTATION,
+    METHOD_HEADER,
+    NAME_HEADER,
+    PARAM_HEADER_PREFIX,
+    PROTOCOL_VERSION_HEADER,
+    HeaderMismatch,
+    HeaderParams,
+    InvalidHeaderAnnotation,
+    MalformedHeader,
+    MissingHeader,
+    ReceivedHeaders,
+    RepeatedHeader,
+    called_tool,
+    check_request_headers,
+    decode_header_value,
+    encode_header_value,
+    header_fields,
+    header_matches,
+    header_text,
+    request_headers,
+    schema_header_params,
 )
 from ._meta import (
     ALL_VERSIONS,
@@ -30,6 +54,27 @@ from ._meta import (
 )
 
 __all__ = [
+    "ANNOTATION",
+    "METHOD_HEADER",
+    "NAME_HEADER",
+    "PARAM_HEADER_PREFIX",
+    "PROTOCOL_VERSION_HEADER",
+    "HeaderMismatch",
+    "HeaderParams",
+    "InvalidHeaderAnnotation",
+    "MalformedHeader",
+    "MissingHeader",
+    "ReceivedHeaders",
+    "RepeatedHeader",
+    "called_tool",
+    "check_request_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "header_fields",
+    "header_matches",
+    "header_text",
+    "request_headers",
+    "schema_header_params",
     "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",

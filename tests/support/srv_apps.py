@@ -20,7 +20,7 @@ import trio
 from mrtr_transports.server.app import Outlet
 
 import mrtr_core as m
-from mrtr_core.protocol._headers import schema_header_params
+from mrtr_core.protocol import schema_header_params
 
 CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
 TONE = m.sample("Describe the trip in three words", max_tokens=20)

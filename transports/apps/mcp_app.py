@@ -367,7 +367,7 @@ def header_params(name: str, schema: Mapping[str, Any]) -> dict[str, tuple[str, 
     Raises ``ValueError`` (``InvalidHeaderAnnotation``) for an annotation clients
     must reject (and so drop the tool): the core rule, ``schema_header_params``.
     """
-    from mrtr_core.protocol._headers import schema_header_params
+    from mrtr_core.protocol import schema_header_params
 
     return schema_header_params(schema, tool=name)
 

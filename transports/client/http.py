@@ -54,7 +54,7 @@ import h11
 import trio
 
 import mrtr_core as m
-from mrtr_core.protocol._headers import (
+from mrtr_core.protocol import (
     InvalidHeaderAnnotation,
     called_tool,
     request_headers,

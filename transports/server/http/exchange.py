@@ -8,7 +8,7 @@ For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
    else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
    body size (413).
 3. The headers that mirror the body are checked against it by the core rule
-   (``mrtr_core.protocol._headers.check_request_headers``), the
+   (``mrtr_core.protocol.check_request_headers``), the
    ``Mcp-Param-*`` ones with the called tool's header params, from the app
    (``ServerApp.tool_header_params``): any mismatch, missing, repeated or
    malformed header is a 400 with JSON-RPC error -32020.
@@ -28,7 +28,7 @@ import h11
 import trio
 
 import mrtr_core as m
-from mrtr_core.protocol._headers import HeaderMismatch, called_tool, check_request_headers
+from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
 from .policy import Headers

@@ -76,7 +76,7 @@ headers are ignored.
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``exchange.py``
 (one TCP connection's h11 requests and their answers), this module (the
 server object, ``serve_http``, ``main``); the header rules are the core's
-(``mrtr_core.protocol._headers``).
+(``mrtr_core.protocol``).
 """
 
 from __future__ import annotations
