@@ -17,6 +17,8 @@ import trio.testing
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.continuations import ContinuationStore, TooManyParked
 from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.client.http import open_http_client
+from mrtr_transports.server.http.server import HttpServer
 from support.pairing import drain
 from test_example_app import serve_legacy_call
 from test_mcp_app import RecordingOutlet, accept, serve_call
@@ -456,3 +458,31 @@ async def test_a_2025_client_is_served_through_the_legacy_shim() -> None:
     assert final.result == {"content": [{"type": "text", "text": "Oslo: 21 C, warm"}]}
     assert asked == ["elicitation/create", "elicitation/create", "sampling/createMessage"]
     assert log == ["started", "done"]
+
+
+async def test_over_real_http_each_legs_progress_streams_on_its_own_response() -> None:
+    async def counted(ctx: Context) -> str:
+        await ctx.progress(1, 2)
+        city = await ctx.wait_for_answer("city", CITY)
+        await ctx.progress(2, 2)
+        return f"Sunny in {city.content['city']}"  # type: ignore[union-attr]
+
+    app = app_with(counted, name="counted")
+    progress: list[float] = []
+
+    async def answer(key: str, request: m.InputRequest) -> Any:
+        return ANSWERS[key]
+
+    with trio.fail_after(10):
+        server = HttpServer(app)
+        async with trio.open_nursery() as nursery:
+            host, port = await nursery.start(server.serve, "127.0.0.1", 0)
+            url = f"http://{host}:{port}/mcp"
+            async with open_http_client(url, answer=answer, capabilities=CAPS) as client:
+                result = await client.call_tool(
+                    "counted", on_progress=lambda note: progress.append(note.progress)
+                )
+            await server.aclose(grace=0.5)
+    assert result["content"] == [{"type": "text", "text": "Sunny in Oslo"}]
+    assert progress == [1, 2]
+    assert len(store_of(app)) == 0
