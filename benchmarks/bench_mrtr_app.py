@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrtr_transports.apps.mcp_app import Context, McpApp
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 

@@ -1,7 +1,8 @@
 """A deploy tool whose side effect must happen exactly once, even against replays.
 
 The tool asks the user to confirm (form elicitation), then deploys.  The
-deployment is guarded by ``ctx.once("deploy")`` with a single-use store, so:
+deployment is guarded by ``ctx.once("deploy")`` with a single-use store (the
+app's default sealer has one), so:
 
 * in a normal flow it runs once;
 * a client that replays the confirmed leg (a retry after a lost answer, or an
@@ -14,7 +15,12 @@ Run: ``.venv/bin/python examples/deploy.py``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+import trio
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 
@@ -22,22 +28,39 @@ CONFIRM = m.elicit_form(
     "Deploy to production?", {"confirm": {"type": "boolean"}}, required=["confirm"]
 )
 deployments: list[str] = []
+app = McpApp("deployer", "1.0", principal="ada")
 
 
-def deploy(ctx: m.HandlerContext) -> Any:
+@app.tool()
+def deploy(ctx: Context) -> Any:
+    """Deploys after the user confirms."""
     env = ctx.arguments.get("env", "staging")
     answer = ctx.answer("confirm", CONFIRM)
     if answer is None:
         return ctx.ask({"confirm": CONFIRM}, state={"env": env})
     if answer.action != "accept" or not (answer.content or {}).get("confirm"):  # type: ignore[union-attr]
-        return {"content": [{"type": "text", "text": "Not deployed."}]}
+        return "Not deployed."
     if ctx.once("deploy"):
         deployments.append(env)  # the side effect: exactly once per flow
-    return {"content": [{"type": "text", "text": f"Deployed to {env}."}]}
+    return f"Deployed to {env}."
 
 
-def main() -> None:
-    sealer = m.StateSealer({"k1": m.StateSealer.new_key()}, "k1", store=m.MemoryNonceStore())
+class Silent:
+    """The Outlet of a leg: this tool streams nothing before its result."""
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        pass
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        pass
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        pass
+
+
+async def main() -> None:
     info = m.RequestInfo(
         id=0,
         method="tools/call",
@@ -51,22 +74,22 @@ def main() -> None:
     )
     params: dict[str, Any] = {"name": "deploy", "arguments": {"env": "prod"}}
 
-    def leg(request_params: dict[str, Any], now: float) -> dict[str, Any]:
+    async def leg(request_params: dict[str, Any]) -> Mapping[str, Any]:
         request = m.Request(id=1, method="tools/call", params=request_params)
         try:
-            return m.run_handler(deploy, request, info, sealer=sealer, principal="ada", now=now)
+            return await app.handle(request, info, Silent())
         except m.MrtrError as exc:
             return {"error": m.error_response(1, exc).error.data}
 
-    asked = leg(params, now=0.0)
+    asked = await leg(params)
     print("leg 1:", list(asked["inputRequests"]))
     yes = {"confirm": {"action": "accept", "content": {"confirm": True}}}
     confirmed = {**params, "requestState": asked["requestState"], "inputResponses": yes}
-    print("leg 2:", leg(confirmed, now=1.0)["content"][0]["text"])
-    print("replay of leg 2:", leg(confirmed, now=2.0))
+    print("leg 2:", (await leg(confirmed))["content"][0]["text"])
+    print("replay of leg 2:", await leg(confirmed))
     assert deployments == ["prod"], deployments
     print("deployments:", deployments)
 
 
 if __name__ == "__main__":
-    main()
+    trio.run(main)

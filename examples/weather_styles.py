@@ -1,16 +1,19 @@
-"""The weather tool of docs/server.md in all four handler styles, over real Connections.
+"""The weather tool of docs/server.md in all four handler styles, on one McpApp.
 
-Each style serves the same three-round flow (city, units, a sampled tone) to a
-2026-07-28 client ``Connection``; only bytes pass between client and server.
+Each style is one ``@app.tool`` taking the same ``Context`` and serves the same
+three-round flow (city, units, a sampled tone) to a 2026-07-28 client
+``Connection``; only bytes pass between client and server.
 Run: ``.venv/bin/python examples/weather_styles.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import trio
-from mrtr_transports.apps.continuations import ContinuationStore, SuspendingContext
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 
@@ -26,9 +29,11 @@ USER = {  # what the client's user (and its LLM) answer
     ),
 }
 
+app = McpApp("weather", "1.0")
 
-def forecast(city: str, units: str, tone: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": f"{city}: 21 {units}, {tone}"}]}
+
+def forecast(city: str, units: str, tone: str) -> str:
+    return f"{city}: 21 {units}, {tone}"
 
 
 def text(answer: Any) -> str:
@@ -38,7 +43,8 @@ def text(answer: Any) -> str:
 # --- 1. re-entrant: a plain function, re-run from the top on every leg -----------------
 
 
-def reentrant(ctx: m.HandlerContext) -> Any:
+@app.tool("re-entrant")
+def reentrant(ctx: Context) -> Any:
     state = ctx.state or {}
     if "city" not in state:
         city = ctx.answer("city", CITY)
@@ -61,7 +67,8 @@ def reentrant(ctx: m.HandlerContext) -> Any:
 notified: list[str] = []
 
 
-def with_once(ctx: m.HandlerContext) -> Any:
+@app.tool("once")
+def with_once(ctx: Context) -> Any:
     state = ctx.state or {}
     if "city" in state and ctx.once("notify"):
         notified.append(state["city"])  # e.g. tell a subscriber who asked about the city
@@ -70,16 +77,16 @@ def with_once(ctx: m.HandlerContext) -> Any:
 
 # --- 3. Steps: named stages; the last one runs at most once -------------------------------
 
-steps = m.Steps()
+steps = m.Steps()  # its steps get the same Context
 
 
 @steps.step("city")
-def ask_city(ctx: m.HandlerContext, data: Any) -> Any:
+def ask_city(ctx: Context, data: Any) -> Any:
     return m.Next({}, ask={"city": CITY})
 
 
 @steps.step("units")
-def ask_units(ctx: m.HandlerContext, data: Any) -> Any:
+def ask_units(ctx: Context, data: Any) -> Any:
     city = ctx.answer("city", CITY)
     if city is None:
         return ctx.ask({"city": CITY})
@@ -87,7 +94,7 @@ def ask_units(ctx: m.HandlerContext, data: Any) -> Any:
 
 
 @steps.step("tone")
-def ask_tone(ctx: m.HandlerContext, data: Any) -> Any:
+def ask_tone(ctx: Context, data: Any) -> Any:
     units = ctx.answer("units", UNITS)
     if units is None:
         return ctx.ask({"units": UNITS})
@@ -95,7 +102,7 @@ def ask_tone(ctx: m.HandlerContext, data: Any) -> Any:
 
 
 @steps.step("read tone")
-def read_tone(ctx: m.HandlerContext, data: Any) -> Any:
+def read_tone(ctx: Context, data: Any) -> Any:
     tone = ctx.answer("tone", TONE)
     if tone is None:
         return ctx.ask({"tone": TONE})
@@ -103,28 +110,49 @@ def read_tone(ctx: m.HandlerContext, data: Any) -> Any:
 
 
 @steps.step("forecast")
-def final(ctx: m.HandlerContext, data: Any) -> Any:
-    return forecast(data["city"], data["units"], data["tone"])
+def final(ctx: Context, data: Any) -> Any:
+    return {
+        "content": [{"type": "text", "text": forecast(data["city"], data["units"], data["tone"])}]
+    }
 
 
-# --- 4. continuation store: a coroutine suspended between rounds (trio) -------------------
+app.add_tool(steps, "steps", description="The weather, step by step")
 
 
-async def suspending(ctx: SuspendingContext) -> dict[str, Any]:
-    city = await ctx.elicit("city", CITY)
-    units = await ctx.elicit("units", UNITS)
-    tone = await ctx.elicit("tone", TONE)
+# --- 4. continuation: a coroutine parked between rounds in the app's store (trio) --------
+
+
+@app.tool("continuation", continuation=True)
+async def suspending(ctx: Context) -> str:
+    city = await ctx.wait_for_answer("city", CITY)
+    units = await ctx.wait_for_answer("units", UNITS)
+    tone = await ctx.wait_for_answer("tone", TONE)
     return forecast(city.content["city"], units.content["units"], text(tone))  # type: ignore[union-attr]
 
 
 # --- the wire ------------------------------------------------------------------------------
 
 
-async def serve_one_call(answer: Any) -> tuple[str, int]:
-    """A client Connection calls the tool; ``answer(request, info)`` is the server app."""
+class Silent:
+    """The Outlet of a leg: these tools stream no progress or log lines."""
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        pass
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        pass
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        pass
+
+
+async def serve_one_call(tool: str) -> tuple[str, int]:
+    """A client Connection calls ``tool``; the app answers every leg through a server one."""
     client = m.Connection(m.CLIENT, era="modern", capabilities=CAPABILITIES)
-    server = m.Connection(m.SERVER, info={"name": "weather", "version": "1.0"})
-    call = client.call("tools/call", {"name": "weather", "arguments": {}})
+    server = m.Connection(m.SERVER, info=app.info, capabilities=app.capabilities)
+    call = client.call("tools/call", {"name": tool, "arguments": {}})
     legs = 0
     while True:
         while (event := client.next_event()) is not m.NEED_DATA:
@@ -142,7 +170,7 @@ async def serve_one_call(answer: Any) -> tuple[str, int]:
         while (request := server.next_event()) is not m.NEED_DATA:
             assert isinstance(request, m.Request), request
             try:
-                result = await answer(request, server.request_info(request.id))
+                result = await app.handle(request, server.request_info(request.id), Silent())
                 reply: Any = m.ResultResponse(id=request.id, result=result)
             except m.MrtrError as exc:
                 reply = m.error_response(request.id, exc)
@@ -150,30 +178,10 @@ async def serve_one_call(answer: Any) -> tuple[str, int]:
 
 
 async def main() -> None:
-    sealer = m.StateSealer({"k1": m.StateSealer.new_key()}, "k1", store=m.MemoryNonceStore())
-
-    def sans_io(handler: Any) -> Any:
-        async def answer(request: m.Request, info: m.RequestInfo) -> dict[str, Any]:
-            now = trio.current_time()
-            return m.run_handler(handler, request, info, sealer=sealer, principal=None, now=now)
-
-        return answer
-
-    async with trio.open_nursery() as nursery:
-        store = ContinuationStore(nursery, sealer)
-
-        async def parked(request: m.Request, info: m.RequestInfo) -> dict[str, Any]:
-            return await store.handle(suspending, request, info, principal=None)
-
-        for name, answer in [
-            ("re-entrant", sans_io(reentrant)),
-            ("once", sans_io(with_once)),
-            ("steps", sans_io(steps)),
-            ("continuation", parked),
-        ]:
-            result, legs = await serve_one_call(answer)
-            print(f"{name:<13} {legs} legs: {result}")
-            assert result == "Oslo: 21 C, warm and bright" and legs == 4
+    for style in ("re-entrant", "once", "steps", "continuation"):
+        result, legs = await serve_one_call(style)
+        print(f"{style:<13} {legs} legs: {result}")
+        assert result == "Oslo: 21 C, warm and bright" and legs == 4
     assert notified == ["Oslo"], notified
     print("side effect of the once style ran", len(notified), "time")
 

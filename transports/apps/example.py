@@ -37,7 +37,8 @@ import trio
 
 import mrtr_core as m
 
-from .mcp_app import Context, McpApp
+from .context import Context
+from .mcp_app import McpApp
 
 DEPRECATED = "Deprecated in 2026-07-28 (SEP-2577), still served"
 

@@ -534,6 +534,34 @@ async def test_once_holds_against_a_replayed_leg() -> None:
     assert effects == ["launched"]
 
 
+async def test_steps_run_on_the_apps_context() -> None:
+    app = McpApp("x", "1")
+    seen: list[type] = []
+    steps = m.Steps()
+
+    @steps.step("ask")
+    def ask_name(ctx: Context, data: Any) -> Any:
+        seen.append(type(ctx))
+        return m.Next({"n": 1}, ask={"name": NAME})
+
+    @steps.step("greet")
+    def greet(ctx: Context, data: Any) -> Any:
+        seen.append(type(ctx))
+        name = ctx.answer("name", NAME)
+        return {"content": [{"type": "text", "text": f"Hello, {name.content['name']}"}]}  # type: ignore[union-attr]
+
+    app.add_tool(steps, "steps")
+    params = {"name": "steps", "arguments": {}}
+    first = await call(app, "tools/call", params)
+    assert first["inputRequests"] == {"name": m.unstructure_input_request(NAME)}
+    retry = retry_params(params, first, {"name": accept({"name": "Ada"})})
+    assert await call(app, "tools/call", retry) == {
+        "content": [{"type": "text", "text": "Hello, Ada"}]
+    }
+    assert seen == [Context, Context]
+    assert (await error_of(app, "tools/call", retry)).data == {"reason": "replayed"}  # ran once
+
+
 async def test_asking_beyond_the_declared_capabilities_is_32021() -> None:
     app = McpApp("x", "1")
     app.tool("tone")(lambda ctx: ctx.ask({"tone": TONE}))

@@ -1,0 +1,144 @@
+"""``Context``: what an app handler sees, whichever of the four styles it is written in.
+
+``Context`` is the core's :class:`mrtr_core.HandlerContext` (the request, its
+answers, the verified state, ``once``), so a :class:`mrtr_core.Steps` runs on it
+as it is, plus what the app adds: the request's outlet (``progress``, ``log``,
+``notify``), the URI of a resource read, and, for a continuation, the
+suspension its ``wait_for`` parks on.  How a handler asks for input is what
+sets the styles apart (``docs/server.md``):
+
+=================================  ======================================================
+style (how it is registered)       how it asks, and what it gets back
+=================================  ======================================================
+re-entrant, ``once``, ``Steps``    ``return ctx.ask({...}, state=...)``: the leg ends with
+(``@app.tool(...)``)               an ``input_required`` round; the handler runs again from
+                                   the top, reading ``ctx.answer(key, asked)`` and
+                                   ``ctx.state``
+continuation (``@app.tool(...,     ``answers = await ctx.wait_for({...})`` or
+continuation=True)``, an           ``await ctx.wait_for_answer(key, asked)``: the coroutine
+``async def``)                     is parked between rounds and resumed with the answers
+=================================  ======================================================
+
+Mixing them is a bug, and said so: ``wait_for`` in a re-entrant handler raises
+``RuntimeError``, and a continuation that returns ``ctx.ask(...)`` fails the
+request (-32603).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import mrtr_core as m
+
+from ..server.app import Outlet
+
+if TYPE_CHECKING:
+    from .continuations import Leg, Suspension
+    from .mcp_app import McpApp
+
+
+class Context(m.HandlerContext):
+    """What a handler sees for one leg: the core's context plus the app and the outlet.
+
+    Re-entrant styles: ``answer``/``ask``/``can_ask``/``once`` and ``state`` are
+    those of :class:`mrtr_core.HandlerContext`; ``return ctx.ask(...)`` for another
+    round.  Continuation style: ``await ctx.wait_for(...)`` for the answers.
+    ``progress``, ``log`` and ``notify`` stream to the client before the result
+    (``async def`` handlers: a plain function cannot await them).
+    """
+
+    def __init__(
+        self,
+        leg: m.HandlerContext,
+        outlet: Outlet,
+        app: McpApp,
+        *,
+        uri: str | None = None,
+        uri_params: Mapping[str, str] | None = None,
+        suspension: Suspension | None = None,
+    ) -> None:
+        # This context *is* the opened leg (Steps and close_leg take it as one).
+        super().__init__(
+            leg.request,
+            leg.info,
+            opened=leg.opened,
+            flow=leg.flow,
+            deadline=leg.deadline,
+            guards=leg._guards,
+            state=leg.state,
+            sealer=leg._sealer,
+            principal=leg.principal,
+            now=leg.now,
+        )
+        self.outlet = outlet
+        self.app = app
+        #: ``resources/read``: the URI read, and a template's variables in it.
+        self.uri = uri
+        self.uri_params: Mapping[str, str] = uri_params or {}
+        self._suspension = suspension
+
+    # --- the continuation style -----------------------------------------------------------
+
+    async def wait_for(self, requests: Mapping[str, m.InputRequest]) -> m.Answers:
+        """Continuation style: ask the client for ``requests`` and wait, parked, for the
+        retry that brings the answers (a key may still be unanswered: ask again).
+
+        From then on this context describes that retry's leg: its params, its declared
+        capabilities, its outlet.  Raises -32021 when this leg did not declare what
+        ``requests`` need, and ``RuntimeError`` in a handler not registered with
+        ``continuation=True`` (a re-entrant handler returns ``ctx.ask(...)`` instead).
+        """
+        if self._suspension is None:
+            raise RuntimeError(
+                "await ctx.wait_for(...) needs a handler registered with continuation=True; "
+                "a re-entrant handler returns ctx.ask(...)"
+            )
+        asks = self.ask(requests).requests  # -32021 for what this leg did not declare
+        self._resume_at(await self._suspension.suspend(asks))
+        return self.answers
+
+    async def wait_for_answer(self, key: str, asked: m.InputRequest) -> m.InputResponse:
+        """Continuation style: ask ``asked`` under ``key`` until the client answers it;
+        the typed answer."""
+        while True:
+            answer = (await self.wait_for({key: asked})).get(key, asked)
+            if answer is not None:
+                return answer
+
+    def _resume_at(self, leg: Leg) -> None:
+        """Become the leg that resumed the parked handler; the flow stays the same."""
+        super().__init__(
+            leg.request,
+            leg.info,
+            opened=None,  # the requestState was the store's reference, not a handler state
+            flow=self.flow,
+            deadline=self.deadline,
+            guards=self._guards,
+            state=None,
+            sealer=self._sealer,
+            principal=leg.principal,
+            now=leg.now,
+        )
+        self.outlet = leg.outlet
+
+    # --- streaming ------------------------------------------------------------------------
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """``notifications/progress`` (sent only if the request has a progress token)."""
+        await self.outlet.progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """``notifications/message`` (sent only at or above the request's ``logLevel``).
+
+        Logging is deprecated in 2026-07-28 (SEP-2577), still served.
+        """
+        await self.outlet.log(level, data, logger)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        await self.outlet.notify(method, params)
+
+
+__all__ = ["Context"]

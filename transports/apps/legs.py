@@ -1,0 +1,157 @@
+"""One leg of ``tools/call``, ``resources/read`` or ``prompts/get``: its handler, in its style.
+
+The app finds the registered entry; here its params are checked, its handler
+runs for one leg, and what it returns is shaped into the method's result
+(``results``).
+
+Re-entrant (plain, with ``once`` guards, or a ``mrtr_core.Steps``):
+``mrtr_core.open_leg`` opens and verifies the ``requestState`` before any
+handler code runs, the handler runs with a :class:`Context` (awaited if it is
+an ``async def``), and ``mrtr_core.close_leg`` seals an ask into the next
+``requestState``, so any process holding the sealer's keys can serve any leg.
+
+Continuation (``continuation=True``): the first leg starts the handler in the
+app's :class:`~mrtr_transports.apps.continuations.ContinuationStore`, and a
+retry resumes the parked handler its ``requestState`` names.  Either way the
+leg returns the handler's next ask or its result, shaped for the method.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import mrtr_core as m
+
+from ..server.app import Outlet
+from .context import Context
+from .continuations import Leg, Suspension
+from .registry import Prompt, Resource, ResourceTemplate, Tool
+from .results import (
+    prompt_result,
+    resource_result,
+    tool_error,
+    tool_exception,
+    tool_result,
+    with_cache_hints,
+)
+
+if TYPE_CHECKING:
+    from .mcp_app import McpApp
+
+Entry = Tool | Resource | ResourceTemplate | Prompt
+
+
+async def call_tool(
+    app: McpApp, tool: Tool, request: m.Request, info: m.RequestInfo, outlet: Outlet
+) -> dict[str, Any]:
+    arguments = (request.params or {}).get("arguments", {})
+    if not isinstance(arguments, Mapping):
+        raise m.MrtrError("arguments must be an object", code=m.INVALID_PARAMS)
+    missing = [k for k in tool.input_schema.get("required", ()) if k not in arguments]
+    if missing:  # an input error the model can correct: a tool result, not a protocol error
+        return tool_error(f"Missing required arguments: {', '.join(missing)}")
+
+    def shape(outcome: Any) -> Mapping[str, Any]:
+        return tool_result(tool, outcome)
+
+    return await run_leg(app, tool, request, info, outlet, shape, on_error=tool_exception)
+
+
+async def read_resource(
+    app: McpApp,
+    reader: Resource | ResourceTemplate,
+    uri: str,
+    uri_params: Mapping[str, str] | None,
+    request: m.Request,
+    info: m.RequestInfo,
+    outlet: Outlet,
+) -> dict[str, Any]:
+    def shape(outcome: Any) -> Mapping[str, Any]:
+        result = resource_result(uri, reader.mime_type, outcome)
+        return with_cache_hints(info, result, reader.ttl_ms, reader.cache_scope)
+
+    return await run_leg(app, reader, request, info, outlet, shape, uri=uri, uri_params=uri_params)
+
+
+async def get_prompt(
+    app: McpApp, prompt: Prompt, request: m.Request, info: m.RequestInfo, outlet: Outlet
+) -> dict[str, Any]:
+    arguments = (request.params or {}).get("arguments", {})
+    if not isinstance(arguments, Mapping) or not all(
+        isinstance(v, str) for v in arguments.values()
+    ):
+        raise m.MrtrError("prompt arguments must be strings", code=m.INVALID_PARAMS)
+    missing = [
+        a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in arguments
+    ]
+    if missing:
+        raise m.MrtrError(
+            f"Missing required arguments: {', '.join(missing)}",
+            code=m.INVALID_PARAMS,
+            data={"missing": missing},
+        )
+    return await run_leg(app, prompt, request, info, outlet, prompt_result)
+
+
+async def run_leg(
+    app: McpApp,
+    entry: Entry,
+    request: m.Request,
+    info: m.RequestInfo,
+    outlet: Outlet,
+    shape: Callable[[Any], Mapping[str, Any]],
+    *,
+    on_error: Callable[[Exception], Mapping[str, Any]] | None = None,
+    uri: str | None = None,
+    uri_params: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One leg of ``entry``'s handler: the wire result (complete or ``input_required``).
+
+    ``shape`` makes what the handler returned into the method's result;
+    ``on_error`` (tools) makes an exception that is not an ``MrtrError`` into one.
+    """
+    params = request.params or {}
+    if "inputResponses" in params and not isinstance(params["inputResponses"], Mapping):
+        raise m.MrtrError(
+            "inputResponses must be an object",
+            code=m.INVALID_PARAMS,
+            data={"reason": "inputResponses must be an object"},
+        )
+    now = app.clock()
+    leg = Leg(request, info, outlet, app.principal, now)
+    if entry.continuation and "requestState" in params:
+        assert app.continuations is not None  # made when the handler was registered
+        return await app.continuations.resume(leg, sealer=app.sealer)
+    opened = m.open_leg(
+        request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
+    )
+
+    async def run(suspension: Suspension | None) -> Mapping[str, Any]:
+        ctx = Context(opened, outlet, app, uri=uri, uri_params=uri_params, suspension=suspension)
+        try:
+            outcome = entry.fn(ctx)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except m.MrtrError:
+            raise
+        except Exception as exc:
+            if on_error is None:
+                raise
+            return on_error(exc)
+        if isinstance(outcome, m.Ask):
+            if suspension is not None:
+                raise TypeError(
+                    "a continuation handler awaits ctx.wait_for(...); it does not return ctx.ask()"
+                )
+            return m.close_leg(ctx, outcome)
+        return m.close_leg(ctx, shape(outcome))
+
+    if entry.continuation:
+        assert app.continuations is not None
+        return await app.continuations.start(run, leg, sealer=app.sealer)
+    return dict(await run(None))
+
+
+__all__ = ["Entry", "call_tool", "get_prompt", "read_resource", "run_leg"]

@@ -1,0 +1,147 @@
+"""``subscriptions/listen`` (2026-07-28): an app's open listen streams.
+
+The handler acknowledges the filter it agreed to, then forwards
+``notifications/{tools,prompts,resources}/list_changed`` and
+``notifications/resources/updated`` as the app announces them
+(``McpApp.notify_tools_changed`` and friends; adding or removing a tool,
+prompt or resource announces it), each tagged with the subscription id, until
+the stream closes (the transport cancels the handler) or the app closes it
+gracefully (``McpApp.close_subscriptions``: the request gets its result; the
+stdio server calls it at the end of stdin, ``HttpServer.aclose`` at shutdown).
+A 2025-era session has no such stream: there ``resources/subscribe`` is -32601.
+
+Bounds: at most ``max_streams`` listen streams at once (more: -32603); each
+stream holds at most one pending notification per kind and per subscribed URI
+(repeats coalesce), and a filter names at most ``MAX_SUBSCRIBED_URIS`` URIs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import trio
+
+import mrtr_core as m
+
+from ..server.app import Outlet
+
+#: ``_meta`` key tying a notification (and the final result) to its listen stream.
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+#: Most URIs one ``subscriptions/listen`` filter may name.
+MAX_SUBSCRIBED_URIS = 256
+
+#: A filter's ``*ListChanged`` flag -> the notification it asks for.
+LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"
+
+
+class Listener:
+    """One ``subscriptions/listen`` stream: what it wants, and what is due on it."""
+
+    def __init__(self, subscription_id: m.RequestId, agreed: Mapping[str, Any]) -> None:
+        self.subscription_id = subscription_id
+        self.methods = {LIST_CHANGED[k] for k in LIST_CHANGED if agreed.get(k)}
+        self.uris = frozenset(agreed.get("resourceSubscriptions", ()))
+        #: Due notifications by (method, uri); repeats coalesce, so this stays small.
+        self.pending: dict[tuple[str, str | None], None] = {}
+        self.wake = trio.Event()
+        self.closing = False
+
+    def offer(self, method: str, uri: str | None) -> None:
+        wanted = uri in self.uris if method == RESOURCE_UPDATED else method in self.methods
+        if wanted:
+            self.pending[(method, uri)] = None
+            self.wake.set()
+
+
+class Subscriptions:
+    """The listen streams open on one app, and the announcements they wait for."""
+
+    def __init__(self, max_streams: int) -> None:
+        self.max_streams = max_streams
+        self._listeners: set[Listener] = set()
+
+    def __len__(self) -> int:
+        return len(self._listeners)
+
+    def announce(self, method: str, uri: str | None = None) -> None:
+        for listener in self._listeners:
+            listener.offer(method, uri)
+
+    def close(self) -> None:
+        """End every listen stream gracefully (shutdown): each gets its result."""
+        for listener in self._listeners:
+            listener.closing = True
+            listener.wake.set()
+
+    async def listen(
+        self,
+        request: m.Request,
+        outlet: Outlet,
+        params: Mapping[str, Any],
+        offers: Collection[str],
+    ) -> dict[str, Any]:
+        """Serve one ``subscriptions/listen`` request; ``offers`` are the kinds the app serves."""
+        wanted = params.get("notifications")
+        if not isinstance(wanted, Mapping):
+            raise m.MrtrError(
+                "subscriptions/listen needs a notifications filter", code=m.INVALID_PARAMS
+            )
+        uris = wanted.get("resourceSubscriptions", [])
+        if not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
+            raise m.MrtrError("resourceSubscriptions must be a list of URIs", code=m.INVALID_PARAMS)
+        if len(uris) > MAX_SUBSCRIBED_URIS:
+            raise m.MrtrError(
+                f"at most {MAX_SUBSCRIBED_URIS} resourceSubscriptions", code=m.INVALID_PARAMS
+            )
+        if len(self._listeners) >= self.max_streams:
+            raise m.MrtrError(
+                f"more than max_subscriptions={self.max_streams} listen streams",
+                code=m.INTERNAL_ERROR,
+            )
+        # Agree to what we can deliver; what we cannot is left out of the acknowledgement.
+        offered = {
+            "toolsListChanged": "tools" in offers,
+            "promptsListChanged": "prompts" in offers,
+            "resourcesListChanged": "resources" in offers,
+        }
+        agreed: dict[str, Any] = {
+            k: True for k, ok in offered.items() if ok and wanted.get(k) is True
+        }
+        if uris and "resources" in offers:
+            agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        listener = Listener(request.id, agreed)
+        tag = {SUBSCRIPTION_ID: request.id}
+        self._listeners.add(listener)
+        try:
+            await outlet.notify(
+                "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": agreed}
+            )
+            while True:
+                await listener.wake.wait()
+                listener.wake = trio.Event()
+                due, listener.pending = listener.pending, {}
+                for method, uri in due:
+                    note: dict[str, Any] = {"_meta": tag}
+                    if uri is not None:
+                        note["uri"] = uri
+                    await outlet.notify(method, note)
+                if listener.closing:
+                    return {"_meta": tag}
+        finally:
+            self._listeners.discard(listener)
+
+
+__all__ = [
+    "LIST_CHANGED",
+    "MAX_SUBSCRIBED_URIS",
+    "RESOURCE_UPDATED",
+    "SUBSCRIPTION_ID",
+    "Listener",
+    "Subscriptions",
+]
