@@ -68,6 +68,7 @@ class MemoryLink:
     framing = "lines"
     needs_messages = False
     wants_tool_list = False
+    confirms_transmission = False
 
     def __init__(self, app: App) -> None:
         self.app = app
