@@ -138,6 +138,24 @@ async def test_exit_5_when_the_state_only_leg_cap_is_exceeded():
     assert enough.json()["content"][0]["text"] == "legs=3"
 
 
+def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
+    from mrtr_transports.cli.call import exit_code_for
+    from mrtr_transports.client import errors
+
+    cases = [
+        (errors.CallError(m.INVALID_PARAMS, "bad arguments"), 3),
+        (errors.CallError(m.MISSING_CLIENT_CAPABILITY, "needs sampling"), 7),
+        (errors.CallTimeout(1.0, 1.0, "total"), 4),
+        (errors.RoundCapExceeded(10, limit_name="max_state_only_legs"), 5),
+        (errors.TransportError("the server went away"), 6),
+        (errors.InputUnavailable("nobody to ask"), 7),
+        (errors.ClientError("cannot send the next leg"), 3),
+    ]
+    assert [exit_code_for(error) for error, _ in cases] == [code for _, code in cases]
+    assert exit_code_for(RuntimeError("not a client error")) is None
+    assert [int(code) for code in errors.ExitCode] == list(range(8))  # docs/cli.md's table
+
+
 async def test_exit_7_no_answer_available():
     nothing, missing_key = await mrtr_all(
         [
