@@ -1,7 +1,9 @@
 """The ``--trace FILE`` of ``mrtr call``: every JSON-RPC message, one JSON line each.
 
 The model: the client calls its ``tracer`` for each message it sends and
-receives (a record with ``dir``, ``t``, ``flow``, ``round``, ``msg``);
+receives (a :class:`~mrtr_transports.client.tracing.TraceRecord`: ``dir``,
+``t``, ``flow``, ``round``, ``msg``; a message counts as sent once the link
+has really transmitted it);
 :class:`NdjsonTracer` writes each as one line of NDJSON::
 
     {"dir": "send", "t": 0.0123, "flow": 1, "round": 0, "msg": {"jsonrpc": "2.0", ...}}
@@ -50,7 +52,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import IO, Any, Protocol
+from typing import IO, Any
+
+from ..client.tracing import TraceRecord
 
 REDACTED = "[REDACTED]"
 WARN_ECHO_DIFFERS = "requestState echo differs from the one received"
@@ -136,16 +140,6 @@ def redact(value: Any) -> Any:
     if isinstance(value, str):
         return redact_text(value)
     return value
-
-
-class TraceRecord(Protocol):
-    """What the client hands its tracer for each message (``mrtr_transports.client.client``)."""
-
-    dir: str
-    t: float
-    flow: int | None
-    round: int | None
-    msg: Mapping[str, Any]
 
 
 class NdjsonTracer:

@@ -1,35 +1,79 @@
 """What a client call can end with, other than its result.
 
 Every error a :class:`~mrtr_transports.client.client.Client` raises is a
-:class:`ClientError`, and each kind maps to one exit code of ``mrtr call``:
+:class:`ClientError`, and each kind maps to one exit code of ``mrtr call``,
+its class's ``exit_code`` (the command exits with ``type(error).exit_code``;
+:class:`ExitCode` is the command's whole table, written here once):
 
 ====================  ====  ===============================================================
 class                 exit  meaning
 ====================  ====  ===============================================================
 ``CallError``         3     the server answered with a JSON-RPC error, or broke the protocol
 ``CallTimeout``       4     a leg, input or whole-flow budget ran out
-``RoundCapExceeded``  5     the server asked for more rounds than ``max_rounds`` allows
+``RoundCapExceeded``  5     the server asked for more rounds than ``max_rounds`` (or
+                            ``max_state_only_legs``) allows
 ``TransportError``    6     the link failed: a child process died, a socket or HTTP failure
 ``InputUnavailable``  7     no answer for an input request (none available, declined to
                             answer, or the question was withdrawn)
 ====================  ====  ===============================================================
 
 A declined or cancelled elicitation is an *answer* (the server gets it and
-decides); ``InputUnavailable`` means no answer could be produced at all.
+decides); ``InputUnavailable`` means no answer could be produced at all.  A
+``CallError`` -32021 (the server needs a capability the client could not
+declare, having no answer for it) is exit 7 as well: :func:`exit_code_of`.
+A plain ``ClientError`` (the client would not go on, e.g. a leg the connection
+refused to send) is exit 3.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from enum import IntEnum
+from typing import Any, ClassVar, Literal
+
+import mrtr_core as m
 
 TransportErrorKind = Literal["spawn", "connect", "disconnect", "timeout", "http", "closed"]
 
 
+class ExitCode(IntEnum):
+    """The exit codes of ``mrtr call`` (docs/cli.md); the errors below carry theirs."""
+
+    RESULT = 0
+    TOOL_ERROR = 1
+    USAGE = 2
+    PROTOCOL = 3
+    TIMEOUT = 4
+    ROUND_CAP = 5
+    TRANSPORT = 6
+    NO_ANSWER = 7
+
+    @property
+    def meaning(self) -> str:
+        """One line for ``mrtr call --help``."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitCode.RESULT: "a result (printed as JSON on stdout)",
+    ExitCode.TOOL_ERROR: "a tool result with isError: true",
+    ExitCode.USAGE: "usage error (arguments, answers file)",
+    ExitCode.PROTOCOL: "JSON-RPC or protocol error",
+    ExitCode.TIMEOUT: "timed out",
+    ExitCode.ROUND_CAP: "round cap (--max-rounds, --max-state-only-legs) exceeded",
+    ExitCode.TRANSPORT: "transport failure (connect, server process died, HTTP)",
+    ExitCode.NO_ANSWER: "cancelled, declined to answer, or no answer available",
+}
+
+
 class ClientError(Exception):
-    """Base of everything a client call raises instead of returning its result."""
+    """Base of everything a client call raises instead of returning its result.
+
+    A plain ``ClientError`` is the client refusing to go on by itself (e.g. a
+    leg the connection would not send): a protocol failure, exit 3.
+    """
 
     #: The ``mrtr call`` exit code for this kind of failure.
-    exit_code = 1
+    exit_code: ClassVar[ExitCode] = ExitCode.PROTOCOL
 
 
 class CallError(ClientError):
@@ -41,7 +85,7 @@ class CallError(ClientError):
     declare a capability for).
     """
 
-    exit_code = 3
+    exit_code = ExitCode.PROTOCOL
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(f"{message} (JSON-RPC error {code})")
@@ -57,7 +101,7 @@ class CallTimeout(ClientError):
     limit itself in seconds (``None`` when no budget was configured).
     """
 
-    exit_code = 4
+    exit_code = ExitCode.TIMEOUT
 
     def __init__(self, elapsed: float, budget: float | None, limit: str) -> None:
         budget_text = "no budget" if budget is None else f"budget {budget:g} s"
@@ -75,7 +119,7 @@ class RoundCapExceeded(ClientError):
     ``last_result`` is the last ``input_required`` result received.
     """
 
-    exit_code = 5
+    exit_code = ExitCode.ROUND_CAP
 
     def __init__(
         self,
@@ -104,7 +148,7 @@ class TransportError(ClientError):
     ``status`` the HTTP status, where they apply.
     """
 
-    exit_code = 6
+    exit_code = ExitCode.TRANSPORT
 
     def __init__(
         self,
@@ -143,9 +187,18 @@ class InputUnavailable(ClientError):
     and by the call itself.  ``key`` names the input request when known.
     """
 
-    exit_code = 7
+    exit_code = ExitCode.NO_ANSWER
 
     def __init__(self, reason: str, *, key: str | None = None) -> None:
         super().__init__(reason if key is None else f"no answer for {key!r}: {reason}")
         self.reason = reason
         self.key = key
+
+
+def exit_code_of(error: ClientError) -> ExitCode:
+    """The ``mrtr call`` exit code of ``error``: ``type(error).exit_code``, except that a
+    ``CallError`` -32021 (the server needs input this client declared it cannot give)
+    is :attr:`ExitCode.NO_ANSWER`, as ``InputUnavailable`` is."""
+    if isinstance(error, CallError) and error.code == m.MISSING_CLIENT_CAPABILITY:
+        return InputUnavailable.exit_code
+    return type(error).exit_code

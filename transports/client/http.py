@@ -135,6 +135,7 @@ class HttpLink:
     framing: Literal["lines", "messages"] = "messages"
     needs_messages = True
     wants_tool_list = True
+    confirms_transmission = True  # a message is sent once its POST is written
 
     def __init__(
         self,
@@ -265,6 +266,7 @@ class HttpLink:
                     del self._streams[out.request_id]
 
     async def _post(self, out: Outbound) -> None:
+        assert self._client is not None
         headers = self.request_headers(out)
         for attempt in (1, 2):
             async with self._slots:
@@ -275,6 +277,7 @@ class HttpLink:
                     )
                     await conn.send(h11.Data(data=out.data))
                     await conn.send(h11.EndOfMessage())
+                    self._client.transmitted(out)  # (for the trace: it is on the wire)
                     response = await conn.next_event()
                     while isinstance(response, h11.InformationalResponse):
                         response = await conn.next_event()

@@ -68,6 +68,7 @@ class StdioLink:
     framing: Literal["lines", "messages"] = "lines"
     needs_messages = False
     wants_tool_list = False
+    confirms_transmission = False  # one ordered queue to the child: handed over is sent
 
     def __init__(
         self,

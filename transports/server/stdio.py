@@ -2,12 +2,15 @@
 
 The model: the client starts us as a child process and writes one JSON-RPC
 message per line to our stdin; we write one per line to our stdout, and
-nothing else may ever reach stdout.  So before serving, ``serve_stdio``
-moves the real stdout out of everyone's way: it keeps a private duplicate of
-file descriptor 1 for the protocol, points fd 1 itself at stderr (so even a C
-extension or a child process that writes to fd 1 lands on stderr) and sets
-``sys.stdout`` to ``sys.stderr`` (so ``print`` in a handler does too).  Logging
-goes to stderr, which the client must not treat as an error.
+nothing else may ever reach stdout.  :func:`guard_stdout` moves the real
+stdout out of everyone's way: it keeps a private duplicate of file descriptor
+1 for the protocol, points fd 1 itself at stderr (so even a C extension or a
+child process that writes to fd 1 lands on stderr) and sets ``sys.stdout`` to
+``sys.stderr`` (so ``print`` does too).  The serve entry
+(:mod:`~mrtr_transports.server.entry`) takes the guard *before* it imports the
+app, so a ``print`` at import time is as harmless as one in a handler;
+``serve_stdio`` takes it (or uses the one already taken) while serving.
+Logging goes to stderr, which the client must not treat as an error.
 
 Everything else is the shared driver (``_serve.serve_stream``): one task per
 request, ``notifications/cancelled`` cancels that handler and nothing is sent
@@ -17,26 +20,60 @@ streams end first with their final result (when the app has
 ``close_subscriptions()``, as ``McpApp`` does), running handlers get
 ``drain_timeout`` seconds (1 s) to finish, then are cancelled.
 
-Run it::
+Run it (both go through :mod:`~mrtr_transports.server.entry`)::
 
+    mrtr serve --stdio --app mypackage.server:app
     python -m mrtr_transports.server.stdio --app mypackage.server:app
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import trio
 
 from .app import ServerApp
-from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app, serve_stream
+from .driver import DEFAULT_DRAIN_TIMEOUT, serve_stream
 
-__all__ = ["main", "serve_stdio"]
+__all__ = ["guard_stdout", "main", "serve_stdio"]
+
+#: The protocol's duplicate of the real stdout while a guard is taken.
+_protocol_fd: int | None = None
+
+
+@contextmanager
+def guard_stdout() -> Iterator[int]:
+    """Keep stdout for the protocol: yields a private duplicate of fd 1 (the real stdout).
+
+    Until the block ends, fd 1 and ``sys.stdout`` point at stderr, so nothing
+    else written to "stdout" (``print``, a C library, a child process) reaches
+    the protocol stream; then both are restored and the duplicate is closed.
+    Nested guards share the outer one's duplicate.
+    """
+    global _protocol_fd
+    if _protocol_fd is not None:
+        yield _protocol_fd
+        return
+    sys.stdout.flush()
+    saved_stdout = sys.stdout
+    protocol_fd = os.dup(1)
+    saved_fd1 = os.dup(1)
+    os.dup2(2, 1)  # from now on whatever writes to fd 1 writes to stderr
+    sys.stdout = sys.stderr
+    _protocol_fd = protocol_fd
+    try:
+        yield protocol_fd
+    finally:
+        _protocol_fd = None
+        sys.stdout.flush()
+        os.dup2(saved_fd1, 1)
+        os.close(saved_fd1)
+        os.close(protocol_fd)
+        sys.stdout = saved_stdout
 
 
 async def serve_stdio(
@@ -50,63 +87,30 @@ async def serve_stdio(
     """Serve ``app`` on ``stdin``/``stdout`` (fds 0 and 1 by default) until stdin ends.
 
     With the default stdout, fd 1 and ``sys.stdout`` point at stderr while
-    serving (restored afterwards), so only protocol messages reach the real
-    stdout.  Given streams are used as they are and left open.
+    serving (restored afterwards; :func:`guard_stdout`, or the guard already
+    taken), so only protocol messages reach the real stdout.  Given streams are
+    used as they are and left open.
     ``connection_options`` go to ``mrtr_core.Connection``.
     """
-    owned: list[trio.lowlevel.FdStream] = []
-    saved_fd1: int | None = None
-    saved_stdout = sys.stdout
-    try:
+    with ExitStack() as owned:
         if stdin is None:
-            stdin = trio.lowlevel.FdStream(os.dup(0))  # our own fd: closing it leaves fd 0 be
-            owned.append(stdin)
+            own_stdin = trio.lowlevel.FdStream(os.dup(0))  # our own fd: closing it leaves fd 0 be
+            owned.callback(own_stdin.close)
+            stdin = own_stdin
         if stdout is None:
-            sys.stdout.flush()
-            protocol_fd = os.dup(1)
-            saved_fd1 = os.dup(1)
-            os.dup2(2, 1)  # from now on whatever writes to fd 1 writes to stderr
-            sys.stdout = sys.stderr
-            stdout = trio.lowlevel.FdStream(protocol_fd)
-            owned.append(stdout)
+            protocol_fd = owned.enter_context(guard_stdout())
+            own_stdout = trio.lowlevel.FdStream(os.dup(protocol_fd))
+            owned.callback(own_stdout.close)
+            stdout = own_stdout
         await serve_stream(app, stdin, stdout, drain_timeout=drain_timeout, **connection_options)
-    finally:
-        for stream in owned:
-            stream.close()
-        if saved_fd1 is not None:
-            os.dup2(saved_fd1, 1)
-            os.close(saved_fd1)
-            sys.stdout = saved_stdout
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.server.stdio --app MODULE:ATTR``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m mrtr_transports.server.stdio",
-        description="Serve an MCP server app on stdin/stdout (logs go to stderr).",
-    )
-    parser.add_argument("--app", required=True, metavar="MODULE:ATTR", help="the ServerApp")
-    parser.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=DEFAULT_DRAIN_TIMEOUT,
-        metavar="SEC",
-        help="at the end of stdin, how long running handlers may finish (default: %(default)s)",
-    )
-    parser.add_argument("--log-level", default="WARNING", help="stderr log level")
-    args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # a print at import must not reach stdout
-            app = load_app(args.app)
-    except AppSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        trio.run(lambda: serve_stdio(app, drain_timeout=args.drain_timeout))
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    """``python -m mrtr_transports.server.stdio [--app MODULE:ATTR] ...``: the one serve
+    entry (:func:`mrtr_transports.server.entry.main`), serving stdio."""
+    from . import entry
+
+    return entry.main(entry.STDIO_MODULE, argv)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shlex
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,6 +119,41 @@ async def test_exit_5_round_cap_and_6_transport_failure(answers_file):
     assert "round cap" in capped.stderr and "max_rounds=1" in capped.stderr
     assert "transport failure" in died.stderr and "boom" in died.stderr
     assert capped.stdout == died.stdout == ""
+
+
+async def test_exit_5_when_the_state_only_leg_cap_is_exceeded():
+    # Regression: there was no --max-state-only-legs, and Client.call never passed it on.
+    peer = str(Path(__file__).resolve().parents[2] / "support" / "peer_stdio_server.py")
+    server = "stdio:" + shlex.join([sys.executable, peer])
+    capped, enough = await mrtr_all(
+        [
+            ["call", "--max-state-only-legs", "1", server, "state_only", '{"legs": 3}'],
+            ["call", "--max-state-only-legs", "3", server, "state_only", '{"legs": 3}'],
+        ]
+    )
+    assert capped.returncode == 5, capped.stderr
+    assert "round cap" in capped.stderr and "max_state_only_legs=1" in capped.stderr
+    assert capped.stdout == ""
+    assert enough.returncode == 0, enough.stderr
+    assert enough.json()["content"][0]["text"] == "legs=3"
+
+
+def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
+    from mrtr_transports.cli.call import exit_code_for
+    from mrtr_transports.client import errors
+
+    cases = [
+        (errors.CallError(m.INVALID_PARAMS, "bad arguments"), 3),
+        (errors.CallError(m.MISSING_CLIENT_CAPABILITY, "needs sampling"), 7),
+        (errors.CallTimeout(1.0, 1.0, "total"), 4),
+        (errors.RoundCapExceeded(10, limit_name="max_state_only_legs"), 5),
+        (errors.TransportError("the server went away"), 6),
+        (errors.InputUnavailable("nobody to ask"), 7),
+        (errors.ClientError("cannot send the next leg"), 3),
+    ]
+    assert [exit_code_for(error) for error, _ in cases] == [code for _, code in cases]
+    assert exit_code_for(RuntimeError("not a client error")) is None
+    assert [int(code) for code in errors.ExitCode] == list(range(8))  # docs/cli.md's table
 
 
 async def test_exit_7_no_answer_available():

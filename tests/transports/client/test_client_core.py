@@ -68,6 +68,7 @@ class MemoryLink:
     framing = "lines"
     needs_messages = False
     wants_tool_list = False
+    confirms_transmission = False
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -289,6 +290,18 @@ async def test_the_round_cap_is_round_cap_exceeded() -> None:
         assert len(link.requests()) == 3  # the original and two answered retries
 
     await with_client(body, answer=accept_name("x"))
+
+
+async def test_the_state_only_leg_cap_reaches_the_core() -> None:
+    # Regression: Client.call passed only max_rounds to Connection.call, never this bound.
+    async def body(client: Client, link: MemoryLink) -> None:
+        with pytest.raises(RoundCapExceeded) as caught:
+            await client.call_tool("state_only", max_state_only_legs=2)
+        assert caught.value.rounds == 2 and caught.value.limit_name == "max_state_only_legs"
+        assert caught.value.last_result["requestState"] == "again"
+        assert len(link.requests()) == 3  # the original and two state-only retries
+
+    await with_client(body)
 
 
 async def test_a_json_rpc_error_is_call_error() -> None:

@@ -411,13 +411,13 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     assert caught.value.kind == "connect"
 
 
-async def opening_fails(server: PeerHttpServer, expected: type[E]) -> E:
+async def opening_fails(server: PeerHttpServer, expected: type[E], **options: Any) -> E:
     """The error that opening a client to ``server`` raises (it must raise one)."""
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             url = await nursery.start(server.run)
             with pytest.raises(expected) as caught:
-                async with open_http_client(url):
+                async with open_http_client(url, **options):
                     raise AssertionError("opened a session")
             nursery.cancel_scope.cancel()
     return caught.value
@@ -440,6 +440,26 @@ async def test_a_2025_http_server_is_a_clear_transport_error(reply: Reply) -> No
     assert failure.kind == "http"
     assert "not supported yet" in str(failure)
     assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
+
+
+async def test_only_what_really_went_out_is_traced_as_sent() -> None:
+    # Regression: the trace had a send for `initialize`, which the link refused (2025-era
+    # HTTP is not supported), and for a POST to a port where nobody listens.
+    async def legacy(seen: Seen) -> Reply:
+        return Reply(405, [], [])
+
+    records: list[TraceRecord] = []
+    await opening_fails(PeerHttpServer(legacy), TransportError, tracer=records.append)
+    assert [(r.dir, r.msg.get("method")) for r in records] == [("send", "server/discover")]
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    await listeners[0].aclose()  # nothing listens there any more
+    unsent: list[TraceRecord] = []
+    with trio.fail_after(5), pytest.raises(TransportError) as caught:
+        async with open_http_client(f"http://127.0.0.1:{port}/mcp", tracer=unsent.append):
+            raise AssertionError("connected")
+    assert caught.value.kind == "connect" and unsent == []
 
 
 async def test_a_recognised_modern_error_never_falls_back() -> None:

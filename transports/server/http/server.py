@@ -81,8 +81,6 @@ server object, ``serve_http``, ``main``); the header rules are the core's
 
 from __future__ import annotations
 
-import argparse
-import functools
 import logging
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -93,7 +91,7 @@ import trio
 import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
-from ..driver import AppSpecError, end_subscriptions, load_app
+from ..driver import end_subscriptions
 from .exchange import HttpConnection, refuse_busy
 from .policy import AccessPolicy
 
@@ -272,47 +270,11 @@ class HttpServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.server.http.server --app MODULE:ATTR [--host H] [--port P]``.
+    """``python -m mrtr_transports.server.http.server [--host H] [--port P] ...``: the one
+    serve entry (:func:`mrtr_transports.server.entry.main`), serving HTTP."""
+    from .. import entry
 
-    Prints ``listening on http://HOST:PORT/mcp`` on stderr once it accepts connections.
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m mrtr_transports.server.http.server",
-        description="Serve an MCP server app over Streamable HTTP (2026-07-28).",
-    )
-    parser.add_argument("--app", required=True, metavar="MODULE:ATTR", help="the ServerApp")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
-    parser.add_argument("--path", default="/mcp", help="endpoint path (default: %(default)s)")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST")
-    parser.add_argument("--log-level", default="WARNING", help="stderr log level")
-    args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
-    try:
-        app = load_app(args.app)
-    except AppSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-    async def run() -> None:
-        async with trio.open_nursery() as nursery:
-            options = {
-                "path": args.path,
-                "allowed_origins": args.allow_origin,
-                "allowed_hosts": args.allow_host,
-            }
-            host, port = await nursery.start(
-                functools.partial(serve_http, app, args.host, args.port, **options)
-            )
-            shown = f"[{host}]" if ":" in host else host
-            print(f"listening on http://{shown}:{port}{args.path}", file=sys.stderr, flush=True)
-
-    try:
-        trio.run(run)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return entry.main(entry.HTTP_MODULE, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""The one serve entry (``mrtr_transports.server.entry``) behind ``mrtr serve`` and every
+``python -m``: stdout guarded before the app is imported, one set of options, one way to fail.
+
+Each stdio test starts a real server process with the app of
+``tests/support/noisy_app.py``, which writes to stdout at import time and in its
+tool; the protocol stream must hold nothing but JSON-RPC messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from mrtr_transports.server import entry
+
+ROOT = Path(__file__).resolve().parents[3]
+TESTS = ROOT / "tests"
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: Every command that serves stdio, as the tests and the docs run it.
+STDIO_COMMANDS = {
+    "mrtr serve --stdio": ["-m", "mrtr_transports.cli.main", "serve", "--stdio"],
+    "python -m mrtr_transports.server.stdio": ["-m", "mrtr_transports.server.stdio"],
+}
+#: Every serve command.
+ALL_COMMANDS = {
+    **STDIO_COMMANDS,
+    "python -m mrtr_transports.server.http.server": ["-m", "mrtr_transports.server.http.server"],
+}
+
+
+def server_env() -> dict[str, str]:
+    paths = [str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+async def run(argv: list[str], stdin: bytes = b"") -> trio.Process:
+    with trio.fail_after(20):
+        return await trio.run_process(
+            [sys.executable, *argv],
+            stdin=stdin,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=ROOT,
+            env=server_env(),
+        )
+
+
+@pytest.mark.parametrize("command", list(STDIO_COMMANDS))
+async def test_what_the_app_prints_never_reaches_the_protocol_stream(command: str) -> None:
+    # Regression: `mrtr serve --stdio --app mod:app` imported the app before guarding stdout,
+    # so a print at import time went out as a line of the protocol.
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "shout", "arguments": {}, "_meta": META},
+        },
+    ]
+    stdin = b"".join(json.dumps(r).encode() + b"\n" for r in requests)
+    argv = [*STDIO_COMMANDS[command], "--app", "support.noisy_app:app"]
+    done = await run(argv, stdin)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    messages = [json.loads(line) for line in done.stdout.decode().splitlines()]  # nothing else
+    by_id = {message["id"]: message for message in messages}
+    assert sorted(by_id) == [1, 2] and len(messages) == 2
+    assert "2026-07-28" in by_id[1]["result"]["supportedVersions"]
+    assert by_id[2]["result"]["content"] == [{"type": "text", "text": "quiet on the protocol"}]
+    for said in ("print at import", "fd 1 at import", "print in a tool", "fd 1 in a tool"):
+        assert f"noisy: {said}" in stderr
+
+
+@pytest.mark.parametrize("command", list(ALL_COMMANDS))
+async def test_an_app_that_cannot_be_loaded_exits_2_the_same_way_everywhere(command: str) -> None:
+    missing = await run([*ALL_COMMANDS[command], "--app", "support.srv_apps:Nope"])
+    failing = await run([*ALL_COMMANDS[command], "--app", "support.unimportable_app:app"])
+    for done in (missing, failing):
+        assert done.returncode == 2 and done.stdout == b"", done.stderr
+        assert done.stderr.decode().startswith(f"{command.split(' --')[0]}: error: --app ")
+    assert b"has no attribute 'Nope'" in missing.stderr
+    assert b"importing it failed" in failing.stderr
+    assert b"the app's configuration is missing" in failing.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "words"),
+    [
+        (entry.MRTR_SERVE, ["--stdio", "--allow-origin", "*"], "only apply to --http"),
+        (entry.MRTR_SERVE, ["--path", "/other"], "only apply to --http"),
+        (entry.MRTR_SERVE, ["--http", "127.0.0.1:0", "--drain-timeout", "1"], "only applies"),
+        (entry.MRTR_SERVE, ["--http", "8000"], "expected HOST:PORT"),
+        (
+            entry.MRTR_SERVE,
+            ["--http", "127.0.0.1:0", "--trusted-proxy", "10.0.0.0/33"],
+            "--trusted-proxy",
+        ),
+        (entry.HTTP_MODULE, ["--port", "70000"], "between 0 and 65535"),
+        (entry.STDIO_MODULE, ["--drain-timeout", "-1"], "--drain-timeout"),
+        (entry.STDIO_MODULE, ["--log-level", "chatty"], "not a logging level"),
+    ],
+)
+def test_options_that_do_not_fit_are_usage_errors_before_anything_runs(
+    command: entry.Entry, argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert entry.main(command, argv) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith(f"{command.prog}: error: ") and words in said.err
+
+
+@pytest.mark.parametrize("command", [entry.STDIO_MODULE, entry.HTTP_MODULE])
+def test_a_transport_module_takes_no_options_of_the_other(
+    command: entry.Entry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = ["--path", "/x"] if command.transport == "stdio" else ["--drain-timeout", "1"]
+    with pytest.raises(SystemExit) as exited:
+        entry.main(command, other)
+    assert exited.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err

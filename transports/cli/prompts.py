@@ -1,0 +1,252 @@
+"""The terminal side of ``mrtr call``: line prompts for forms, URLs and sampling.
+
+:class:`Terminal` reads one line at a time in a worker thread (the rest of
+the call keeps running while the user types); end of input or Ctrl-C at a
+prompt is :class:`PromptAborted`, never an answer.  Forms are asked field by
+field from the requested schema (types, enums, defaults, required fields; an
+invalid value is asked again, at most :data:`MAX_ATTEMPTS` times).  URL mode
+shows the full URL first, then asks for consent, then waits until the user is
+done.  Sampling shows the conversation and the user types the reply.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+import trio
+
+import mrtr_core as m
+
+from ..client.errors import InputUnavailable
+from .forms import check_value, choices, form_fields, parse_field
+
+__all__ = [
+    "HUMAN_MODEL",
+    "MAX_ATTEMPTS",
+    "MAX_LINE",
+    "PromptAborted",
+    "Terminal",
+    "prompt_form",
+    "prompt_sampling",
+    "prompt_url",
+]
+
+#: Bounds on what a user may type (a pasted novel is a mistake) and how often a
+#: field is asked again after an invalid answer before the prompt gives up.
+MAX_LINE = 64 * 1024
+MAX_ATTEMPTS = 20
+#: The model name a typed sampling reply is sent under.
+HUMAN_MODEL = "human (mrtr call)"
+
+
+class PromptAborted(Exception):
+    """The user ended input (EOF) or pressed Ctrl-C at a prompt."""
+
+
+class Terminal:
+    """Line prompts on a terminal: ``say`` writes, ``ask`` reads one line.
+
+    Reads happen in a worker thread (a blocking ``readline`` on the terminal,
+    abandoned if the call is cancelled), so the rest of the call (other legs,
+    timers) keeps running while the user types.  End of input, or Ctrl-C while
+    a prompt waits (when ``catch_interrupt`` is true, which needs the main
+    thread), raise :class:`PromptAborted`.
+    """
+
+    def __init__(self, infile: TextIO, outfile: TextIO, *, catch_interrupt: bool = True) -> None:
+        self.infile = infile
+        self.outfile = outfile
+        self.catch_interrupt = catch_interrupt
+
+    @classmethod
+    def from_stdio(cls) -> Terminal | None:
+        """A terminal on stdin (prompts on stderr), or ``None`` when stdin is not a tty."""
+        try:
+            interactive = sys.stdin.isatty()
+        except (AttributeError, ValueError):
+            interactive = False
+        return cls(sys.stdin, sys.stderr) if interactive else None
+
+    def say(self, text: str = "") -> None:
+        self.outfile.write(text + "\n")
+        self.outfile.flush()
+
+    async def ask(self, prompt: str) -> str:
+        self.outfile.write(prompt)
+        self.outfile.flush()
+        line: str | None = None
+        interrupted = False
+
+        async def read(cancel: trio.CancelScope) -> None:
+            nonlocal line
+            line = await trio.to_thread.run_sync(
+                self.infile.readline, MAX_LINE + 1, abandon_on_cancel=True
+            )
+            cancel.cancel()
+
+        async def watch(cancel: trio.CancelScope, signals: Any) -> None:
+            nonlocal interrupted
+            async for _ in signals:
+                interrupted = True
+                cancel.cancel()
+                return
+
+        if self.catch_interrupt:
+            with trio.open_signal_receiver(signal.SIGINT) as signals:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(read, nursery.cancel_scope)
+                    nursery.start_soon(watch, nursery.cancel_scope, signals)
+        else:
+            with trio.CancelScope() as scope:
+                await read(scope)
+        if interrupted:
+            self.say()
+            raise PromptAborted("interrupted at the prompt")
+        if not line:
+            self.say()
+            raise PromptAborted("end of input at the prompt")
+        if len(line) > MAX_LINE:
+            raise PromptAborted(f"a line longer than {MAX_LINE} characters")
+        return line.rstrip("\r\n")
+
+    async def ask_choice(self, prompt: str, options: Mapping[str, str]) -> str:
+        """Ask until the answer is one of ``options`` (letters or words, any case)."""
+        for _ in range(MAX_ATTEMPTS):
+            text = (await self.ask(prompt)).strip().lower()
+            for letter, word in options.items():
+                if text in (letter, word):
+                    return word
+            self.say(f"  please answer {' / '.join(options)}")
+        raise PromptAborted("no valid choice after many attempts")
+
+
+# --- The prompts --------------------------------------------------------------------------
+
+
+def _describe(name: str, prop: Mapping[str, Any], required: bool) -> str:
+    kind = prop.get("type", "value")
+    if kind == "array":
+        kind = "list, comma separated"
+    notes = [str(kind), "required" if required else "optional"]
+    if "default" in prop:
+        notes.append(f"default {json.dumps(prop['default'], ensure_ascii=False)}")
+    for key, word in (("minimum", "min"), ("maximum", "max")):
+        if key in prop:
+            notes.append(f"{word} {prop[key]}")
+    if prop.get("format"):
+        notes.append(str(prop["format"]))
+    title = prop.get("title") or name
+    return f"{title} ({', '.join(notes)})"
+
+
+async def prompt_form(terminal: Terminal, request: m.ElicitFormRequest) -> m.ElicitResult:
+    """Ask for a form: accept (then each field), decline, or cancel."""
+    terminal.say()
+    terminal.say(f"The server asks: {request.message}")
+    fields = form_fields(request.requested_schema)
+    if fields:
+        terminal.say("Fields: " + ", ".join(name for name, _, _ in fields))
+    choice = await terminal.ask_choice(
+        "Answer it? [a]ccept / [d]ecline / [c]ancel: ",
+        {"a": "accept", "d": "decline", "c": "cancel"},
+    )
+    if choice != "accept":
+        return m.ElicitResult(action=choice)  # type: ignore[arg-type]
+    content: dict[str, Any] = {}
+    for name, prop, required in fields:
+        value = await _ask_field(terminal, name, prop, required)
+        if value is not _OMIT:
+            content[name] = value
+    return m.ElicitResult(action="accept", content=content)
+
+
+_OMIT = object()
+
+
+async def _ask_field(terminal: Terminal, name: str, prop: Mapping[str, Any], required: bool) -> Any:
+    if prop.get("description"):
+        terminal.say(f"  {prop['description']}")
+    options = choices(prop)
+    if options is not None:
+        for i, (value, label) in enumerate(options, 1):
+            shown = label if label == str(value) else f"{label} ({value})"
+            terminal.say(f"    {i}) {shown}")
+    for _ in range(MAX_ATTEMPTS):
+        text = await terminal.ask(f"  {_describe(name, prop, required)}: ")
+        if not text.strip():
+            if "default" in prop:
+                return prop["default"]
+            if not required:
+                return _OMIT
+            terminal.say("  this field is required")
+            continue
+        try:
+            value = parse_field(prop, text)
+        except ValueError as exc:
+            terminal.say(f"  {exc}")
+            continue
+        problem = check_value(prop, value)
+        if problem is None:
+            return value
+        terminal.say(f"  {problem}")
+    raise PromptAborted(f"no valid value for {name!r} after many attempts")
+
+
+async def prompt_url(terminal: Terminal, request: m.ElicitUrlRequest) -> m.ElicitResult:
+    """Show the full URL first, then ask consent, then wait until the user is done."""
+    parts = urlsplit(request.url)
+    terminal.say()
+    terminal.say(f"The server asks you to visit a URL: {request.message}")
+    terminal.say(f"  URL:  {request.url}")
+    terminal.say(f"  host: {parts.hostname or '(none)'}  scheme: {parts.scheme or '(none)'}")
+    choice = await terminal.ask_choice(
+        "Open it? [y]es / [d]ecline / [c]ancel: ", {"y": "yes", "d": "decline", "c": "cancel"}
+    )
+    if choice != "yes":
+        return m.ElicitResult(action=choice)  # type: ignore[arg-type]
+    terminal.say("Open the URL above in your browser and finish there.")
+    done = await terminal.ask_choice(
+        "Done? [Enter or d]one / [c]ancel: ", {"": "done", "d": "done", "c": "cancel"}
+    )
+    return m.ElicitResult(action="accept" if done == "done" else "cancel")
+
+
+def _text_of(content: Any) -> str:
+    items = content if isinstance(content, list) else [content]
+    parts = []
+    for item in items:
+        if isinstance(item, Mapping) and item.get("type") == "text":
+            parts.append(str(item.get("text", "")))
+        elif isinstance(item, Mapping):
+            parts.append(f"[{item.get('type', 'content')}]")
+    return " ".join(parts)
+
+
+async def prompt_sampling(
+    terminal: Terminal, request: m.CreateMessageRequest
+) -> m.CreateMessageResult:
+    """Show the conversation; the user types the model's reply (or ``/refuse``)."""
+    terminal.say()
+    terminal.say(f"The server asks for a model reply (at most {request.max_tokens} tokens).")
+    if request.system_prompt:
+        terminal.say(f"  system: {request.system_prompt}")
+    for message in request.messages:
+        terminal.say(f"  {message.get('role', '?')}: {_text_of(message.get('content'))}")
+    for _ in range(MAX_ATTEMPTS):
+        reply = await terminal.ask("Reply (one line; /refuse to refuse): ")
+        if reply.strip() == "/refuse":
+            raise InputUnavailable("the user refused the sampling request")
+        if reply.strip():
+            return m.CreateMessageResult(
+                role="assistant",
+                content={"type": "text", "text": reply},
+                model=HUMAN_MODEL,
+                stop_reason="endTurn",
+            )
+        terminal.say("  type a reply, or /refuse")
+    raise PromptAborted("no reply after many attempts")

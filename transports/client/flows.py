@@ -1,0 +1,432 @@
+"""One call of the client, from its first leg to its outcome: legs, timers, inputs.
+
+The model: a call (``tools/call``, ``prompts/get``, ``resources/read``) is a
+flow of the client connection's round engine.  :func:`run_flow` starts it
+(``Connection.call`` with both round bounds, ``max_rounds`` and
+``max_state_only_legs``) and waits for its end; in between the client's pump
+hands every ``CallEvent`` of the call to its :class:`Flow`, which acts on it at
+once:
+
+* a leg (``SendRequest``, ``SendRetry``) goes to the link, after the retry's
+  delay when the engine paces state-only legs, and arms the leg timer;
+* ``RoundStarted`` arms the input timer; each ``DispatchInput`` starts a task
+  that awaits the app's :class:`~mrtr_transports.client.inputs.InputHandler`,
+  checks the answer and feeds ``provide`` (or ``fail_input``); ``CancelInputs``
+  cancels the tasks whose answers are no longer wanted;
+* ``CancelLeg`` cancels the leg on the wire (stdio: a notification; HTTP:
+  closing its stream);
+* a terminal event ends the flow: :meth:`Flow.result` turns it into the
+  result or the :mod:`~mrtr_transports.client.errors` error to raise.
+
+Timers are trio's (``trio.current_time()``, fed back as ``now=`` and the
+``*_timed_out`` inputs).  Each flow has its own nursery: at most two timers,
+one delayed leg, and one task per input key of the current round.
+
+A plain request (``Client.request``: one leg, no rounds) is only a
+:class:`Waiter` for its answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+import mrtr_core as m
+
+from .errors import (
+    CallError,
+    CallTimeout,
+    ClientError,
+    InputUnavailable,
+    RoundCapExceeded,
+    TransportError,
+)
+from .inputs import InputHandler, answer_problem
+from .link import Outbound
+
+__all__ = ["CallLimits", "Flow", "FlowContext", "Waiter", "run_flow"]
+
+logger = logging.getLogger("mrtr.client")
+
+_TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+
+
+@dataclass(frozen=True, slots=True)
+class CallLimits:
+    """The bounds of one call (see ``Client.call``)."""
+
+    timeout: float | None = None
+    leg_timeout: float | None = None
+    input_timeout: float | None = None
+    max_rounds: int = 10
+    max_state_only_legs: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class FlowContext:
+    """What a flow uses of its client."""
+
+    conn: m.Connection
+    #: Drain the connection's events (after every input to it).
+    pump: Callable[[], None]
+    #: Hand a message to the link (traced).
+    send_out: Callable[[Outbound], None]
+    #: Stop reading the answer to a request (HTTP: close its stream).
+    close_stream: Callable[[m.RequestId], None]
+    #: The link's failure, once it has failed.
+    lost: Callable[[], TransportError | None]
+    answer: InputHandler | None
+
+
+async def run_flow(
+    ctx: FlowContext,
+    flows: dict[int, Flow],
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    started: float,
+    limits: CallLimits,
+    on_progress: Callable[[m.Progress], None] | None,
+    capabilities: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Run one call to its end (registered in ``flows`` meanwhile); its complete result.
+
+    ``started`` is when the caller's whole-flow budget (``limits.timeout``) began.
+    """
+    conn = ctx.conn
+    timeout = limits.timeout
+    budget = None if timeout is None else timeout - (trio.current_time() - started)
+    if budget is not None and budget <= 0:
+        raise CallTimeout(trio.current_time() - started, timeout, "total")
+    async with trio.open_nursery() as nursery:
+        flow = Flow(ctx, nursery, trio.current_time(), on_progress, limits.input_timeout)
+        flow.total_budget, flow.total_started = timeout, started
+        try:
+            flow.call = conn.call(
+                method,
+                params,
+                now=flow.started,
+                progress=on_progress is not None,
+                capabilities=capabilities,
+                leg_timeout=limits.leg_timeout,
+                total_timeout=budget,
+                input_timeout=limits.input_timeout,
+                max_rounds=limits.max_rounds,
+                max_state_only_legs=limits.max_state_only_legs,
+            )
+        except m.LocalProtocolError as exc:
+            flow.override = ClientError(f"cannot start {method}: {exc}")
+            flow.finished.set()
+        else:
+            flows[flow.call] = flow
+            if budget is not None:
+                nursery.start_soon(flow.total_timer, budget)
+            try:
+                ctx.pump()
+                await flow.finished.wait()
+            finally:
+                if not flow.finished.is_set():  # our caller gave up: cancel on the wire
+                    conn.cancel(flow.call, trio.current_time())
+                    ctx.pump()
+                flows.pop(flow.call, None)
+        nursery.cancel_scope.cancel()
+    return flow.result()
+
+
+class Flow:
+    """The client's side of one call: its timers, input tasks and outcome."""
+
+    __slots__ = (
+        "call",
+        "cause",
+        "ctx",
+        "finished",
+        "input_timeout",
+        "input_timer",
+        "inputs",
+        "inputs_open",
+        "leg_id",
+        "leg_out",
+        "leg_timer",
+        "lost",
+        "nursery",
+        "on_progress",
+        "outcome",
+        "override",
+        "pending",
+        "round",
+        "started",
+        "total_budget",
+        "total_started",
+    )
+
+    def __init__(
+        self,
+        ctx: FlowContext,
+        nursery: trio.Nursery,
+        started: float,
+        on_progress: Callable[[m.Progress], None] | None,
+        input_timeout: float | None,
+    ) -> None:
+        self.ctx = ctx
+        self.call = 0
+        self.nursery = nursery
+        self.started = started
+        self.on_progress = on_progress
+        self.input_timeout = input_timeout
+        self.outcome: m.EngineEvent | None = None
+        self.lost: TransportError | None = None  # the link's failure, if it had failed by then
+        # Why a Cancelled outcome happened when we cancelled on the caller's behalf.
+        self.override: ClientError | None = None
+        self.cause: BaseException | None = None  # an input handler's own exception
+        self.finished = trio.Event()
+        self.round = 0
+        self.leg_id: m.RequestId | None = None
+        self.leg_out = False
+        self.leg_timer: trio.CancelScope | None = None
+        self.input_timer: trio.CancelScope | None = None
+        self.inputs: dict[str, trio.CancelScope] = {}
+        self.pending: set[str] = set()
+        self.inputs_open = False
+        # The caller's whole-flow budget and when it started (before any tools/list).
+        self.total_budget: float | None = None
+        self.total_started = started
+
+    # --- The outcome -------------------------------------------------------------------
+
+    def result(self) -> dict[str, Any]:
+        """The complete result, or raise the error the flow ended with."""
+        outcome = self.outcome
+        if isinstance(outcome, m.Done):
+            return dict(outcome.result)
+        if isinstance(outcome, m.TimedOut):
+            if outcome.limit == "total" and self.total_budget is not None:
+                elapsed = trio.current_time() - self.total_started
+                raise CallTimeout(elapsed, self.total_budget, "total")
+            raise CallTimeout(outcome.elapsed, outcome.budget, outcome.limit)
+        if isinstance(outcome, m.Failed):
+            error = outcome.error
+            if isinstance(error, m.InputFailed):
+                raise InputUnavailable(error.reason, key=error.key) from self.cause
+            if isinstance(error, m.RoundLimitExceeded):
+                if error.limit_name == "max_leg_reissues":
+                    raise TransportError(
+                        f"the response stream broke {error.limit + 1} times in a row",
+                        kind="disconnect",
+                    )
+                raise RoundCapExceeded(
+                    error.limit, limit_name=error.limit_name, last_result=error.last_result
+                )
+            if self.lost is not None and not isinstance(error, m.PeerError):
+                raise self.lost.copy()
+            raise CallError(error.code, error.message, error.data)
+        if self.override is not None:
+            raise self.override
+        raise TransportError("the call was cancelled", kind="closed")
+
+    def fail(self, error: ClientError) -> None:
+        """End the call with ``error`` (unless it has ended): cancel it, on the wire too."""
+        if self.finished.is_set():
+            return
+        self.override = error
+        self.ctx.conn.cancel(self.call, trio.current_time())
+        self.ctx.pump()
+
+    def leg_broke(self, out: Outbound, error: TransportError) -> None:
+        """The response stream of leg ``out`` broke before its answer: the engine re-issues it."""
+        if self.leg_out and self.leg_id == out.request_id:
+            self.leg_out = False
+            self.leg_id = None
+            self._disarm(self.leg_timer)
+            logger.info("the response stream of a leg broke: re-issuing it (%s)", error)
+            self.ctx.conn.leg_broken(self.call, trio.current_time())
+            self.ctx.pump()
+
+    # --- The engine's events -----------------------------------------------------------
+
+    def on_event(self, event: m.CallEvent) -> None:
+        """Act on one of this call's events (from the client's pump)."""
+        step = event.event
+        if isinstance(step, m.SendRequest):
+            self._send_leg(event)
+        elif isinstance(step, m.SendRetry):
+            self.round = step.round
+            self._close_inputs()
+            if step.delay > 0:
+                self.nursery.start_soon(self._send_leg_later, event, step.delay)
+            else:
+                self._send_leg(event)
+        elif isinstance(step, m.CancelLeg):
+            self.leg_out = False
+            self._disarm(self.leg_timer)
+            data = self.ctx.conn.send(event)  # stdio: notifications/cancelled; HTTP: nothing
+            self.ctx.send_out(
+                Outbound(
+                    data,
+                    "notification",
+                    method="notifications/cancelled",
+                    call=self.call,
+                    round=self.round,
+                )
+            )
+            if self.leg_id is not None:
+                self.ctx.close_stream(self.leg_id)  # HTTP: closing the stream cancels
+                self.leg_id = None
+        elif isinstance(step, m.RoundStarted):
+            self.round = step.round
+            self.leg_out = False
+            self._disarm(self.leg_timer)
+            if step.keys:
+                self.inputs_open = True
+                if step.input_timeout is not None:
+                    self.input_timer = self._arm(step.input_timeout, self._input_expired)
+        elif isinstance(step, m.DispatchInput):
+            self._dispatch_input(step)
+        elif isinstance(step, m.CancelInputs):
+            for key in step.keys:
+                self.pending.discard(key)
+                scope = self.inputs.pop(key, None)
+                if scope is not None:
+                    scope.cancel()
+        elif isinstance(step, _TERMINAL):
+            self.outcome = step
+            self.lost = self.ctx.lost()
+            self.leg_out = False
+            self._disarm(self.leg_timer)
+            self._close_inputs()
+            self.finished.set()
+
+    # --- Legs and timers ---------------------------------------------------------------
+
+    def _send_leg(self, event: m.CallEvent) -> None:
+        step = event.event
+        assert isinstance(step, (m.SendRequest, m.SendRetry))
+        try:
+            data = self.ctx.conn.send(event)
+        except m.LocalProtocolError as exc:  # e.g. max_outgoing requests already in flight
+            self.fail(ClientError(f"cannot send the next leg: {exc}"))
+            return
+        if not data:  # the call ended while this leg waited out its delay
+            return
+        self._disarm(self.leg_timer)
+        self.leg_out = True
+        out = Outbound(data, "leg", method=None, call=self.call, round=self.round)
+        self.ctx.send_out(out)
+        self.leg_id = out.request_id
+        if step.timeout is not None:
+            self.leg_timer = self._arm(step.timeout, self._leg_expired)
+
+    async def _send_leg_later(self, event: m.CallEvent, delay: float) -> None:
+        await trio.sleep(delay)
+        if not self.finished.is_set():
+            self._send_leg(event)
+
+    def _arm(self, delay: float, fire: Callable[[], None]) -> trio.CancelScope:
+        scope = trio.CancelScope()
+        self.nursery.start_soon(self._timer, scope, delay, fire)
+        return scope
+
+    async def _timer(self, scope: trio.CancelScope, delay: float, fire: Callable[[], None]) -> None:
+        with scope:
+            await trio.sleep(max(delay, 0.0))
+            if not self.finished.is_set():
+                fire()
+
+    @staticmethod
+    def _disarm(scope: trio.CancelScope | None) -> None:
+        if scope is not None:
+            scope.cancel()
+
+    def _leg_expired(self) -> None:
+        if self.leg_out:
+            self.leg_out = False
+            self.ctx.conn.leg_timed_out(self.call, trio.current_time())
+            self.ctx.pump()
+
+    def _input_expired(self) -> None:
+        if self.inputs_open:
+            self._close_inputs()
+            self.ctx.conn.input_timed_out(self.call, trio.current_time())
+            self.ctx.pump()
+
+    async def total_timer(self, budget: float) -> None:
+        """The caller's whole-flow budget."""
+        await trio.sleep(budget)
+        # Usually the engine's own leg or input timer (capped by the budget) ends the
+        # flow first; this one covers the gaps (a retry's delay, the session opening).
+        elapsed = trio.current_time() - self.total_started
+        self.fail(CallTimeout(elapsed, self.total_budget, "total"))
+
+    # --- Inputs ------------------------------------------------------------------------
+
+    def _close_inputs(self) -> None:
+        self.inputs_open = False
+        self.pending.clear()
+        self._disarm(self.input_timer)
+        for scope in self.inputs.values():
+            scope.cancel()
+        self.inputs.clear()
+
+    def _dispatch_input(self, step: m.DispatchInput) -> None:
+        if not self.inputs_open:
+            return
+        self.pending.add(step.key)
+        if self.ctx.answer is None:
+            self._fail_input(step.key, "this client has no input handler")
+            return
+        scope = self.inputs[step.key] = trio.CancelScope()
+        self.nursery.start_soon(self._run_input, step.key, step.request, scope)
+
+    async def _run_input(self, key: str, request: m.InputRequest, scope: trio.CancelScope) -> None:
+        answer_input = self.ctx.answer
+        assert answer_input is not None
+        with scope:
+            try:
+                answer = await answer_input(key, request)
+            except InputUnavailable as exc:
+                self._fail_input(key, exc.reason)
+                return
+            except Exception as exc:
+                self.cause = exc
+                self._fail_input(key, f"the input handler failed: {exc!r}")
+                return
+            problem = answer_problem(request, answer)
+            if problem is not None:
+                self._fail_input(key, problem)
+                return
+            if self.inputs_open and key in self.pending:
+                self.pending.discard(key)
+                self.inputs.pop(key, None)
+                self.ctx.conn.provide(self.call, key, answer, trio.current_time())
+                self.ctx.pump()
+
+    def _fail_input(self, key: str, reason: str) -> None:
+        if self.inputs_open and key in self.pending:
+            self._close_inputs()
+            self.ctx.conn.fail_input(self.call, key, reason)
+            self.ctx.pump()
+
+
+class Waiter:
+    """A plain request (one leg, no rounds: ``Client.request``) waiting for its answer."""
+
+    __slots__ = ("error", "event", "method", "response")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.event = trio.Event()
+        self.response: m.ResultResponse | m.ErrorResponse | None = None
+        self.error: ClientError | None = None
+
+    def settle(
+        self,
+        response: m.ResultResponse | m.ErrorResponse | None = None,
+        error: ClientError | None = None,
+    ) -> None:
+        if not self.event.is_set():
+            self.response, self.error = response, error
+            self.event.set()

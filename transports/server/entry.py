@@ -1,0 +1,279 @@
+"""The one way a server starts from a command line: ``mrtr serve`` and every ``python -m``.
+
+::
+
+    mrtr serve [--stdio | --http HOST:PORT] [OPTIONS]
+    python -m mrtr_transports.server.stdio [OPTIONS]                          # stdio
+    python -m mrtr_transports.server.http.server [--host H] [--port P] [OPTIONS]  # HTTP
+
+The three are one entry (an :class:`Entry` says only how it is called and
+which transports it offers) and run the same steps, in this order:
+
+1. parse the options (:func:`add_arguments`); a usage error exits 2 before
+   anything else happens;
+2. send logging to stderr (``--log-level``, default ``WARNING``);
+3. stdio only: guard stdout (:func:`~mrtr_transports.server.stdio.guard_stdout`).
+   From here on fd 1 and ``sys.stdout`` point at stderr, so whatever the app
+   prints, at import time or in a handler, never reaches the protocol stream;
+4. load the app (``--app MODULE:ATTR``, default the example app); a module
+   that cannot be imported, or an attribute that is not a ``ServerApp``, exits
+   2 with a message that says what to fix;
+5. serve: stdio until the end of stdin; HTTP until Ctrl-C, announcing
+   ``listening on http://HOST:PORT/PATH`` on stderr once it accepts
+   connections (``mrtr serve: listening on ...`` for ``mrtr serve``).
+
+Ctrl-C stops every form with exit 0.  HTTP-only options (``--path``,
+``--allow-origin``, ``--allow-host``, ``--trusted-proxy``) with stdio, or
+``--drain-timeout`` with HTTP, are usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import ipaddress
+import logging
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import trio
+
+from ..client.errors import ExitCode
+from .app import ServerApp
+from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app
+from .stdio import guard_stdout, serve_stdio
+
+__all__ = [
+    "DEFAULT_APP",
+    "HTTP_MODULE",
+    "MRTR_SERVE",
+    "STDIO_MODULE",
+    "Entry",
+    "ServeOptions",
+    "add_arguments",
+    "main",
+    "serve",
+]
+
+log = logging.getLogger("mrtr_transports.serve")
+
+DEFAULT_APP = "mrtr_transports.apps.example:app"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PATH = "/mcp"
+
+Transport = Literal["stdio", "http"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """How a serve command is called."""
+
+    #: The command, as messages name it.
+    prog: str
+    #: The transport it serves, or ``None`` when ``--stdio``/``--http`` chooses.
+    transport: Transport | None
+    #: What the stderr line announcing the HTTP address starts with.
+    announce: str = ""
+    description: str = "Serve an MCP server app."
+
+
+MRTR_SERVE = Entry(
+    "mrtr serve",
+    None,
+    announce="mrtr serve: ",
+    description="Serve an MCP app (default: the example app) over stdio or HTTP.",
+)
+STDIO_MODULE = Entry(
+    "python -m mrtr_transports.server.stdio",
+    "stdio",
+    description="Serve an MCP server app on stdin/stdout (logs go to stderr).",
+)
+HTTP_MODULE = Entry(
+    "python -m mrtr_transports.server.http.server",
+    "http",
+    description="Serve an MCP server app over Streamable HTTP (2026-07-28).",
+)
+
+
+class UsageError(Exception):
+    """An option that does not fit (exit 2)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
+    """The serve options of ``entry`` on ``parser``."""
+    if entry.transport is None:
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
+        where.add_argument(
+            "--http", metavar="HOST:PORT", help="serve Streamable HTTP (port 0: any free port)"
+        )
+    elif entry.transport == "http":
+        parser.add_argument("--host", default=DEFAULT_HOST, help=f"bind address ({DEFAULT_HOST})")
+        parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    parser.add_argument(
+        "--app", default=DEFAULT_APP, metavar="MODULE:ATTR", help=f"the ServerApp ({DEFAULT_APP})"
+    )
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (WARNING)")
+    if entry.transport != "http":
+        parser.add_argument(
+            "--drain-timeout",
+            type=float,
+            metavar="SEC",
+            help="stdio: at the end of stdin, how long running handlers may finish "
+            f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
+        )
+    if entry.transport != "stdio":
+        parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
+        for flag, metavar, what in (
+            ("--allow-origin", "ORIGIN", "an Origin accepted besides localhost (* for any)"),
+            ("--allow-host", "HOST", "a Host header accepted besides localhost"),
+            ("--trusted-proxy", "CIDR", "a proxy whose X-Forwarded-Host is believed"),
+        ):
+            help_text = f"HTTP: {what} (repeatable)"
+            parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """The parsed, checked options of one serve command."""
+
+    transport: Transport
+    app: str = DEFAULT_APP
+    log_level: str = "WARNING"
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    host: str = DEFAULT_HOST
+    port: int = 0
+    path: str = DEFAULT_PATH
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, entry: Entry, args: argparse.Namespace) -> ServeOptions:
+        """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
+        http_only = [
+            getattr(args, name, None) for name in ("path", "allow_origin", "allow_host")
+        ] + [getattr(args, "trusted_proxy", None)]
+        drain = getattr(args, "drain_timeout", None)
+        host, port = DEFAULT_HOST, 0
+        if entry.transport is None:
+            transport: Transport = "stdio" if args.http is None else "http"
+            if args.http is not None:
+                host, port = parse_host_port(args.http)
+        else:
+            transport = entry.transport
+            if transport == "http":
+                host, port = args.host, args.port
+        if transport == "stdio" and any(http_only):
+            raise UsageError("--path, --allow-*, --trusted-proxy only apply to --http")
+        if transport == "http" and drain is not None:
+            raise UsageError("--drain-timeout only applies to --stdio")
+        if not 0 <= port <= 65535:
+            raise UsageError(f"port {port} is not between 0 and 65535")
+        if drain is not None and not drain >= 0:
+            raise UsageError("--drain-timeout must be a number of seconds, 0 or more")
+        if not isinstance(logging.getLevelName(args.log_level.upper()), int):
+            raise UsageError(f"--log-level {args.log_level!r}: not a logging level")
+        proxies = tuple(getattr(args, "trusted_proxy", None) or ())
+        for network in proxies:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as exc:
+                raise UsageError(f"--trusted-proxy {network!r}: {exc}") from exc
+        return cls(
+            transport=transport,
+            app=args.app,
+            log_level=args.log_level.upper(),
+            drain_timeout=DEFAULT_DRAIN_TIMEOUT if drain is None else drain,
+            host=host,
+            port=port,
+            path=getattr(args, "path", None) or DEFAULT_PATH,
+            allowed_origins=tuple(getattr(args, "allow_origin", None) or ()),
+            allowed_hosts=tuple(getattr(args, "allow_host", None) or ()),
+            trusted_proxies=proxies,
+        )
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``; :class:`UsageError`."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise UsageError(f"--http {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
+    return host.strip("[]"), int(port_text)
+
+
+def main(entry: Entry, argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` as ``entry``'s command line and serve; the exit code."""
+    parser = argparse.ArgumentParser(prog=entry.prog, description=entry.description)
+    add_arguments(parser, entry)
+    return serve(entry, parser.parse_args(argv))
+
+
+def serve(entry: Entry, args: argparse.Namespace) -> int:
+    """Serve what ``args`` (parsed by :func:`add_arguments`) say, in the module's order."""
+    try:
+        options = ServeOptions.from_args(entry, args)
+    except UsageError as exc:
+        return _fail(entry, str(exc))
+    logging.basicConfig(stream=sys.stderr, level=options.log_level)
+    guard: AbstractContextManager[Any] = (
+        guard_stdout() if options.transport == "stdio" else nullcontext()
+    )
+    try:
+        with guard:  # before the app is imported: its prints go to stderr
+            try:
+                app = load_app(options.app)
+            except AppSpecError as exc:
+                return _fail(entry, str(exc))
+            except Exception as exc:  # the module's own code failed while importing
+                log.debug("importing --app %s failed", options.app, exc_info=True)
+                return _fail(entry, f"--app {options.app!r}: importing it failed: {exc!r}")
+            if options.transport == "stdio":
+                trio.run(functools.partial(serve_stdio, app, drain_timeout=options.drain_timeout))
+            else:
+                trio.run(_serve_http, entry, app, options)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a server is stopped
+    return ExitCode.RESULT
+
+
+def _fail(entry: Entry, message: str) -> int:
+    sys.stderr.write(f"{entry.prog}: error: {message}\n")
+    sys.stderr.flush()
+    return ExitCode.USAGE
+
+
+async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> None:
+    from .http.server import serve_http
+
+    http_options: dict[str, Any] = {
+        "path": options.path,
+        "allowed_origins": options.allowed_origins or None,
+        "allowed_hosts": options.allowed_hosts or None,
+        "trusted_proxies": options.trusted_proxies,
+    }
+    serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
+    async with trio.open_nursery() as nursery:
+        started = await nursery.start(serving)
+        url = _url_of(started, options.host, options.port, options.path)
+        sys.stderr.write(f"{entry.announce}listening on {url}\n")
+        sys.stderr.flush()
+
+
+def _url_of(started: Any, host: str, port: int, path: str) -> str:
+    """The endpoint URL, from whatever ``serve_http`` reported when it started."""
+    if isinstance(started, str):
+        return started
+    if isinstance(started, int):
+        port = started
+    elif isinstance(started, tuple) and len(started) >= 2:
+        host, port = str(started[0]), int(started[1])
+    elif getattr(started, "url", None):
+        return str(started.url)
+    elif getattr(started, "port", None):
+        port = int(started.port)
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
