@@ -92,7 +92,7 @@ class InputKind:
         subs = () if self.sub_capability is None else (self.sub_capability,)
         if self.param_needs is None:
             return subs
-        return subs + tuple(name for name in self.param_needs(params) if name not in subs)
+        return subs + tuple(self.param_needs(params))
 
 
 def _select_by_mode(kinds: tuple[InputKind, ...], method: str, params: Any) -> InputKind:
