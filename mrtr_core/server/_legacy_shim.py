@@ -224,6 +224,7 @@ class LegacyShim:
                 sealer=self.sealer,
                 principal=self.principal,
                 now=now,
+                input_kinds=self.input_kinds,
             )
         except MrtrError as exc:
             self._settle(exc)

@@ -70,7 +70,12 @@ class InputKind:
 
     def needed_capabilities(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The ``ClientCapabilities`` fragment a request with these ``params`` needs."""
-        return {self.capability: {name: {} for name in self._sub_needs(params)}}
+        subs: dict[str, Any] = {}
+        if self.sub_capability is not None:
+            subs[self.sub_capability] = {}
+        if self.param_needs is not None:
+            subs.update((name, {}) for name in self.param_needs(params))
+        return {self.capability: subs}
 
     def missing_capabilities(
         self, params: Mapping[str, Any], declared: Mapping[str, Any]
@@ -78,27 +83,26 @@ class InputKind:
         """What :meth:`needed_capabilities` asks that ``declared`` lacks (``{}``: allowed).
 
         All of it at once, so a client that adds what it was told is not refused again.
+        (On the client's hot path: plain loops, no fragment built when nothing lacks.)
         """
-        subs = self._sub_needs(params)
         have = declared.get(self.capability)
-        if not isinstance(have, Mapping):
-            return {self.capability: {name: {} for name in subs}}
-        if not have and self.bare_capability_suffices:
-            have = {self.sub_capability: {}}
-        lacking: dict[str, Any] = {name: {} for name in subs if name not in have}
+        if not isinstance(have, (dict, Mapping)):
+            return self.needed_capabilities(params)
+        lacking: dict[str, Any] = {}
+        sub = self.sub_capability
+        if sub is not None and sub not in have and (have or not self.bare_capability_suffices):
+            lacking[sub] = {}
+        if self.param_needs is not None:
+            for name in self.param_needs(params):
+                if name not in have:
+                    lacking[name] = {}
         return {self.capability: lacking} if lacking else {}
-
-    def _sub_needs(self, params: Mapping[str, Any]) -> tuple[str, ...]:
-        subs = () if self.sub_capability is None else (self.sub_capability,)
-        if self.param_needs is None:
-            return subs
-        return subs + tuple(self.param_needs(params))
 
 
 def _select_by_mode(kinds: tuple[InputKind, ...], method: str, params: Any) -> InputKind:
     if len(kinds) == 1:
         return kinds[0]  # a method with one kind never reads its params' mode
-    mode = params.get("mode") if isinstance(params, Mapping) else None
+    mode = params.get("mode") if isinstance(params, (dict, Mapping)) else None
     if mode is None or isinstance(mode, str):  # a peer's mode may be anything, a list say
         for kind in kinds:
             if mode in kind.modes:
