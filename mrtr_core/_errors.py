@@ -107,6 +107,18 @@ class MissingCapability(InvalidInputRequired):
         self.required = dict(required)
 
 
+class AppResultRefused(MrtrError):
+    """The server app's result, or its request to the client, breaks a rule the server
+    owes the client, so the connection refused to send it.
+
+    Not a protocol error of either side: the app produced it, and the peer is
+    still owed an answer.  ``code`` and ``data`` are what the peer should be told
+    instead (``error_response(request_id, exc)``): -32021 with
+    ``data.requiredCapabilities`` for input the request did not declare, -32603
+    for the rest.
+    """
+
+
 class PeerError(MrtrError):
     """The peer answered a leg with a JSON-RPC error response."""
 

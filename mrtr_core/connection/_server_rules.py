@@ -2,8 +2,10 @@
 
 Pure functions over plain data, applied by the connection when the app sends a
 result or a server-to-client request.  A violation is the app's mistake, so it
-raises :class:`~mrtr_core.LocalProtocolError`, whose ``code``/``data`` are what
-the peer should then be told (``error_response(id, exc)``).
+raises :class:`~mrtr_core._errors.AppResultRefused`, whose ``code``/``data`` are
+what the peer should then be told (``error_response(id, exc)``).  What each kind
+of input request needs comes from the input-kind registry, for ``input_required``
+results and 2025-era server-to-client requests alike.
 """
 
 from __future__ import annotations
@@ -11,17 +13,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, LocalProtocolError, MrtrError
+from .._errors import MISSING_CLIENT_CAPABILITY, AppResultRefused, MrtrError
 from ..engine._retry import MRTR_METHODS
 from ..protocol._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..server._asking import required_capabilities
 from ..wire._convert import structure_input_required
+from ..wire._inputs import INPUT_KINDS, InputRegistry, capability_paths
 from ..wire._model import Request
 
+#: 2025-era server-to-client requests that carry no input request (and need no capability).
+PLAIN_SERVER_REQUEST_METHODS = frozenset({"ping"})
 #: Requests a 2025-era server may send a client.
-SERVER_REQUEST_METHODS = frozenset(
-    {"elicitation/create", "sampling/createMessage", "roots/list", "ping"}
-)
+SERVER_REQUEST_METHODS = INPUT_KINDS.legacy_methods | PLAIN_SERVER_REQUEST_METHODS
+
+
+def _needs_undeclared(required: Mapping[str, Any], message: str) -> AppResultRefused:
+    return AppResultRefused(
+        message, code=MISSING_CLIENT_CAPABILITY, data={"requiredCapabilities": dict(required)}
+    )
 
 
 def finish_result(
@@ -31,19 +40,20 @@ def finish_result(
     server_info: Mapping[str, Any] | None,
     cache_ttl_ms: int,
     cache_scope: str,
+    input_kinds: InputRegistry = INPUT_KINDS,
 ) -> dict[str, Any]:
     """A copy of the app's ``result`` for the request ``info`` describes, checked and
     completed: ``resultType``, caching fields, ``serverInfo`` (2026-07-28 only)."""
     out = dict(result)
     result_type = out.get("resultType")
     if result_type == "input_required":
-        check_input_required(info, out)
+        check_input_required(info, out, input_kinds)
     elif info.era == "legacy":
         return out
     elif result_type is None:
         out["resultType"] = "complete"
     elif result_type != "complete":
-        raise LocalProtocolError(f"unknown resultType {result_type!r}", code=INTERNAL_ERROR)
+        raise AppResultRefused(f"unknown resultType {result_type!r}")
     if out["resultType"] == "complete" and info.method in CACHEABLE_METHODS:
         if info.retry:
             # A retry leg's answer depends on what the user said: nothing may cache it.
@@ -60,63 +70,61 @@ def finish_result(
     return out
 
 
-def check_input_required(info: RequestInfo, result: Mapping[str, Any]) -> None:
+def check_input_required(
+    info: RequestInfo, result: Mapping[str, Any], input_kinds: InputRegistry = INPUT_KINDS
+) -> None:
     """An input_required answer is legal only for the MRTR methods of a 2026-07-28
     request, with at least one of its fields, asking only for declared capabilities."""
     if info.era == "legacy":
-        raise LocalProtocolError(
+        raise AppResultRefused(
             "a 2025-era client cannot take input_required: ask it with server-to-client "
-            "requests instead",
-            code=INTERNAL_ERROR,
+            "requests instead"
         )
     if info.method not in MRTR_METHODS:
-        raise LocalProtocolError(
-            f"{info.method!r} cannot answer input_required", code=INTERNAL_ERROR
-        )
+        raise AppResultRefused(f"{info.method!r} cannot answer input_required")
     if "inputRequests" not in result and "requestState" not in result:
-        raise LocalProtocolError(
-            "input_required needs inputRequests or requestState", code=INTERNAL_ERROR
-        )
+        raise AppResultRefused("input_required needs inputRequests or requestState")
     try:
-        shaped = structure_input_required(result)
+        shaped = structure_input_required(result, input_kinds)
     except MrtrError as exc:
-        raise LocalProtocolError(
-            f"malformed input_required: {exc.message}", code=INTERNAL_ERROR
-        ) from exc
-    required = required_capabilities(shaped.input_requests or {}, info.capabilities)
+        raise AppResultRefused(f"malformed input_required: {exc.message}") from exc
+    required = required_capabilities(shaped.input_requests or {}, info.capabilities, input_kinds)
     if required:
-        raise LocalProtocolError(
-            "the request did not declare the capabilities this input needs",
-            code=MISSING_CLIENT_CAPABILITY,
-            data={"requiredCapabilities": required},
+        raise _needs_undeclared(
+            required, "the request did not declare the capabilities this input needs"
         )
 
 
-def check_server_request(request: Request, client_capabilities: Mapping[str, Any]) -> None:
-    """A 2025-era server-to-client request must be one the client declared it can take."""
+def check_server_request(
+    request: Request,
+    client_capabilities: Mapping[str, Any],
+    input_kinds: InputRegistry = INPUT_KINDS,
+) -> None:
+    """A 2025-era server-to-client request must be one the client declared it can take.
+
+    The same capability check as for ``input_required`` (the registry entry of the
+    request's kind), plus the 2025 shape's own demand: the id param its kind
+    carries in that era (URL elicitation's ``elicitationId``).
+    """
     method = request.method
-    if method not in SERVER_REQUEST_METHODS:
-        raise LocalProtocolError(f"a server cannot send {method!r} requests")
+    if method in PLAIN_SERVER_REQUEST_METHODS:
+        return
     params = request.params or {}
-    caps = client_capabilities
-    needed: str | None = None
-    if method == "elicitation/create":
-        elicitation = caps.get("elicitation")
-        if params.get("mode") == "url":
-            if not isinstance(params.get("elicitationId"), str):
-                raise LocalProtocolError("URL-mode elicitation needs an elicitationId")
-            if not isinstance(elicitation, Mapping) or "url" not in elicitation:
-                needed = "elicitation.url"
-        elif not isinstance(elicitation, Mapping) or (elicitation and "form" not in elicitation):
-            needed = "elicitation.form"
-    elif method == "sampling/createMessage" and not isinstance(caps.get("sampling"), Mapping):
-        needed = "sampling"
-    elif method == "roots/list" and not isinstance(caps.get("roots"), Mapping):
-        needed = "roots"
-    if needed is not None:
-        raise LocalProtocolError(
-            f"the client did not declare the {needed} capability",
-            code=MISSING_CLIENT_CAPABILITY,
+    try:
+        kind = input_kinds.resolve_legacy(method, params)
+    except MrtrError as exc:  # a mode no kind of this method has
+        raise AppResultRefused(f"a server cannot send this {method!r}: {exc.message}") from exc
+    if kind is None:
+        raise AppResultRefused(f"a server cannot send {method!r} requests")
+    id_param = kind.legacy_id_param
+    if id_param is not None and not isinstance(params.get(id_param), str):
+        raise AppResultRefused(f"a 2025-era {kind.name} request needs an {id_param} string")
+    required = kind.missing_capabilities(params, client_capabilities)
+    if required:
+        raise _needs_undeclared(
+            required,
+            f"the client did not declare what this {kind.name} request needs: "
+            + ", ".join(capability_paths(required)),
         )
 
 

@@ -24,18 +24,12 @@ from .._errors import (
 from ..wire._convert import (
     structure,
     structure_input_request,
+    unstructure,
     unstructure_input_request,
     unstructure_input_response,
 )
-from ..wire._model import (
-    RESPONSE_FOR_REQUEST,
-    CreateMessageRequest,
-    ElicitFormRequest,
-    ElicitUrlRequest,
-    ErrorObject,
-    InputRequest,
-    InputResponse,
-)
+from ..wire._inputs import INPUT_KINDS, InputRegistry
+from ..wire._model import ErrorObject, InputRequest, InputResponse
 from ._events import (
     FINISHED,
     NEED_INPUT,
@@ -54,7 +48,6 @@ from ._events import (
     TimedOut,
     TimeoutLimit,
     Wait,
-    input_kind,
 )
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
@@ -94,45 +87,22 @@ def _min(a: float | None, b: float | None) -> float | None:
     return min(a, b)
 
 
-def missing_capability(request: InputRequest, capabilities: Mapping[str, Any]) -> dict[str, Any]:
+def missing_capability(
+    request: InputRequest,
+    capabilities: Mapping[str, Any],
+    input_kinds: InputRegistry = INPUT_KINDS,
+) -> dict[str, Any]:
     """The ``ClientCapabilities`` fragment ``request`` needs but ``capabilities`` lacks.
 
-    Empty when the request is allowed.  Elicitation ``{}`` means form only; URL
-    mode needs ``url``; sampling with ``tools``/``toolChoice`` needs ``sampling.tools``.
+    Empty when the request is allowed.  The registry entry of the request's kind
+    says what it needs: elicitation ``{}`` means form only; URL mode needs ``url``;
+    sampling with ``tools``/``toolChoice`` needs ``sampling.tools``, with
+    ``includeContext`` other than ``"none"`` ``sampling.context``.
     """
-    if isinstance(request, ElicitFormRequest):
-        elicitation = capabilities.get("elicitation")
-        if not isinstance(elicitation, (dict, Mapping)) or (
-            elicitation and "form" not in elicitation
-        ):
-            return {"elicitation": {"form": {}}}
-    elif isinstance(request, ElicitUrlRequest):
-        elicitation = capabilities.get("elicitation")
-        if not isinstance(elicitation, (dict, Mapping)) or "url" not in elicitation:
-            return {"elicitation": {"url": {}}}
-    elif isinstance(request, CreateMessageRequest):
-        sampling = capabilities.get("sampling")
-        if not isinstance(sampling, (dict, Mapping)):
-            return {"sampling": _sampling_needs(request)}
-        lacking = {k: v for k, v in _sampling_needs(request).items() if k not in sampling}
-        if lacking:  # all of it at once: a client that adds it is not refused again
-            return {"sampling": lacking}
-    elif not isinstance(capabilities.get("roots"), Mapping):
-        return {"roots": {}}
-    return {}
-
-
-def _sampling_needs(request: CreateMessageRequest) -> dict[str, Any]:
-    needs: dict[str, Any] = {}
-    if _uses_tools(request):
-        needs["tools"] = {}
-    if request.include_context not in (None, "none"):
-        needs["context"] = {}
-    return needs
-
-
-def _uses_tools(request: CreateMessageRequest) -> bool:
-    return request.tools is not None or request.tool_choice is not None
+    kind = input_kinds.kind_for(request)
+    # Only params-dependent needs read the params: spare the others the unstructuring.
+    params = unstructure(request) if kind.param_needs is not None else {}
+    return kind.missing_capabilities(params, capabilities)
 
 
 class RoundEngine:
@@ -147,6 +117,7 @@ class RoundEngine:
     answers.  ``max_rounds`` caps retries for rounds with input requests,
     ``max_state_only_legs`` the requestState-only legs of the flow, and
     ``max_leg_reissues`` the re-sends of one leg after broken streams.
+    ``input_kinds`` is the registry of input request kinds the client can take.
     """
 
     def __init__(
@@ -161,6 +132,7 @@ class RoundEngine:
         max_rounds: int = 10,
         max_state_only_legs: int = 10,
         max_leg_reissues: int = 3,
+        input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
         if method not in MRTR_METHODS:
             raise LocalProtocolError(f"{method!r} cannot answer input_required")
@@ -187,6 +159,7 @@ class RoundEngine:
         self.max_rounds = max_rounds
         self.max_state_only_legs = max_state_only_legs
         self.max_leg_reissues = max_leg_reissues
+        self.input_kinds = input_kinds
 
         self.state = EngineState.IDLE
         self._events: deque[EngineEvent] = deque()
@@ -389,29 +362,39 @@ class RoundEngine:
         }
 
     @classmethod
-    def restore(cls, snapshot: Mapping[str, Any], now: float) -> RoundEngine:
+    def restore(
+        cls,
+        snapshot: Mapping[str, Any],
+        now: float,
+        *,
+        input_kinds: InputRegistry = INPUT_KINDS,
+    ) -> RoundEngine:
         """An engine resumed from :meth:`snapshot`, with its clock rebased on ``now``.
 
         What the old process had out is handed out again: a leg in flight is
         re-issued (``reissue=True``, it needs a new id), and a round's unanswered
         input requests are dispatched again.  A malformed snapshot raises
-        :class:`LocalProtocolError`.
+        :class:`LocalProtocolError`.  ``input_kinds`` is not stored: pass the
+        registry the snapshotted engine had, if it was not the default.
         """
         try:
-            return cls._restore(snapshot, now)
+            return cls._restore(snapshot, now, input_kinds)
         except LocalProtocolError:
             raise
         except Exception as exc:  # any shape error in stored data, ours included
             raise LocalProtocolError(f"invalid snapshot: {exc!r}") from exc
 
     @classmethod
-    def _restore(cls, snap: Mapping[str, Any], now: float) -> RoundEngine:
+    def _restore(
+        cls, snap: Mapping[str, Any], now: float, input_kinds: InputRegistry
+    ) -> RoundEngine:
         if snap["version"] != SNAPSHOT_VERSION:
             raise LocalProtocolError(f"unknown snapshot version {snap['version']!r}")
         engine = cls(
             snap["method"],
             snap["params"],
             capabilities=snap["capabilities"],
+            input_kinds=input_kinds,
             **snap["options"],
         )
         state = EngineState(snap["state"])
@@ -444,7 +427,7 @@ class RoundEngine:
             )
         elif state is EngineState.AWAITING_INPUT:
             engine._pending = {
-                k: structure_input_request(v) for k, v in dict(snap["pending"]).items()
+                k: structure_input_request(v, input_kinds) for k, v in dict(snap["pending"]).items()
             }
             engine._round_started_at = now - float(snap["round_elapsed"])
             engine._open_round(now)
@@ -566,7 +549,7 @@ class RoundEngine:
         requests: dict[str, InputRequest] = {}
         for key, value in raw.items():
             try:
-                request = structure_input_request(value)
+                request = structure_input_request(value, self.input_kinds)
             except RemoteProtocolError as exc:
                 method = value.get("method") if isinstance(value, (dict, Mapping)) else None
                 self._fail(
@@ -577,11 +560,14 @@ class RoundEngine:
                     )
                 )
                 return None
-            required = missing_capability(request, self.capabilities)
+            kind = self.input_kinds.kind_for(request)
+            # The raw params, already at hand (structuring succeeded: a mapping, or
+            # absent where the kind allows it).
+            required = kind.missing_capabilities(value.get("params") or {}, self.capabilities)
             if required:
                 self._fail(
                     MissingCapability(
-                        f"input request {key!r} ({input_kind(request)}) needs an undeclared "
+                        f"input request {key!r} ({kind.name}) needs an undeclared "
                         f"capability: {required}",
                         key=key,
                         method=request.method,
@@ -612,7 +598,7 @@ class RoundEngine:
             RoundStarted(
                 round=self.round,
                 keys=keys,
-                kinds=tuple(input_kind(r) for r in self._pending.values()),
+                kinds=tuple(self.input_kinds.kind_for(r).name for r in self._pending.values()),
                 input_timeout=wait,
             )
         )
@@ -625,7 +611,7 @@ class RoundEngine:
         request: InputRequest,
         response: InputResponse | Mapping[str, Any],
     ) -> dict[str, Any]:
-        expected = RESPONSE_FOR_REQUEST[type(request)]
+        expected = self.input_kinds.kind_for(request).response_class
         if isinstance(response, (dict, Mapping)):
             try:
                 structure(response, expected)

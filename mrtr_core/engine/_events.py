@@ -14,7 +14,8 @@ from typing import Any, Literal
 import attrs
 
 from .._errors import MrtrError
-from ..wire._model import ElicitUrlRequest, InputRequest
+from ..wire._inputs import INPUT_KINDS, InputRegistry
+from ..wire._model import InputRequest
 
 
 class Wait(enum.Enum):
@@ -34,11 +35,10 @@ FINISHED = Wait.FINISHED
 TimeoutLimit = Literal["leg", "input", "total"]
 
 
-def input_kind(request: InputRequest) -> str:
-    """A short name for what a request asks: its method, ``#url`` for URL elicitation."""
-    if isinstance(request, ElicitUrlRequest):
-        return "elicitation/create#url"
-    return request.method
+def input_kind(request: InputRequest, input_kinds: InputRegistry = INPUT_KINDS) -> str:
+    """A short name for what a request asks: its method, ``#url`` for URL elicitation
+    (the ``name`` of its entry in the input-kind registry)."""
+    return input_kinds.kind_for(request).name
 
 
 @attrs.frozen(kw_only=True)

@@ -29,8 +29,8 @@ from .._errors import (
 )
 from ..engine._engine import missing_capability
 from ..wire._convert import structure, unstructure_input_required
+from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
-    RESPONSE_FOR_REQUEST,
     CreateMessageRequest,
     ElicitFormRequest,
     ElicitUrlRequest,
@@ -39,8 +39,6 @@ from ..wire._model import (
     InputResponse,
     ListRootsRequest,
 )
-
-_INPUT_REQUESTS = (ElicitFormRequest, ElicitUrlRequest, CreateMessageRequest, ListRootsRequest)
 
 
 def elicit_form(
@@ -89,17 +87,21 @@ def list_roots() -> ListRootsRequest:
 
 
 def input_required(
-    requests: Mapping[str, InputRequest] | None = None, *, state: str | None = None
+    requests: Mapping[str, InputRequest] | None = None,
+    *,
+    state: str | None = None,
+    input_kinds: InputRegistry = INPUT_KINDS,
 ) -> dict[str, Any]:
     """The wire result asking for ``requests`` (by key) and/or carrying ``state``.
 
     At least one of the two is needed; an empty ``requests`` counts as none.
+    Every request must be of a kind in ``input_kinds``.
     """
     asks = dict(requests or {})
     for key, request in asks.items():
         if not isinstance(key, str):
             raise LocalProtocolError(f"input request keys are strings, not {key!r}")
-        if not isinstance(request, _INPUT_REQUESTS):
+        if input_kinds.kind_of(request) is None:
             raise LocalProtocolError(
                 f"{key!r}: {type(request).__name__} is not an input request "
                 "(use elicit_form, elicit_url, sample or list_roots)"
@@ -130,13 +132,15 @@ class CapabilityRequired(MrtrError):
 
 
 def required_capabilities(
-    requests: Mapping[str, InputRequest], capabilities: Mapping[str, Any]
+    requests: Mapping[str, InputRequest],
+    capabilities: Mapping[str, Any],
+    input_kinds: InputRegistry = INPUT_KINDS,
 ) -> dict[str, Any]:
     """The ``ClientCapabilities`` fragment ``requests`` need beyond ``capabilities``
     (empty when every one may be asked)."""
     required: dict[str, Any] = {}
     for request in requests.values():
-        for name, fragment in missing_capability(request, capabilities).items():
+        for name, fragment in missing_capability(request, capabilities, input_kinds).items():
             required.setdefault(name, {}).update(fragment)
     return required
 
@@ -161,18 +165,22 @@ class Answers:
     """The ``inputResponses`` of one leg, read against what the server asked.
 
     A key the client did not answer is not an error: ask for it again
-    (:meth:`missing`).  Keys nobody asked for are ignored.
+    (:meth:`missing`).  Keys nobody asked for are ignored.  ``input_kinds``
+    says which answer class answers which request.
     """
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_input_kinds", "_raw")
 
-    def __init__(self, params: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self, params: Mapping[str, Any] | None, *, input_kinds: InputRegistry = INPUT_KINDS
+    ) -> None:
         raw = (params or {}).get("inputResponses")
         if raw is None:
             raw = {}
         elif not isinstance(raw, Mapping):
             raise InvalidAnswer(None, "inputResponses must be an object")
         self._raw: Mapping[str, Any] = raw
+        self._input_kinds = input_kinds
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` was answered (a ``null`` answer is no answer)."""
@@ -183,9 +191,7 @@ class Answers:
         raw = self._raw.get(key)
         if raw is None:
             return None
-        expected = RESPONSE_FOR_REQUEST.get(type(asked))
-        if expected is None:
-            raise LocalProtocolError(f"{type(asked).__name__} is not an input request")
+        expected = self._input_kinds.kind_for(asked).response_class
         try:
             answer: InputResponse = structure(raw, expected)
         except RemoteProtocolError as exc:

@@ -34,6 +34,7 @@ import attrs
 
 from .._errors import LocalProtocolError
 from ..protocol._meta import RequestInfo
+from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import InputRequest, InputResponse, Request
 from ._asking import Answers, CapabilityRequired, input_required, required_capabilities
 from ._sealing import InvalidRequestState, OpenedState, StateSealer
@@ -65,7 +66,11 @@ Handler = Callable[["HandlerContext"], HandlerResult]
 
 
 class HandlerContext:
-    """What a handler sees for one leg."""
+    """What a handler sees for one leg.
+
+    ``input_kinds`` is the registry of what the handler may ask (and how each
+    answer reads): the standard kinds unless the server knows more.
+    """
 
     def __init__(
         self,
@@ -80,6 +85,7 @@ class HandlerContext:
         sealer: StateSealer | None,
         principal: str | None,
         now: float,
+        input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
         self.request = request
         self.method = info.method
@@ -94,7 +100,8 @@ class HandlerContext:
         self.flow = flow
         #: When this flow ends: no state of it is sealed to live longer.
         self.deadline = deadline
-        self.answers = Answers(self.params)
+        self.input_kinds = input_kinds
+        self.answers = Answers(self.params, input_kinds=input_kinds)
         self._guards = guards
         self._sealer = sealer
 
@@ -111,12 +118,12 @@ class HandlerContext:
     def can_ask(self, *requests: InputRequest) -> bool:
         """Whether this request declared what ``requests`` need."""
         asks = {str(i): r for i, r in enumerate(requests)}
-        return not required_capabilities(asks, self.capabilities)
+        return not required_capabilities(asks, self.capabilities, self.input_kinds)
 
     def ask(self, requests: Mapping[str, InputRequest] | None = None, *, state: Any = None) -> Ask:
         """Ask for ``requests`` (all declared by this request, else -32021)."""
         asks = dict(requests or {})
-        missing = required_capabilities(asks, self.capabilities)
+        missing = required_capabilities(asks, self.capabilities, self.input_kinds)
         if missing:
             raise CapabilityRequired(missing)
         return Ask(requests=asks, state=state)
@@ -168,6 +175,7 @@ def run_handler(
     principal: str | None,
     now: float,
     flow_ttl: float = DEFAULT_FLOW_TTL,
+    input_kinds: InputRegistry = INPUT_KINDS,
 ) -> dict[str, Any]:
     """One leg of ``handler``: the wire result (complete or ``input_required``).
 
@@ -177,7 +185,15 @@ def run_handler(
     ``error_response(request.id, exc)``.  The same as
     ``close_leg(ctx, handler(ctx))`` with ``ctx = open_leg(...)``.
     """
-    ctx = open_leg(request, info, sealer=sealer, principal=principal, now=now, flow_ttl=flow_ttl)
+    ctx = open_leg(
+        request,
+        info,
+        sealer=sealer,
+        principal=principal,
+        now=now,
+        flow_ttl=flow_ttl,
+        input_kinds=input_kinds,
+    )
     return close_leg(ctx, handler(ctx))
 
 
@@ -189,6 +205,7 @@ def open_leg(
     principal: str | None,
     now: float,
     flow_ttl: float = DEFAULT_FLOW_TTL,
+    input_kinds: InputRegistry = INPUT_KINDS,
 ) -> HandlerContext:
     """The first half of :func:`run_handler`: verify the state, build the context.
 
@@ -217,6 +234,7 @@ def open_leg(
         sealer=sealer,
         principal=principal,
         now=now,
+        input_kinds=input_kinds,
     )
 
 
@@ -236,7 +254,7 @@ def _ask(ctx: HandlerContext, requests: Mapping[str, InputRequest], state: Any) 
     if sealer is None:
         if state is not None or ctx._guards:
             raise LocalProtocolError("carrying state across rounds needs a StateSealer")
-        return input_required(requests)
+        return input_required(requests, input_kinds=ctx.input_kinds)
     left = ctx.deadline - ctx.now
     if left <= 0:
         raise InvalidRequestState("expired")  # the flow as a whole has run out of time
@@ -248,7 +266,7 @@ def _ask(ctx: HandlerContext, requests: Mapping[str, InputRequest], state: Any) 
         now=ctx.now,
         ttl=min(sealer.ttl, left),
     )
-    return input_required(requests, state=token)
+    return input_required(requests, state=token, input_kinds=ctx.input_kinds)
 
 
 StepFunction = Callable[[HandlerContext, Any], Any]

@@ -13,7 +13,10 @@ Sans-IO like the rest: the shim hands out events (``ShimSend`` a message,
 ``ShimWait`` before a requestState-only round, ``ShimDone`` with the response
 for the original request) and takes the client's answers with ``receive``.
 
-Limits: at most ``max_rounds`` rounds (10), then a -32603 error.  A handler
+Limits, as the round engine has them: at most ``max_rounds`` rounds that ask
+something (10) and, separately, ``max_state_only_rounds`` requestState-only
+rounds over the whole request (10; a round that asks does not reset the
+count), then a -32603 error naming the limit.  A handler
 that asks for something the client did not declare in ``initialize`` gets its
 own fallback if it has one (``ctx.can_ask``); otherwise the client gets a
 -32603 error naming the missing capabilities in ``data.requiredCapabilities``
@@ -35,8 +38,8 @@ from ..engine._engine import PACE_CAP, PACE_FIRST
 from ..engine._retry import strip_round_fields
 from ..protocol._meta import RequestInfo
 from ..wire._convert import structure_input_required, unstructure_input_request
+from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
-    ElicitUrlRequest,
     ErrorObject,
     ErrorResponse,
     InputRequest,
@@ -87,12 +90,20 @@ class ShimRun:
 ShimEvent = ShimSend | ShimWait | ShimDone | ShimRun
 
 
-def legacy_request(request_id: RequestId, ask: InputRequest) -> Request:
-    """The 2025-era server-to-client request for one input request."""
+def legacy_request(
+    request_id: RequestId, ask: InputRequest, input_kinds: InputRegistry = INPUT_KINDS
+) -> Request:
+    """The 2025-era server-to-client request for one input request (its registry
+    entry gives the method, and the id param a 2025 request of its kind carries)."""
+    kind = input_kinds.kind_for(ask)
     params = dict(unstructure_input_request(ask).get("params") or {})
-    if isinstance(ask, ElicitUrlRequest):
-        params["elicitationId"] = secrets.token_urlsafe(12)  # 2025 URL mode names each one
-    return Request(id=request_id, method=ask.method, params=params or None)
+    if kind.legacy_id_param is not None:
+        params[kind.legacy_id_param] = secrets.token_urlsafe(12)  # 2025 URL mode names each one
+    return Request(id=request_id, method=kind.legacy_method, params=params or None)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class LegacyShim:
@@ -101,6 +112,11 @@ class LegacyShim:
     ``new_id`` gives ids for the server-to-client requests (pass the
     connection's ``new_request_id``).  Feed every ``ResultResponse`` /
     ``ErrorResponse`` whose id is in ``waiting_for`` to ``receive``.
+
+    ``rounds`` counts every round, ``input_rounds`` those that asked something
+    (capped by ``max_rounds``) and ``state_only_rounds`` the others (capped by
+    ``max_state_only_rounds``).  ``input_kinds`` is the registry of what a
+    handler may ask.
     """
 
     def __init__(
@@ -113,9 +129,13 @@ class LegacyShim:
         sealer: StateSealer | None,
         principal: str | None,
         max_rounds: int = 10,
+        max_state_only_rounds: int = 10,
+        input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
-        if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 1:
+        if not _is_count(max_rounds) or max_rounds < 1:
             raise LocalProtocolError("max_rounds must be a positive integer")
+        if not _is_count(max_state_only_rounds):
+            raise LocalProtocolError("max_state_only_rounds must be a non-negative integer")
         self.handler = handler
         self.request = request
         self.info = info
@@ -123,7 +143,11 @@ class LegacyShim:
         self.sealer = sealer
         self.principal = principal
         self.max_rounds = max_rounds
+        self.max_state_only_rounds = max_state_only_rounds
+        self.input_kinds = input_kinds
         self.rounds = 0
+        self.input_rounds = 0
+        self.state_only_rounds = 0
         self.finished = False
         self._events: deque[ShimEvent] = deque()
         self._params = strip_round_fields(request.params or {})
@@ -200,6 +224,7 @@ class LegacyShim:
                 sealer=self.sealer,
                 principal=self.principal,
                 now=now,
+                input_kinds=self.input_kinds,
             )
         except MrtrError as exc:
             self._settle(exc)
@@ -221,9 +246,9 @@ class LegacyShim:
             if outcome.get("resultType") != "input_required":
                 self._finish(ResultResponse(id=self.request.id, result=dict(outcome)))
                 return
-            shaped = structure_input_required(outcome)
+            shaped = structure_input_required(outcome, self.input_kinds)
             asks = shaped.input_requests or {}
-            missing = required_capabilities(asks, self.info.capabilities)
+            missing = required_capabilities(asks, self.info.capabilities, self.input_kinds)
             if missing:
                 raise CapabilityRequired(missing)
         except CapabilityRequired as exc:
@@ -235,9 +260,21 @@ class LegacyShim:
             self._finish(error_response(self.request.id, exc))
             return
         self.rounds += 1
-        if self.rounds > self.max_rounds:
-            self._finish_error(f"the tool needed more than {self.max_rounds} rounds of input")
-            return
+        # Two separate bounds, as in RoundEngine: load shedding (state only) does not
+        # use up the rounds of questions, nor do questions reset the state-only count.
+        if asks:
+            self.input_rounds += 1
+            if self.input_rounds > self.max_rounds:
+                self._finish_error(f"the tool needed more than {self.max_rounds} rounds of input")
+                return
+        else:
+            self.state_only_rounds += 1
+            if self.state_only_rounds > self.max_state_only_rounds:
+                self._finish_error(
+                    f"the tool returned more than {self.max_state_only_rounds} "
+                    "requestState-only rounds (max_state_only_rounds)"
+                )
+                return
         self._state = shaped.request_state
         if not asks:
             # requestState only: come back after a pause, growing while nothing is asked.
@@ -246,7 +283,7 @@ class LegacyShim:
             return
         self._pace = None
         for key, ask in asks.items():
-            request = legacy_request(self.new_id(), ask)
+            request = legacy_request(self.new_id(), ask, self.input_kinds)
             self._asked[request.id] = key
             self._events.append(ShimSend(message=request))
 

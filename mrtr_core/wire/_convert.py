@@ -17,19 +17,8 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .._errors import INVALID_PARAMS, RemoteProtocolError
-from ._model import (
-    CreateMessageRequest,
-    CreateMessageResult,
-    ElicitFormRequest,
-    ElicitResult,
-    ElicitUrlRequest,
-    InputRequest,
-    InputRequiredResult,
-    InputResponse,
-    ListRootsRequest,
-    ListRootsResult,
-    Root,
-)
+from ._inputs import INPUT_KINDS, InputKind, InputRegistry
+from ._model import InputRequest, InputRequiredResult, InputResponse
 
 T = TypeVar("T")
 
@@ -92,7 +81,19 @@ def _json_object(value: Any, _: Any) -> Any:
 converter.register_structure_hook_func(_is_json_object, _json_object)
 
 
-def _register_payload(cls: type) -> None:
+def _is_payload(cls: Any) -> bool:
+    # Every payload class keeps unknown keys in ``extra``: a new input kind's classes
+    # get their hooks without being listed.  InputRequiredResult is the exception:
+    # its requests need the input-kind registry (structure_input_required).
+    return (
+        isinstance(cls, type)
+        and attrs.has(cls)
+        and "extra" in attrs.fields_dict(cls)
+        and cls is not InputRequiredResult
+    )
+
+
+def _payload_hooks(cls: type) -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
     fields = attrs.fields(cls)
     renames = {f.name: f.metadata.get("wire", f.name) for f in fields if f.name != "extra"}
     known = frozenset(renames.values())
@@ -122,21 +123,11 @@ def _register_payload(cls: type) -> None:
         extra = out.pop(_EXTRA, None) or {}
         return {**extra, **out} if extra else out
 
-    converter.register_structure_hook(cls, structure)
-    converter.register_unstructure_hook(cls, unstructure)
+    return structure, unstructure
 
 
-for _cls in (
-    ElicitFormRequest,
-    ElicitUrlRequest,
-    CreateMessageRequest,
-    ListRootsRequest,
-    ElicitResult,
-    CreateMessageResult,
-    Root,
-    ListRootsResult,
-):
-    _register_payload(_cls)
+converter.register_structure_hook_factory(_is_payload, lambda cls: _payload_hooks(cls)[0])
+converter.register_unstructure_hook_factory(_is_payload, lambda cls: _payload_hooks(cls)[1])
 
 
 def structure(raw: Any, cls: type[T]) -> T:
@@ -154,36 +145,28 @@ def unstructure(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
-INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+#: The methods an input request may name.
+INPUT_METHODS = INPUT_KINDS.methods
 
 
-def input_request_class(raw: Any) -> type[InputRequest]:
-    """The class an ``{method, params}`` input request structures into."""
+def _input_kind(raw: Any, input_kinds: InputRegistry) -> InputKind:
     if not isinstance(raw, (dict, Mapping)):
         raise RemoteProtocolError("an input request must be an object", code=INVALID_PARAMS)
-    method = raw.get("method")
-    params = raw.get("params")
-    if method == "elicitation/create":
-        mode = params.get("mode") if isinstance(params, (dict, Mapping)) else None
-        if mode is None or mode == "form":
-            return ElicitFormRequest
-        if mode == "url":
-            return ElicitUrlRequest
-        raise RemoteProtocolError(f"unknown elicitation mode {mode!r}", code=INVALID_PARAMS)
-    if method == "sampling/createMessage":
-        return CreateMessageRequest
-    if method == "roots/list":
-        return ListRootsRequest
-    raise RemoteProtocolError(f"unknown input request method {method!r}", code=INVALID_PARAMS)
+    return input_kinds.resolve(raw.get("method"), raw.get("params"))
 
 
-def structure_input_request(raw: Any) -> InputRequest:
+def input_request_class(raw: Any, input_kinds: InputRegistry = INPUT_KINDS) -> type[InputRequest]:
+    """The class an ``{method, params}`` input request structures into."""
+    return _input_kind(raw, input_kinds).request_class
+
+
+def structure_input_request(raw: Any, input_kinds: InputRegistry = INPUT_KINDS) -> InputRequest:
     """``{"method", "params"}`` -> the typed input request."""
-    cls = input_request_class(raw)
+    kind = _input_kind(raw, input_kinds)
     params = raw.get("params")
-    if params is None and cls is ListRootsRequest:
+    if params is None and kind.params_optional:
         params = {}
-    return structure(params, cls)
+    return structure(params, kind.request_class)  # type: ignore[no-any-return]
 
 
 def unstructure_input_request(request: InputRequest) -> dict[str, Any]:
@@ -191,7 +174,9 @@ def unstructure_input_request(request: InputRequest) -> dict[str, Any]:
     return {"method": request.method, "params": converter.unstructure(request)}
 
 
-def structure_input_required(raw: Any) -> InputRequiredResult:
+def structure_input_required(
+    raw: Any, input_kinds: InputRegistry = INPUT_KINDS
+) -> InputRequiredResult:
     """A result mapping with ``resultType: input_required`` -> InputRequiredResult.
 
     Checks the shape only; the round engine adds the protocol rules (at least
@@ -206,7 +191,9 @@ def structure_input_required(raw: Any) -> InputRequiredResult:
     if requests_raw is not None:
         if not isinstance(requests_raw, (dict, Mapping)):
             raise RemoteProtocolError("inputRequests must be an object", code=INVALID_PARAMS)
-        requests = {str(k): structure_input_request(v) for k, v in requests_raw.items()}
+        requests = {
+            str(k): structure_input_request(v, input_kinds) for k, v in requests_raw.items()
+        }
     state = raw.get("requestState")
     if state is not None and not isinstance(state, str):
         raise RemoteProtocolError("requestState must be a string", code=INVALID_PARAMS)

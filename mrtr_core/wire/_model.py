@@ -7,7 +7,8 @@ encoding, so a decode/encode round trip loses nothing.
 
 Python attribute names are snake_case; a field whose wire name differs
 declares it in its ``metadata["wire"]``.  Structuring and unstructuring live
-in :mod:`mrtr_core._convert`.
+in :mod:`mrtr_core.wire._convert`; what each input request kind needs and
+answers with, in the registry of :mod:`mrtr_core.wire._inputs`.
 """
 
 from __future__ import annotations
@@ -185,14 +186,6 @@ class ListRootsResult:
 
 
 InputResponse = ElicitResult | CreateMessageResult | ListRootsResult
-
-#: Which response class answers which input request class.
-RESPONSE_FOR_REQUEST: Mapping[type, type] = {
-    ElicitFormRequest: ElicitResult,
-    ElicitUrlRequest: ElicitResult,
-    CreateMessageRequest: CreateMessageResult,
-    ListRootsRequest: ListRootsResult,
-}
 
 
 @attrs.frozen(kw_only=True)

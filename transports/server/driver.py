@@ -58,6 +58,7 @@ from typing import Any
 import trio
 
 import mrtr_core as m
+from mrtr_core._errors import AppResultRefused  # not re-exported by mrtr_core yet
 
 from .app import Outlet, ServerApp
 
@@ -209,9 +210,9 @@ def send_response(
     """
     try:
         return response, conn.send(response)
-    except m.LocalProtocolError as exc:
-        # -32021 (asked beyond the request's capabilities), -32603 (a malformed
-        # input_required, a value JSON cannot carry): the request is still owed an answer.
+    except (AppResultRefused, m.LocalProtocolError) as exc:
+        # Refused: -32021 (asked beyond the request's capabilities), -32603 (a malformed
+        # input_required, ...); or a value JSON cannot carry.  Still owed an answer.
         if isinstance(response, m.ResultResponse):
             log.warning("result for request %r refused: %s", response.id, exc.message)
         refusal = m.error_response(response.id, exc)
@@ -412,7 +413,7 @@ class _StreamDriver:
             shim.start(trio.current_time())
             try:
                 response = await self.drive_shim(shim, flow, info, outlet)
-            except m.LocalProtocolError as exc:  # a question the connection will not send
+            except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
                 log.warning("cannot ask the client: %s", exc.message)
                 refused = m.ErrorObject(code=m.INTERNAL_ERROR, message=exc.message, data=exc.data)
                 refusal = m.ErrorResponse(id=request.id, error=refused)
@@ -445,7 +446,7 @@ class _StreamDriver:
                 shim.leg_done(await run_app(self.app, event.request, info, outlet))
             elif isinstance(event, m.ShimSend):
                 message = event.message
-                data = conn.send(message)  # LocalProtocolError: see run_legacy
+                data = conn.send(message)  # AppResultRefused and others: see run_legacy
                 if isinstance(message, m.Request):
                     self.questions[message.id] = flow
                 await self.write(data)

@@ -77,6 +77,7 @@ from mrtr_core import (
     error_response,
 )
 from mrtr_core import CreateMessageRequest as SamplingRequest
+from mrtr_core._errors import AppResultRefused
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -437,7 +438,7 @@ def test_legacy_server_requests_are_capability_checked() -> None:
     roots = Request(id=server.new_request_id(), method="roots/list")
     assert through(server, [roots], client) == [roots]
     for method in ("sampling/createMessage", "elicitation/create"):
-        with pytest.raises(LocalProtocolError) as exc:
+        with pytest.raises(AppResultRefused) as exc:
             server.send(Request(id=server.new_request_id(), method=method, params={}))
         assert exc.value.code == MISSING_CLIENT_CAPABILITY
 
@@ -776,7 +777,7 @@ def test_server_discover_result() -> None:
 def test_input_required_for_prompts_list_is_refused_and_the_request_stays_open() -> None:
     client, server = modern_pair()
     got = _plain(client, server, "prompts/list")
-    with pytest.raises(LocalProtocolError) as exc:
+    with pytest.raises(AppResultRefused) as exc:
         server.send(ResultResponse(id=got.id, result=input_required({"c": ASK_CONFIRM}, "s")))
     assert exc.value.code == INTERNAL_ERROR
     assert server.request_info(got.id).method == "prompts/list"  # still outstanding
@@ -790,7 +791,7 @@ def test_input_required_for_prompts_list_is_refused_and_the_request_stays_open()
 def test_input_required_without_requests_or_state_is_refused() -> None:
     client, server = modern_pair()
     call, leg = start_call(client, server)
-    with pytest.raises(LocalProtocolError) as exc:
+    with pytest.raises(AppResultRefused) as exc:
         server.send(ResultResponse(id=leg.id, result={"resultType": "input_required"}))
     assert exc.value.code == INTERNAL_ERROR
     (failed,) = inner(through(server, [error_response(leg.id, exc.value)], client), call)
@@ -802,7 +803,7 @@ def test_asking_for_an_undeclared_capability_is_refused_with_32021() -> None:
     client, server = modern_pair()
     call, leg = start_call(client, server, capabilities={"elicitation": {}})
     assert server.request_info(leg.id).capabilities == {"elicitation": {}}
-    with pytest.raises(LocalProtocolError) as exc:
+    with pytest.raises(AppResultRefused) as exc:
         server.send(ResultResponse(id=leg.id, result=input_required({"d": ASK_SAMPLING}, None)))
     assert exc.value.code == MISSING_CLIENT_CAPABILITY
     assert exc.value.data == {"requiredCapabilities": {"sampling": {}}}
@@ -820,7 +821,7 @@ def test_capabilities_are_checked_per_request() -> None:
     poor, poor_leg = start_call(client, server, capabilities={"elicitation": {"form": {}}})
     ask = input_required({"d": ASK_SAMPLING}, None)
     # The earlier request's sampling capability does not carry over to the later one.
-    with pytest.raises(LocalProtocolError) as exc:
+    with pytest.raises(AppResultRefused) as exc:
         server.send(ResultResponse(id=poor_leg.id, result=ask))
     assert exc.value.code == MISSING_CLIENT_CAPABILITY
     events = through(server, [ResultResponse(id=rich_leg.id, result=ask)], client)

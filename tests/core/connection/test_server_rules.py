@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from mrtr_core import (
-    LocalProtocolError,
     RemoteProtocolError,
     Request,
     RequestInfo,
 )
+from mrtr_core._errors import AppResultRefused
 from mrtr_core.connection._server_rules import (
     check_input_required,
     check_server_request,
@@ -160,7 +160,7 @@ def test_a_valid_input_required_gets_server_info_but_no_cache_fields() -> None:
 
 
 def test_an_unknown_result_type_is_refused() -> None:
-    with pytest.raises(LocalProtocolError, match="unknown resultType") as caught:
+    with pytest.raises(AppResultRefused, match="unknown resultType") as caught:
         _finish(_info(), {"resultType": "later"})
     assert caught.value.code == -32603
 
@@ -189,7 +189,7 @@ def test_illegal_input_required_answers(
     info: RequestInfo, result: dict[str, Any], fragment: str, code: int
 ) -> None:
     result = {"resultType": "input_required", **result}
-    with pytest.raises(LocalProtocolError, match=fragment) as caught:
+    with pytest.raises(AppResultRefused, match=fragment) as caught:
         check_input_required(info, result)
     assert caught.value.code == code
 
@@ -204,7 +204,7 @@ def test_missing_capabilities_are_merged_into_required_capabilities() -> None:
         "resultType": "input_required",
         "inputRequests": {"a": ASK_SAMPLING, "b": tools, "c": url, "d": {"method": "roots/list"}},
     }
-    with pytest.raises(LocalProtocolError) as caught:
+    with pytest.raises(AppResultRefused) as caught:
         check_input_required(_info(capabilities={"elicitation": {}}), result)
     assert caught.value.data == {
         "requiredCapabilities": {
@@ -235,7 +235,7 @@ def test_missing_capabilities_are_merged_into_required_capabilities() -> None:
 def test_server_requests_the_client_cannot_take_are_refused(
     method: str, params: Any, caps: dict[str, Any], fragment: str
 ) -> None:
-    with pytest.raises(LocalProtocolError, match=fragment):
+    with pytest.raises(AppResultRefused, match=fragment):
         check_server_request(Request(id=1, method=method, params=params), caps)
 
 

@@ -505,6 +505,24 @@ def test_leg_timeout_is_capped_by_the_remaining_budget() -> None:
     assert drain(engine)[1] == m.TimedOut(elapsed=10.0, budget=10.0, limit="total")
 
 
+def test_a_leg_cut_by_the_total_budget_reports_the_whole_flow_not_the_leg() -> None:
+    # The retry is sent at 12 s with 8 s of the 20 s budget left; when its timer
+    # fires, the report measures the flow from start against total_timeout, as
+    # every limit="total" report does, not the leg from its send against those 8 s.
+    engine = started(leg_timeout=30.0, total_timeout=20.0)
+    drain(engine)
+    engine.receive_result(input_required({"k": FORM}), 4.0)
+    drain(engine)
+    engine.provide("k", ACCEPT, 12.0)
+    (retry,) = drain(engine)
+    assert isinstance(retry, m.SendRetry) and retry.timeout == 8.0
+    engine.leg_timed_out(20.0)
+    assert drain(engine) == [
+        m.CancelLeg(leg=2),
+        m.TimedOut(elapsed=20.0, budget=20.0, limit="total"),
+    ]
+
+
 def test_budget_is_checked_before_any_input_is_dispatched() -> None:
     engine = started(total_timeout=10.0)
     drain(engine)

@@ -64,6 +64,7 @@ from mrtr_core import (
     sample,
     structure_input_required,
 )
+from mrtr_core._errors import AppResultRefused
 
 MODERN = "2026-07-28"
 CITY_SCHEMA = {"city": {"type": "string", "description": "A city"}}
@@ -841,7 +842,7 @@ def test_end_to_end_server_refuses_an_ask_beyond_the_declared_capabilities() -> 
     server.receive_data(client.send(CallEvent(call=client_call, event=first)))
     (request,) = drain(server)
     assert isinstance(request, Request)
-    with pytest.raises(LocalProtocolError, match="capabilities"):
+    with pytest.raises(AppResultRefused, match="capabilities"):
         server.send(ResultResponse(id=request.id, result=input_required(ASK_CITY)))
     assert isinstance(error_response(request.id, CapabilityRequired({})), ErrorResponse)
 

@@ -249,6 +249,63 @@ def test_state_only_rounds_are_paced_and_the_pace_resets_after_a_round_that_asks
     assert peer.waits == [0.05, 0.1, 0.2, 0.05, 0.1, 0.2]
 
 
+def test_ten_state_only_rounds_do_not_use_up_the_rounds_of_input() -> None:
+    # Regression: state-only rounds used to count against max_rounds, so ten of
+    # them left no room for the one question that followed.
+    def patient(ctx: m.HandlerContext) -> Any:
+        n = ctx.state or 0
+        if n < 10:
+            return ctx.ask(state=n + 1)  # load shedding: "come back later", ten times
+        if ctx.answer("city", CITY) is None:
+            return ctx.ask({"city": CITY}, state=n)
+        return {"content": [{"type": "text", "text": "served"}]}
+
+    peer = Peer(patient, sealer=_sealer())
+    assert peer.call() == m.Done(result={"content": [{"type": "text", "text": "served"}]})
+    assert len(peer.waits) == 10 and len(peer.asked) == 1
+    (shim,) = peer.shims.values()
+    assert (shim.rounds, shim.input_rounds, shim.state_only_rounds) == (11, 1, 10)
+
+
+def test_a_handler_that_sheds_load_forever_is_stopped_by_the_state_only_bound() -> None:
+    legs: list[Any] = []
+
+    def forever(ctx: m.HandlerContext) -> Any:
+        legs.append(ctx.state)
+        return ctx.ask(state=(ctx.state or 0) + 1)
+
+    peer = Peer(forever, sealer=_sealer())
+    failed = peer.call()
+    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.PeerError)
+    assert failed.error.code == -32603
+    assert failed.error.message == (
+        "the tool returned more than 10 requestState-only rounds (max_state_only_rounds)"
+    )
+    assert len(legs) == 11 and len(peer.waits) == 10 and peer.asked == []
+
+
+def test_a_round_that_asks_does_not_reset_the_state_only_count() -> None:
+    # As RoundEngine's max_state_only_legs: the bound is over the whole request.
+    def handler(ctx: m.HandlerContext) -> Any:
+        n = ctx.state or 0
+        if n == 1 and ctx.answer("city", CITY) is None:
+            return ctx.ask({"city": CITY}, state=n)
+        return ctx.ask(state=n + 1)
+
+    peer = Peer(handler, sealer=_sealer(), max_state_only_rounds=2)
+    failed = peer.call()
+    assert isinstance(failed, m.Failed) and "more than 2 requestState-only" in failed.error.message
+    # state-only, a question, state-only, then the third state-only round is refused.
+    assert len(peer.waits) == 2 and len(peer.asked) == 1
+
+
+def test_no_state_only_round_at_all_with_a_bound_of_zero() -> None:
+    peer = Peer(lambda ctx: ctx.ask(state=1), sealer=_sealer(), max_state_only_rounds=0)
+    failed = peer.call()
+    assert isinstance(failed, m.Failed) and "more than 0 requestState-only" in failed.error.message
+    assert peer.waits == []
+
+
 def test_resume_outside_a_wait_is_misuse() -> None:
     peer = Peer(lambda ctx: ctx.ask({"city": CITY}))
     peer.client.call("tools/call", {"name": "x"})
@@ -277,6 +334,17 @@ def test_resume_outside_a_wait_is_misuse() -> None:
             principal=None,
             max_rounds=0,
         )
+    for bad in (-1, True, 1.5):
+        with pytest.raises(m.LocalProtocolError, match="max_state_only_rounds"):
+            m.LegacyShim(
+                lambda ctx: {},
+                request,
+                peer.server.request_info(request.id),
+                new_id=peer.server.new_request_id,
+                sealer=None,
+                principal=None,
+                max_state_only_rounds=bad,
+            )
 
 
 def test_a_handler_can_fall_back_when_the_client_lacks_a_capability() -> None:

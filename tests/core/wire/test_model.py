@@ -37,7 +37,7 @@ from mrtr_core import (
     unstructure_input_response,
 )
 from mrtr_core.wire._convert import input_request_class
-from mrtr_core.wire._model import RESPONSE_FOR_REQUEST
+from mrtr_core.wire._inputs import RESPONSE_FOR_REQUEST
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 

@@ -29,6 +29,7 @@ from mrtr_transports.client.errors import (
 )
 
 import mrtr_core as m
+from mrtr_core._errors import AppResultRefused
 
 ASK_NAME = {
     "method": "elicitation/create",
@@ -120,7 +121,7 @@ class MemoryLink:
         elif outcome is not None:
             try:
                 self.reply(m.ResultResponse(id=request.id, result=outcome))
-            except m.LocalProtocolError as exc:  # e.g. -32021: the request did not declare it
+            except (AppResultRefused, m.LocalProtocolError) as exc:  # e.g. -32021: undeclared
                 self.reply(m.error_response(request.id, exc))
 
     def reply(self, message: Any) -> None:
