@@ -13,6 +13,7 @@ from ._errors import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    AppResultRefused,
     InputFailed,
     InvalidInputRequired,
     LocalProtocolError,
@@ -185,6 +186,7 @@ from .wire._sse import (
 )
 
 __all__ = [
+    "AppResultRefused",
     "Answers",
     "Ask",
     "AutoReply",

@@ -1,7 +1,8 @@
 """Protocol facts: versions and eras, the ``_meta`` keys every 2026-07-28 request
 carries, the JSON-RPC and MCP error codes, the methods that may answer
-``input_required``, what a server knows about one request (``RequestInfo``), and
-the Streamable HTTP header rules (standard headers, ``x-mcp-header`` params).
+``input_required``, the input kinds (one registry entry each: method, classes,
+capability needs, 2025-era mapping), what a server knows about one request
+(``RequestInfo``), and the Streamable HTTP header rules.
 """
 
 from .._errors import (
@@ -14,6 +15,7 @@ from .._errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._headers import (
     ANNOTATION,
     METHOD_HEADER,
@@ -54,6 +56,9 @@ from ._meta import (
 )
 
 __all__ = [
+    "INPUT_KINDS",
+    "InputKind",
+    "InputRegistry",
     "ANNOTATION",
     "METHOD_HEADER",
     "NAME_HEADER",

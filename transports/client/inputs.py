@@ -2,11 +2,12 @@
 
 The model: which response answers which input request (an elicitation an
 ``ElicitResult``, sampling a ``CreateMessageResult``, ``roots/list`` a
-``ListRootsResult``) is the core's table, ``RESPONSE_FOR_REQUEST``.  This
-module is the transports' one reader of it: the client checks a handler's
-answer with :func:`answer_problem`, and ``mrtr call`` reads an answers-book
-entry as :func:`response_type_for` its kind.  Nothing else in the transports
-knows the table.
+``ListRootsResult``) is written once, in the core's input-kind registry
+(``mrtr_core.protocol.INPUT_KINDS``).  This module is the transports' one
+reader of it: the client checks a handler's answer with
+:func:`answer_problem`, and ``mrtr call`` reads an answers-book entry as
+:func:`response_type_for` its kind.  Nothing else in the transports knows the
+kinds.
 
 :func:`answer_server_request` answers a 2025-era server's own requests (which
 come as real JSON-RPC requests, not inside an ``input_required`` result)
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import trio
 
 import mrtr_core as m
-from mrtr_core.wire._model import RESPONSE_FOR_REQUEST
+from mrtr_core.protocol import INPUT_KINDS
 
 from .errors import CallTimeout, ClientError, InputUnavailable
 
@@ -36,9 +37,7 @@ __all__ = [
 ]
 
 #: The methods of the input requests (what a 2025-era server may ask its client).
-INPUT_METHODS: frozenset[str] = frozenset(
-    str(cast(Any, kind).method) for kind in RESPONSE_FOR_REQUEST
-)
+INPUT_METHODS: frozenset[str] = INPUT_KINDS.legacy_methods
 
 
 class InputHandler(Protocol):
@@ -60,17 +59,18 @@ class InputHandler(Protocol):
 
 def response_type(request: m.InputRequest) -> type[Any]:
     """The response class that answers ``request``."""
-    return RESPONSE_FOR_REQUEST[type(request)]
+    response: type[Any] = INPUT_KINDS.kind_for(request).response_class
+    return response
 
 
 def response_type_for(kind: str) -> type[Any]:
-    """The response class that answers an input request of ``kind`` (as ``m.input_kind``
-    names it: its method, with a ``#mode`` suffix for URL elicitation)."""
-    method = kind.partition("#")[0]
-    for request_class, response_class in RESPONSE_FOR_REQUEST.items():
-        if cast(Any, request_class).method == method:
-            return response_class
-    raise KeyError(f"no input request has the method {method!r}")
+    """The response class that answers an input request of ``kind`` (its registry name:
+    the method, with a ``#mode`` suffix for URL elicitation)."""
+    for entry in INPUT_KINDS.kinds:
+        if entry.name == kind:
+            response: type[Any] = entry.response_class
+            return response
+    raise KeyError(f"no input request is of the kind {kind!r}")
 
 
 def answer_problem(request: m.InputRequest, answer: Any) -> str | None:

@@ -58,7 +58,7 @@ from typing import Any
 import trio
 
 import mrtr_core as m
-from mrtr_core._errors import AppResultRefused  # not re-exported by mrtr_core yet
+from mrtr_core import AppResultRefused
 
 from .app import Outlet, ServerApp
 
