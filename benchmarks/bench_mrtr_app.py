@@ -1,8 +1,8 @@
 """Our side of ``bench_transports.py``: an ``McpApp`` with the two benchmark tools.
 
 Served by our own command lines, unchanged, e.g.
-``PYTHONPATH=benchmarks python -m mrtr_transports.server.stdio --app bench_mrtr_app:app``
-(or ``mrtr_transports.server.http.server``).  The same two tools as ``bench_mcp_peer.py``:
+``PYTHONPATH=benchmarks python -m mrtr_transports.server --stdio --app bench_mrtr_app:app``
+(or ``--http 127.0.0.1:0``).  The same two tools as ``bench_mcp_peer.py``:
 
 * ``greet``: two legs.  The first asks one form elicitation under the key
   ``name`` (an ``input_required`` result with a sealed ``requestState``); the

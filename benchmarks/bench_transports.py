@@ -14,11 +14,11 @@ that session.  Both sides speak 2026-07-28 and run the same workload:
 The pairings (each server in its own process):
 
 * stdio, ours: ``open_stdio_client`` spawning
-  ``python -m mrtr_transports.server.stdio --app bench_mrtr_app:app``;
+  ``python -m mrtr_transports.server --stdio --app bench_mrtr_app:app``;
   peer: ``mcp.client.Client(StdioServerParameters(...))`` spawning
   ``bench_mcp_peer.py stdio`` (``MCPServer.run("stdio")``).
 * http, ours: ``open_http_client`` to
-  ``python -m mrtr_transports.server.http.server --app bench_mrtr_app:app``;
+  ``python -m mrtr_transports.server --http 127.0.0.1:0 --app bench_mrtr_app:app``;
   peer: ``mcp.client.Client(url)`` to ``bench_mcp_peer.py http`` (``MCPServer``'s
   Streamable HTTP app under uvicorn, stateless with JSON responses, like ours).
 
@@ -112,7 +112,7 @@ def http_server(side: str) -> Iterator[str]:
     """A Streamable HTTP server for ``side`` in a subprocess; yields its endpoint URL."""
     pipe = subprocess.PIPE
     if side == "mrtr":
-        argv = [sys.executable, "-m", "mrtr_transports.server.http.server", *OUR_APP]
+        argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *OUR_APP]
         env = {**os.environ, **OUR_ENV}
         process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=pipe, stderr=pipe)
         ready, said, other = "listening on http://", process.stderr, process.stdout
@@ -216,7 +216,7 @@ def work_mrtr(transport: str, warmup: int, calls: int, repeats: int) -> dict[str
 
     async def main() -> dict[str, Any]:
         if transport == "stdio":
-            argv = [sys.executable, "-m", "mrtr_transports.server.stdio", *OUR_APP]
+            argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio", *OUR_APP]
             async with open_stdio_client(argv, env=OUR_ENV, cwd=ROOT, **options) as client:
                 return await run(client)
         with http_server("mrtr") as url:

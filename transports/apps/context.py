@@ -26,16 +26,30 @@ request (-32603).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mrtr_core as m
 
 from ..server.app import Outlet
 
 if TYPE_CHECKING:
-    from .continuations import Leg, Suspension
-    from .mcp_app import McpApp
+    from .continuations import ContinuationStore, Leg, Suspension
+
+
+class HostApp(Protocol):
+    """The app a handler runs in, as its legs and handlers see it (``McpApp`` is one)."""
+
+    sealer: m.StateSealer
+    principal: str | None
+    clock: Callable[[], float]
+    flow_ttl: float
+    continuations: ContinuationStore | None
+
+    def notify_tools_changed(self) -> None: ...
+    def notify_prompts_changed(self) -> None: ...
+    def notify_resources_changed(self) -> None: ...
+    def notify_resource_updated(self, uri: str) -> None: ...
 
 
 class Context(m.HandlerContext):
@@ -52,7 +66,7 @@ class Context(m.HandlerContext):
         self,
         leg: m.HandlerContext,
         outlet: Outlet,
-        app: McpApp,
+        app: HostApp,
         *,
         uri: str | None = None,
         uri_params: Mapping[str, str] | None = None,
@@ -141,4 +155,4 @@ class Context(m.HandlerContext):
         await self.outlet.notify(method, params)
 
 
-__all__ = ["Context"]
+__all__ = ["Context", "HostApp"]

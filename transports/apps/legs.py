@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mrtr_core as m
 
 from ..server.app import Outlet
-from .context import Context
+from .context import Context, HostApp
 from .continuations import Leg, Suspension
 from .registry import Prompt, Resource, ResourceTemplate, Tool
 from .results import (
@@ -37,14 +37,11 @@ from .results import (
     with_cache_hints,
 )
 
-if TYPE_CHECKING:
-    from .mcp_app import McpApp
-
 Entry = Tool | Resource | ResourceTemplate | Prompt
 
 
 async def call_tool(
-    app: McpApp, tool: Tool, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    app: HostApp, tool: Tool, request: m.Request, info: m.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping):
@@ -60,7 +57,7 @@ async def call_tool(
 
 
 async def read_resource(
-    app: McpApp,
+    app: HostApp,
     reader: Resource | ResourceTemplate,
     uri: str,
     uri_params: Mapping[str, str] | None,
@@ -76,7 +73,7 @@ async def read_resource(
 
 
 async def get_prompt(
-    app: McpApp, prompt: Prompt, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    app: HostApp, prompt: Prompt, request: m.Request, info: m.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping) or not all(
@@ -96,7 +93,7 @@ async def get_prompt(
 
 
 async def run_leg(
-    app: McpApp,
+    app: HostApp,
     entry: Entry,
     request: m.Request,
     info: m.RequestInfo,

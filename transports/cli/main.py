@@ -12,8 +12,8 @@ Commands (each in its own module; docs/cli.md describes them)::
               [--params JSON] [--principal P] [--now SECONDS] TOKEN
 
 * ``mrtr serve`` is the one serve entry, :mod:`mrtr_transports.server.entry`
-  (the same as ``python -m mrtr_transports.server.stdio`` and
-  ``python -m mrtr_transports.server.http.server``);
+  (the same as ``python -m mrtr_transports.server --stdio`` and
+  ``python -m mrtr_transports.server --http 127.0.0.1:0``);
 * ``mrtr call`` is :mod:`mrtr_transports.cli.call`.  ``TARGET`` is an
   ``http://`` or ``https://`` URL (Streamable HTTP) or ``stdio:COMMAND
   ARGS...``, a server command split with POSIX shell-word rules

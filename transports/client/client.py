@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import trio
 
@@ -49,7 +50,7 @@ import mrtr_core as m
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
 from .inputs import InputHandler, answer_server_request
-from .link import ClientOptions, Link, Outbound, open_client
+from .link import ClientOptions, Link, Outbound
 from .tracing import TraceBook, Tracer, TraceRecord, decode_message
 
 __all__ = [
@@ -607,3 +608,39 @@ class Client:
                 self._on_notification(note)
             except Exception:
                 logger.exception("the on_notification callback failed")
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception in ``group`` (however nested), or None if there are several."""
+    found: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            found.append(exc)
+
+    walk(group)
+    return found[0] if len(found) == 1 else None
+
+
+@asynccontextmanager
+async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> AsyncIterator[Client]:
+    """A :class:`Client` over ``link``, its session open (the era settled) on entry,
+    the link shut down on exit.  Options as for :class:`Client`."""
+    try:
+        async with trio.open_nursery() as nursery:
+            client = Client(link, nursery, **client_options)
+            try:
+                await link.start(client, nursery)
+                await client._open()
+                yield client
+            finally:
+                await client.aclose()
+    except BaseExceptionGroup as group:
+        # Link tasks never raise, so a group carries the caller's own exception: unwrap it.
+        single = _single(group)
+        if single is None:
+            raise
+        raise single from single.__cause__  # (keeps its cause, hides the group)

@@ -61,8 +61,9 @@ from mrtr_core.protocol import (
     schema_header_params,
 )
 
-from .client import Client, ClientOptions, Outbound, open_client
+from .client import Client, open_client
 from .errors import TransportError
+from .link import ClientOptions, LinkClient, Outbound
 
 logger = logging.getLogger("mrtr.http")
 
@@ -166,11 +167,11 @@ class HttpLink:
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._discover_failure: str | None = None
-        self._client: Client | None = None
+        self._client: LinkClient | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
 
-    async def start(self, client: Client, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
         self._client = client
         self._nursery = nursery
 

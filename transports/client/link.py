@@ -1,35 +1,33 @@
 """What a client hands its link (:class:`Outbound`), what a link must do (:class:`Link`),
-and a client opened over a link (:func:`open_client`, with :class:`ClientOptions`).
+what a link may call back (:class:`LinkClient`), and the client's options
+(:class:`ClientOptions`).
 
 A link moves one client connection's bytes: ``StdioLink`` (a child process's
 pipes) and ``HttpLink`` (one POST per message).  The client calls ``transmit``
 for every message, in the order its connection produced them; the link calls
-back into the client (``Client.receive_data``, ``Client.link_lost``, and for
-per-request streams ``Client.response_ended`` / ``Client.response_failed``).
-A link whose ``confirms_transmission`` is true also calls
-``Client.transmitted(out)`` once ``out`` is really on the wire; the client's
+back into the client through :class:`LinkClient` (``receive_data``,
+``link_lost``, and for per-request streams ``response_ended`` /
+``response_failed``).  A link whose ``confirms_transmission`` is true also calls
+``transmitted(out)`` once ``out`` is really on the wire; the client's
 trace records the message as sent only then (so a message the link refused,
 or could not send, is never recorded as sent).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, Unpack
+from typing import Any, Literal, Protocol, TypedDict
 
 import trio
 
 import mrtr_core as m
 
+from .errors import TransportError
 from .inputs import InputHandler
 from .tracing import Tracer
 
-if TYPE_CHECKING:
-    from .client import Client
-
-__all__ = ["ClientOptions", "Link", "Outbound", "open_client"]
+__all__ = ["ClientOptions", "Link", "LinkClient", "Outbound"]
 
 
 @dataclass(slots=True)
@@ -53,6 +51,33 @@ class Outbound:
     traced: bool = False
 
 
+class LinkClient(Protocol):
+    """What a link may call on the client it carries (the ``Client`` is one)."""
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The version in use (HTTP sends it as a header)."""
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        """Bytes from the peer (with ``framing="messages"``: exactly one message)."""
+
+    def transmitted(self, out: Outbound) -> None:
+        """``out`` is on the wire (links whose ``confirms_transmission`` is true)."""
+
+    def link_lost(self, error: TransportError) -> None:
+        """The link is gone: everything in flight fails with ``error``."""
+
+    def is_waiting_for(self, request_id: m.RequestId) -> bool:
+        """Whether the answer to ``request_id`` is still wanted."""
+        ...
+
+    def response_ended(self, out: Outbound) -> None:
+        """Per-request streams: the response to ``out`` was read to its end."""
+
+    def response_failed(self, out: Outbound, error: TransportError, *, broken: bool) -> None:
+        """Per-request streams: no answer to ``out`` will come."""
+
+
 class Link(Protocol):
     """What moves a client connection's bytes.  A link never raises from ``transmit``:
     it reports failures through the client's callbacks."""
@@ -67,7 +92,7 @@ class Link(Protocol):
     #: (HTTP: the POST was written); false when ``transmit`` is the transmission (stdio).
     confirms_transmission: bool
 
-    async def start(self, client: Client, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
         """Connect or spawn; raise ``TransportError`` when that fails."""
 
     def transmit(self, out: Outbound) -> None:
@@ -82,21 +107,6 @@ class Link(Protocol):
 
     async def aclose(self) -> None:
         """Shut the link down (bounded in time)."""
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception in ``group`` (however nested), or None if there are several."""
-    found: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            found.append(exc)
-
-    walk(group)
-    return found[0] if len(found) == 1 else None
 
 
 class ClientOptions(TypedDict, total=False):
@@ -115,26 +125,3 @@ class ClientOptions(TypedDict, total=False):
     max_message_size: int
     max_calls: int
     max_outgoing: int
-
-
-@asynccontextmanager
-async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> AsyncIterator[Client]:
-    """A :class:`Client` over ``link``, its session open (the era settled) on entry,
-    the link shut down on exit.  Options as for :class:`Client`."""
-    try:
-        async with trio.open_nursery() as nursery:
-            from .client import Client
-
-            client = Client(link, nursery, **client_options)
-            try:
-                await link.start(client, nursery)
-                await client._open()
-                yield client
-            finally:
-                await client.aclose()
-    except BaseExceptionGroup as group:
-        # Link tasks never raise, so a group carries the caller's own exception: unwrap it.
-        single = _single(group)
-        if single is None:
-            raise
-        raise single from single.__cause__  # (keeps its cause, hides the group)

@@ -40,8 +40,9 @@ import trio
 
 import mrtr_core as m
 
-from .client import Client, ClientOptions, Outbound, open_client
+from .client import Client, open_client
 from .errors import TransportError
+from .link import ClientOptions, LinkClient, Outbound
 
 stderr_logger = logging.getLogger("mrtr.stdio")
 
@@ -98,14 +99,14 @@ class StdioLink:
         self._stderr_done = trio.Event()
         self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
         self._max_queued = max_queued
-        self._client: Client | None = None
+        self._client: LinkClient | None = None
 
     @property
     def stderr_tail(self) -> list[str]:
         """The last lines the child wrote to stderr."""
         return list(self._stderr_tail)
 
-    async def start(self, client: Client, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
         self._client = client
         try:
             self.process = await trio.lowlevel.open_process(

@@ -3,11 +3,11 @@
 ::
 
     mrtr serve [--stdio | --http HOST:PORT] [OPTIONS]
-    python -m mrtr_transports.server.stdio [OPTIONS]                          # stdio
-    python -m mrtr_transports.server.http.server [--host H] [--port P] [OPTIONS]  # HTTP
+    python -m mrtr_transports serve [--stdio | --http HOST:PORT] [OPTIONS]
+    python -m mrtr_transports.server [--stdio | --http HOST:PORT] [OPTIONS]
 
-The three are one entry (an :class:`Entry` says only how it is called and
-which transports it offers) and run the same steps, in this order:
+They are one entry (an :class:`Entry` says only how it is called) with one set
+of options, and run the same steps, in this order:
 
 1. parse the options (:func:`add_arguments`); a usage error exits 2 before
    anything else happens;
@@ -24,7 +24,8 @@ which transports it offers) and run the same steps, in this order:
 
 Ctrl-C stops every form with exit 0.  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``) with stdio, or
-``--drain-timeout`` with HTTP, are usage errors.
+``--drain-timeout`` with HTTP, are usage errors.  The transports' own modules
+have no ``main``: nothing but this module starts a server from a command line.
 """
 
 from __future__ import annotations
@@ -48,9 +49,8 @@ from .stdio import guard_stdout, serve_stdio
 
 __all__ = [
     "DEFAULT_APP",
-    "HTTP_MODULE",
     "MRTR_SERVE",
-    "STDIO_MODULE",
+    "SERVER_MODULE",
     "Entry",
     "ServeOptions",
     "add_arguments",
@@ -73,8 +73,6 @@ class Entry:
 
     #: The command, as messages name it.
     prog: str
-    #: The transport it serves, or ``None`` when ``--stdio``/``--http`` chooses.
-    transport: Transport | None
     #: What the stderr line announcing the HTTP address starts with.
     announce: str = ""
     description: str = "Serve an MCP server app."
@@ -82,19 +80,12 @@ class Entry:
 
 MRTR_SERVE = Entry(
     "mrtr serve",
-    None,
     announce="mrtr serve: ",
     description="Serve an MCP app (default: the example app) over stdio or HTTP.",
 )
-STDIO_MODULE = Entry(
-    "python -m mrtr_transports.server.stdio",
-    "stdio",
-    description="Serve an MCP server app on stdin/stdout (logs go to stderr).",
-)
-HTTP_MODULE = Entry(
-    "python -m mrtr_transports.server.http.server",
-    "http",
-    description="Serve an MCP server app over Streamable HTTP (2026-07-28).",
+SERVER_MODULE = Entry(
+    "python -m mrtr_transports.server",
+    description="Serve an MCP server app over stdio (default) or Streamable HTTP.",
 )
 
 
@@ -103,37 +94,31 @@ class UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
-    """The serve options of ``entry`` on ``parser``."""
-    if entry.transport is None:
-        where = parser.add_mutually_exclusive_group()
-        where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
-        where.add_argument(
-            "--http", metavar="HOST:PORT", help="serve Streamable HTTP (port 0: any free port)"
-        )
-    elif entry.transport == "http":
-        parser.add_argument("--host", default=DEFAULT_HOST, help=f"bind address ({DEFAULT_HOST})")
-        parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    """The serve options on ``parser`` (the same for every entry)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
+    where.add_argument(
+        "--http", metavar="HOST:PORT", help="serve Streamable HTTP (port 0: any free port)"
+    )
     parser.add_argument(
         "--app", default=DEFAULT_APP, metavar="MODULE:ATTR", help=f"the ServerApp ({DEFAULT_APP})"
     )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (WARNING)")
-    if entry.transport != "http":
-        parser.add_argument(
-            "--drain-timeout",
-            type=float,
-            metavar="SEC",
-            help="stdio: at the end of stdin, how long running handlers may finish "
-            f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
-        )
-    if entry.transport != "stdio":
-        parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
-        for flag, metavar, what in (
-            ("--allow-origin", "ORIGIN", "an Origin accepted besides localhost (* for any)"),
-            ("--allow-host", "HOST", "a Host header accepted besides localhost"),
-            ("--trusted-proxy", "CIDR", "a proxy whose X-Forwarded-Host is believed"),
-        ):
-            help_text = f"HTTP: {what} (repeatable)"
-            parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        metavar="SEC",
+        help="stdio: at the end of stdin, how long running handlers may finish "
+        f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
+    )
+    parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
+    for flag, metavar, what in (
+        ("--allow-origin", "ORIGIN", "an Origin accepted besides localhost (* for any)"),
+        ("--allow-host", "HOST", "a Host header accepted besides localhost"),
+        ("--trusted-proxy", "CIDR", "a proxy whose X-Forwarded-Host is believed"),
+    ):
+        help_text = f"HTTP: {what} (repeatable)"
+        parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,32 +137,23 @@ class ServeOptions:
     trusted_proxies: tuple[str, ...] = ()
 
     @classmethod
-    def from_args(cls, entry: Entry, args: argparse.Namespace) -> ServeOptions:
+    def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
-        http_only = [
-            getattr(args, name, None) for name in ("path", "allow_origin", "allow_host")
-        ] + [getattr(args, "trusted_proxy", None)]
-        drain = getattr(args, "drain_timeout", None)
+        http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
+        drain = args.drain_timeout
         host, port = DEFAULT_HOST, 0
-        if entry.transport is None:
-            transport: Transport = "stdio" if args.http is None else "http"
-            if args.http is not None:
-                host, port = parse_host_port(args.http)
-        else:
-            transport = entry.transport
-            if transport == "http":
-                host, port = args.host, args.port
+        transport: Transport = "stdio" if args.http is None else "http"
+        if args.http is not None:
+            host, port = parse_host_port(args.http)
         if transport == "stdio" and any(http_only):
             raise UsageError("--path, --allow-*, --trusted-proxy only apply to --http")
         if transport == "http" and drain is not None:
             raise UsageError("--drain-timeout only applies to --stdio")
-        if not 0 <= port <= 65535:
-            raise UsageError(f"port {port} is not between 0 and 65535")
         if drain is not None and not drain >= 0:
             raise UsageError("--drain-timeout must be a number of seconds, 0 or more")
         if not isinstance(logging.getLevelName(args.log_level.upper()), int):
             raise UsageError(f"--log-level {args.log_level!r}: not a logging level")
-        proxies = tuple(getattr(args, "trusted_proxy", None) or ())
+        proxies = tuple(args.trusted_proxy)
         for network in proxies:
             try:
                 ipaddress.ip_network(network, strict=False)
@@ -190,9 +166,9 @@ class ServeOptions:
             drain_timeout=DEFAULT_DRAIN_TIMEOUT if drain is None else drain,
             host=host,
             port=port,
-            path=getattr(args, "path", None) or DEFAULT_PATH,
-            allowed_origins=tuple(getattr(args, "allow_origin", None) or ()),
-            allowed_hosts=tuple(getattr(args, "allow_host", None) or ()),
+            path=args.path or DEFAULT_PATH,
+            allowed_origins=tuple(args.allow_origin),
+            allowed_hosts=tuple(args.allow_host),
             trusted_proxies=proxies,
         )
 
@@ -215,7 +191,7 @@ def main(entry: Entry, argv: Sequence[str] | None = None) -> int:
 def serve(entry: Entry, args: argparse.Namespace) -> int:
     """Serve what ``args`` (parsed by :func:`add_arguments`) say, in the module's order."""
     try:
-        options = ServeOptions.from_args(entry, args)
+        options = ServeOptions.from_args(args)
     except UsageError as exc:
         return _fail(entry, str(exc))
     logging.basicConfig(stream=sys.stderr, level=options.log_level)

@@ -23,7 +23,7 @@ streams end first with their final result (when the app has
 Run it (both go through :mod:`~mrtr_transports.server.entry`)::
 
     mrtr serve --stdio --app mypackage.server:app
-    python -m mrtr_transports.server.stdio --app mypackage.server:app
+    python -m mrtr_transports.server --stdio --app mypackage.server:app
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import trio
 from .app import ServerApp
 from .driver import DEFAULT_DRAIN_TIMEOUT, serve_stream
 
-__all__ = ["guard_stdout", "main", "serve_stdio"]
+__all__ = ["guard_stdout", "serve_stdio"]
 
 #: The protocol's duplicate of the real stdout while a guard is taken.
 _protocol_fd: int | None = None
@@ -103,15 +103,3 @@ async def serve_stdio(
             owned.callback(own_stdout.close)
             stdout = own_stdout
         await serve_stream(app, stdin, stdout, drain_timeout=drain_timeout, **connection_options)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.server.stdio [--app MODULE:ATTR] ...``: the one serve
-    entry (:func:`mrtr_transports.server.entry.main`), serving stdio."""
-    from . import entry
-
-    return entry.main(entry.STDIO_MODULE, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,12 +26,18 @@ META = {
 #: Every command that serves stdio, as the tests and the docs run it.
 STDIO_COMMANDS = {
     "mrtr serve --stdio": ["-m", "mrtr_transports.cli.main", "serve", "--stdio"],
-    "python -m mrtr_transports.server.stdio": ["-m", "mrtr_transports.server.stdio"],
+    "mrtr serve --stdio (python -m mrtr_transports)": ["-m", "mrtr_transports", "serve"],
+    "python -m mrtr_transports.server --stdio": ["-m", "mrtr_transports.server", "--stdio"],
 }
 #: Every serve command.
 ALL_COMMANDS = {
     **STDIO_COMMANDS,
-    "python -m mrtr_transports.server.http.server": ["-m", "mrtr_transports.server.http.server"],
+    "python -m mrtr_transports.server --http": [
+        "-m",
+        "mrtr_transports.server",
+        "--http",
+        "127.0.0.1:0",
+    ],
 }
 
 
@@ -86,7 +92,8 @@ async def test_an_app_that_cannot_be_loaded_exits_2_the_same_way_everywhere(comm
     failing = await run([*ALL_COMMANDS[command], "--app", "support.unimportable_app:app"])
     for done in (missing, failing):
         assert done.returncode == 2 and done.stdout == b"", done.stderr
-        assert done.stderr.decode().startswith(f"{command.split(' --')[0]}: error: --app ")
+        prog = "mrtr serve" if "mrtr serve" in command else command.split(" --")[0]
+        assert done.stderr.decode().startswith(f"{prog}: error: --app ")
     assert b"has no attribute 'Nope'" in missing.stderr
     assert b"importing it failed" in failing.stderr
     assert b"the app's configuration is missing" in failing.stderr
@@ -104,9 +111,9 @@ async def test_an_app_that_cannot_be_loaded_exits_2_the_same_way_everywhere(comm
             ["--http", "127.0.0.1:0", "--trusted-proxy", "10.0.0.0/33"],
             "--trusted-proxy",
         ),
-        (entry.HTTP_MODULE, ["--port", "70000"], "between 0 and 65535"),
-        (entry.STDIO_MODULE, ["--drain-timeout", "-1"], "--drain-timeout"),
-        (entry.STDIO_MODULE, ["--log-level", "chatty"], "not a logging level"),
+        (entry.SERVER_MODULE, ["--http", "127.0.0.1:70000"], "expected HOST:PORT"),
+        (entry.SERVER_MODULE, ["--drain-timeout", "-1"], "--drain-timeout"),
+        (entry.SERVER_MODULE, ["--stdio", "--log-level", "chatty"], "not a logging level"),
     ],
 )
 def test_options_that_do_not_fit_are_usage_errors_before_anything_runs(
@@ -115,13 +122,3 @@ def test_options_that_do_not_fit_are_usage_errors_before_anything_runs(
     assert entry.main(command, argv) == 2
     said = capsys.readouterr()
     assert said.out == "" and said.err.startswith(f"{command.prog}: error: ") and words in said.err
-
-
-@pytest.mark.parametrize("command", [entry.STDIO_MODULE, entry.HTTP_MODULE])
-def test_a_transport_module_takes_no_options_of_the_other(
-    command: entry.Entry, capsys: pytest.CaptureFixture[str]
-) -> None:
-    other = ["--path", "/x"] if command.transport == "stdio" else ["--drain-timeout", "1"]
-    with pytest.raises(SystemExit) as exited:
-        entry.main(command, other)
-    assert exited.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """The stdio server as a real subprocess, driven by a client ``mrtr_core.Connection``.
 
-Each test starts ``python -m mrtr_transports.server.stdio --app support.srv_apps:TestApp``
+Each test starts ``python -m mrtr_transports.server --stdio --app support.srv_apps:TestApp``
 (``tests/`` on PYTHONPATH) and talks to it over its pipes: what the client
 connection sends is what goes down stdin, what it reads is every byte of stdout.
 """
@@ -169,7 +169,7 @@ async def open_server(
     app: str = "support.srv_apps:TestApp",
     **conn_options: Any,
 ) -> AsyncIterator[ProcessPeer]:
-    argv = [sys.executable, "-m", "mrtr_transports.server.stdio"]
+    argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio"]
     argv += ["--app", app, "--drain-timeout", "0.6"]
     process = await trio.lowlevel.open_process(
         argv,
@@ -439,7 +439,8 @@ async def test_bad_app_spec_exits_with_a_clear_message() -> None:
         argv = [
             sys.executable,
             "-m",
-            "mrtr_transports.server.stdio",
+            "mrtr_transports.server",
+            "--stdio",
             "--app",
             "support.srv_apps:Nope",
         ]

@@ -22,7 +22,7 @@ import contextlib
 import http
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import h11
 import trio
@@ -30,13 +30,29 @@ import trio
 import mrtr_core as m
 from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
+from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
-from .policy import Headers
+from .policy import AccessPolicy, Headers
 
-if TYPE_CHECKING:
-    from .server import HttpServer
 
-__all__ = ["STATUS_FOR_CODE", "HttpConnection", "refuse_busy"]
+class ExchangeHost(Protocol):
+    """The server an exchange serves, as the exchange sees it (``HttpServer`` is one)."""
+
+    app: ServerApp
+    path: str
+    policy: AccessPolicy
+    max_body_size: int
+    max_header_size: int
+    keepalive_interval: float
+    idle_timeout: float
+    write_timeout: float
+    connection_options: dict[str, Any]
+    closing: bool
+
+    def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
+
+
+__all__ = ["STATUS_FOR_CODE", "ExchangeHost", "HttpConnection", "refuse_busy"]
 
 log = logging.getLogger("mrtr_transports.http")
 
@@ -109,7 +125,7 @@ class _PeerGone(Exception):
 class HttpConnection:
     """One TCP connection: HTTP/1.1 requests one after another (keep-alive)."""
 
-    def __init__(self, server: HttpServer, stream: trio.SocketStream) -> None:
+    def __init__(self, server: ExchangeHost, stream: trio.SocketStream) -> None:
         self.server = server
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.max_header_size)

@@ -64,7 +64,7 @@ the rest.
 A response the connection has produced is always written out (bounded by
 ``write_timeout``).  Cancelling ``serve`` cancels everything at once.
 
-Run it: ``python -m mrtr_transports.server.http.server --app MODULE:ATTR [--port N]``
+Run it: ``python -m mrtr_transports.server --http 127.0.0.1:0 --app MODULE:ATTR``
 prints ``listening on http://127.0.0.1:PORT/mcp`` on stderr when ready.
 
 Out of scope: the 2025-era HTTP transport (``Mcp-Session-Id`` sessions, the
@@ -75,14 +75,13 @@ headers are ignored.
 
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``exchange.py``
 (one TCP connection's h11 requests and their answers), this module (the
-server object, ``serve_http``, ``main``); the header rules are the core's
+server object, ``serve_http``); the header rules are the core's
 (``mrtr_core.protocol``).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -267,15 +266,3 @@ class HttpServer:
         if self._fixed_header_params is not None:
             return self._fixed_header_params.get(tool)
         return tool_header_params(self.app, tool)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mrtr_transports.server.http.server [--host H] [--port P] ...``: the one
-    serve entry (:func:`mrtr_transports.server.entry.main`), serving HTTP."""
-    from .. import entry
-
-    return entry.main(entry.HTTP_MODULE, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
