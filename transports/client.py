@@ -318,6 +318,7 @@ class Client:
         self._conn = m.Connection(
             m.CLIENT,
             framing=link.framing,
+            cancellation="close_stream" if link.framing == "messages" else "notify",
             era=era,
             info=info if info is not None else _our_info(),
             capabilities=capabilities,
