@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError
 from ..engine._engine import RoundEngine
@@ -25,10 +25,12 @@ from ..engine._events import (
     Wait,
 )
 from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
-from ..wire._model import ErrorResponse, Request, RequestId, ResultResponse
+from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._events import CallEvent, InvalidMessage, Progress
 from ._handshake import Agreement, version_to_retry
 from ._requests import OutgoingKind, OutgoingTable
+
+T = TypeVar("T")
 
 #: ``stamp(params, capabilities)``: a leg's params with the 2026-07-28 ``_meta``.
 Stamp = Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], dict[str, Any]]
@@ -191,38 +193,52 @@ class CallTable:
 
     # --- Legs on the wire ------------------------------------------------------------------
 
-    def cancel_target(self, event: CallEvent, cancel: CancelLeg) -> RequestId | None:
-        """The id a ``CancelLeg`` names on the wire, or ``None`` when its leg never went."""
-        return self.cancel_targets.pop((event.call, cancel.leg), None)
+    def send(
+        self,
+        event: CallEvent,
+        emit: Callable[[Message], T],
+        stamp: Stamp,
+        *,
+        notify_cancel: bool,
+        session_open: bool,
+    ) -> T | None:
+        """``emit`` what a call's send event puts on the wire (``None``: nothing is due).
 
-    def leg_to_send(self, event: CallEvent, leg: SendRequest | SendRetry) -> Call | None:
-        """The call whose leg ``event`` is; ``None`` when the call ended while it waited."""
+        A leg goes out under a fresh id with ``_meta`` (and a progress token); a
+        ``CancelLeg`` becomes ``notifications/cancelled`` for the leg's id when
+        ``notify_cancel`` (otherwise the transport closes the leg's stream).
+        """
+        inner = event.event
+        if isinstance(inner, CancelLeg):
+            rid = self.cancel_targets.pop((event.call, inner.leg), None)
+            if rid is None or not notify_cancel:
+                return None  # the leg never went, or the transport closes its stream instead
+            return emit(Notification(method="notifications/cancelled", params={"requestId": rid}))
+        if not isinstance(inner, (SendRequest, SendRetry)):
+            raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
         call = self.calls.get(event.call)
         if call is None and self.ever_started(event.call):
-            return None
-        if call is None or call.pending_send is not leg:
+            return None  # the call ended (cancelled) while this leg waited: it never goes
+        if call is None or call.pending_send is not inner:
             raise LocalProtocolError("this leg is not the one the call is waiting to send")
-        return call
-
-    def leg_request(self, call: Call, rid: RequestId, stamp: Stamp) -> Request:
-        """The leg's request under its fresh id ``rid``, with ``_meta`` (and a progress token)."""
-        assert call.pending_send is not None
-        params = stamp(call.pending_send.params, call.engine.capabilities)
+        if not session_open:
+            raise LocalProtocolError("the session is not open")
+        self._outgoing.check_room()
+        rid = self._outgoing.new_id()
+        params = stamp(inner.params, call.engine.capabilities)
         if call.progress:
             meta = params.get("_meta")
             meta = dict(meta) if isinstance(meta, Mapping) else {}
             meta["progressToken"] = rid
             params["_meta"] = meta
-        return Request(id=rid, method=call.method, params=params)
-
-    def leg_sent(self, call: Call, request: Request) -> None:
-        rid = request.id
+        out = emit(Request(id=rid, method=call.method, params=params))
         if call.progress:
             self.progress_routes[rid] = (call.id, rid)
             call.tokens.append(rid)
         self._outgoing.add(rid, OutgoingKind.LEG, call.method, call.id)
         call.leg_id = rid
         call.pending_send = None
+        return out
 
     def on_leg_answer(
         self, call_id: int, response: ResultResponse | ErrorResponse, now: float

@@ -24,35 +24,27 @@ requests) and :class:`OutgoingTable` (our requests in flight).
 
 from __future__ import annotations
 
-import enum
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from .._errors import (
     INVALID_PARAMS,
-    INVALID_REQUEST,
     LocalProtocolError,
     MrtrError,
     RemoteProtocolError,
 )
 from ..engine._engine import RoundEngine
-from ..engine._events import CancelLeg, SendRequest, SendRetry
 from ..protocol._meta import (
     ALL_VERSIONS,
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
     Era,
     RequestInfo,
-    is_log_level,
-    progress_token_of,
 )
 from ..wire._codec import Codec, JsonName
-from ..wire._framing import END_OF_STREAM, NEED_DATA, FramerSignal, LineFramer, MessageFramer
+from ..wire._framing import END_OF_STREAM, NEED_DATA, FramerSignal
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._calls import CallTable
 from ._client_handshake import ClientHandshake
@@ -71,35 +63,25 @@ from ._events import (
 )
 from ._handshake import Agreement
 from ._inbox import Inbox, Unreadable
+from ._options import CLIENT as CLIENT
+from ._options import DEFAULT_MAX_BUFFER_SIZE as DEFAULT_MAX_BUFFER_SIZE
+from ._options import DEFAULT_MAX_CALLS as DEFAULT_MAX_CALLS
+from ._options import DEFAULT_MAX_FINISHED_IDS as DEFAULT_MAX_FINISHED_IDS
+from ._options import DEFAULT_MAX_IN_FLIGHT as DEFAULT_MAX_IN_FLIGHT
+from ._options import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
+from ._options import SERVER as SERVER
+from ._options import Role as Role
+from ._options import check_options, make_framer
+from ._our_requests import OurRequests
 from ._peer_requests import PeerRequests
-from ._requests import OutgoingKind, OutgoingTable
-from ._server_rules import check_server_request
+from ._requests import MetaStamp, OutgoingTable
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, Session, SessionInput, SessionState
-
-DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
-DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024
-DEFAULT_MAX_IN_FLIGHT = 1024
-DEFAULT_MAX_CALLS = 1024
-DEFAULT_MAX_FINISHED_IDS = 4096
 
 NeedData = Literal[FramerSignal.NEED_DATA]
 T = TypeVar("T")
 
 
-class Role(enum.Enum):
-    CLIENT = "client"
-    SERVER = "server"
-
-
-CLIENT = Role.CLIENT
-SERVER = Role.SERVER
-
 _OPEN_STATES = frozenset({SessionState.MODERN, SessionState.READY})
-
-
-def _positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise LocalProtocolError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _as_is(message: Message) -> Message:
@@ -154,37 +136,22 @@ class Connection:
         max_calls: int = DEFAULT_MAX_CALLS,
         max_finished_ids: int = DEFAULT_MAX_FINISHED_IDS,
     ) -> None:
-        if not isinstance(role, Role):
-            raise LocalProtocolError(f"role must be CLIENT or SERVER, got {role!r}")
-        if framing == "lines":
-            framer: LineFramer | MessageFramer = LineFramer(
-                max_message_size=max_message_size, max_buffer_size=max_buffer_size
-            )
-        elif framing == "messages":
-            framer = MessageFramer(
-                max_message_size=max_message_size, max_buffer_size=max_buffer_size
-            )
-        else:
-            raise LocalProtocolError(f"framing must be 'lines' or 'messages', got {framing!r}")
-        if cancellation not in ("notify", "close_stream"):
-            raise LocalProtocolError(
-                f"cancellation must be 'notify' or 'close_stream', got {cancellation!r}"
-            )
-        if era not in ("auto", "modern", "legacy"):
-            raise LocalProtocolError(f"era must be 'auto', 'modern' or 'legacy', got {era!r}")
-        for name, value in (
-            ("max_outgoing", max_outgoing),
-            ("max_incoming", max_incoming),
-            ("max_calls", max_calls),
-            ("max_finished_ids", max_finished_ids),
-        ):
-            _positive(name, value)
-        if log_level is not None and not is_log_level(log_level):
-            raise LocalProtocolError(f"unknown log level {log_level!r}")
-        if cache_scope not in ("public", "private"):
-            raise LocalProtocolError("cache_scope must be 'public' or 'private'")
-        if not isinstance(cache_ttl_ms, int) or isinstance(cache_ttl_ms, bool) or cache_ttl_ms < 0:
-            raise LocalProtocolError("cache_ttl_ms must be a non-negative integer")
+        framer = make_framer(
+            role, framing, max_message_size=max_message_size, max_buffer_size=max_buffer_size
+        )
+        check_options(
+            cancellation=cancellation,
+            era=era,
+            log_level=log_level,
+            cache_ttl_ms=cache_ttl_ms,
+            cache_scope=cache_scope,
+            counts={
+                "max_outgoing": max_outgoing,
+                "max_incoming": max_incoming,
+                "max_calls": max_calls,
+                "max_finished_ids": max_finished_ids,
+            },
+        )
         modern = tuple(v for v in versions if v in MODERN_VERSIONS)
         legacy = tuple(v for v in versions if v in LEGACY_VERSIONS)
         if len(modern) + len(legacy) != len(versions) or not versions:
@@ -208,6 +175,7 @@ class Connection:
         self._closed: ConnectionClosed | None = None
         self._session = Session(SERVER_TRANSITIONS if role is SERVER else CLIENT_TRANSITIONS)
         self._agreement = Agreement()
+        self._stamp = MetaStamp(self._agreement, self.capabilities, info, log_level)
         self._outgoing = OutgoingTable(max_outgoing, max_finished_ids)
         self._calls = CallTable(self._outgoing, self._agreement, modern, max_calls)
         self._peer = PeerRequests(
@@ -238,6 +206,16 @@ class Connection:
             step = self._handshake.start(era)
             if step is not None:
                 self._events.append(step)
+        self._ours = OurRequests(
+            self._outgoing,
+            self._session,
+            self._agreement,
+            calls=self._calls,
+            peer=self._peer,
+            handshake=self._handshake,
+            stamp=self._stamp,
+            events=self._events,
+        )
 
     # --- What is settled ----------------------------------------------------------------
 
@@ -294,10 +272,11 @@ class Connection:
         self._tick(now)
         if self._events:
             return self._events.popleft()
-        event = self._call_event()
-        if event is not None:
-            return event
         while True:
+            # A call's events first: an answer to a leg makes its call ready.
+            event = self._call_event()
+            if event is not None:
+                return event
             message = self._inbox.next_message()
             if message is NEED_DATA:
                 return FramerSignal.NEED_DATA
@@ -311,7 +290,9 @@ class Connection:
             if isinstance(message, Notification):
                 result = self._on_notification(message)
             else:
-                result = self._on_response(message)
+                result = self._ours.on_response(message, self._now)
+                if isinstance(result, SessionFailed):
+                    self._fail_calls(result.error)
             if result is not None:
                 return result
 
@@ -464,7 +445,13 @@ class Connection:
         # path calls it before recording what was sent, so a message that cannot be
         # encoded changes nothing.
         if isinstance(event, CallEvent):
-            return self._send_call_event(event, emit)
+            return self._calls.send(
+                event,
+                emit,
+                self._stamp,
+                notify_cancel=self.cancellation == "notify",
+                session_open=self._session.state in _OPEN_STATES,
+            )
         # The events that carry a message to send are accepted as they come.
         if isinstance(event, HandshakeStep):
             return self._send(event.message, emit)
@@ -475,9 +462,9 @@ class Connection:
         if isinstance(event, (ResultResponse, ErrorResponse)):
             return self._peer.answer(event, emit)
         if isinstance(event, Request):
-            return self._send_request(event, emit)
+            return self._ours.send_request(event, emit)
         if isinstance(event, Notification):
-            return self._send_notification(event, emit)
+            return self._ours.send_notification(event, emit)
         if isinstance(event, Progress):
             note = self._peer.progress(event)
             return None if note is None else emit(note)
@@ -485,99 +472,6 @@ class Connection:
             note = self._peer.log(event)
             return None if note is None else emit(note)
         raise LocalProtocolError(f"cannot send {type(event).__name__}")
-
-    def _stamp(
-        self,
-        params: Mapping[str, Any] | None,
-        capabilities: Mapping[str, Any] | None,
-        *,
-        modern: bool = False,
-    ) -> dict[str, Any]:
-        """A copy of ``params`` with the 2026-07-28 ``_meta`` every request carries
-        (nothing added on a 2025-era session).  ``_meta`` is copied, never changed."""
-        out = dict(params) if params is not None else {}
-        if self._agreement.era != "modern" and not modern:
-            return out
-        given = out.get("_meta")
-        meta = dict(given) if isinstance(given, Mapping) else {}
-        meta[META_PROTOCOL_VERSION] = self._agreement.protocol_version
-        if capabilities is not None:
-            meta[META_CLIENT_CAPABILITIES] = capabilities
-        else:
-            meta.setdefault(META_CLIENT_CAPABILITIES, self.capabilities)
-        if self.info is not None:
-            meta.setdefault(META_CLIENT_INFO, self.info)
-        if self.log_level is not None:
-            meta.setdefault(META_LOG_LEVEL, self.log_level)
-        out["_meta"] = meta
-        return out
-
-    def _send_call_event(self, event: CallEvent, emit: Callable[[Message], T]) -> T | None:
-        inner = event.event
-        if isinstance(inner, CancelLeg):
-            rid = self._calls.cancel_target(event, inner)
-            if rid is None or self.cancellation == "close_stream":
-                return None  # the leg never went, or the transport closes its stream instead
-            return emit(Notification(method="notifications/cancelled", params={"requestId": rid}))
-        if not isinstance(inner, (SendRequest, SendRetry)):
-            raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
-        call = self._calls.leg_to_send(event, inner)
-        if call is None:
-            return None  # the call ended (cancelled) while this leg waited: it never goes
-        if self._session.state not in _OPEN_STATES:
-            raise LocalProtocolError("the session is not open")
-        self._outgoing.check_room()
-        request = self._calls.leg_request(call, self._outgoing.new_id(), self._stamp)
-        out = emit(request)
-        self._calls.leg_sent(call, request)
-        return out
-
-    def _send_request(self, request: Request, emit: Callable[[Message], T]) -> T | None:
-        rid = request.id
-        if rid in self._outgoing.requests:
-            raise LocalProtocolError(f"request id {rid!r} is already in flight")
-        if self._handshake is not None and self._handshake.sending(request):
-            return emit(request)
-        self._outgoing.check_room()
-        if self.role is SERVER:
-            check_server_request(request, self._agreement.peer_capabilities)
-            self._session.local(SessionInput.SEND_SERVER_REQUEST)
-            params = dict(request.params) if request.params is not None else None
-        else:
-            self._session.local(SessionInput.SEND_REQUEST)
-            params = self._stamp(request.params, None)
-        out = emit(Request(id=rid, method=request.method, params=params))
-        self._outgoing.add(rid, OutgoingKind.PLAIN, request.method)
-        token = progress_token_of(params)
-        if token is not None:
-            self._calls.progress_routes[token] = (None, rid)
-        return out
-
-    def _send_notification(self, note: Notification, emit: Callable[[Message], T]) -> T | None:
-        method = note.method
-        if self._handshake is not None and method == "notifications/initialized":
-            self._events.append(self._handshake.initialized_sent())
-            return emit(note)
-        params = note.params or {}
-        if method == "notifications/cancelled":
-            rid: Any = params.get("requestId")
-            # Our own request (a client's; a 2025-era server's to its client), else, for a
-            # 2026 server, the end of a subscriptions/listen stream: no answer follows.
-            own = self.role is CLIENT or self._session.state is SessionState.READY
-            if own and rid in self._outgoing.requests:
-                self._outgoing.abandon(rid)
-            else:
-                self._peer.end(rid)
-        elif (
-            self.role is SERVER
-            and method in ("notifications/message", "notifications/progress")
-            and self._session.state is not SessionState.READY
-        ):
-            kind = "LogMessage" if method == "notifications/message" else "Progress"
-            raise LocalProtocolError(
-                f"send {kind}(request_id=...) so the request's opt-in is honoured"
-            )
-        return emit(note)
 
     # --- Receiving --------------------------------------------------------------------
 
@@ -613,43 +507,7 @@ class Connection:
         reason = reason if isinstance(reason, str) else None
         if self._peer.cancelled_by_peer(rid):
             return RequestCancelled(request_id=rid, reason=reason)
-        outgoing = self._outgoing.requests.get(rid)
-        if self.role is CLIENT and outgoing is not None:
-            # The server gave up on one of our requests (in 2026 only subscriptions/listen).
-            self._outgoing.abandon(rid)
-            if outgoing.kind is OutgoingKind.LEG and outgoing.call is not None:
-                self._calls.on_leg_dropped(outgoing.call, self._now)
-                return self._call_event()
-            return RequestCancelled(request_id=rid, reason=reason)
-        return None  # it raced with the answer: nothing to do
-
-    def _on_response(self, response: ResultResponse | ErrorResponse) -> ConnectionEvent | None:
-        rid = response.id
-        if rid is None:
-            return response  # the peer could not read one of our messages
-        outgoing = self._outgoing.requests.pop(rid, None)
-        if outgoing is None:
-            if self._outgoing.finished.discard(rid):
-                return None  # a late answer to a request we abandoned
-            return InvalidMessage(
-                error=RemoteProtocolError(
-                    f"response for unknown request id {rid!r}",
-                    code=INVALID_REQUEST,
-                    request_id=rid,
-                )
-            )
-        if outgoing.kind is OutgoingKind.PLAIN:
-            self._calls.progress_routes.pop(rid, None)
-            return response
-        if outgoing.kind is OutgoingKind.LEG:
-            assert outgoing.call is not None
-            retry = self._calls.on_leg_answer(outgoing.call, response, self._now)
-            return retry if retry is not None else self._call_event()
-        assert self._handshake is not None  # only a client sends handshake steps
-        event = self._handshake.on_answer(outgoing.kind, response)
-        if isinstance(event, SessionFailed):
-            self._fail_calls(event.error)
-        return event
+        return self._ours.on_cancelled(rid, reason, self._now)
 
     def _fail_calls(self, error: MrtrError) -> None:
         self._events.extend(self._calls.fail_all(error, self._now))
@@ -659,9 +517,6 @@ class Connection:
             return self._closed
         self._session.remote(SessionInput.CLOSE)
         self._fail_calls(RemoteProtocolError("the connection closed before the call finished"))
-        unanswered = tuple(
-            rid for rid, out in self._outgoing.requests.items() if out.kind is not OutgoingKind.LEG
-        )
-        self._closed = ConnectionClosed(unanswered=unanswered)
+        self._closed = ConnectionClosed(unanswered=self._ours.unanswered())
         self._events.append(self._closed)
         return self._events.popleft()

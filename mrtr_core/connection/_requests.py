@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Any
 
 from .._errors import LocalProtocolError
-from ..protocol._meta import RequestInfo
+from ..protocol._meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    RequestInfo,
+)
 from ..wire._model import RequestId
+from ._handshake import Agreement
 
 
 class OutgoingKind(enum.Enum):
@@ -163,3 +171,47 @@ class OutgoingTable:
         """We no longer wait for ``rid`` (sent or not): its late answer is dropped quietly."""
         self.requests.pop(rid, None)
         self.finished.add(rid)
+
+
+class MetaStamp:
+    """Puts the 2026-07-28 ``_meta`` every client request carries on a copy of its params."""
+
+    __slots__ = ("_agreement", "_capabilities", "_info", "_log_level")
+
+    def __init__(
+        self,
+        agreement: Agreement,
+        capabilities: Mapping[str, Any],
+        info: Mapping[str, Any] | None,
+        log_level: str | None,
+    ) -> None:
+        self._agreement = agreement
+        self._capabilities = capabilities
+        self._info = info
+        self._log_level = log_level
+
+    def __call__(
+        self,
+        params: Mapping[str, Any] | None,
+        capabilities: Mapping[str, Any] | None,
+        *,
+        modern: bool = False,
+    ) -> dict[str, Any]:
+        """A copy of ``params`` with ``_meta`` stamped (nothing added on a 2025-era session
+        unless ``modern``: the probe).  ``_meta`` is copied, never changed."""
+        out = dict(params) if params is not None else {}
+        if self._agreement.era != "modern" and not modern:
+            return out
+        given = out.get("_meta")
+        meta = dict(given) if isinstance(given, Mapping) else {}
+        meta[META_PROTOCOL_VERSION] = self._agreement.protocol_version
+        if capabilities is not None:
+            meta[META_CLIENT_CAPABILITIES] = capabilities
+        else:
+            meta.setdefault(META_CLIENT_CAPABILITIES, self._capabilities)
+        if self._info is not None:
+            meta.setdefault(META_CLIENT_INFO, self._info)
+        if self._log_level is not None:
+            meta.setdefault(META_LOG_LEVEL, self._log_level)
+        out["_meta"] = meta
+        return out
