@@ -60,10 +60,6 @@ class Inbox:
         self._held = 0  # bytes in _queue
         self._eof = False
 
-    @property
-    def max_message_size(self) -> int:
-        return self._framer.max_message_size
-
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         if self._queue:
             self._hold(data)

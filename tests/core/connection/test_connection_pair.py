@@ -79,6 +79,8 @@ from mrtr_core import (
 )
 from mrtr_core import CreateMessageRequest as SamplingRequest
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 TOOL: dict[str, Any] = {"name": "book_trip", "arguments": {"city": "Lisbon", "nights": 3}}

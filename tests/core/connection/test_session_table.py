@@ -67,6 +67,8 @@ from mrtr_core.connection._session import (
     SessionInput,
 )
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 S = SessionState
 I = SessionInput  # noqa: E741
 MODERN = "2026-07-28"
