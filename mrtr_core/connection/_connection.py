@@ -16,10 +16,11 @@ as an event that goes back through ``send``; nothing is written behind the
 app's back.  Timeouts are the app's: pass ``now`` where asked and call the
 ``*_timed_out`` inputs when the app's timers fire.  See ``docs/connection.md``.
 
-This class is the shell: it frames and encodes, and dispatches each message to
-the part that owns it: :class:`ClientHandshake` (the era),
-:class:`CallTable` (the client's calls), :class:`PeerRequests` (the peer's
-requests) and :class:`OutgoingTable` (our requests in flight).
+This class is the shell over the parts that hold the state: the
+:class:`Inbox` (framing and decoding, in arrival order), the
+:class:`ClientHandshake` (the era), the :class:`CallTable` (the client's calls),
+:class:`PeerRequests` (the peer's requests) and :class:`OurRequests` (ours).  It
+hands each message read to the part that owns it and encodes what they send.
 """
 
 from __future__ import annotations
@@ -274,9 +275,10 @@ class Connection:
             return self._events.popleft()
         while True:
             # A call's events first: an answer to a leg makes its call ready.
-            event = self._call_event()
-            if event is not None:
-                return event
+            if self._calls.ready:
+                event = self._call_event()
+                if event is not None:
+                    return event
             message = self._inbox.next_message()
             if message is NEED_DATA:
                 return FramerSignal.NEED_DATA
@@ -441,9 +443,10 @@ class Connection:
         return data + b"\n" if self.framing == "lines" else data
 
     def _send(self, event: Sendable, emit: Callable[[Message], T]) -> T | None:
-        # ``emit`` encodes (send) or passes the message through (send_message); each
-        # path calls it before recording what was sent, so a message that cannot be
-        # encoded changes nothing.
+        # ``emit`` encodes (send) or passes the message through (send_message), so both
+        # record exactly the same.  An answer is released, and a plain request or a leg
+        # recorded, only once ``emit`` returned: what the app's values make unencodable
+        # is not taken as sent.
         if isinstance(event, CallEvent):
             return self._calls.send(
                 event,

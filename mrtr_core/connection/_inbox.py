@@ -102,7 +102,10 @@ class Inbox:
             if frame is NEED_DATA and self._queue:
                 item = self._queue.popleft()
                 if isinstance(item, _Decoded):
-                    return self._read(item.value)
+                    try:
+                        return message_from_json(item.value)
+                    except RemoteProtocolError as exc:
+                        return _unreadable(item.value, exc)
                 if isinstance(item, bytes):
                     self._held -= len(item)
                     framer.feed(item)  # (within max_buffer_size: _hold counted it)
@@ -124,17 +127,17 @@ class Inbox:
                 value = self._codec.loads(frame)
             except RemoteProtocolError as exc:
                 return Unreadable(exc, replyable=True)
-            return self._read(value)
+            try:
+                return message_from_json(value)
+            except RemoteProtocolError as exc:
+                return _unreadable(value, exc)
 
-    @staticmethod
-    def _read(value: Any) -> Message | Unreadable:
-        try:
-            return message_from_json(value)
-        except RemoteProtocolError as exc:
-            # Answer only what may have been a request: never a response or a notification.
-            looks_like_request = (
-                not isinstance(value, dict)
-                or ("method" in value and "id" in value)
-                or ("result" not in value and "error" not in value and "method" not in value)
-            )
-            return Unreadable(exc, replyable=looks_like_request)
+
+def _unreadable(value: Any, error: RemoteProtocolError) -> Unreadable:
+    # Answer only what may have been a request: never a response or a notification.
+    looks_like_request = (
+        not isinstance(value, dict)
+        or ("method" in value and "id" in value)
+        or ("result" not in value and "error" not in value and "method" not in value)
+    )
+    return Unreadable(error, replyable=looks_like_request)
