@@ -1,7 +1,9 @@
 """Reading the peer's side of the era question: ``server/discover`` and ``initialize``.
 
 Pure functions: they say what an answer means (an era settled, a fallback, a
-failure) and the connection applies that to its session table.
+failure) and the client handshake applies that to its session table.
+:class:`Agreement` holds what is settled so far, shared by the parts of a
+connection that read it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Any, Literal
 
 import attrs
 
-from .._errors import MrtrError, RemoteProtocolError
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, MrtrError, RemoteProtocolError
 from ..protocol._meta import META_SERVER_INFO, Era, choose_version
+from ..wire._model import ErrorObject
 
 FALL_BACK: Literal["fall back"] = "fall back"
 
@@ -26,6 +29,38 @@ class Settled:
     peer_info: Mapping[str, Any] | None
     peer_capabilities: Mapping[str, Any]
     instructions: str | None
+
+
+class Agreement:
+    """What the two ends have settled so far: the era, the protocol version in use
+    and what the peer said about itself.  The client's handshake, a -32022 retry
+    and a server's ``initialize`` move it; the rest of the connection reads it."""
+
+    __slots__ = ("era", "peer_capabilities", "peer_info", "protocol_version")
+
+    def __init__(self) -> None:
+        self.era: Era | None = None
+        self.protocol_version: str | None = None
+        self.peer_info: Mapping[str, Any] | None = None
+        self.peer_capabilities: Mapping[str, Any] = {}
+
+    def settle(self, settled: Settled) -> None:
+        self.era = settled.era
+        self.protocol_version = settled.protocol_version
+        self.peer_info = settled.peer_info
+        self.peer_capabilities = settled.peer_capabilities
+
+
+def version_to_retry(error: ErrorObject, modern: Sequence[str]) -> str | None:
+    """The version to send again with after a -32022 naming one we speak, else ``None``.
+
+    Even the version we sent: a server may reject a request for another reason
+    first (the conformance suite's request-metadata scenario does); each call and
+    the probe retry only once, so this cannot loop.
+    """
+    if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, Mapping):
+        return None
+    return choose_version(error.data.get("supported"), modern)
 
 
 def _mapping(value: Any) -> Mapping[str, Any] | None:

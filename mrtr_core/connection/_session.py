@@ -6,12 +6,14 @@ question which era the peer speaks, settled by probing ``server/discover``, and
 (for either side) the 2025-era ``initialize`` / ``notifications/initialized``
 handshake.  Both live here as transition tables.
 
-Inputs are either *local* (the app sends something) or *remote* (the peer sent
-something).  A local input whose pair is missing from the table is API misuse:
-:class:`~mrtr_core.LocalProtocolError`, and the session enters ``ERROR``.  A
-remote input whose pair is missing is the peer's fault: it is refused (a
-server answers with an error, see ``docs/connection.md``) and the session stays
-as it is, so one bad message never kills a connection.
+Inputs are either *local* (the app sends something) or *remote* (anything
+else: the peer sent something, a handshake timer fired, the stream ended, the
+client was built for one era).  A local input whose pair is missing from the
+table is API misuse: :class:`~mrtr_core.LocalProtocolError`, and the session
+enters ``ERROR``.  A remote input whose pair is missing is refused (a server
+answers the peer with an error, see ``docs/connection.md``) and the session
+stays as it is, so one bad message never kills a connection.  Every state
+change goes through these tables; nothing assigns ``Session.state`` directly.
 """
 
 from __future__ import annotations
@@ -44,10 +46,13 @@ class SessionInput(enum.Enum):
     SEND_INITIALIZE = "send_initialize"
     SEND_INITIALIZED = "send_initialized"
     # client, remote
+    START_MODERN = "start_modern"  # built with era="modern": open without a probe
     RECV_DISCOVER_RESULT = "recv_discover_result"
     RECV_VERSION_ERROR = "recv_version_error"  # -32022 naming a version we can retry with
     RECV_MODERN_ERROR = "recv_modern_error"  # any other recognised 2026 error: no fallback
     RECV_LEGACY_SIGNAL = "recv_legacy_signal"  # an unrecognised error, or the probe timed out
+    # The same signal at a client built without 2025 versions: nothing to fall back to.
+    RECV_LEGACY_SIGNAL_NO_FALLBACK = "recv_legacy_signal_no_fallback"
     RECV_INITIALIZE_RESULT = "recv_initialize_result"
     RECV_INITIALIZE_ERROR = "recv_initialize_error"
     RECV_SERVER_REQUEST = "recv_server_request"  # a server-to-client request
@@ -86,6 +91,7 @@ _CLOSE_ANYWHERE = {(state, I.CLOSE): state if state is S.ERROR else S.CLOSED for
 CLIENT_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = {
     (S.NEW, I.SEND_DISCOVER): S.DISCOVERING,
     (S.NEW, I.SEND_INITIALIZE): S.INITIALIZING,
+    (S.NEW, I.START_MODERN): S.MODERN,
     (S.DISCOVERING, I.RECV_DISCOVER_RESULT): S.MODERN,
     # -32022: the probe goes again with a version the server named (the connection
     # allows this once).
@@ -93,6 +99,7 @@ CLIENT_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = {
     (S.DISCOVERING, I.SEND_DISCOVER): S.DISCOVERING,
     (S.DISCOVERING, I.RECV_MODERN_ERROR): S.FAILED,
     (S.DISCOVERING, I.RECV_LEGACY_SIGNAL): S.NEW,
+    (S.DISCOVERING, I.RECV_LEGACY_SIGNAL_NO_FALLBACK): S.FAILED,
     (S.MODERN, I.SEND_DISCOVER): S.MODERN,
     (S.MODERN, I.RECV_DISCOVER_RESULT): S.MODERN,
     (S.MODERN, I.SEND_REQUEST): S.MODERN,

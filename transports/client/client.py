@@ -3,7 +3,7 @@
 The model
 ---------
 A :class:`Client` owns one client ``mrtr_core.Connection`` and a *link* that
-moves its bytes (``stdio_client.StdioLink``, ``http_client.HttpLink``).  All
+moves its bytes (``client.stdio.StdioLink``, ``client.http.HttpLink``).  All
 protocol logic is the connection's; the client only connects it to trio:
 
 * **One synchronous pump.**  After every input to the connection (bytes from
@@ -131,6 +131,7 @@ class Client:
         self._conn = m.Connection(
             m.CLIENT,
             framing=link.framing,
+            cancellation=link.cancellation,
             era=era,
             info=info if info is not None else _our_info(),
             capabilities=capabilities,

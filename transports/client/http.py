@@ -137,6 +137,7 @@ class HttpLink:
     needs_messages = True
     wants_tool_list = True
     confirms_transmission = True  # a message is sent once its POST is written
+    cancellation: Literal["notify", "close_stream"] = "close_stream"  # close_stream(id)
 
     def __init__(
         self,

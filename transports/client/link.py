@@ -91,6 +91,10 @@ class Link(Protocol):
     #: True when the link calls ``Client.transmitted(out)`` once ``out`` is on the wire
     #: (HTTP: the POST was written); false when ``transmit`` is the transmission (stdio).
     confirms_transmission: bool
+    #: How a cancelled leg is withdrawn: ``"notify"`` sends ``notifications/cancelled``
+    #: (stdio); ``"close_stream"`` sends nothing, the link closes the leg's response
+    #: stream instead (HTTP).  The client passes it to its connection as is.
+    cancellation: Literal["notify", "close_stream"]
 
     async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
         """Connect or spawn; raise ``TransportError`` when that fails."""

@@ -70,6 +70,7 @@ class StdioLink:
     needs_messages = False
     wants_tool_list = False
     confirms_transmission = False  # one ordered queue to the child: handed over is sent
+    cancellation: Literal["notify", "close_stream"] = "notify"
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ app, so a ``print`` at import time is as harmless as one in a handler;
 ``serve_stdio`` takes it (or uses the one already taken) while serving.
 Logging goes to stderr, which the client must not treat as an error.
 
-Everything else is the shared driver (``_serve.serve_stream``): one task per
+Everything else is the shared driver (``driver.serve_stream``): one task per
 request, ``notifications/cancelled`` cancels that handler and nothing is sent
 for it, 2025-era clients (``initialize``) are served through the legacy shim,
 and at the end of stdin the server exits: open ``subscriptions/listen``

@@ -6,7 +6,7 @@ and, for some scenarios, the tool calls to make in ``MCP_CONFORMANCE_CONTEXT``
 (JSON: ``{"name": ..., "toolCalls": [{"name", "arguments"}, ...]}``).  The
 mock server records what arrives and judges it.  This entry does what each
 scenario needs with the project's own Streamable HTTP client
-(:func:`~mrtr_transports.client.client.open_http_client`): all protocol behaviour
+(:func:`~mrtr_transports.client.http.open_http_client`): all protocol behaviour
 (the ``_meta`` of every request, the standard and ``Mcp-Param-*`` headers, the
 requestState echo, fresh ids per leg) is the client's, none is special-cased
 here.  The scenarios:

@@ -25,6 +25,8 @@ from mrtr_core import (
     SessionOpened,
 )
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 
 def _answer(rid: int, result: str = "{}") -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (rid, result.encode())

@@ -62,6 +62,8 @@ from mrtr_core import (
     TimedOut,
 )
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 MODERN = "2026-07-28"
 BACKENDS = ("stdlib", "orjson")
 

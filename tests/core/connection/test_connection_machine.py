@@ -1,17 +1,18 @@
 """A client and a server Connection that share nothing but bytes, driven by hypothesis.
 
 Two stateful machines (newline framing, and ``framing="messages"`` where every
-message is fed on its own) interleave many ``tools/call`` flows.  The server
-side is a scripted app: each call carries a plan (drawn when the call starts)
-that says how the server answers the leg of each round: an ``input_required``
-with 1-3 input requests (form elicitation, sampling, roots; only what that call
-declared) with or without a ``requestState``, a ``requestState``-only round, or
-the complete result.  Every identifier a leak could move is embedded in the
-data: the tool arguments and a private ``_meta`` key carry the call's tag, each
-input request names ``tag/round/key``, each answer the client app gives embeds
-the same, and each ``requestState`` names its call and round.  Input keys are
-the same (``q0``, ``q1``, ``q2``) in every call, so only the embedded
-identifiers tell the calls apart.
+message is fed on its own; each run draws the cancellation mode) interleave
+many ``tools/call`` flows.  The server side is a scripted app: each call
+carries a plan (drawn when the call starts) that says how the server answers
+the leg of each round: an ``input_required`` with 1-3 input requests (form
+elicitation, sampling, roots; only what that call declared) with or without a
+``requestState``, a ``requestState``-only round, or the complete result.  Every
+identifier a leak could move is embedded in the data: the tool arguments and a
+private ``_meta`` key carry the call's tag, each input request names
+``tag/round/key``, each answer the client app gives embeds the same, and each
+``requestState`` names its call and round.  Input keys are the same (``q0``,
+``q1``, ``q2``) in every call, so only the embedded identifiers tell the calls
+apart.
 
 Rules: start a call; send a leg the client handed out (legs are held, so a
 cancel can catch one before it is written); deliver client->server or
@@ -298,6 +299,7 @@ class Exchange(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.broken = False
+        self.cancellation = "notify"
         self.now = 0.0
         self.calls: dict[int, Call] = {}
         self.by_tag: dict[str, Call] = {}
@@ -317,14 +319,17 @@ class Exchange(RuleBasedStateMachine):
 
     @initialize(
         era=st.sampled_from(["auto", "modern"]),
+        cancellation=st.sampled_from(["notify", "close_stream"]),
         client_json=st.sampled_from(["stdlib", "orjson"]),
         server_json=st.sampled_from(["stdlib", "orjson"]),
     )
     @guarded
-    def open(self, era: str, client_json: str, server_json: str) -> None:
+    def open(self, era: str, cancellation: str, client_json: str, server_json: str) -> None:
+        self.cancellation = cancellation
         self.client = m.Connection(
             m.CLIENT,
             framing=self.FRAMING,  # type: ignore[arg-type]
+            cancellation=cancellation,  # type: ignore[arg-type]
             era=era,  # type: ignore[arg-type]
             info=CLIENT_INFO,
             capabilities=ALL_CAPS,
@@ -459,13 +464,13 @@ class Exchange(RuleBasedStateMachine):
         elif isinstance(event, m.CancelLeg):
             assert call.cancelled
             data = self.client.send(wrapped)
-            if call.inflight is not None and self.FRAMING == "lines":
+            if call.inflight is not None and self.cancellation == "notify":
                 assert self._decode(data) == {
                     "jsonrpc": "2.0",
                     "method": "notifications/cancelled",
                     "params": {"requestId": call.inflight},
                 }
-            else:  # a held leg is simply not sent; over HTTP the stream is closed instead
+            else:  # a held leg is simply not sent; with close_stream the stream is closed
                 assert data == b""
             call.held = None
             if call.inflight is not None:

@@ -74,10 +74,13 @@ from mrtr_core import (
     SessionFailed,
     SessionOpened,
     SessionState,
+    TimedOut,
     error_response,
 )
 from mrtr_core import CreateMessageRequest as SamplingRequest
 from mrtr_core._errors import AppResultRefused
+
+pytestmark = pytest.mark.usefixtures("wire_variant")
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -1060,9 +1063,15 @@ def _hop(src: Connection, events: Iterable[Any], dst: Connection) -> list[Any]:
     return out
 
 
-def test_message_framing_round_and_cancel() -> None:
+@pytest.mark.parametrize("cancellation", ["close_stream", "notify"])
+def test_message_framing_round_and_cancel(cancellation: Any) -> None:
     client = Connection(
-        CLIENT, framing="messages", era="modern", info=CLIENT_INFO, capabilities=ALL_CAPS
+        CLIENT,
+        framing="messages",
+        cancellation=cancellation,
+        era="modern",
+        info=CLIENT_INFO,
+        capabilities=ALL_CAPS,
     )
     server = Connection(SERVER, framing="messages", info=SERVER_INFO)
     call = client.call("tools/call", TOOL)
@@ -1072,8 +1081,51 @@ def test_message_framing_round_and_cancel() -> None:
     client.provide(call, "confirm", ANSWER_CONFIRM)
     (retry,) = _hop(client, drain(client), server)
     assert retry.params["requestState"] == STATE_1
-    # On HTTP cancelling is closing the leg's stream: nothing to write.
     client.cancel(call)
     events = drain(client)
     assert [type(e) for e in inner(events, call)] == [CancelLeg, Cancelled]
-    assert [client.send(e) for e in wire(events)] == [b""]
+    if cancellation == "close_stream":
+        # On HTTP cancelling is closing the leg's stream: nothing to write.
+        assert [client.send(e) for e in wire(events)] == [b""]
+    else:
+        # Message framing alone (a WebSocket) has no stream to close: the leg is
+        # cancelled on the wire, and the server hears it.
+        assert _hop(client, wire(events), server) == [RequestCancelled(request_id=retry.id)]
+        assert client.outstanding == ()
+
+
+def test_message_framing_cancels_a_leg_on_the_wire_by_default() -> None:
+    client = Connection(CLIENT, framing="messages", era="modern")
+    assert client.cancellation == "notify"
+    call = client.call("tools/call", TOOL)
+    (leg,) = drain(client)
+    request = json.loads(client.send(leg))
+    client.cancel(call)
+    cancel_leg, cancelled = drain(client)
+    assert cancel_leg == CallEvent(call=call, event=CancelLeg(leg=1))
+    assert json.loads(client.send(cancel_leg)) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request["id"]},
+    }
+    assert cancelled == CallEvent(call=call, event=Cancelled())
+
+
+@pytest.mark.parametrize("framing", ["lines", "messages"])
+def test_close_stream_cancellation_sends_nothing_whatever_the_framing(framing: Any) -> None:
+    for variant in ("send", "send_message"):
+        client = Connection(CLIENT, framing=framing, cancellation="close_stream", era="modern")
+        call = client.call("tools/call", TOOL, leg_timeout=1.0)
+        (leg,) = drain(client)
+        assert getattr(client, variant)(leg)
+        client.leg_timed_out(call, now=1.0)
+        cancel_leg, timed_out = drain(client)
+        assert isinstance(cancel_leg.event, CancelLeg) and isinstance(timed_out.event, TimedOut)
+        assert getattr(client, variant)(cancel_leg) in (b"", None)
+        assert client.outstanding == ()  # a late answer is dropped all the same
+
+
+@pytest.mark.parametrize("cancellation", ["", "stream", None, "NOTIFY"])
+def test_an_unknown_cancellation_mode_is_misuse(cancellation: Any) -> None:
+    with pytest.raises(LocalProtocolError, match="cancellation"):
+        Connection(CLIENT, cancellation=cancellation)

@@ -32,6 +32,8 @@ from mrtr_core import (
     SessionOpened,
 )
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 FUTURE = "2099-01-01"
 
 

@@ -13,11 +13,20 @@ the ones the connection actually follows.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drain, feed, replies
+from support.pairing import (
+    ALL_CAPS,
+    CLIENT_INFO,
+    FEED_MODES,
+    SERVER_INFO,
+    drain,
+    feed,
+    replies,
+)
 
 import mrtr_core.connection._connection as connection_module
 from mrtr_core import (
@@ -58,6 +67,8 @@ from mrtr_core.connection._session import (
     SessionInput,
 )
 
+pytestmark = pytest.mark.usefixtures("wire_variant")
+
 S = SessionState
 I = SessionInput  # noqa: E741
 MODERN = "2026-07-28"
@@ -67,7 +78,7 @@ TABLES: dict[str, Mapping[tuple[SessionState, SessionInput], SessionState]] = {
     "client": CLIENT_TRANSITIONS,
     "server": SERVER_TRANSITIONS,
 }
-#: Every (table, state, input) triple: 2 x 9 x 18.
+#: Every (table, state, input) triple: 2 x 9 x 20.
 ALL_PAIRS = [
     pytest.param(name, state, given, id=f"{name}-{state.value}-{given.value}")
     for name in TABLES
@@ -143,6 +154,8 @@ def test_local_and_remote_inputs_partition_all_inputs() -> None:
 
 def test_each_table_only_uses_its_own_roles_inputs() -> None:
     client_only = {
+        I.START_MODERN,
+        I.RECV_LEGACY_SIGNAL_NO_FALLBACK,
         I.SEND_DISCOVER,
         I.SEND_INITIALIZE,
         I.SEND_INITIALIZED,
@@ -916,3 +929,101 @@ def test_session_failed_comes_before_the_calls_failed_events(path: str) -> None:
     events = drain(client)
     assert _types(events) == [SessionFailed, CallEvent], events
     assert _one_failed_call(events, call).error is events[0].error
+
+
+# --- Nothing moves the session but its table ---------------------------------------------------
+
+_STATE_SLOT = Session.__dict__["state"]
+
+
+class _TracedSession(Session):
+    """A Session that fails the test when its state is set from outside its own methods."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def state(self) -> SessionState:
+        return _STATE_SLOT.__get__(self, Session)  # type: ignore[no-any-return]
+
+    @state.setter
+    def state(self, value: SessionState) -> None:
+        setter = sys._getframe(1).f_code.co_name
+        assert setter in ("__init__", "local", "remote"), f"state set by {setter}()"
+        _STATE_SLOT.__set__(self, value)
+
+
+@pytest.fixture
+def traced_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection_module, "Session", _TracedSession)
+
+
+def test_the_walk_covers_every_pair() -> None:
+    assert len(ALL_PAIRS) == len(TABLES) * len(SessionState) * len(SessionInput) == 360
+
+
+def test_the_traced_session_catches_a_direct_assignment(traced_sessions: None) -> None:
+    client = Connection(CLIENT, era="modern")
+    assert isinstance(client._session, _TracedSession)
+    with pytest.raises(AssertionError, match="state set by"):
+        client._session.state = S.FAILED
+
+
+@pytest.mark.usefixtures("traced_sessions")
+def test_client_era_modern_opens_through_start_modern() -> None:
+    client = Connection(CLIENT, era="modern")
+    assert client.session_state is S.MODERN  # (NEW, START_MODERN) -> MODERN
+    assert (S.NEW, I.START_MODERN) in CLIENT_TRANSITIONS
+
+
+@pytest.mark.usefixtures("traced_sessions")
+@pytest.mark.parametrize("signal", ["32601", "32602", "timeout"])
+def test_client_without_legacy_fails_through_no_fallback(signal: str) -> None:
+    client = _auto_client(versions=(MODERN,))
+    call = client.call("tools/call", TOOL)
+    probe, _ = _send_probe(client)
+    if signal == "timeout":
+        client.handshake_timed_out()
+    else:
+        client.receive_data(_error_line(probe.id, -int(signal)))
+    events = drain(client)
+    # (DISCOVERING, RECV_LEGACY_SIGNAL_NO_FALLBACK) -> FAILED, never NEW on the way.
+    assert client.session_state is S.FAILED
+    assert _types(events) == [SessionFailed, CallEvent]
+    assert "legacy is disabled" in events[0].error.message
+    _one_failed_call(events, call)
+
+
+@pytest.mark.usefixtures("traced_sessions")
+@pytest.mark.parametrize("mode", FEED_MODES)
+def test_every_handshake_path_moves_only_through_the_tables(mode: str) -> None:
+    # Both eras end to end, a fallback, a retry and a failure, with sessions that
+    # refuse any state change made outside Session.local/remote.
+    for client_options, server_options in [
+        ({}, {}),
+        ({}, {"versions": LEGACY_VERSIONS}),
+        ({"era": "legacy"}, {}),
+    ]:
+        client, server = _auto_client(**client_options), _server(**server_options)
+        to_server = drain(client)
+        while to_server:  # every step and every reply (a refusal included) delivered
+            to_client = []
+            for event in to_server:
+                if isinstance(event, HandshakeStep):
+                    to_client += feed(server, client.send(event), mode)
+            to_server = []
+            for event in to_client:
+                if isinstance(event, (AutoReply, InvalidMessage)):
+                    to_server += feed(client, server.send(event), mode)
+        assert client.session_state in (S.MODERN, S.READY)
+        assert server.session_state in (S.NEW, S.READY)
+    client = _legacy_client()
+    client.send(_step(client, "initialize"))
+    client.handshake_timed_out()
+    assert client.session_state is S.FAILED
+    client = _auto_client()
+    probe, _ = _send_probe(client)
+    feed(client, _error_line(probe.id, -32020), mode)
+    assert client.session_state is S.FAILED
+    client.receive_data(b"")
+    drain(client)
+    assert client.session_state is S.CLOSED

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import trio
@@ -70,6 +70,7 @@ class MemoryLink:
     needs_messages = False
     wants_tool_list = False
     confirms_transmission = False
+    cancellation: Literal["notify", "close_stream"] = "notify"
 
     def __init__(self, app: App) -> None:
         self.app = app

@@ -1,0 +1,294 @@
+"""The client's call table: every live multi round-trip call and the legs it has on the wire.
+
+A call is a :class:`~mrtr_core.RoundEngine` plus what the connection keeps for
+it: the leg waiting to be sent, the id of the leg in flight, its progress
+tokens.  The table also owns the ready queue (calls whose engine may have an
+event to hand out), the progress routes (token -> call and request), and the
+ids a ``CancelLeg`` still has to name on the wire.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError
+from ..engine._engine import RoundEngine
+from ..engine._events import (
+    TERMINAL_EVENTS,
+    CancelLeg,
+    EngineEvent,
+    Failed,
+    SendRequest,
+    SendRetry,
+    Wait,
+)
+from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
+from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
+from ._events import CallEvent, InvalidMessage, Progress
+from ._handshake import Agreement, version_to_retry
+from ._requests import OutgoingKind, OutgoingTable
+
+T = TypeVar("T")
+
+#: ``stamp(params, capabilities)``: a leg's params with the 2026-07-28 ``_meta``.
+Stamp = Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], dict[str, Any]]
+
+
+class Call:
+    __slots__ = (
+        "engine",
+        "id",
+        "last_send",
+        "leg_id",
+        "method",
+        "pending_send",
+        "progress",
+        "tokens",
+        "version_retried",
+    )
+
+    def __init__(self, call_id: int, method: str, engine: RoundEngine, progress: bool) -> None:
+        self.id = call_id
+        self.method = method
+        self.engine = engine  # its capabilities are the ones each leg declares
+        self.progress = progress
+        self.pending_send: SendRequest | SendRetry | None = None
+        self.last_send: SendRequest | SendRetry | None = None
+        self.leg_id: RequestId | None = None
+        self.tokens: list[RequestId] = []
+        self.version_retried = False
+
+
+class CallTable:
+    """The live calls of one client connection."""
+
+    __slots__ = (
+        "_agreement",
+        "_modern_versions",
+        "_next_call",
+        "_outgoing",
+        "calls",
+        "cancel_targets",
+        "max_calls",
+        "progress_routes",
+        "ready",
+    )
+
+    def __init__(
+        self,
+        outgoing: OutgoingTable,
+        agreement: Agreement,
+        modern_versions: Sequence[str],
+        max_calls: int,
+    ) -> None:
+        self._outgoing = outgoing
+        self._agreement = agreement
+        self._modern_versions = modern_versions
+        self.max_calls = max_calls
+        self.calls: dict[int, Call] = {}
+        self.ready: deque[int] = deque()
+        #: progress token -> (call or None for a plain request, request id)
+        self.progress_routes: dict[RequestId, tuple[int | None, RequestId]] = {}
+        #: (call, leg) -> the id its ``CancelLeg`` names on the wire
+        self.cancel_targets: dict[tuple[int, int], RequestId] = {}
+        self._next_call = 1
+
+    # --- Starting and feeding calls ------------------------------------------------------
+
+    def check_room(self) -> None:
+        if len(self.calls) >= self.max_calls:
+            raise LocalProtocolError(f"more than max_calls={self.max_calls} calls in flight")
+
+    def start(self, method: str, engine: RoundEngine, progress: bool) -> int:
+        call_id = self._next_call
+        self._next_call += 1
+        self.calls[call_id] = Call(call_id, method, engine, progress)
+        self.ready.append(call_id)
+        return call_id
+
+    def ever_started(self, call: int) -> bool:
+        """Whether ``call`` is a handle this table gave out (live or ended)."""
+        return 0 < call < self._next_call
+
+    def find(self, call: int) -> Call:
+        found = self.calls.get(call)
+        if found is None:
+            raise LocalProtocolError(f"no call {call!r} in flight")
+        return found
+
+    def engine_input(self, call: int) -> RoundEngine:
+        """The engine of a live call about to take an input: it may have events after."""
+        found = self.find(call)
+        self.ready.append(call)
+        return found.engine
+
+    def break_leg(self, call: int) -> RoundEngine:
+        """The leg in flight broke: it is abandoned; the engine (to re-issue it) is returned."""
+        self.abandon_leg(self.find(call))
+        return self.engine_input(call)
+
+    # --- Handing events out ----------------------------------------------------------------
+
+    def next_event(self) -> CallEvent | None:
+        ready = self.ready
+        while ready:
+            call = self.calls.get(ready[0])
+            if call is None:
+                ready.popleft()
+                continue
+            event = call.engine.next_event()
+            if isinstance(event, Wait):
+                ready.popleft()
+                continue
+            if call.engine.state in ENGINE_TERMINAL_STATES and isinstance(
+                event, (SendRequest, SendRetry)
+            ):
+                continue  # cancelled (or ended) before this leg came out: it never goes
+            return self._hand_out(call, event)
+        return None
+
+    def _hand_out(self, call: Call, event: EngineEvent) -> CallEvent:
+        if isinstance(event, (SendRequest, SendRetry)):
+            # (A re-issued leg's broken predecessor was abandoned by leg_broken.)
+            call.pending_send = call.last_send = event
+        elif isinstance(event, CancelLeg):
+            call.pending_send = None  # a retry still waiting out its delay is simply not sent
+            if call.leg_id is not None:
+                self.cancel_targets[(call.id, event.leg)] = call.leg_id
+                while len(self.cancel_targets) > self._outgoing.finished.limit:
+                    del self.cancel_targets[next(iter(self.cancel_targets))]
+                self.abandon_leg(call)
+        elif isinstance(event, TERMINAL_EVENTS):
+            self.end(call)
+        return CallEvent(call=call.id, event=event)
+
+    def end(self, call: Call) -> None:
+        self.abandon_leg(call)
+        for token in call.tokens:
+            self.progress_routes.pop(token, None)
+        del self.calls[call.id]
+
+    def abandon_leg(self, call: Call) -> None:
+        if call.leg_id is not None:
+            self._outgoing.abandon(call.leg_id)
+            call.leg_id = None
+
+    def fail_all(self, error: MrtrError, now: float) -> list[CallEvent]:
+        """End every live call with ``Failed(error)`` (or with the end it already reached)."""
+        out: list[CallEvent] = []
+        for call in list(self.calls.values()):
+            engine = call.engine
+            event: EngineEvent = Failed(error=error)
+            if engine.state in ENGINE_TERMINAL_STATES:
+                # It ended (a cancel) before its end was handed out: that end stands.
+                while not isinstance(queued := engine.next_event(), Wait):
+                    event = queued
+            else:
+                engine.cancel(now)  # its own events are moot
+            self.end(call)
+            out.append(CallEvent(call=call.id, event=event))
+        return out
+
+    # --- Legs on the wire ------------------------------------------------------------------
+
+    def send(
+        self,
+        event: CallEvent,
+        emit: Callable[[Message], T],
+        stamp: Stamp,
+        *,
+        notify_cancel: bool,
+        session_open: bool,
+    ) -> T | None:
+        """``emit`` what a call's send event puts on the wire (``None``: nothing is due).
+
+        A leg goes out under a fresh id with ``_meta`` (and a progress token); a
+        ``CancelLeg`` becomes ``notifications/cancelled`` for the leg's id when
+        ``notify_cancel`` (otherwise the transport closes the leg's stream).
+        """
+        inner = event.event
+        if isinstance(inner, CancelLeg):
+            rid = self.cancel_targets.pop((event.call, inner.leg), None)
+            if rid is None or not notify_cancel:
+                return None  # the leg never went, or the transport closes its stream instead
+            return emit(Notification(method="notifications/cancelled", params={"requestId": rid}))
+        if not isinstance(inner, (SendRequest, SendRetry)):
+            raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
+        call = self.calls.get(event.call)
+        if call is None and self.ever_started(event.call):
+            return None  # the call ended (cancelled) while this leg waited: it never goes
+        if call is None or call.pending_send is not inner:
+            raise LocalProtocolError("this leg is not the one the call is waiting to send")
+        if not session_open:
+            raise LocalProtocolError("the session is not open")
+        self._outgoing.check_room()
+        rid = self._outgoing.new_id()
+        params = stamp(inner.params, call.engine.capabilities)
+        if call.progress:
+            meta = params.get("_meta")
+            meta = dict(meta) if isinstance(meta, Mapping) else {}
+            meta["progressToken"] = rid
+            params["_meta"] = meta
+        out = emit(Request(id=rid, method=call.method, params=params))
+        if call.progress:
+            self.progress_routes[rid] = (call.id, rid)
+            call.tokens.append(rid)
+        self._outgoing.add(rid, OutgoingKind.LEG, call.method, call.id)
+        call.leg_id = rid
+        call.pending_send = None
+        return out
+
+    def on_leg_answer(
+        self, call_id: int, response: ResultResponse | ErrorResponse, now: float
+    ) -> CallEvent | None:
+        """Feed a leg's answer to its engine; a -32022 naming a version we speak sends the
+        same leg once more with it (the event returned is that leg)."""
+        call = self.calls[call_id]
+        call.leg_id = None
+        if isinstance(response, ErrorResponse):
+            error = response.error
+            retry_with = version_to_retry(error, self._modern_versions)
+            if retry_with is not None and not call.version_retried and call.last_send:
+                call.version_retried = True
+                self._agreement.protocol_version = retry_with
+                call.pending_send = call.last_send
+                return CallEvent(call=call.id, event=call.last_send)
+            call.engine.receive_error(error, now)
+        else:
+            call.engine.receive_result(response.result, now)
+        self.ready.appendleft(call.id)
+        return None
+
+    def on_leg_dropped(self, call_id: int, now: float) -> None:
+        """The server cancelled the leg in flight: the engine re-issues it."""
+        call = self.calls[call_id]
+        call.leg_id = None
+        self.engine_input(call_id).leg_broken(now)
+
+    def on_progress(self, params: Mapping[str, Any]) -> Progress | InvalidMessage | None:
+        """A ``notifications/progress``, routed to its call or plain request."""
+        token = params.get("progressToken")
+        value = params.get("progress")
+        total = params.get("total")
+        message = params.get("message")
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or (
+                total is not None
+                and (not isinstance(total, (int, float)) or isinstance(total, bool))
+            )
+            or (message is not None and not isinstance(message, str))
+        ):
+            return InvalidMessage(
+                error=RemoteProtocolError(
+                    "notifications/progress needs a numeric progress", code=INVALID_PARAMS
+                )
+            )
+        route = self.progress_routes.get(token) if isinstance(token, (str, int)) else None
+        if route is None:
+            return None  # late progress for a request that has ended
+        call, rid = route
+        return Progress(request_id=rid, progress=value, total=total, message=message, call=call)
