@@ -23,6 +23,7 @@ from ._errors import (
     RemoteProtocolError,
     RoundLimitExceeded,
 )
+from ._wait import FINISHED, NEED_DATA, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from .connection._connection import (
     CLIENT,
     DEFAULT_MAX_BUFFER_SIZE,
@@ -55,10 +56,6 @@ from .connection._session import (
 )
 from .engine._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
 from .engine._events import (
-    FINISHED,
-    NEED_INPUT,
-    NEED_RESULT,
-    NEED_START,
     CancelInputs,
     Cancelled,
     CancelLeg,
@@ -70,7 +67,6 @@ from .engine._events import (
     SendRequest,
     SendRetry,
     TimedOut,
-    Wait,
     input_kind,
 )
 from .engine._retry import MRTR_METHODS, build_retry_params, strip_round_fields
@@ -150,8 +146,6 @@ from .wire._convert import (
 )
 from .wire._framing import (
     END_OF_STREAM,
-    NEED_DATA,
-    FramerSignal,
     LineFramer,
     MessageFramer,
     Oversize,
@@ -224,7 +218,6 @@ __all__ = [
     "ErrorResponse",
     "FINISHED",
     "Failed",
-    "FramerSignal",
     "HEADER_MISMATCH",
     "Handler",
     "HandlerContext",

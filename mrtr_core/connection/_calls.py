@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError
+from .._wait import Wait
 from ..engine._engine import RoundEngine
 from ..engine._events import (
     TERMINAL_EVENTS,
@@ -22,7 +23,6 @@ from ..engine._events import (
     Failed,
     SendRequest,
     SendRetry,
-    Wait,
 )
 from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse

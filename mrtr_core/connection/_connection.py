@@ -35,6 +35,7 @@ from .._errors import (
     MrtrError,
     RemoteProtocolError,
 )
+from .._wait import NEED_DATA, Wait
 from ..engine._engine import RoundEngine
 from ..protocol._meta import (
     ALL_VERSIONS,
@@ -45,7 +46,7 @@ from ..protocol._meta import (
     RequestInfo,
 )
 from ..wire._codec import Codec, JsonName
-from ..wire._framing import END_OF_STREAM, NEED_DATA, FramerSignal
+from ..wire._framing import END_OF_STREAM
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._calls import CallTable
 from ._client_handshake import ClientHandshake
@@ -78,7 +79,7 @@ from ._peer_requests import PeerRequests
 from ._requests import MetaStamp, OutgoingTable
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, Session, SessionInput, SessionState
 
-NeedData = Literal[FramerSignal.NEED_DATA]
+NeedData = Literal[Wait.NEED_DATA]
 T = TypeVar("T")
 
 
@@ -281,12 +282,11 @@ class Connection:
                     return event
             message = self._inbox.next_message()
             if message is NEED_DATA:
-                return FramerSignal.NEED_DATA
+                return NEED_DATA
             if message is END_OF_STREAM:
                 return self._on_end_of_stream()
             if isinstance(message, Unreadable):
                 return self._peer.invalid(message.error, replyable=message.replyable)
-            assert not isinstance(message, FramerSignal)
             if isinstance(message, Request):
                 return self._peer.on_request(message)
             if isinstance(message, Notification):

@@ -18,12 +18,13 @@ from typing import Any
 import attrs
 
 from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+from .._wait import NEED_DATA
 from ..wire._codec import Codec, message_from_json
 from ..wire._framing import (
-    NEED_DATA,
-    FramerSignal,
+    END_OF_STREAM,
     LineFramer,
     MessageFramer,
+    NoFrame,
     Oversize,
 )
 from ..wire._model import Message
@@ -94,7 +95,7 @@ class Inbox:
         self._queue.append(bytes(data))
         self._held += size
 
-    def next_message(self) -> Message | Unreadable | FramerSignal:
+    def next_message(self) -> Message | Unreadable | NoFrame:
         """The next message, a report of one that could not be read, or a framer signal."""
         framer = self._framer
         while True:
@@ -114,7 +115,7 @@ class Inbox:
                     framer.feed_eof()
                     continue
                 frame = item
-            if isinstance(frame, FramerSignal):
+            if frame is NEED_DATA or frame is END_OF_STREAM:
                 return frame
             if isinstance(frame, Oversize):
                 error = RemoteProtocolError(

@@ -7,12 +7,9 @@ pacing of requestState-only rounds, strict retry params, and the errors a
 """
 
 from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
+from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
 from ._events import (
-    FINISHED,
-    NEED_INPUT,
-    NEED_RESULT,
-    NEED_START,
     CancelInputs,
     Cancelled,
     CancelLeg,
@@ -24,7 +21,6 @@ from ._events import (
     SendRequest,
     SendRetry,
     TimedOut,
-    Wait,
     input_kind,
 )
 from ._retry import build_retry_params, strip_round_fields

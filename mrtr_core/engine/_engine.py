@@ -21,6 +21,7 @@ from .._errors import (
     RemoteProtocolError,
     RoundLimitExceeded,
 )
+from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..wire._convert import (
     structure,
     structure_input_request,
@@ -31,10 +32,6 @@ from ..wire._convert import (
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import ErrorObject, InputRequest, InputResponse
 from ._events import (
-    FINISHED,
-    NEED_INPUT,
-    NEED_RESULT,
-    NEED_START,
     CancelInputs,
     Cancelled,
     CancelLeg,
@@ -47,7 +44,6 @@ from ._events import (
     SendRetry,
     TimedOut,
     TimeoutLimit,
-    Wait,
 )
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState

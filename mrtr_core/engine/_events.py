@@ -7,7 +7,6 @@ queue is empty, returns a :class:`Wait` member saying what it waits for.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -16,21 +15,6 @@ import attrs
 from .._errors import MrtrError
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import InputRequest
-
-
-class Wait(enum.Enum):
-    """What the engine waits for when it has no event to hand out."""
-
-    NEED_START = "need_start"  #: call ``start(now)``
-    NEED_RESULT = "need_result"  #: a leg is out: feed its result, error, timeout or break
-    NEED_INPUT = "need_input"  #: answers are out to the app: ``provide`` or ``fail`` them
-    FINISHED = "finished"  #: a terminal event was handed out; nothing more will come
-
-
-NEED_START = Wait.NEED_START
-NEED_RESULT = Wait.NEED_RESULT
-NEED_INPUT = Wait.NEED_INPUT
-FINISHED = Wait.FINISHED
 
 TimeoutLimit = Literal["leg", "input", "total"]
 

@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 
 from .._errors import INTERNAL_ERROR, LocalProtocolError, MrtrError
+from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..engine._engine import PACE_CAP, PACE_FIRST
 from ..engine._retry import strip_round_fields
 from ..protocol._meta import RequestInfo
@@ -162,8 +163,18 @@ class LegacyShim:
         """Ids of the requests to the client still waiting for an answer."""
         return tuple(self._asked)
 
-    def next_event(self) -> ShimEvent | None:
-        return self._events.popleft() if self._events else None
+    def next_event(self) -> ShimEvent | Wait:
+        """The next event, or the :class:`~mrtr_core.Wait` member saying what the shim
+        waits for: ``NEED_INPUT`` (the client's answers to its questions),
+        ``NEED_RESULT`` (the app's ``leg_done`` after a ``ShimRun``), ``NEED_START``
+        (``start``, or ``resume`` after a ``ShimWait``) or ``FINISHED``."""
+        if self._events:
+            return self._events.popleft()
+        if self.finished:
+            return FINISHED
+        if self._running:
+            return NEED_RESULT
+        return NEED_INPUT if self._asked else NEED_START
 
     def start(self, now: float) -> None:
         """Run the handler for the first time."""

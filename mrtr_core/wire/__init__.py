@@ -7,6 +7,7 @@ or its answer carries.  Everything here is pure: bytes and mappings in,
 objects out.
 """
 
+from .._wait import NEED_DATA
 from ._codec import (
     STDLIB_JSON,
     Codec,
@@ -27,7 +28,7 @@ from ._convert import (
     unstructure_input_required,
     unstructure_input_response,
 )
-from ._framing import END_OF_STREAM, NEED_DATA, LineFramer, MessageFramer, Oversize
+from ._framing import END_OF_STREAM, LineFramer, MessageFramer, Oversize
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,

@@ -33,21 +33,23 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from typing import Final, Literal
 
 import attrs
 
 from .._errors import LocalProtocolError
+from .._wait import NEED_DATA, Wait
 
 
-class FramerSignal(enum.Enum):
-    """What ``next_frame`` returns when it has no frame."""
+class EndOfStream(enum.Enum):
+    """What ``next_frame`` returns once the peer closed and every frame was handed out."""
 
-    NEED_DATA = "need_data"  #: feed more bytes (or ``feed_eof``)
-    END_OF_STREAM = "end_of_stream"  #: the peer closed and every frame was handed out
+    END_OF_STREAM = "end_of_stream"
 
 
-NEED_DATA = FramerSignal.NEED_DATA
-END_OF_STREAM = FramerSignal.END_OF_STREAM
+END_OF_STREAM: Final = EndOfStream.END_OF_STREAM
+#: What ``next_frame`` returns when it has no frame: feed more bytes, or the end.
+NoFrame = Literal[Wait.NEED_DATA] | EndOfStream
 
 _BLANK = b" \t\r"
 
@@ -63,7 +65,7 @@ class Oversize:
     size: int
 
 
-Frame = bytes | Oversize | FramerSignal
+Frame = bytes | Oversize | NoFrame
 
 
 class _Bounded:

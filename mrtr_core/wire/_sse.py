@@ -31,7 +31,8 @@ import re
 import attrs
 
 from .._errors import LocalProtocolError
-from ._framing import END_OF_STREAM, NEED_DATA, FramerSignal, Oversize
+from .._wait import NEED_DATA
+from ._framing import END_OF_STREAM, NoFrame, Oversize
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
@@ -153,7 +154,7 @@ class SseDecoder:
     def feed_eof(self) -> None:
         self._eof = True
 
-    def next_event(self) -> SseEvent | Oversize | FramerSignal:
+    def next_event(self) -> SseEvent | Oversize | NoFrame:
         """The next event, an :class:`Oversize` report, ``NEED_DATA`` or ``END_OF_STREAM``."""
         while True:
             line = self._next_line()
@@ -171,7 +172,7 @@ class SseDecoder:
                 return self._oversize(self._event_size)
             self._field(line)
 
-    def _wait(self) -> Oversize | FramerSignal:
+    def _wait(self) -> Oversize | NoFrame:
         if not self._started and not self._eof:
             return NEED_DATA  # at most two bytes that may be the start of a BOM
         pending = self._event_size + len(self._buf)

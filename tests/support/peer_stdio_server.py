@@ -152,7 +152,7 @@ def main(argv: list[str]) -> None:
             stdout.flush()
 
     def run_shim(shim: m.LegacyShim) -> None:
-        while (event := shim.next_event()) is not None:
+        while not isinstance(event := shim.next_event(), m.Wait):
             if isinstance(event, m.ShimRun):
                 try:
                     shim.leg_done(tool(dict(event.request.params or {}), out))

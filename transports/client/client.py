@@ -386,7 +386,7 @@ class Client:
             now = trio.current_time()
             while True:
                 event = conn.next_event(now)
-                if isinstance(event, m.FramerSignal):  # NEED_DATA
+                if event is m.NEED_DATA:
                     break
                 if isinstance(event, m.ConnectionClosed):
                     if not self._closed:  # (handed out for ever once the stream ended)

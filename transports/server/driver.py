@@ -419,7 +419,7 @@ class _StreamDriver:
                 refusal = m.ErrorResponse(id=request.id, error=refused)
         if response is None:  # cancelled, refused, or the client never answered
             shim.cancel()
-            while (event := shim.next_event()) is not None:
+            while not isinstance(event := shim.next_event(), m.Wait):
                 if isinstance(event, m.ShimSend):  # withdraw our open questions
                     await self.write(conn.send(event.message))
             for rid in [rid for rid, waiting in self.questions.items() if waiting is flow]:
@@ -437,7 +437,7 @@ class _StreamDriver:
         conn = self.conn
         while True:
             event = shim.next_event()
-            if event is None:  # every question is out: wait for the client's answers
+            if event is m.Wait.NEED_INPUT:  # every question is out: wait for the answers
                 answer = await self.wait_for_answer(flow)
                 if answer is None:
                     return None
@@ -454,7 +454,8 @@ class _StreamDriver:
                 await trio.sleep(event.delay)
                 shim.resume(trio.current_time())
             else:
-                assert isinstance(event, m.ShimDone)
+                # (The driver runs each ShimRun at once, so NEED_RESULT never shows.)
+                assert isinstance(event, m.ShimDone), event
                 return event.response
 
     async def wait_for_answer(self, flow: _LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:

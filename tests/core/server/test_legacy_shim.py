@@ -102,7 +102,7 @@ class Peer:
     def run_shims(self, now: float) -> bool:
         moved = False
         for shim in self.shims.values():
-            while (event := shim.next_event()) is not None:
+            while not isinstance(event := shim.next_event(), m.Wait):
                 moved = True
                 if isinstance(event, m.ShimSend):
                     self.client.receive_data(self.server.send(event.message))
@@ -420,7 +420,7 @@ def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
     assert withdraw == m.ShimSend(
         message=m.Notification(method="notifications/cancelled", params={"requestId": question.id})
     )
-    assert shim.next_event() is None and shim.finished
+    assert shim.next_event() is m.Wait.FINISHED and shim.finished
     peer.client.receive_data(peer.server.send(withdraw.message))
     assert peer.client.next_event() == m.RequestCancelled(request_id=question.id)
 
@@ -507,4 +507,28 @@ def test_a_leg_that_finishes_after_a_cancel_sends_nothing() -> None:
     shim, _ = _started_app_shim()
     shim.cancel()
     shim.leg_done(m.input_required({"city": CITY}))  # the app's late outcome: dropped
-    assert shim.next_event() is None and shim.finished and shim.waiting_for == ()
+    assert shim.next_event() is m.Wait.FINISHED and shim.finished and shim.waiting_for == ()
+
+
+# --- what the shim waits for: one Wait member for each gap ------------------------------
+
+
+def test_the_shim_says_what_it_waits_for_with_the_one_sentinel_type() -> None:
+    shim, leg = _started_app_shim()
+    assert shim.next_event() is m.Wait.NEED_RESULT  # the app runs the ShimRun's leg
+    state_only = {"resultType": "input_required", "requestState": "s1"}
+    shim.leg_done(state_only)
+    assert isinstance(shim.next_event(), m.ShimWait)
+    assert shim.next_event() is m.Wait.NEED_START  # resume() after the delay
+    shim.resume(1.0)
+    assert isinstance(shim.next_event(), m.ShimRun)
+    shim.leg_done(m.server.input_required({"city": CITY}, state="s2"))
+    ask = shim.next_event()
+    assert isinstance(ask, m.ShimSend) and isinstance(ask.message, m.Request)
+    assert shim.next_event() is m.Wait.NEED_INPUT  # the client's answer
+    shim.receive(m.ResultResponse(id=ask.message.id, result={"action": "decline"}), 2.0)
+    assert isinstance(shim.next_event(), m.ShimRun)
+    shim.leg_done({"content": []})
+    assert isinstance(shim.next_event(), m.ShimDone)
+    assert shim.next_event() is m.Wait.FINISHED and shim.next_event() is m.Wait.FINISHED
+    assert leg.id == 7

@@ -26,14 +26,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mrtr_core as m
 from mrtr_core import LocalProtocolError
 from mrtr_core.wire._framing import (
     END_OF_STREAM,
     NEED_DATA,
+    EndOfStream,
     Frame,
-    FramerSignal,
     LineFramer,
     MessageFramer,
+    NoFrame,
     Oversize,
 )
 
@@ -48,11 +50,11 @@ WAYS = ("whole", "bytewise", "trailing")
 DRAIN_LIMIT = 100_000  # guards against a framer that never says NEED_DATA
 
 
-def drain(framer: LineFramer | MessageFramer, out: list[Frame]) -> FramerSignal:
+def drain(framer: LineFramer | MessageFramer, out: list[Frame]) -> NoFrame:
     """Append frames to ``out`` until ``next_frame`` returns a signal; return it."""
     for _ in range(DRAIN_LIMIT):
         frame = framer.next_frame()
-        if isinstance(frame, FramerSignal):
+        if frame is NEED_DATA or frame is END_OF_STREAM:
             return frame
         assert isinstance(frame, bytes | Oversize), frame
         assert not isinstance(frame, bytearray)
@@ -563,8 +565,8 @@ def test_good_bounds(
 
 
 def test_signals_and_oversize() -> None:
-    assert NEED_DATA is FramerSignal.NEED_DATA
-    assert END_OF_STREAM is FramerSignal.END_OF_STREAM
+    assert NEED_DATA is m.Wait.NEED_DATA  # the one sentinel type of every layer
+    assert END_OF_STREAM is EndOfStream.END_OF_STREAM
     assert len({NEED_DATA, END_OF_STREAM}) == 2
     assert Oversize(size=5) == Oversize(size=5) != Oversize(size=6)
     with pytest.raises(TypeError):

@@ -650,7 +650,7 @@ async def serve_legacy_call(
                     )
                     shim.receive(incoming, trio.current_time())
                 assert shim is not None
-                while (step := shim.next_event()) is not None:
+                while not isinstance(step := shim.next_event(), m.Wait):
                     if isinstance(step, m.ShimRun):
                         assert info is not None  # each leg runs with the original's info
                         try:
