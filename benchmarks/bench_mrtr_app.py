@@ -21,13 +21,15 @@ import mrtr_core as m
 
 app = McpApp("bench-mrtr", "1.0")
 
-ASK_NAME = m.elicit_form("What is your name?", {"name": {"type": "string"}}, required=["name"])
+ASK_NAME = m.server.elicit_form(
+    "What is your name?", {"name": {"type": "string"}}, required=["name"]
+)
 
 
 @app.tool("greet", description="Asks for a name (one form elicitation), then greets it")
 def greet(ctx: Context) -> Any:
     reply = ctx.answer("name", ASK_NAME)
-    if not isinstance(reply, m.ElicitResult) or reply.content is None:
+    if not isinstance(reply, m.wire.ElicitResult) or reply.content is None:
         return ctx.ask({"name": ASK_NAME}, state="asked")
     return f"Hello {reply.content['name']}"
 

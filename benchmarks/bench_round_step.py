@@ -79,7 +79,7 @@ def line_in() -> bytes:
 
 def retry_request() -> dict[str, Any]:
     """The retry request our path writes, as a plain object (for the floor)."""
-    params = m.build_retry_params(
+    params = m.engine.build_retry_params(
         ORIGINAL_PARAMS,
         {"confirm": {"action": "accept", "content": ANSWER_CONTENT}},
         REQUEST_STATE,
@@ -95,7 +95,7 @@ def started_engine() -> m.RoundEngine:
     return engine
 
 
-def make_step(codec: m.Codec) -> Callable[[m.RoundEngine, bytes, int], bytes]:
+def make_step(codec: m.wire.Codec) -> Callable[[m.RoundEngine, bytes, int], bytes]:
     """Our path for one step on a started engine, returning the retry line."""
 
     def step(engine: m.RoundEngine, line: bytes, request_id: int) -> bytes:
@@ -105,7 +105,9 @@ def make_step(codec: m.Codec) -> Callable[[m.RoundEngine, bytes, int], bytes]:
         event = engine.next_event()
         while not isinstance(event, m.DispatchInput):
             event = engine.next_event()
-        engine.provide(event.key, m.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)
+        engine.provide(
+            event.key, m.wire.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002
+        )
         retry = engine.next_event()
         assert isinstance(retry, m.SendRetry)
         return codec.encode(m.Request(id=request_id, method=METHOD, params=retry.params))
@@ -139,7 +141,7 @@ def floor_batch(loads: Callable[[bytes], Any], dumps: Callable[[Any], bytes], li
     return batch
 
 
-def per_call_batch(codec: m.Codec, line: bytes):
+def per_call_batch(codec: m.wire.Codec, line: bytes):
     step = make_step(codec)
 
     def batch(n: int) -> float:
@@ -155,7 +157,7 @@ def per_call_batch(codec: m.Codec, line: bytes):
     return batch
 
 
-def step_only_batch(codec: m.Codec, line: bytes):
+def step_only_batch(codec: m.wire.Codec, line: bytes):
     step = make_step(codec)
 
     def batch(n: int) -> float:
@@ -169,7 +171,7 @@ def step_only_batch(codec: m.Codec, line: bytes):
     return batch
 
 
-def connection_with_leg_out(codec: m.Codec) -> tuple[m.Connection, int]:
+def connection_with_leg_out(codec: m.wire.Codec) -> tuple[m.Connection, int]:
     """A client connection whose call's first leg (id 1) has been written."""
     conn = m.Connection(m.CLIENT, era="modern", json=codec)
     call = conn.call(METHOD, ORIGINAL_PARAMS)
@@ -183,11 +185,11 @@ def connection_step(conn: m.Connection, call: int, line: bytes) -> bytes:
     while not isinstance(event.event, m.DispatchInput):  # type: ignore[union-attr]
         event = conn.next_event()
     key = event.event.key  # type: ignore[union-attr]
-    conn.provide(call, key, m.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)
+    conn.provide(call, key, m.wire.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)
     return conn.send(conn.next_event())  # type: ignore[arg-type]
 
 
-def connection_batch(codec: m.Codec, line: bytes):
+def connection_batch(codec: m.wire.Codec, line: bytes):
     framed = line + b"\n"
 
     def batch(n: int) -> float:
@@ -200,7 +202,7 @@ def connection_batch(codec: m.Codec, line: bytes):
     return batch
 
 
-def check_output(codec: m.Codec, line: bytes) -> None:
+def check_output(codec: m.wire.Codec, line: bytes) -> None:
     """Our paths write the retry the floor writes (same JSON value, fresh id)."""
     out = make_step(codec)(started_engine(), line, 2)
     assert json.loads(out) == retry_request(), out
@@ -237,7 +239,7 @@ def main() -> None:
     )
     print(f"{'backend':<8} {'path':<10} {'steps/s':>12} {'us/step':>9} {'ours/floor':>11}")
     for name, loads, dumps in backends:
-        codec = m.Codec(name)  # type: ignore[arg-type]
+        codec = m.wire.Codec(name)  # type: ignore[arg-type]
         check_output(codec, line)
         rows = [
             ("floor", floor_batch(loads, dumps, line)),

@@ -197,9 +197,9 @@ def work_mrtr(transport: str, warmup: int, calls: int, repeats: int) -> dict[str
 
     answers = [0]
 
-    async def answer(key: str, request: m.InputRequest) -> m.InputResponse:
+    async def answer(key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         answers[0] += 1
-        return m.ElicitResult(action="accept", content=NAME)
+        return m.wire.ElicitResult(action="accept", content=NAME)
 
     options: dict[str, Any] = {"answer": answer, "capabilities": {"elicitation": {}}}
 
@@ -212,7 +212,7 @@ def work_mrtr(transport: str, warmup: int, calls: int, repeats: int) -> dict[str
             return str(result["content"][0]["text"])
 
         batches = await timed_batches(call, answers, warmup, calls, repeats)
-        return {"batches": batches, "json": m.json_backend().name}
+        return {"batches": batches, "json": m.wire.json_backend().name}
 
     async def main() -> dict[str, Any]:
         if transport == "stdio":

@@ -24,7 +24,7 @@ from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 
-CONFIRM = m.elicit_form(
+CONFIRM = m.server.elicit_form(
     "Deploy to production?", {"confirm": {"type": "boolean"}}, required=["confirm"]
 )
 deployments: list[str] = []
@@ -61,7 +61,7 @@ class Silent:
 
 
 async def main() -> None:
-    info = m.RequestInfo(
+    info = m.protocol.RequestInfo(
         id=0,
         method="tools/call",
         era="modern",

@@ -67,17 +67,17 @@ def scripted_server(request: m.Request) -> m.ResultResponse:
     return m.ResultResponse(id=request.id, result=result)
 
 
-def answer(request: m.InputRequest) -> m.InputResponse:
+def answer(request: m.wire.InputRequest) -> m.wire.InputResponse:
     """The client's input handlers (a real client would ask the user or an LLM)."""
-    if isinstance(request, m.ElicitFormRequest):
-        return m.ElicitResult(action="accept", content={"name": "Ada"})
-    if isinstance(request, m.CreateMessageRequest):
-        return m.CreateMessageResult(
+    if isinstance(request, m.wire.ElicitFormRequest):
+        return m.wire.ElicitResult(action="accept", content={"name": "Ada"})
+    if isinstance(request, m.wire.CreateMessageRequest):
+        return m.wire.CreateMessageResult(
             role="assistant",
             content={"type": "text", "text": "Take tram 28 early."},
             model="demo-model",
         )
-    return m.ListRootsResult(roots=[m.Root(uri="file:///home/ada/trips", name="trips")])
+    return m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///home/ada/trips", name="trips")])
 
 
 def show(direction: str, data: bytes) -> None:

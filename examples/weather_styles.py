@@ -17,14 +17,14 @@ from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 
-CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-UNITS = m.elicit_form("Units?", {"units": {"type": "string", "enum": ["C", "F"]}})
-TONE = m.sample("Describe sunshine in three words", max_tokens=10)
+CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+UNITS = m.server.elicit_form("Units?", {"units": {"type": "string", "enum": ["C", "F"]}})
+TONE = m.server.sample("Describe sunshine in three words", max_tokens=10)
 CAPABILITIES = {"elicitation": {}, "sampling": {}}
 USER = {  # what the client's user (and its LLM) answer
-    "city": m.ElicitResult(action="accept", content={"city": "Oslo"}),
-    "units": m.ElicitResult(action="accept", content={"units": "C"}),
-    "tone": m.CreateMessageResult(
+    "city": m.wire.ElicitResult(action="accept", content={"city": "Oslo"}),
+    "units": m.wire.ElicitResult(action="accept", content={"units": "C"}),
+    "tone": m.wire.CreateMessageResult(
         role="assistant", content={"type": "text", "text": "warm and bright"}, model="demo"
     ),
 }
@@ -77,12 +77,12 @@ def with_once(ctx: Context) -> Any:
 
 # --- 3. Steps: named stages; the last one runs at most once -------------------------------
 
-steps = m.Steps()  # its steps get the same Context
+steps = m.server.Steps()  # its steps get the same Context
 
 
 @steps.step("city")
 def ask_city(ctx: Context, data: Any) -> Any:
-    return m.Next({}, ask={"city": CITY})
+    return m.server.Next({}, ask={"city": CITY})
 
 
 @steps.step("units")
@@ -90,7 +90,7 @@ def ask_units(ctx: Context, data: Any) -> Any:
     city = ctx.answer("city", CITY)
     if city is None:
         return ctx.ask({"city": CITY})
-    return m.Next({"city": city.content["city"]}, ask={"units": UNITS})  # type: ignore[union-attr]
+    return m.server.Next({"city": city.content["city"]}, ask={"units": UNITS})  # type: ignore[union-attr]
 
 
 @steps.step("tone")
@@ -98,7 +98,7 @@ def ask_tone(ctx: Context, data: Any) -> Any:
     units = ctx.answer("units", UNITS)
     if units is None:
         return ctx.ask({"units": UNITS})
-    return m.Next({**data, "units": units.content["units"]}, ask={"tone": TONE})  # type: ignore[union-attr]
+    return m.server.Next({**data, "units": units.content["units"]}, ask={"tone": TONE})  # type: ignore[union-attr]
 
 
 @steps.step("read tone")
@@ -106,7 +106,7 @@ def read_tone(ctx: Context, data: Any) -> Any:
     tone = ctx.answer("tone", TONE)
     if tone is None:
         return ctx.ask({"tone": TONE})
-    return m.Next({**data, "tone": text(tone)})  # no ask: straight on to the last step
+    return m.server.Next({**data, "tone": text(tone)})  # no ask: straight on to the last step
 
 
 @steps.step("forecast")

@@ -26,12 +26,14 @@ from ._events import (
     LogMessage,
     Progress,
     RequestCancelled,
+    Sendable,
     SessionFailed,
     SessionOpened,
 )
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, SessionInput, SessionState
 
 __all__ = [
+    "Sendable",
     "CLIENT",
     "DEFAULT_MAX_BUFFER_SIZE",
     "DEFAULT_MAX_CALLS",

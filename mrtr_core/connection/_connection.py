@@ -438,6 +438,13 @@ class Connection:
         exactly what ``send`` records; the transport encodes and frames it."""
         return self._send(event, _as_is)
 
+    def encode(self, message: Message) -> bytes:
+        """``message`` as this connection writes it: encoded, and framed as a line for
+        ``framing="lines"``.  ``send(event)`` is ``encode(send_message(event))``; an
+        adapter that wants the message too (to trace it, to build HTTP headers from it)
+        calls the two itself, so nothing it sends is decoded again."""
+        return self._encode(message)
+
     def _encode(self, message: Message) -> bytes:
         data = self._codec.encode(message)
         return data + b"\n" if self.framing == "lines" else data

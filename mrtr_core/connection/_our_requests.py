@@ -37,6 +37,7 @@ class OurRequests:
         "_events",
         "_handshake",
         "_peer",
+        "_routes",
         "_server",
         "_session",
         "_stamp",
@@ -64,6 +65,9 @@ class OurRequests:
         self._server = handshake is None
         self._stamp = stamp
         self._events = events  # the connection's queue: SessionOpened goes there
+        # A plain request's progress token, by its id: the route is keyed by the token,
+        # which the app picks and need not be the id.
+        self._routes: dict[RequestId, RequestId] = {}
 
     # --- Going out -----------------------------------------------------------------------
 
@@ -86,7 +90,13 @@ class OurRequests:
         token = progress_token_of(params)
         if token is not None:
             self._calls.progress_routes[token] = (None, rid)
+            self._routes[rid] = token
         return out
+
+    def _forget_route(self, rid: RequestId) -> None:
+        token = self._routes.pop(rid, None)
+        if token is not None:
+            self._calls.progress_routes.pop(token, None)
 
     def send_notification(self, note: Notification, emit: Callable[[Message], T]) -> T:
         method = note.method
@@ -96,11 +106,16 @@ class OurRequests:
         params = note.params or {}
         if method == "notifications/cancelled":
             rid: Any = params.get("requestId")
+            if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+                raise LocalProtocolError(
+                    f"notifications/cancelled needs the requestId of a request, got {rid!r:.80}"
+                )
             # Our own request (a client's; a 2025-era server's to its client), else, for a
             # 2026 server, the end of a subscriptions/listen stream: no answer follows.
             own = not self._server or self._session.state is SessionState.READY
             if own and rid in self.table.requests:
                 self.table.abandon(rid)
+                self._forget_route(rid)
             else:
                 self._peer.end(rid)
         elif (
@@ -136,7 +151,7 @@ class OurRequests:
                 )
             )
         if outgoing.kind is OutgoingKind.PLAIN:
-            self._calls.progress_routes.pop(rid, None)
+            self._forget_route(rid)
             return response
         if outgoing.kind is OutgoingKind.LEG:
             assert outgoing.call is not None
@@ -156,6 +171,7 @@ class OurRequests:
         if outgoing.kind is OutgoingKind.LEG and outgoing.call is not None:
             self._calls.on_leg_dropped(outgoing.call, now)
             return None
+        self._forget_route(rid)
         return RequestCancelled(request_id=rid, reason=reason)
 
     def unanswered(self) -> tuple[RequestId, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +13,14 @@ from typing import Any
 import pytest
 
 import mrtr_core
-from mrtr_core import (
+from mrtr_core import LocalProtocolError, MrtrError, PeerError, RemoteProtocolError
+from mrtr_core.engine import (
+    InputFailed,
+    InvalidInputRequired,
+    MissingCapability,
+    RoundLimitExceeded,
+)
+from mrtr_core.protocol import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -21,14 +29,6 @@ from mrtr_core import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
-    InputFailed,
-    InvalidInputRequired,
-    LocalProtocolError,
-    MissingCapability,
-    MrtrError,
-    PeerError,
-    RemoteProtocolError,
-    RoundLimitExceeded,
 )
 
 CORE = Path(mrtr_core.__file__).resolve().parent
@@ -140,19 +140,51 @@ def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
 # --- public API ----------------------------------------------------------------
 
 
-def test_all_names_exist() -> None:
-    assert len(mrtr_core.__all__) == len(set(mrtr_core.__all__))
-    missing = [name for name in mrtr_core.__all__ if not hasattr(mrtr_core, name)]
+SUBMODULES = ("connection", "engine", "protocol", "server", "wire")
+
+
+def public_names() -> dict[str, set[str]]:
+    """Every public name, by where it is public (``""``: the top level)."""
+    found = {"": set(mrtr_core.__all__)}
+    for sub in SUBMODULES:
+        found[sub] = set(importlib.import_module(f"mrtr_core.{sub}").__all__)
+    return found
+
+
+@pytest.mark.parametrize("where", ["", *SUBMODULES])
+def test_all_names_exist(where: str) -> None:
+    module = importlib.import_module(f"mrtr_core.{where}" if where else "mrtr_core")
+    names = module.__all__
+    assert len(names) == len(set(names))
+    missing = [name for name in names if not hasattr(module, name)]
     assert missing == []
 
 
-def test_all_covers_the_public_names() -> None:
+@pytest.mark.parametrize("where", ["", *SUBMODULES])
+def test_all_covers_the_public_names(where: str) -> None:
+    module = importlib.import_module(f"mrtr_core.{where}" if where else "mrtr_core")
     public = {
         name
-        for name, value in vars(mrtr_core).items()
+        for name, value in vars(module).items()
         if not name.startswith("_") and getattr(value, "__module__", "").startswith("mrtr_core")
     }
-    assert public <= set(mrtr_core.__all__)
+    assert public <= set(module.__all__)
+
+
+def test_the_top_level_is_small_and_for_connection_users() -> None:
+    top = set(mrtr_core.__all__) - set(SUBMODULES)
+    assert len(top) <= 45, sorted(top)
+    assert {"Connection", "CLIENT", "SERVER", "NEED_DATA", "Wait", "RoundEngine"} <= top
+    # other audiences have their submodule, not the top level
+    assert not top & {"StateSealer", "elicit_form", "LineFramer", "META_PROTOCOL_VERSION"}
+    assert set(SUBMODULES) <= set(mrtr_core.__all__)
+
+
+def test_one_sentinel_type_for_nothing_to_hand_out() -> None:
+    assert mrtr_core.NEED_DATA is mrtr_core.Wait.NEED_DATA
+    assert mrtr_core.wire.NEED_DATA is mrtr_core.NEED_DATA
+    assert mrtr_core.engine.NEED_INPUT is mrtr_core.Wait.NEED_INPUT
+    assert mrtr_core.engine.Wait is mrtr_core.Wait
 
 
 ERROR_CLASSES = [
@@ -170,7 +202,7 @@ ERROR_CLASSES = [
 def test_error_classes_subclass_mrtr_error(cls: type) -> None:
     assert issubclass(cls, MrtrError)
     assert issubclass(cls, Exception)
-    assert cls.__name__ in mrtr_core.__all__
+    assert any(cls.__name__ in names for names in public_names().values())
 
 
 def test_error_hierarchy() -> None:

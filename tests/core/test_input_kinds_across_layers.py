@@ -36,8 +36,8 @@ ASK_WIRE = {"method": "confirmation/ask", "params": {"message": "Delete the draf
 DECLARED: dict[str, Any] = {"confirmation": {}}
 
 
-def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.RequestInfo:
-    return m.RequestInfo(
+def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.protocol.RequestInfo:
+    return m.protocol.RequestInfo(
         id=1,
         method="tools/call",
         era=era,
@@ -56,8 +56,8 @@ def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.RequestInfo:
 @pytest.mark.parametrize("kind", INPUT_KINDS.kinds, ids=lambda k: k.name)
 def test_every_kinds_2025_request_round_trips_through_the_server_rules(kind: InputKind) -> None:
     wire = SAMPLE_REQUESTS[kind.name]
-    ask = m.structure_input_request(wire)
-    legacy = m.legacy_request(9, ask)
+    ask = m.wire.structure_input_request(wire)
+    legacy = m.server.legacy_request(9, ask)
     assert legacy.id == 9 and legacy.method == kind.legacy_method
     params = dict(legacy.params or {})
     if kind.legacy_id_param is not None:
@@ -67,7 +67,7 @@ def test_every_kinds_2025_request_round_trips_through_the_server_rules(kind: Inp
     check_server_request(legacy, needed)  # declared: sent
     with pytest.raises(AppResultRefused) as refused:
         check_server_request(legacy, {})
-    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
     assert refused.value.data == {"requiredCapabilities": needed}
     # The same check, on the same kind, for input_required.
     result = {"resultType": "input_required", "inputRequests": {"k": wire}}
@@ -93,7 +93,7 @@ def test_a_2025_request_of_an_unknown_mode_is_refused() -> None:
     request = m.Request(id=1, method="elicitation/create", params={"mode": "popup"})
     with pytest.raises(AppResultRefused, match="unknown elicitation mode") as refused:
         check_server_request(request, {"elicitation": {"form": {}, "url": {}}})
-    assert refused.value.code == m.INTERNAL_ERROR
+    assert refused.value.code == m.protocol.INTERNAL_ERROR
     assert INPUT_KINDS.legacy_methods | {"ping"} == SERVER_REQUEST_METHODS
 
 
@@ -102,21 +102,21 @@ def test_a_2025_request_of_an_unknown_mode_is_refused() -> None:
 
 def test_the_default_registry_does_not_know_the_new_kind() -> None:
     with pytest.raises(m.RemoteProtocolError, match="unknown input request method"):
-        m.structure_input_request(ASK_WIRE)
+        m.wire.structure_input_request(ASK_WIRE)
     with pytest.raises(m.LocalProtocolError, match="not an input request"):
-        m.input_required({"ok": ASK})  # type: ignore[dict-item]
+        m.server.input_required({"ok": ASK})  # type: ignore[dict-item]
     with pytest.raises(AppResultRefused, match="cannot send 'confirmation/ask'"):
         check_server_request(m.Request(id=1, method="confirmation/ask", params={}), DECLARED)
 
 
 def test_structuring_takes_the_new_kind_and_keeps_unknown_keys() -> None:
     wire = {"method": "confirmation/ask", "params": {"message": "Sure?", "later": 1}}
-    request = m.structure_input_request(wire, WITH_CONFIRM)
+    request = m.wire.structure_input_request(wire, WITH_CONFIRM)
     assert request == ConfirmRequest(message="Sure?", extra={"later": 1})  # type: ignore[comparison-overlap]
-    assert m.unstructure_input_request(request) == wire
-    assert m.input_kind(request, WITH_CONFIRM) == "confirmation/ask"
-    answer = m.structure({"confirmed": True, "note": "x"}, ConfirmResult)
-    assert m.unstructure(answer) == {"confirmed": True, "note": "x"}
+    assert m.wire.unstructure_input_request(request) == wire
+    assert m.engine.input_kind(request, WITH_CONFIRM) == "confirmation/ask"
+    answer = m.wire.structure({"confirmed": True, "note": "x"}, ConfirmResult)
+    assert m.wire.unstructure(answer) == {"confirmed": True, "note": "x"}
 
 
 def _engine(capabilities: Any) -> m.RoundEngine:
@@ -169,30 +169,32 @@ def test_the_engine_gates_the_new_kind_on_its_capability(
     engine = _engine(capabilities)
     engine.receive_result({"resultType": "input_required", "inputRequests": {"ok": ask}}, 1.0)
     failed = engine.next_event()
-    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.MissingCapability)
+    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.engine.MissingCapability)
     assert failed.error.required == required and "(confirmation/ask)" in failed.error.message
 
 
 def test_the_asking_helpers_take_the_new_kind() -> None:
     asks: Any = {"ok": ASK}
-    assert m.input_required(asks, input_kinds=WITH_CONFIRM) == {
+    assert m.server.input_required(asks, input_kinds=WITH_CONFIRM) == {
         "resultType": "input_required",
         "inputRequests": {"ok": ASK_WIRE},
     }
-    assert m.required_capabilities(asks, {}, WITH_CONFIRM) == {"confirmation": {}}
-    assert m.required_capabilities(asks, DECLARED, WITH_CONFIRM) == {}
-    assert m.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
+    assert m.server.required_capabilities(asks, {}, WITH_CONFIRM) == {"confirmation": {}}
+    assert m.server.required_capabilities(asks, DECLARED, WITH_CONFIRM) == {}
+    assert m.engine.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
         "confirmation": {"dangerous": {}}
     }
-    answers = m.Answers({"inputResponses": {"ok": {"confirmed": False}}}, input_kinds=WITH_CONFIRM)
+    answers = m.server.Answers(
+        {"inputResponses": {"ok": {"confirmed": False}}}, input_kinds=WITH_CONFIRM
+    )
     assert answers.get("ok", ASK) == ConfirmResult(confirmed=False)  # type: ignore[arg-type, comparison-overlap]
-    with pytest.raises(m.InvalidAnswer):
-        m.Answers({"inputResponses": {"ok": {}}}, input_kinds=WITH_CONFIRM).get("ok", ASK)  # type: ignore[arg-type]
+    with pytest.raises(m.server.InvalidAnswer):
+        m.server.Answers({"inputResponses": {"ok": {}}}, input_kinds=WITH_CONFIRM).get("ok", ASK)  # type: ignore[arg-type]
 
 
 def _confirming_handler(seen: list[Any]) -> Any:
     # A handler written as for any kind: the shim hands its registry to the context.
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         answer: Any = ctx.answer("ok", ASK)  # type: ignore[arg-type]
         seen.append(answer)
         if answer is None:
@@ -202,9 +204,9 @@ def _confirming_handler(seen: list[Any]) -> Any:
     return handler
 
 
-def _shim(capabilities: Any, seen: list[Any]) -> m.LegacyShim:
+def _shim(capabilities: Any, seen: list[Any]) -> m.server.LegacyShim:
     ids = iter(range(100, 200))
-    shim = m.LegacyShim(
+    shim = m.server.LegacyShim(
         _confirming_handler(seen),
         m.Request(id=1, method="tools/call", params={"name": "cleanup"}),
         _info(era="legacy", capabilities=capabilities),
@@ -221,7 +223,7 @@ def test_the_legacy_shim_asks_a_2025_client_the_new_kind() -> None:
     seen: list[Any] = []
     shim = _shim(DECLARED, seen)
     send = shim.next_event()
-    assert isinstance(send, m.ShimSend) and isinstance(send.message, m.Request)
+    assert isinstance(send, m.server.ShimSend) and isinstance(send.message, m.Request)
     question = send.message
     assert question.method == "confirmation/ask" and question.id == 100
     assert question.params is not None and question.params["message"] == "Delete the draft?"
@@ -232,7 +234,7 @@ def test_the_legacy_shim_asks_a_2025_client_the_new_kind() -> None:
     assert refused.value.data == {"requiredCapabilities": {"confirmation": {}}}
     shim.receive(m.ResultResponse(id=100, result={"confirmed": True}), 1.0)
     done = shim.next_event()
-    assert isinstance(done, m.ShimDone)
+    assert isinstance(done, m.server.ShimDone)
     assert done.response == m.ResultResponse(
         id=1, result={"content": [{"type": "text", "text": "confirmed=True"}]}
     )
@@ -242,8 +244,8 @@ def test_the_legacy_shim_asks_a_2025_client_the_new_kind() -> None:
 def test_the_legacy_shim_refuses_the_new_kind_without_its_capability() -> None:
     shim = _shim({}, [])
     done = shim.next_event()
-    assert isinstance(done, m.ShimDone) and isinstance(done.response, m.ErrorResponse)
-    assert done.response.error.code == m.INTERNAL_ERROR  # 2025 has no -32021
+    assert isinstance(done, m.server.ShimDone) and isinstance(done.response, m.ErrorResponse)
+    assert done.response.error.code == m.protocol.INTERNAL_ERROR  # 2025 has no -32021
     assert done.response.error.data == {"requiredCapabilities": {"confirmation": {}}}
 
 
@@ -261,7 +263,7 @@ def test_the_server_rules_take_the_new_kind() -> None:
     assert finished == result
     with pytest.raises(AppResultRefused) as refused:
         check_input_required(_info(capabilities={}), result, WITH_CONFIRM)
-    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
     with pytest.raises(AppResultRefused, match="malformed input_required"):
         check_input_required(_info(), result)  # the default registry does not know it
     no_id = m.Request(id=1, method="confirmation/ask", params={"message": "Sure?"})

@@ -74,7 +74,9 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
                 "requestState": "st-1",
             }
         if state != "st-1":
-            raise m.MrtrError(f"requestState came back as {state!r}", code=m.INVALID_PARAMS)
+            raise m.MrtrError(
+                f"requestState came back as {state!r}", code=m.protocol.INVALID_PARAMS
+            )
         reply = answers["name"]
         if reply.get("action") != "accept":
             return text(f"no name: {reply.get('action')}")
@@ -120,7 +122,7 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
         sys.stderr.write("fatal: the die tool was called\n")
         sys.stderr.flush()
         os._exit(3)
-    raise m.MrtrError(f"no tool {name!r}", code=m.INVALID_PARAMS)
+    raise m.MrtrError(f"no tool {name!r}", code=m.protocol.INVALID_PARAMS)
 
 
 def main(argv: list[str]) -> None:
@@ -136,13 +138,15 @@ def main(argv: list[str]) -> None:
     if "--ignore-sigterm" in flags:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     versions = (
-        m.LEGACY_VERSIONS if "--legacy-only" in flags else m.MODERN_VERSIONS + m.LEGACY_VERSIONS
+        m.protocol.LEGACY_VERSIONS
+        if "--legacy-only" in flags
+        else m.protocol.MODERN_VERSIONS + m.protocol.LEGACY_VERSIONS
     )
     conn = m.Connection(
         m.SERVER, info={"name": "peer-stdio", "version": "1"}, capabilities={"tools": {}},
         versions=versions,
     )  # fmt: skip
-    shims: dict[Any, m.LegacyShim] = {}  # 2025 calls, by the original request's id
+    shims: dict[Any, m.server.LegacyShim] = {}  # 2025 calls, by the original request's id
     stdout = sys.stdout.buffer
 
     def out(event: Any) -> None:
@@ -151,19 +155,19 @@ def main(argv: list[str]) -> None:
             stdout.write(data)
             stdout.flush()
 
-    def run_shim(shim: m.LegacyShim) -> None:
+    def run_shim(shim: m.server.LegacyShim) -> None:
         while not isinstance(event := shim.next_event(), m.Wait):
-            if isinstance(event, m.ShimRun):
+            if isinstance(event, m.server.ShimRun):
                 try:
                     shim.leg_done(tool(dict(event.request.params or {}), out))
                 except m.MrtrError as exc:
                     shim.leg_done(exc)
-            elif isinstance(event, m.ShimSend):
+            elif isinstance(event, m.server.ShimSend):
                 out(event.message)
-            elif isinstance(event, m.ShimWait):
+            elif isinstance(event, m.server.ShimWait):
                 time.sleep(event.delay)
                 shim.resume(time.monotonic())
-            elif isinstance(event, m.ShimDone):
+            elif isinstance(event, m.server.ShimDone):
                 out(event.response)
                 break
 
@@ -186,7 +190,7 @@ def main(argv: list[str]) -> None:
         elif isinstance(event, m.Request):
             info = conn.request_info(event.id)
             if info.era == "legacy" and event.method == "tools/call":
-                shim = m.LegacyShim(
+                shim = m.server.LegacyShim(
                     None, event, info, new_id=conn.new_request_id, sealer=None, principal=None
                 )
                 shims[event.id] = shim

@@ -22,9 +22,9 @@ from mrtr_transports.server.app import Outlet
 import mrtr_core as m
 from mrtr_core.protocol import schema_header_params
 
-CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-TONE = m.sample("Describe the trip in three words", max_tokens=20)
-ROOTS = m.list_roots()
+CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+TONE = m.server.sample("Describe the trip in three words", max_tokens=20)
+ROOTS = m.server.list_roots()
 OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
 TOOLS: list[dict[str, Any]] = [
@@ -77,8 +77,8 @@ def text(value: str, *, error: bool = False) -> dict[str, Any]:
     return result
 
 
-Result = Mapping[str, Any] | m.Ask
-Tool = Callable[[m.HandlerContext, Outlet], Awaitable[Result]]
+Result = Mapping[str, Any] | m.server.Ask
+Tool = Callable[[m.server.HandlerContext, Outlet], Awaitable[Result]]
 
 
 class TestApp:
@@ -91,7 +91,7 @@ class TestApp:
     instructions: str | None = "A test server for the mrtr transports."
 
     def __init__(self) -> None:
-        self.sealer = m.StateSealer({"k1": m.StateSealer.new_key()}, "k1")
+        self.sealer = m.server.StateSealer({"k1": m.server.StateSealer.new_key()}, "k1")
         self.counts = {"started": 0, "cancelled": 0, "finished_slow": 0}
         self.tools: dict[str, Tool] = {
             "echo": self.echo,
@@ -110,7 +110,7 @@ class TestApp:
         }
 
     async def handle(
-        self, request: m.Request, info: m.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         params = request.params or {}
         method = request.method
@@ -119,9 +119,11 @@ class TestApp:
         if method == "tools/call":
             tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
             if tool is None:
-                raise m.MrtrError(f"unknown tool {params.get('name')!r}", code=m.INVALID_PARAMS)
-            ctx = m.open_leg(request, info, sealer=self.sealer, principal=None, now=now())
-            return m.close_leg(ctx, await tool(ctx, outlet))
+                raise m.MrtrError(
+                    f"unknown tool {params.get('name')!r}", code=m.protocol.INVALID_PARAMS
+                )
+            ctx = m.server.open_leg(request, info, sealer=self.sealer, principal=None, now=now())
+            return m.server.close_leg(ctx, await tool(ctx, outlet))
         if method == "prompts/list":
             return {"prompts": [{"name": "hello"}]}
         if method == "prompts/get" and params.get("name") == "hello":
@@ -131,54 +133,54 @@ class TestApp:
             return {"resources": [{"uri": "test://doc", "name": "doc"}]}
         if method == "resources/read" and params.get("uri") == "test://doc":
             return {"contents": [{"uri": "test://doc", "mimeType": "text/plain", "text": "doc"}]}
-        raise m.MrtrError(f"no method {method!r} here", code=m.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"no method {method!r} here", code=m.protocol.METHOD_NOT_FOUND)
 
     def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
         """For the HTTP server: the ``Mcp-Param-*`` headers of a tool (``ServerApp``)."""
         tool = next((t for t in TOOLS if t["name"] == name), None)
         return None if tool is None else schema_header_params(tool["inputSchema"], tool=name)
 
-    async def echo(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def echo(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         return text(str(ctx.arguments.get("text", "")))
 
-    async def trip(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def trip(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         """Two rounds: a city (elicitation), then a tone (sampling); the city rides in state."""
         state = ctx.state or {}
         if "city" not in state:
             city = ctx.answer("city", CITY)
             if city is None:
                 return ctx.ask({"city": CITY})
-            assert isinstance(city, m.ElicitResult)
+            assert isinstance(city, m.wire.ElicitResult)
             if city.action != "accept" or not city.content:
                 return text(f"No city ({city.action}), no trip.", error=True)
             return ctx.ask({"tone": TONE}, state={"city": city.content["city"]})
         tone = ctx.answer("tone", TONE)
         if tone is None:
             return ctx.ask({"tone": TONE}, state=state)
-        assert isinstance(tone, m.CreateMessageResult)
+        assert isinstance(tone, m.wire.CreateMessageResult)
         words = tone.content.get("text", "") if isinstance(tone.content, dict) else ""
         return text(f"Trip to {state['city']}: {words}")
 
-    async def roots(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def roots(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         found = ctx.answer("where", ROOTS)
         if found is None:
             return ctx.ask({"where": ROOTS})
-        assert isinstance(found, m.ListRootsResult)
+        assert isinstance(found, m.wire.ListRootsResult)
         return text(" ".join(root.uri for root in found.roots))
 
-    async def pause(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def pause(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         """A load-shedding round: only requestState, nothing asked; the retry completes."""
         if ctx.state is None:
             return ctx.ask({}, state={"paused": True})
         return text("resumed after a state-only round")
 
-    async def ask_sampling(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def ask_sampling(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         answer = ctx.answer("tone", TONE)
         if answer is None:
             return ctx.ask({"tone": TONE})  # CapabilityRequired (-32021) without sampling
         return text("sampled")
 
-    async def progress(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def progress(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         for step in (1, 2, 3):
             await outlet.progress(step, total=3, message=f"step {step}")
             await trio.sleep(0.01)
@@ -186,14 +188,14 @@ class TestApp:
         await outlet.log("debug", "too chatty")
         return text("progressed")
 
-    async def noisy(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def noisy(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         print("print() from a handler")
         sys.stdout.write("sys.stdout.write from a handler\n")
         sys.stdout.flush()
         os.write(1, b"os.write(1) from a handler\n")  # what a C extension would do
         return text("made some noise")
 
-    async def sleep(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def sleep(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         self.counts["started"] += 1
         try:
             await trio.sleep_forever()
@@ -201,7 +203,7 @@ class TestApp:
             self.counts["cancelled"] += 1
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def trickle(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def trickle(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         self.counts["started"] += 1
         await outlet.progress(1, message="started")
         seconds = ctx.arguments.get("seconds")
@@ -212,19 +214,19 @@ class TestApp:
             raise
         return text("trickled")
 
-    async def stats(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def stats(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         return {**text(repr(self.counts)), "structuredContent": dict(self.counts)}
 
-    async def crash(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def crash(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         raise RuntimeError("secret detail that must stay in the server's log")
 
-    async def slow(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def slow(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         self.counts["started"] += 1
         await trio.sleep(float(ctx.arguments.get("seconds", 0.2)))
         self.counts["finished_slow"] += 1
         return text("slow done")
 
-    async def headers(self, ctx: m.HandlerContext, outlet: Outlet) -> Result:
+    async def headers(self, ctx: m.server.HandlerContext, outlet: Outlet) -> Result:
         return text(f"headers ok: {dict(ctx.arguments)}")
 
 

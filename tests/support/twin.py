@@ -23,7 +23,8 @@ from typing import Any
 
 import attrs
 
-from mrtr_core import CallEvent, Codec, Connection, MrtrError, RemoteProtocolError
+from mrtr_core import CallEvent, Connection, MrtrError, RemoteProtocolError
+from mrtr_core.wire import Codec
 
 _BLANK = b" \t\r"
 

@@ -1,7 +1,7 @@
 """``Context``: what an app handler sees, whichever of the four styles it is written in.
 
-``Context`` is the core's :class:`mrtr_core.HandlerContext` (the request, its
-answers, the verified state, ``once``), so a :class:`mrtr_core.Steps` runs on it
+``Context`` is the core's :class:`mrtr_core.server.HandlerContext` (the request, its
+answers, the verified state, ``once``), so a :class:`mrtr_core.server.Steps` runs on it
 as it is, plus what the app adds: the request's outlet (``progress``, ``log``,
 ``notify``), the URI of a resource read, and, for a continuation, the
 suspension its ``wait_for`` parks on.  How a handler asks for input is what
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 class HostApp(Protocol):
     """The app a handler runs in, as its legs and handlers see it (``McpApp`` is one)."""
 
-    sealer: m.StateSealer
+    sealer: m.server.StateSealer
     principal: str | None
     clock: Callable[[], float]
     flow_ttl: float
@@ -52,11 +52,11 @@ class HostApp(Protocol):
     def notify_resource_updated(self, uri: str) -> None: ...
 
 
-class Context(m.HandlerContext):
+class Context(m.server.HandlerContext):
     """What a handler sees for one leg: the core's context plus the app and the outlet.
 
     Re-entrant styles: ``answer``/``ask``/``can_ask``/``once`` and ``state`` are
-    those of :class:`mrtr_core.HandlerContext`; ``return ctx.ask(...)`` for another
+    those of :class:`mrtr_core.server.HandlerContext`; ``return ctx.ask(...)`` for another
     round.  Continuation style: ``await ctx.wait_for(...)`` for the answers.
     ``progress``, ``log`` and ``notify`` stream to the client before the result
     (``async def`` handlers: a plain function cannot await them).
@@ -64,7 +64,7 @@ class Context(m.HandlerContext):
 
     def __init__(
         self,
-        leg: m.HandlerContext,
+        leg: m.server.HandlerContext,
         outlet: Outlet,
         app: HostApp,
         *,
@@ -94,7 +94,7 @@ class Context(m.HandlerContext):
 
     # --- the continuation style -----------------------------------------------------------
 
-    async def wait_for(self, requests: Mapping[str, m.InputRequest]) -> m.Answers:
+    async def wait_for(self, requests: Mapping[str, m.wire.InputRequest]) -> m.server.Answers:
         """Continuation style: ask the client for ``requests`` and wait, parked, for the
         retry that brings the answers (a key may still be unanswered: ask again).
 
@@ -112,7 +112,7 @@ class Context(m.HandlerContext):
         self._resume_at(await self._suspension.suspend(asks))
         return self.answers
 
-    async def wait_for_answer(self, key: str, asked: m.InputRequest) -> m.InputResponse:
+    async def wait_for_answer(self, key: str, asked: m.wire.InputRequest) -> m.wire.InputResponse:
         """Continuation style: ask ``asked`` under ``key`` until the client answers it;
         the typed answer."""
         while True:

@@ -62,7 +62,7 @@ class Leg:
     what the handler's context switches to when this request resumes it."""
 
     request: m.Request
-    info: m.RequestInfo
+    info: m.protocol.RequestInfo
     outlet: Outlet
     principal: str | None
     #: The app's clock (sealed states expire by it).
@@ -75,7 +75,7 @@ class Leg:
 
 @attrs.frozen
 class _Asked:
-    requests: Mapping[str, m.InputRequest]
+    requests: Mapping[str, m.wire.InputRequest]
 
 
 @attrs.frozen
@@ -109,7 +109,7 @@ class Suspension:
     def __init__(self, parked: _Parked) -> None:
         self._parked = parked
 
-    async def suspend(self, requests: Mapping[str, m.InputRequest]) -> Leg:
+    async def suspend(self, requests: Mapping[str, m.wire.InputRequest]) -> Leg:
         """End this leg with an ``input_required`` round asking ``requests``, and wait,
         parked, for the leg that brings the answers."""
         await self._parked.to_store.send(_Asked(dict(requests)))
@@ -134,7 +134,7 @@ class ContinuationStore:
         """Handlers alive (parked, or running a leg)."""
         return len(self._parked)
 
-    async def start(self, run: Run, leg: Leg, *, sealer: m.StateSealer) -> dict[str, Any]:
+    async def start(self, run: Run, leg: Leg, *, sealer: m.server.StateSealer) -> dict[str, Any]:
         """The first leg of a flow: start ``run`` in a task of its own, and return its
         first ask (sealed) or its result.  Raises :class:`TooManyParked` past the bound."""
         if len(self._parked) >= self.max_parked:
@@ -147,7 +147,7 @@ class ContinuationStore:
         trio.lowlevel.spawn_system_task(self._run, run, parked)
         return await self._next_outcome(parked, leg, sealer)
 
-    async def resume(self, leg: Leg, *, sealer: m.StateSealer) -> dict[str, Any]:
+    async def resume(self, leg: Leg, *, sealer: m.server.StateSealer) -> dict[str, Any]:
         """A retry: hand ``leg`` (with its answers) to the handler its state names, and
         return the handler's next ask or its result.  Raises ``InvalidRequestState``."""
         opened = sealer.open(
@@ -161,16 +161,16 @@ class ContinuationStore:
         key = value.get("c")
         parked = self._parked.get(key) if isinstance(key, str) else None
         if parked is None or parked.busy:
-            raise m.InvalidRequestState("unknown_continuation")
+            raise m.server.InvalidRequestState("unknown_continuation")
         if value.get("r") != parked.round:
-            raise m.InvalidRequestState("replayed")  # an older round's state
+            raise m.server.InvalidRequestState("replayed")  # an older round's state
         parked.busy = True
         parked.scope.deadline = math.inf  # running again: no idle timeout
         parked.to_handler.send_nowait(leg)
         return await self._next_outcome(parked, leg, sealer)
 
     async def _next_outcome(
-        self, parked: _Parked, leg: Leg, sealer: m.StateSealer
+        self, parked: _Parked, leg: Leg, sealer: m.server.StateSealer
     ) -> dict[str, Any]:
         try:
             outcome = await parked.outcomes.receive()
@@ -189,7 +189,7 @@ class ContinuationStore:
                 principal=leg.principal,
                 now=leg.now,
             )
-            return m.input_required(outcome.requests, state=sealed)
+            return m.server.input_required(outcome.requests, state=sealed)
         if isinstance(outcome, _Finished):
             return dict(outcome.result)
         raise outcome.error

@@ -171,7 +171,7 @@ async def test_logging_tool(ctx: Context) -> str:
     return "Logging test completed."
 
 
-SAY_HELLO = m.sample("Say hello", max_tokens=50)
+SAY_HELLO = m.server.sample("Say hello", max_tokens=50)
 
 
 @app.tool(description=f"Needs the client's sampling capability ({DEPRECATED}); -32021 without.")
@@ -182,7 +182,7 @@ def test_missing_capability(ctx: Context) -> Any:
     return f"The client's model said: {_sampled_text(reply)}"
 
 
-CONFIRM_STREAMING = m.elicit_form(
+CONFIRM_STREAMING = m.server.elicit_form(
     "Continue the streaming test?", {"ok": {"type": "boolean"}}, required=["ok"]
 )
 
@@ -306,7 +306,9 @@ def test_header_mirroring(ctx: Context) -> str:
 
 # --- SEP-2322 input_required fixtures ------------------------------------------------------
 
-USER_NAME = m.elicit_form("What is your name?", {"name": {"type": "string"}}, required=["name"])
+USER_NAME = m.server.elicit_form(
+    "What is your name?", {"name": {"type": "string"}}, required=["name"]
+)
 
 
 @app.tool()
@@ -318,7 +320,7 @@ def test_input_required_result_elicitation(ctx: Context) -> Any:
     return f"Hello, {_form(name).get('name', 'stranger')}!"
 
 
-CAPITAL = m.sample("What is the capital of France?", max_tokens=100)
+CAPITAL = m.server.sample("What is the capital of France?", max_tokens=100)
 
 
 @app.tool(description=f"Asks the client's LLM a question (sampling: {DEPRECATED}).")
@@ -329,7 +331,7 @@ def test_input_required_result_sampling(ctx: Context) -> Any:
     return f"The model answered: {_sampled_text(reply)}"
 
 
-ROOTS = m.list_roots()
+ROOTS = m.server.list_roots()
 
 
 @app.tool(description=f"Asks for the client's roots (roots: {DEPRECATED}).")
@@ -341,7 +343,9 @@ def test_input_required_result_list_roots(ctx: Context) -> Any:
     return f"Client roots: {', '.join(uris) or '(none)'}"
 
 
-PLEASE_CONFIRM = m.elicit_form("Please confirm", {"ok": {"type": "boolean"}}, required=["ok"])
+PLEASE_CONFIRM = m.server.elicit_form(
+    "Please confirm", {"ok": {"type": "boolean"}}, required=["ok"]
+)
 
 
 @app.tool()
@@ -354,12 +358,12 @@ def test_input_required_result_request_state(ctx: Context) -> Any:
     return f"state-ok: confirmed={_form(answer).get('ok')}"
 
 
-GREETING = m.sample("Generate a greeting", max_tokens=50)
+GREETING = m.server.sample("Generate a greeting", max_tokens=50)
 
 
 @app.tool(description=f"Asks a form, the client's LLM and its roots at once ({DEPRECATED}).")
 def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
-    asks: dict[str, m.InputRequest] = {
+    asks: dict[str, m.wire.InputRequest] = {
         "user_name": USER_NAME,
         "greeting": GREETING,
         "client_roots": ROOTS,
@@ -373,8 +377,10 @@ def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
     return f"{_sampled_text(answers['greeting'])} {name} ({roots} roots)"
 
 
-STEP1 = m.elicit_form("Step 1: What is your name?", {"name": {"type": "string"}}, required=["name"])
-STEP2 = m.elicit_form(
+STEP1 = m.server.elicit_form(
+    "Step 1: What is your name?", {"name": {"type": "string"}}, required=["name"]
+)
+STEP2 = m.server.elicit_form(
     "Step 2: What is your favorite color?", {"color": {"type": "string"}}, required=["color"]
 )
 
@@ -403,15 +409,15 @@ def test_input_required_result_tampered_state(ctx: Context) -> Any:
     return "state verified"
 
 
-CAPABILITY_HELLO = m.sample("Say hello", max_tokens=50)
+CAPABILITY_HELLO = m.server.sample("Say hello", max_tokens=50)
 
 
 @app.tool(description=f"Asks only what the request declared (sampling: {DEPRECATED}).")
 def test_input_required_result_capabilities(ctx: Context) -> Any:
-    possible: dict[str, m.InputRequest] = {"sample": CAPABILITY_HELLO, "ask": USER_NAME}
+    possible: dict[str, m.wire.InputRequest] = {"sample": CAPABILITY_HELLO, "ask": USER_NAME}
     allowed = {key: asked for key, asked in possible.items() if ctx.can_ask(asked)}
     if not allowed:
-        raise m.CapabilityRequired({"sampling": {}})
+        raise m.server.CapabilityRequired({"sampling": {}})
     answered = [key for key, asked in allowed.items() if ctx.answer(key, asked) is not None]
     if len(answered) < len(allowed):
         return ctx.ask({k: v for k, v in allowed.items() if k not in answered})
@@ -496,7 +502,7 @@ def test_prompt_with_image(ctx: Context) -> list[Any]:
     return [{"role": "user", "content": image()}, "Please analyze the image above."]
 
 
-PROMPT_CONTEXT = m.elicit_form(
+PROMPT_CONTEXT = m.server.elicit_form(
     "What context should the prompt use?", {"context": {"type": "string"}}, required=["context"]
 )
 
@@ -532,11 +538,11 @@ def complete(ctx: Context) -> list[str]:
 # Demo tools.
 # ==========================================================================================
 
-CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-UNITS = m.elicit_form(
+CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+UNITS = m.server.elicit_form(
     "Units?", {"units": {"type": "string", "enum": ["C", "F"]}}, required=["units"]
 )
-TONE = m.sample("Describe sunshine in three words", max_tokens=10)
+TONE = m.server.sample("Describe sunshine in three words", max_tokens=10)
 
 
 @app.tool(
@@ -571,7 +577,7 @@ def _forecast(state: dict[str, Any], tone: str) -> str:
     return f"{state['city']}: {degrees} {state['units']}, {tone}"
 
 
-CONFIRM_DEPLOY = m.elicit_form(
+CONFIRM_DEPLOY = m.server.elicit_form(
     "Deploy now?", {"confirm": {"type": "boolean"}}, required=["confirm"]
 )
 #: What ``deploy`` did, oldest first (bounded: the example keeps the last 100).
@@ -600,8 +606,10 @@ def deploy(ctx: Context) -> Any:
     return f"Deployed to {env}."
 
 
-TRAVELLER = m.elicit_form("Who is travelling?", {"name": {"type": "string"}}, required=["name"])
-NIGHTS = m.elicit_form(
+TRAVELLER = m.server.elicit_form(
+    "Who is travelling?", {"name": {"type": "string"}}, required=["name"]
+)
+NIGHTS = m.server.elicit_form(
     "How many nights?",
     {"nights": {"type": "integer", "minimum": 1, "maximum": 30}},
     required=["nights"],
@@ -634,15 +642,15 @@ def plan_trip(ctx: Context) -> Any:
 # --- reading answers ----------------------------------------------------------------------
 
 
-def _form(answer: m.InputResponse | None) -> dict[str, Any]:
+def _form(answer: m.wire.InputResponse | None) -> dict[str, Any]:
     """An elicitation's accepted content (``{}`` when declined, cancelled or empty)."""
-    if isinstance(answer, m.ElicitResult) and answer.action == "accept" and answer.content:
+    if isinstance(answer, m.wire.ElicitResult) and answer.action == "accept" and answer.content:
         return dict(answer.content)
     return {}
 
 
-def _sampled_text(answer: m.InputResponse | None) -> str:
-    if isinstance(answer, m.CreateMessageResult):
+def _sampled_text(answer: m.wire.InputResponse | None) -> str:
+    if isinstance(answer, m.wire.CreateMessageResult):
         content = answer.content
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             return str(content["text"])

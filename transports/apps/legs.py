@@ -4,10 +4,10 @@ The app finds the registered entry; here its params are checked, its handler
 runs for one leg, and what it returns is shaped into the method's result
 (``results``).
 
-Re-entrant (plain, with ``once`` guards, or a ``mrtr_core.Steps``):
-``mrtr_core.open_leg`` opens and verifies the ``requestState`` before any
+Re-entrant (plain, with ``once`` guards, or a ``mrtr_core.server.Steps``):
+``mrtr_core.server.open_leg`` opens and verifies the ``requestState`` before any
 handler code runs, the handler runs with a :class:`Context` (awaited if it is
-an ``async def``), and ``mrtr_core.close_leg`` seals an ask into the next
+an ``async def``), and ``mrtr_core.server.close_leg`` seals an ask into the next
 ``requestState``, so any process holding the sealer's keys can serve any leg.
 
 Continuation (``continuation=True``): the first leg starts the handler in the
@@ -41,11 +41,11 @@ Entry = Tool | Resource | ResourceTemplate | Prompt
 
 
 async def call_tool(
-    app: HostApp, tool: Tool, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    app: HostApp, tool: Tool, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping):
-        raise m.MrtrError("arguments must be an object", code=m.INVALID_PARAMS)
+        raise m.MrtrError("arguments must be an object", code=m.protocol.INVALID_PARAMS)
     missing = [k for k in tool.input_schema.get("required", ()) if k not in arguments]
     if missing:  # an input error the model can correct: a tool result, not a protocol error
         return tool_error(f"Missing required arguments: {', '.join(missing)}")
@@ -62,7 +62,7 @@ async def read_resource(
     uri: str,
     uri_params: Mapping[str, str] | None,
     request: m.Request,
-    info: m.RequestInfo,
+    info: m.protocol.RequestInfo,
     outlet: Outlet,
 ) -> dict[str, Any]:
     def shape(outcome: Any) -> Mapping[str, Any]:
@@ -73,20 +73,20 @@ async def read_resource(
 
 
 async def get_prompt(
-    app: HostApp, prompt: Prompt, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    app: HostApp, prompt: Prompt, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping) or not all(
         isinstance(v, str) for v in arguments.values()
     ):
-        raise m.MrtrError("prompt arguments must be strings", code=m.INVALID_PARAMS)
+        raise m.MrtrError("prompt arguments must be strings", code=m.protocol.INVALID_PARAMS)
     missing = [
         a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in arguments
     ]
     if missing:
         raise m.MrtrError(
             f"Missing required arguments: {', '.join(missing)}",
-            code=m.INVALID_PARAMS,
+            code=m.protocol.INVALID_PARAMS,
             data={"missing": missing},
         )
     return await run_leg(app, prompt, request, info, outlet, prompt_result)
@@ -96,7 +96,7 @@ async def run_leg(
     app: HostApp,
     entry: Entry,
     request: m.Request,
-    info: m.RequestInfo,
+    info: m.protocol.RequestInfo,
     outlet: Outlet,
     shape: Callable[[Any], Mapping[str, Any]],
     *,
@@ -113,7 +113,7 @@ async def run_leg(
     if "inputResponses" in params and not isinstance(params["inputResponses"], Mapping):
         raise m.MrtrError(
             "inputResponses must be an object",
-            code=m.INVALID_PARAMS,
+            code=m.protocol.INVALID_PARAMS,
             data={"reason": "inputResponses must be an object"},
         )
     now = app.clock()
@@ -121,7 +121,7 @@ async def run_leg(
     if entry.continuation and "requestState" in params:
         assert app.continuations is not None  # made when the handler was registered
         return await app.continuations.resume(leg, sealer=app.sealer)
-    opened = m.open_leg(
+    opened = m.server.open_leg(
         request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
     )
 
@@ -137,13 +137,13 @@ async def run_leg(
             if on_error is None:
                 raise
             return on_error(exc)
-        if isinstance(outcome, m.Ask):
+        if isinstance(outcome, m.server.Ask):
             if suspension is not None:
                 raise TypeError(
                     "a continuation handler awaits ctx.wait_for(...); it does not return ctx.ask()"
                 )
-            return m.close_leg(ctx, outcome)
-        return m.close_leg(ctx, shape(outcome))
+            return m.server.close_leg(ctx, outcome)
+        return m.server.close_leg(ctx, shape(outcome))
 
     if entry.continuation:
         assert app.continuations is not None

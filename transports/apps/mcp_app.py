@@ -7,7 +7,7 @@ function and runs it for one leg (``legs``)::
 
     app = McpApp("weather", "1.0")
 
-    CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+    CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
 
     @app.tool("weather", description="The weather in a city")
     def weather(ctx):
@@ -18,7 +18,7 @@ function and runs it for one leg (``legs``)::
 
 A handler is a function of one :class:`~mrtr_transports.apps.context.Context`
 in one of the styles of ``docs/server.md`` (``context`` tells them apart):
-re-entrant (with ``ctx.once``, or a ``mrtr_core.Steps``), plain or ``async
+re-entrant (with ``ctx.once``, or a ``mrtr_core.server.Steps``), plain or ``async
 def``, or continuation (``continuation=True``: parked between rounds in the
 app's :class:`~mrtr_transports.apps.continuations.ContinuationStore`,
 ``continuations=``, or one with the default bounds made on demand).  What it
@@ -138,7 +138,7 @@ class McpApp:
         instructions: str | None = None,
         title: str | None = None,
         description: str | None = None,
-        sealer: m.StateSealer | None = None,
+        sealer: m.server.StateSealer | None = None,
         principal: str | None = None,
         clock: Callable[[], float] = time.time,
         flow_ttl: float = 3600.0,
@@ -154,8 +154,8 @@ class McpApp:
         self.info: Mapping[str, Any] = info
         self.instructions = instructions
         if sealer is None:
-            sealer = m.StateSealer(
-                {"k1": m.StateSealer.new_key()}, "k1", store=m.MemoryNonceStore()
+            sealer = m.server.StateSealer(
+                {"k1": m.server.StateSealer.new_key()}, "k1", store=m.server.MemoryNonceStore()
             )
         self.sealer = sealer
         self.principal = principal
@@ -435,7 +435,7 @@ class McpApp:
     # --- serving --------------------------------------------------------------------------
 
     async def handle(
-        self, request: m.Request, info: m.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         method = request.method
         params: Mapping[str, Any] = request.params or {}
@@ -469,21 +469,23 @@ class McpApp:
         if method == "logging/setLevel" and not modern and self.logging:
             # 2025 era only (2026 opts in per request); the connection sends a
             # 2025 session every log message, so the level is only checked here.
-            if params.get("level") not in m.LOG_LEVELS:
-                raise m.MrtrError("unknown log level", code=m.INVALID_PARAMS)
+            if params.get("level") not in m.protocol.LOG_LEVELS:
+                raise m.MrtrError("unknown log level", code=m.protocol.INVALID_PARAMS)
             return {}
-        raise m.MrtrError(f"Method not found: {method}", code=m.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {method}", code=m.protocol.METHOD_NOT_FOUND)
 
     # --- lists ----------------------------------------------------------------------------
 
     def _page(
-        self, info: m.RequestInfo, params: Mapping[str, Any], key: str, items: list[Any]
+        self, info: m.protocol.RequestInfo, params: Mapping[str, Any], key: str, items: list[Any]
     ) -> dict[str, Any]:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
             if not (isinstance(cursor, str) and cursor.isdigit() and 0 < int(cursor) < len(items)):
-                raise m.MrtrError("Invalid cursor", code=m.INVALID_PARAMS, data={"cursor": cursor})
+                raise m.MrtrError(
+                    "Invalid cursor", code=m.protocol.INVALID_PARAMS, data={"cursor": cursor}
+                )
             start = int(cursor)
         end = start + self.page_size
         result: dict[str, Any] = {key: items[start:end]}
@@ -502,32 +504,46 @@ class McpApp:
             uri_params = template.match(uri)
             if uri_params is not None:
                 return template, uri_params
-        raise m.MrtrError("Resource not found", code=m.INVALID_PARAMS, data={"uri": uri})
+        raise m.MrtrError("Resource not found", code=m.protocol.INVALID_PARAMS, data={"uri": uri})
 
     # --- completion -----------------------------------------------------------------------
 
     async def _complete(
-        self, request: m.Request, info: m.RequestInfo, outlet: Outlet, params: Mapping[str, Any]
+        self,
+        request: m.Request,
+        info: m.protocol.RequestInfo,
+        outlet: Outlet,
+        params: Mapping[str, Any],
     ) -> dict[str, Any]:
         assert self._completion is not None
         ref = params.get("ref")
         argument = params.get("argument")
         if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
-            raise m.MrtrError("completion needs ref and argument objects", code=m.INVALID_PARAMS)
+            raise m.MrtrError(
+                "completion needs ref and argument objects", code=m.protocol.INVALID_PARAMS
+            )
         if not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
-            raise m.MrtrError("argument needs a name and a value", code=m.INVALID_PARAMS)
+            raise m.MrtrError("argument needs a name and a value", code=m.protocol.INVALID_PARAMS)
         kind = ref.get("type")
         if kind == "ref/prompt":
             if ref.get("name") not in self._prompts:
-                raise m.MrtrError(f"Unknown prompt: {ref.get('name')}", code=m.INVALID_PARAMS)
+                raise m.MrtrError(
+                    f"Unknown prompt: {ref.get('name')}", code=m.protocol.INVALID_PARAMS
+                )
         elif kind == "ref/resource":
             if ref.get("uri") not in self._templates and ref.get("uri") not in self._resources:
                 raise m.MrtrError(
-                    "Resource not found", code=m.INVALID_PARAMS, data={"uri": ref.get("uri")}
+                    "Resource not found",
+                    code=m.protocol.INVALID_PARAMS,
+                    data={"uri": ref.get("uri")},
                 )
         else:
-            raise m.MrtrError(f"unknown completion ref type {kind!r}", code=m.INVALID_PARAMS)
-        leg = m.open_leg(request, info, sealer=None, principal=self.principal, now=self.clock())
+            raise m.MrtrError(
+                f"unknown completion ref type {kind!r}", code=m.protocol.INVALID_PARAMS
+            )
+        leg = m.server.open_leg(
+            request, info, sealer=None, principal=self.principal, now=self.clock()
+        )
         outcome = self._completion(Context(leg, outlet, self))
         if inspect.isawaitable(outcome):
             outcome = await outcome
@@ -546,7 +562,7 @@ class McpApp:
 def _required_string(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
-        raise m.MrtrError(f"params.{key} must be a string", code=m.INVALID_PARAMS)
+        raise m.MrtrError(f"params.{key} must be a string", code=m.protocol.INVALID_PARAMS)
     return value
 
 
@@ -555,7 +571,9 @@ def _named(params: Mapping[str, Any], table: Mapping[str, E], what: str) -> E:
     name = _required_string(params, "name")
     found = table.get(name)
     if found is None:
-        raise m.MrtrError(f"Unknown {what}: {name}", code=m.INVALID_PARAMS, data={"name": name})
+        raise m.MrtrError(
+            f"Unknown {what}: {name}", code=m.protocol.INVALID_PARAMS, data={"name": name}
+        )
     return found
 
 

@@ -28,7 +28,10 @@ from .registry import CacheScope, Tool, put_present
 
 
 def with_cache_hints(
-    info: m.RequestInfo, result: dict[str, Any], ttl_ms: int | None, scope: CacheScope | None
+    info: m.protocol.RequestInfo,
+    result: dict[str, Any],
+    ttl_ms: int | None,
+    scope: CacheScope | None,
 ) -> dict[str, Any]:
     """``result`` with the caching hints that are set (2025 results have none)."""
     if info.era == "modern":

@@ -145,7 +145,7 @@ class AnswerBook:
             entries["roots/list"] = {"roots": [{"uri": check_root_uri(uri)} for uri in roots]}
         return cls(entries)
 
-    def lookup(self, key: str, request: m.InputRequest) -> tuple[str, Any] | None:
+    def lookup(self, key: str, request: m.wire.InputRequest) -> tuple[str, Any] | None:
         """``(entry name, raw entry)`` for this request: its key first, then its method.
 
         In a 2025-era session the key *is* the method (``elicitation/create``), so
@@ -154,7 +154,7 @@ class AnswerBook:
         """
         if key in self.entries and key not in METHOD_ENTRIES:
             return key, self.entries[key]
-        kind = m.input_kind(request)
+        kind = m.engine.input_kind(request)
         if kind in self.entries:
             return kind, self.entries[kind]
         return None
@@ -169,20 +169,22 @@ class AnswerBook:
                 kinds.update(_kinds_of_keyed_entry(value))
         return kinds
 
-    def response(self, name: str, key: str, request: m.InputRequest) -> m.InputResponse:
+    def response(self, name: str, key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         """The typed answer for ``request`` from entry ``name``, checked against what it asks.
 
         Raises :class:`InputUnavailable` when the entry cannot answer this request
         (another kind of answer, or form content the schema refuses).
         """
         try:
-            response = _response_for_entry(name, self.entries[name], m.input_kind(request))
-            if isinstance(request, m.ElicitFormRequest) and isinstance(response, m.ElicitResult):
+            response = _response_for_entry(name, self.entries[name], m.engine.input_kind(request))
+            if isinstance(request, m.wire.ElicitFormRequest) and isinstance(
+                response, m.wire.ElicitResult
+            ):
                 check_form_answer(request.requested_schema, response)
         except (AnswersError, FormAnswerError) as exc:
             raise InputUnavailable(
                 f"the answer {name!r} cannot answer input request {key!r} "
-                f"({m.input_kind(request)}): {exc}"
+                f"({m.engine.input_kind(request)}): {exc}"
             ) from exc
         return response
 
@@ -207,47 +209,47 @@ def _kinds_of_keyed_entry(value: Any) -> set[str]:
     return set()
 
 
-def _response_for_entry(name: str, value: Any, kind: str) -> m.InputResponse:
-    """Entry ``name`` as the response to an input request of ``kind`` (as ``m.input_kind``
+def _response_for_entry(name: str, value: Any, kind: str) -> m.wire.InputResponse:
+    """Entry ``name`` as the response to an input request of ``kind`` (as ``m.engine.input_kind``
     names it), shorthands expanded; the response's type is the core's answer to ``kind``."""
     expected = response_type_for(kind)
     try:
-        response = m.structure(_expand_shorthand(value, expected), expected)
+        response = m.wire.structure(_expand_shorthand(value, expected), expected)
         _check_entry(kind, response)
     except m.MrtrError as exc:
         raise AnswersError(f"entry {name!r}: {exc}") from exc
     except AnswersError as exc:
         raise AnswersError(f"entry {name!r}: {exc}") from exc
-    return cast(m.InputResponse, response)
+    return cast(m.wire.InputResponse, response)
 
 
 def _expand_shorthand(value: Any, expected: type[Any]) -> Any:
     """An entry's shorthand as the response it stands for (anything else as it is)."""
-    if expected is m.ElicitResult and isinstance(value, str):
+    if expected is m.wire.ElicitResult and isinstance(value, str):
         return {"action": value}
-    if expected is m.CreateMessageResult and isinstance(value, str):
+    if expected is m.wire.CreateMessageResult and isinstance(value, str):
         return {
             "role": "assistant",
             "content": {"type": "text", "text": value},
             "model": HUMAN_MODEL,
             "stopReason": "endTurn",
         }
-    if expected is m.ListRootsResult and isinstance(value, list):
+    if expected is m.wire.ListRootsResult and isinstance(value, list):
         return {"roots": [{"uri": uri} if isinstance(uri, str) else uri for uri in value]}
     return value
 
 
 def _check_entry(kind: str, response: Any) -> None:
     """What the response types leave open: known actions and roles, ``file://`` roots."""
-    if isinstance(response, m.ElicitResult):
+    if isinstance(response, m.wire.ElicitResult):
         if response.action not in ("accept", "decline", "cancel"):
             raise AnswersError(f"unknown action {response.action!r}")
         if kind == _URL_ENTRY and response.content is not None:
             raise AnswersError("a URL-mode answer carries no content")
-    elif isinstance(response, m.CreateMessageResult):
+    elif isinstance(response, m.wire.CreateMessageResult):
         if response.role not in ("user", "assistant"):
             raise AnswersError(f"unknown role {response.role!r}")
-    elif isinstance(response, m.ListRootsResult):
+    elif isinstance(response, m.wire.ListRootsResult):
         for root in response.roots:
             check_root_uri(root.uri)
 
@@ -288,37 +290,37 @@ class CliAnswerer:
             caps["roots"] = {}
         return caps
 
-    async def __call__(self, key: str, request: m.InputRequest) -> m.InputResponse:
+    async def __call__(self, key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         found = self.book.lookup(key, request)
         if found is not None:
             return self.book.response(found[0], key, request)
-        elicitation = isinstance(request, (m.ElicitFormRequest, m.ElicitUrlRequest))
+        elicitation = isinstance(request, (m.wire.ElicitFormRequest, m.wire.ElicitUrlRequest))
         if self.decline_all and elicitation:
-            return m.ElicitResult(action="decline")
-        if self.terminal is not None and not isinstance(request, m.ListRootsRequest):
+            return m.wire.ElicitResult(action="decline")
+        if self.terminal is not None and not isinstance(request, m.wire.ListRootsRequest):
             async with self._prompt_lock:
                 try:
                     return await self._prompt(request)
                 except PromptAborted as exc:
                     raise InputUnavailable(
-                        f"input request {key!r} ({m.input_kind(request)}): {exc}"
+                        f"input request {key!r} ({m.engine.input_kind(request)}): {exc}"
                     ) from exc
         raise InputUnavailable(no_answer_message(key, request, self.terminal is not None))
 
-    async def _prompt(self, request: m.InputRequest) -> m.InputResponse:
+    async def _prompt(self, request: m.wire.InputRequest) -> m.wire.InputResponse:
         assert self.terminal is not None
-        if isinstance(request, m.ElicitFormRequest):
+        if isinstance(request, m.wire.ElicitFormRequest):
             return await prompt_form(self.terminal, request)
-        if isinstance(request, m.ElicitUrlRequest):
+        if isinstance(request, m.wire.ElicitUrlRequest):
             return await prompt_url(self.terminal, request)
-        assert isinstance(request, m.CreateMessageRequest)
+        assert isinstance(request, m.wire.CreateMessageRequest)
         return await prompt_sampling(self.terminal, request)
 
 
-def no_answer_message(key: str, request: m.InputRequest, terminal: bool) -> str:
+def no_answer_message(key: str, request: m.wire.InputRequest, terminal: bool) -> str:
     """What to say when nothing can answer ``key``: the key, the method, how to answer."""
-    kind = m.input_kind(request)
-    if isinstance(request, m.ListRootsRequest):
+    kind = m.engine.input_kind(request)
+    if isinstance(request, m.wire.ListRootsRequest):
         how = "pass --root file:///... (or a roots/list answer)"
     else:
         how = f'add "{key}" or "{kind}" to --answers FILE, or pass --answer {key}=JSON'

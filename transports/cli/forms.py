@@ -130,7 +130,7 @@ def check_value(prop: Mapping[str, Any], value: Any) -> str | None:
     return None  # a type we do not know: the server judges it
 
 
-def check_form_answer(schema: Mapping[str, Any], answer: m.ElicitResult) -> None:
+def check_form_answer(schema: Mapping[str, Any], answer: m.wire.ElicitResult) -> None:
     """An accepted form answer must fill the required fields with values that fit."""
     if answer.action != "accept":
         if answer.content is not None:

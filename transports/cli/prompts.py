@@ -144,7 +144,7 @@ def _describe(name: str, prop: Mapping[str, Any], required: bool) -> str:
     return f"{title} ({', '.join(notes)})"
 
 
-async def prompt_form(terminal: Terminal, request: m.ElicitFormRequest) -> m.ElicitResult:
+async def prompt_form(terminal: Terminal, request: m.wire.ElicitFormRequest) -> m.wire.ElicitResult:
     """Ask for a form: accept (then each field), decline, or cancel."""
     terminal.say()
     terminal.say(f"The server asks: {request.message}")
@@ -156,13 +156,13 @@ async def prompt_form(terminal: Terminal, request: m.ElicitFormRequest) -> m.Eli
         {"a": "accept", "d": "decline", "c": "cancel"},
     )
     if choice != "accept":
-        return m.ElicitResult(action=choice)  # type: ignore[arg-type]
+        return m.wire.ElicitResult(action=choice)  # type: ignore[arg-type]
     content: dict[str, Any] = {}
     for name, prop, required in fields:
         value = await _ask_field(terminal, name, prop, required)
         if value is not _OMIT:
             content[name] = value
-    return m.ElicitResult(action="accept", content=content)
+    return m.wire.ElicitResult(action="accept", content=content)
 
 
 _OMIT = object()
@@ -197,7 +197,7 @@ async def _ask_field(terminal: Terminal, name: str, prop: Mapping[str, Any], req
     raise PromptAborted(f"no valid value for {name!r} after many attempts")
 
 
-async def prompt_url(terminal: Terminal, request: m.ElicitUrlRequest) -> m.ElicitResult:
+async def prompt_url(terminal: Terminal, request: m.wire.ElicitUrlRequest) -> m.wire.ElicitResult:
     """Show the full URL first, then ask consent, then wait until the user is done."""
     parts = urlsplit(request.url)
     terminal.say()
@@ -208,12 +208,12 @@ async def prompt_url(terminal: Terminal, request: m.ElicitUrlRequest) -> m.Elici
         "Open it? [y]es / [d]ecline / [c]ancel: ", {"y": "yes", "d": "decline", "c": "cancel"}
     )
     if choice != "yes":
-        return m.ElicitResult(action=choice)  # type: ignore[arg-type]
+        return m.wire.ElicitResult(action=choice)  # type: ignore[arg-type]
     terminal.say("Open the URL above in your browser and finish there.")
     done = await terminal.ask_choice(
         "Done? [Enter or d]one / [c]ancel: ", {"": "done", "d": "done", "c": "cancel"}
     )
-    return m.ElicitResult(action="accept" if done == "done" else "cancel")
+    return m.wire.ElicitResult(action="accept" if done == "done" else "cancel")
 
 
 def _text_of(content: Any) -> str:
@@ -228,8 +228,8 @@ def _text_of(content: Any) -> str:
 
 
 async def prompt_sampling(
-    terminal: Terminal, request: m.CreateMessageRequest
-) -> m.CreateMessageResult:
+    terminal: Terminal, request: m.wire.CreateMessageRequest
+) -> m.wire.CreateMessageResult:
     """Show the conversation; the user types the model's reply (or ``/refuse``)."""
     terminal.say()
     terminal.say(f"The server asks for a model reply (at most {request.max_tokens} tokens).")
@@ -242,7 +242,7 @@ async def prompt_sampling(
         if reply.strip() == "/refuse":
             raise InputUnavailable("the user refused the sampling request")
         if reply.strip():
-            return m.CreateMessageResult(
+            return m.wire.CreateMessageResult(
                 role="assistant",
                 content={"type": "text", "text": reply},
                 model=HUMAN_MODEL,

@@ -2,7 +2,7 @@
 
 A server that rejects a ``requestState`` says only "Invalid or expired
 requestState" on the wire; the operator holding the keys asks here.  The
-token is opened with ``mrtr_core.StateSealer`` and the given keys, and the
+token is opened with ``mrtr_core.server.StateSealer`` and the given keys, and the
 first failing check is named (:data:`REASON_TEXT`).  Bindings not given
 (``--method``, ``--params``, ``--principal``) are reported as not checked,
 never as failed.  Exit 0 when every check made passed, 1 when one failed, 2 on
@@ -99,7 +99,9 @@ def run_state_inspect(args: argparse.Namespace, out: TextIO | None = None) -> in
     try:
         keys = parse_keys(args.key, args.key_id, token_key_id)
         params = None if args.params is None else parse_json_object(args.params, "--params")
-        sealer = m.StateSealer(keys, next(iter(keys)), max_token_size=max(128, len(token) + 1))
+        sealer = m.server.StateSealer(
+            keys, next(iter(keys)), max_token_size=max(128, len(token) + 1)
+        )
     except (UsageError, m.LocalProtocolError) as exc:
         sys.stderr.write(f"mrtr state inspect: {exc}\n")
         return ExitCode.USAGE
@@ -119,7 +121,7 @@ def run_state_inspect(args: argparse.Namespace, out: TextIO | None = None) -> in
         )
     try:
         opened = sealer.open(token, method=method, params=params, principal=args.principal, now=now)
-    except m.InvalidRequestState as exc:
+    except m.server.InvalidRequestState as exc:
         reason = exc.reason
         # The checks run in order (format, key, signature, expiry, method, params,
         # principal): a binding that was not given cannot be the one that failed.

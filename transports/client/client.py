@@ -46,12 +46,13 @@ from typing import Any, Literal, Unpack
 import trio
 
 import mrtr_core as m
+from mrtr_core.connection import Sendable
 
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
 from .inputs import InputHandler, answer_server_request
-from .link import ClientOptions, Link, Outbound
-from .tracing import TraceBook, Tracer, TraceRecord, decode_message
+from .link import ClientOptions, Link, Outbound, OutboundKind
+from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
     "DEFAULT_CAPABILITIES",
@@ -111,9 +112,9 @@ class Client:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         log_level: str | None = None,
         on_notification: Callable[[m.Notification], None] | None = None,
-        max_message_size: int = m.DEFAULT_MAX_MESSAGE_SIZE,
-        max_calls: int = m.DEFAULT_MAX_CALLS,
-        max_outgoing: int = m.DEFAULT_MAX_IN_FLIGHT,
+        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
+        max_calls: int = m.connection.DEFAULT_MAX_CALLS,
+        max_outgoing: int = m.connection.DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
@@ -137,7 +138,7 @@ class Client:
             capabilities=capabilities,
             log_level=log_level,
             max_message_size=max_message_size,
-            max_buffer_size=max(4 * max_message_size, m.DEFAULT_MAX_BUFFER_SIZE),
+            max_buffer_size=max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
             max_calls=max_calls,
             max_outgoing=max_outgoing,
         )
@@ -159,6 +160,7 @@ class Client:
             conn=self._conn,
             pump=self._pump,
             send_out=self._send_out,
+            outbound=self._outbound,
             close_stream=link.close_stream,
             lost=lambda: self._lost,
             answer=answer,
@@ -224,7 +226,7 @@ class Client:
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
-                exc.code == m.HEADER_MISMATCH
+                exc.code == m.protocol.HEADER_MISMATCH
                 and method == "tools/call"
                 and self.link.wants_tool_list
             ):
@@ -250,7 +252,9 @@ class Client:
             result = await self.request("tools/list", {"cursor": cursor} if cursor else None)
             page = result.get("tools")
             if not isinstance(page, list):
-                raise CallError(m.INVALID_PARAMS, "the tools/list result has no 'tools' list")
+                raise CallError(
+                    m.protocol.INVALID_PARAMS, "the tools/list result has no 'tools' list"
+                )
             tools.extend(dict(tool) for tool in page if isinstance(tool, Mapping))
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
@@ -278,10 +282,10 @@ class Client:
             sent = None if params is None else dict(params)
             request = m.Request(id=request_id, method=method, params=sent)
             try:
-                data = conn.send(request)
+                out = self._outbound(request, "plain", method=method, request_id=request_id)
             except m.LocalProtocolError as exc:
                 raise ClientError(f"cannot send {method}: {exc}") from exc
-            self._send_out(Outbound(data, "plain", method=method, request_id=request_id))
+            self._send_out(out)
             with trio.move_on_after(math.inf if timeout is None else timeout):
                 await waiter.event.wait()
         finally:
@@ -429,7 +433,9 @@ class Client:
         elif isinstance(event, m.RequestCancelled):
             waiter = self._waiters.get(event.request_id)
             if waiter is not None:
-                waiter.settle(error=CallError(m.INTERNAL_ERROR, "the server cancelled the request"))
+                waiter.settle(
+                    error=CallError(m.protocol.INTERNAL_ERROR, "the server cancelled the request")
+                )
         elif isinstance(event, m.InvalidMessage):
             logger.warning("ignored a bad message from the server: %s", event.error)
         elif isinstance(event, m.ConnectionClosed):
@@ -438,16 +444,23 @@ class Client:
             for waiter in list(self._waiters.values()):
                 waiter.settle(error=self._lost_error())
 
+    def _outbound(self, event: Sendable, kind: OutboundKind, **fields: Any) -> Outbound:
+        """``event`` through the connection, for the link: the bytes to write and, when
+        the trace or the link wants it, the message as sent (never decoded again)."""
+        message = self._conn.send_message(event)
+        if message is None:
+            return Outbound(b"", kind, **fields)
+        if isinstance(message, m.Request):  # the id the connection picked, for every link
+            fields.setdefault("request_id", message.id)
+        if isinstance(message, (m.Request, m.Notification)):
+            fields.setdefault("method", message.method)
+        wanted = self._trace is not None or self.link.needs_messages
+        shown = m.wire.message_to_json(message) if wanted else None
+        return Outbound(self._conn.encode(message), kind, message=shown, **fields)
+
     def _send_out(self, out: Outbound) -> None:
         if not out.data:
             return
-        if out.message is None and (self._trace is not None or self.link.needs_messages):
-            out.message = decode_message(out.data)
-            found = out.message.get("id")
-            if out.request_id is None and isinstance(found, (str, int)):
-                out.request_id = found
-            if out.method is None and isinstance(out.message.get("method"), str):
-                out.method = out.message["method"]
         if self._trace is not None and out.request_id is not None:
             self._trace.remember(out.request_id, out.call, out.round)
         if not self.link.confirms_transmission:
@@ -456,11 +469,11 @@ class Client:
 
     def _send_response(self, response: m.ResultResponse | m.ErrorResponse) -> None:
         try:
-            data = self._conn.send(response)
+            out = self._outbound(response, "response", request_id=None)
         except m.LocalProtocolError as exc:
             logger.warning("could not answer the server's request: %s", exc)
             return
-        self._send_out(Outbound(data, "response", request_id=None))
+        self._send_out(out)
 
     def _lost_error(self) -> TransportError:
         if self._lost is not None:
@@ -472,12 +485,12 @@ class Client:
         if self._eof_fed or not self.is_waiting_for(request_id):
             return
         note = m.Notification(method="notifications/cancelled", params={"requestId": request_id})
-        try:
-            data = self._conn.send(note)  # also forgets the id, so a late answer is dropped
+        try:  # (also forgets the id, so a late answer is dropped)
+            out = self._outbound(note, "notification", method=note.method)
         except m.LocalProtocolError:
             return
         if self.link.framing == "lines":
-            self._send_out(Outbound(data, "notification", method=note.method))
+            self._send_out(out)
         self.link.close_stream(request_id)
 
     # --- The handshake ---------------------------------------------------------------
@@ -485,9 +498,10 @@ class Client:
     def _on_handshake_step(self, event: m.HandshakeStep) -> None:
         message = event.message
         self._cancel_handshake_timer()
-        data = self._conn.send(message)
         request_id = message.id if isinstance(message, m.Request) else None
-        self._send_out(Outbound(data, "handshake", method=message.method, request_id=request_id))
+        self._send_out(
+            self._outbound(message, "handshake", method=message.method, request_id=request_id)
+        )
         if isinstance(message, m.Request) and not self._eof_fed:
             scope = self._handshake_timer = trio.CancelScope()
             self._nursery.start_soon(self._handshake_timeout_task, scope)
@@ -550,7 +564,7 @@ class Client:
             flow.on_event(event)
         elif isinstance(event.event, (m.SendRequest, m.SendRetry, m.CancelLeg)):
             # (cannot happen: a call is cancelled before it is forgotten)
-            self._send_out(Outbound(self._conn.send(event), "leg", call=event.call))
+            self._send_out(self._outbound(event, "leg", call=event.call))
 
     def _fail_flow(self, out: Outbound, error: ClientError) -> None:
         flow = self._flows.get(out.call) if out.call is not None else None

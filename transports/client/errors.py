@@ -199,6 +199,6 @@ def exit_code_of(error: ClientError) -> ExitCode:
     """The ``mrtr call`` exit code of ``error``: ``type(error).exit_code``, except that a
     ``CallError`` -32021 (the server needs input this client declared it cannot give)
     is :attr:`ExitCode.NO_ANSWER`, as ``InputUnavailable`` is."""
-    if isinstance(error, CallError) and error.code == m.MISSING_CLIENT_CAPABILITY:
+    if isinstance(error, CallError) and error.code == m.protocol.MISSING_CLIENT_CAPABILITY:
         return InputUnavailable.exit_code
     return type(error).exit_code

@@ -75,6 +75,8 @@ class FlowContext:
     pump: Callable[[], None]
     #: Hand a message to the link (traced).
     send_out: Callable[[Outbound], None]
+    #: An event through the connection, as the link's ``Outbound`` (kind, then fields).
+    outbound: Callable[..., Outbound]
     #: Stop reading the answer to a request (HTTP: close its stream).
     close_stream: Callable[[m.RequestId], None]
     #: The link's failure, once it has failed.
@@ -210,9 +212,9 @@ class Flow:
             raise CallTimeout(outcome.elapsed, outcome.budget, outcome.limit)
         if isinstance(outcome, m.Failed):
             error = outcome.error
-            if isinstance(error, m.InputFailed):
+            if isinstance(error, m.engine.InputFailed):
                 raise InputUnavailable(error.reason, key=error.key) from self.cause
-            if isinstance(error, m.RoundLimitExceeded):
+            if isinstance(error, m.engine.RoundLimitExceeded):
                 if error.limit_name == "max_leg_reissues":
                     raise TransportError(
                         f"the response stream broke {error.limit + 1} times in a row",
@@ -263,10 +265,10 @@ class Flow:
         elif isinstance(step, m.CancelLeg):
             self.leg_out = False
             self._disarm(self.leg_timer)
-            data = self.ctx.conn.send(event)  # stdio: notifications/cancelled; HTTP: nothing
+            # stdio: notifications/cancelled; HTTP: nothing (the stream is closed below)
             self.ctx.send_out(
-                Outbound(
-                    data,
+                self.ctx.outbound(
+                    event,
                     "notification",
                     method="notifications/cancelled",
                     call=self.call,
@@ -306,15 +308,14 @@ class Flow:
         step = event.event
         assert isinstance(step, (m.SendRequest, m.SendRetry))
         try:
-            data = self.ctx.conn.send(event)
+            out = self.ctx.outbound(event, "leg", call=self.call, round=self.round)
         except m.LocalProtocolError as exc:  # e.g. max_outgoing requests already in flight
             self.fail(ClientError(f"cannot send the next leg: {exc}"))
             return
-        if not data:  # the call ended while this leg waited out its delay
+        if not out.data:  # the call ended while this leg waited out its delay
             return
         self._disarm(self.leg_timer)
         self.leg_out = True
-        out = Outbound(data, "leg", method=None, call=self.call, round=self.round)
         self.ctx.send_out(out)
         self.leg_id = out.request_id
         if step.timeout is not None:
@@ -381,7 +382,9 @@ class Flow:
         scope = self.inputs[step.key] = trio.CancelScope()
         self.nursery.start_soon(self._run_input, step.key, step.request, scope)
 
-    async def _run_input(self, key: str, request: m.InputRequest, scope: trio.CancelScope) -> None:
+    async def _run_input(
+        self, key: str, request: m.wire.InputRequest, scope: trio.CancelScope
+    ) -> None:
         answer_input = self.ctx.answer
         assert answer_input is not None
         with scope:

@@ -6,7 +6,7 @@ response and feeds each JSON-RPC message it carries to the connection:
 
 * ``202`` (a notification was accepted): nothing to read;
 * ``application/json``: the body is one message;
-* ``text/event-stream``: read incrementally with ``mrtr_core.SseDecoder``, each
+* ``text/event-stream``: read incrementally with ``mrtr_core.wire.SseDecoder``, each
   event's ``data`` one message (progress, log messages, then the answer), to
   the end of the stream;
 * a 4xx/5xx whose body is a JSON-RPC error is fed as that error (given the
@@ -146,7 +146,7 @@ class HttpLink:
         headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
         max_connections: int = 16,
         connect_timeout: float = 10.0,
-        max_message_size: int = m.DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         parts = urlsplit(url)
@@ -401,11 +401,11 @@ class HttpLink:
     async def _read_events(self, out: Outbound, conn: _HttpConnection) -> None:
         assert self._client is not None and out.request_id is not None
         client, request_id = self._client, out.request_id
-        decoder = m.SseDecoder(max_event_size=self.max_message_size)
+        decoder = m.wire.SseDecoder(max_event_size=self.max_message_size)
 
         def deliver() -> None:
-            while isinstance(event := decoder.next_event(), (m.SseEvent, m.Oversize)):
-                if isinstance(event, m.Oversize):
+            while isinstance(event := decoder.next_event(), (m.wire.SseEvent, m.wire.Oversize)):
+                if isinstance(event, m.wire.Oversize):
                     logger.warning("dropped an SSE event of %d+ bytes", event.size)
                 elif event.event == "message" and event.data:
                     client.receive_data(event.data.encode("utf-8"))
@@ -431,14 +431,14 @@ def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
     if not body or b'"error"' not in body:
         return None
     try:
-        value = m.default_codec.loads(body)
+        value = m.wire.default_codec.loads(body)
     except m.MrtrError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("error"), dict):
         return None
     if value.get("id") is None:
         value = {**value, "id": request_id}
-    return m.default_codec.dumps(value)
+    return m.wire.default_codec.dumps(value)
 
 
 @asynccontextmanager
@@ -460,7 +460,9 @@ async def open_http_client(
         headers=headers,
         max_connections=max_connections,
         connect_timeout=connect_timeout,
-        max_message_size=client_options.get("max_message_size", m.DEFAULT_MAX_MESSAGE_SIZE),
+        max_message_size=client_options.get(
+            "max_message_size", m.connection.DEFAULT_MAX_MESSAGE_SIZE
+        ),
         ssl_context=ssl_context,
     )
     async with open_client(link, **client_options) as client:

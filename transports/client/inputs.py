@@ -53,11 +53,11 @@ class InputHandler(Protocol):
     """
 
     async def __call__(
-        self, key: str, request: m.InputRequest
-    ) -> m.InputResponse | Mapping[str, Any]: ...
+        self, key: str, request: m.wire.InputRequest
+    ) -> m.wire.InputResponse | Mapping[str, Any]: ...
 
 
-def response_type(request: m.InputRequest) -> type[Any]:
+def response_type(request: m.wire.InputRequest) -> type[Any]:
     """The response class that answers ``request``."""
     response: type[Any] = INPUT_KINDS.kind_for(request).response_class
     return response
@@ -73,12 +73,12 @@ def response_type_for(kind: str) -> type[Any]:
     raise KeyError(f"no input request is of the kind {kind!r}")
 
 
-def answer_problem(request: m.InputRequest, answer: Any) -> str | None:
+def answer_problem(request: m.wire.InputRequest, answer: Any) -> str | None:
     """Why ``answer`` cannot go to the server as the answer to ``request`` (None: it can)."""
     expected = response_type(request)
     if isinstance(answer, Mapping):
         try:
-            m.structure(answer, expected)
+            m.wire.structure(answer, expected)
         except m.MrtrError as exc:
             return f"the input handler's answer is not a valid {expected.__name__}: {exc}"
         return None
@@ -108,16 +108,18 @@ async def answer_server_request(
         return m.ErrorResponse(id=request.id, error=m.ErrorObject(code=code, message=message))
 
     if request.method not in INPUT_METHODS:
-        return refuse(m.METHOD_NOT_FOUND, f"this client does not serve {request.method}"), None
+        return refuse(
+            m.protocol.METHOD_NOT_FOUND, f"this client does not serve {request.method}"
+        ), None
     try:
-        asked = m.structure_input_request(
+        asked = m.wire.structure_input_request(
             {"method": request.method, "params": request.params or {}}
         )
     except m.MrtrError as exc:
         return refuse(exc.code, f"cannot answer {request.method}: {exc.message}"), None
-    if m.missing_capability(asked, capabilities):
+    if m.engine.missing_capability(asked, capabilities):
         message = f"this client did not declare support for {request.method}"
-        return refuse(m.INVALID_REQUEST, message), None
+        return refuse(m.protocol.INVALID_REQUEST, message), None
     key = request.method
     started = trio.current_time()
     failure: ClientError | None = None
@@ -137,6 +139,6 @@ async def answer_server_request(
         failure = InputUnavailable(f"the input handler failed: {exc!r}", key=key)
         failure.__cause__ = exc
     if failure is not None:
-        return refuse(m.INTERNAL_ERROR, f"no answer: {failure}"), failure
-    result = m.unstructure_input_response(response)
+        return refuse(m.protocol.INTERNAL_ERROR, f"no answer: {failure}"), failure
+    result = m.wire.unstructure_input_response(response)
     return m.ResultResponse(id=request.id, result=result), None

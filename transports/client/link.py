@@ -27,7 +27,11 @@ from .errors import TransportError
 from .inputs import InputHandler
 from .tracing import Tracer
 
-__all__ = ["ClientOptions", "Link", "LinkClient", "Outbound"]
+__all__ = ["ClientOptions", "Link", "LinkClient", "Outbound", "OutboundKind"]
+
+
+#: What an outbound message is, for the link and the trace.
+OutboundKind = Literal["leg", "plain", "handshake", "notification", "response"]
 
 
 @dataclass(slots=True)
@@ -42,7 +46,7 @@ class Outbound:
     """
 
     data: bytes
-    kind: Literal["leg", "plain", "handshake", "notification", "response"]
+    kind: OutboundKind
     method: str | None = None
     request_id: m.RequestId | None = None
     call: int | None = None

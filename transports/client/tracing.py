@@ -61,7 +61,7 @@ Tracer = Callable[[TraceRecord], None]
 def decode_message(data: bytes | bytearray) -> dict[str, Any]:
     """One message as a JSON object (``{"unreadable": ...}`` when it is not one)."""
     try:
-        value = m.default_codec.loads(data)
+        value = m.wire.default_codec.loads(data)
     except m.MrtrError:
         return {"unreadable": data[:200].decode("utf-8", "replace")}
     return value if isinstance(value, dict) else {"unreadable": repr(value)[:200]}
@@ -79,12 +79,14 @@ class TraceBook:
         tracer: Tracer,
         *,
         framing: Literal["lines", "messages"],
-        max_message_size: int = m.DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self._tracer = tracer
         self._ids: OrderedDict[m.RequestId, tuple[int | None, int | None]] = OrderedDict()
         self._framer = (
-            m.LineFramer(max_message_size=max_message_size, max_buffer_size=4 * max_message_size)
+            m.wire.LineFramer(
+                max_message_size=max_message_size, max_buffer_size=4 * max_message_size
+            )
             if framing == "lines"
             else None
         )
@@ -106,7 +108,7 @@ class TraceBook:
             self._received_message(data)
             return
         framer.feed(data)
-        while isinstance(frame := framer.next_frame(), (bytes, m.Oversize)):
+        while isinstance(frame := framer.next_frame(), (bytes, m.wire.Oversize)):
             if isinstance(frame, bytes):
                 self._received_message(frame)
 

@@ -17,7 +17,7 @@ stream.
 exception is a bug in the app: the transport answers -32603 and logs it.
 
 A 2025-era request (after ``initialize``) reaches ``handle`` the same way: the
-transport runs it through ``mrtr_core.LegacyShim(handler=None, ...)``, which
+transport runs it through ``mrtr_core.server.LegacyShim(handler=None, ...)``, which
 turns each ``input_required`` round into real server-to-client requests and
 calls ``handle`` again with the answers, so one app serves both eras.
 
@@ -62,7 +62,7 @@ class ServerApp(Protocol):
     instructions: str | None
 
     async def handle(
-        self, request: m.Request, info: m.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         """The result for ``request``, or raise ``MrtrError``."""
         ...

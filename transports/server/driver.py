@@ -22,7 +22,7 @@ transport shares:
   the replies of ``InvalidMessage``), runs each request in its own task,
   cancels a handler when ``notifications/cancelled`` names its request (no
   response goes out for it), and serves 2025-era clients through
-  ``mrtr_core.LegacyShim``: each ``input_required`` round of the app becomes
+  ``mrtr_core.server.LegacyShim``: each ``input_required`` round of the app becomes
   real server-to-client requests, whose answers the driver routes back to the
   waiting request.
 
@@ -168,7 +168,7 @@ class ConnectionOutlet(Outlet):
 
 
 async def run_app(
-    app: ServerApp, request: m.Request, info: m.RequestInfo, outlet: Outlet
+    app: ServerApp, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
 ) -> Outcome:
     """One leg of ``app``: its result mapping, or the ``MrtrError`` it raised.
 
@@ -182,7 +182,7 @@ async def run_app(
         return exc
     except Exception:
         log.exception("the app failed on %s (request id %r)", request.method, request.id)
-        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
     if not isinstance(result, Mapping):
         log.error(
             "the app returned %s for %s (request id %r), not a result mapping",
@@ -190,7 +190,7 @@ async def run_app(
             request.method,
             request.id,
         )
-        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
     return result
 
 
@@ -386,7 +386,7 @@ class _StreamDriver:
         outlet = ConnectionOutlet(conn, request.id, self.write)
         scope = self.running[request.id]
         try:
-            if info.era == "legacy" and request.method in m.MRTR_METHODS:
+            if info.era == "legacy" and request.method in m.protocol.MRTR_METHODS:
                 await self.run_legacy(request, info, outlet, scope)
                 return
             outcome: Outcome = m.MrtrError("cancelled by the client")
@@ -399,11 +399,15 @@ class _StreamDriver:
             del self.running[request.id]
 
     async def run_legacy(
-        self, request: m.Request, info: m.RequestInfo, outlet: Outlet, scope: trio.CancelScope
+        self,
+        request: m.Request,
+        info: m.protocol.RequestInfo,
+        outlet: Outlet,
+        scope: trio.CancelScope,
     ) -> None:
         """A 2025-era request: the shim asks the client with real requests between legs."""
         conn = self.conn
-        shim = m.LegacyShim(
+        shim = m.server.LegacyShim(
             None, request, info, new_id=conn.new_request_id, sealer=None, principal=None
         )
         flow = _LegacyFlow()
@@ -415,12 +419,14 @@ class _StreamDriver:
                 response = await self.drive_shim(shim, flow, info, outlet)
             except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
                 log.warning("cannot ask the client: %s", exc.message)
-                refused = m.ErrorObject(code=m.INTERNAL_ERROR, message=exc.message, data=exc.data)
+                refused = m.ErrorObject(
+                    code=m.protocol.INTERNAL_ERROR, message=exc.message, data=exc.data
+                )
                 refusal = m.ErrorResponse(id=request.id, error=refused)
         if response is None:  # cancelled, refused, or the client never answered
             shim.cancel()
             while not isinstance(event := shim.next_event(), m.Wait):
-                if isinstance(event, m.ShimSend):  # withdraw our open questions
+                if isinstance(event, m.server.ShimSend):  # withdraw our open questions
                     await self.write(conn.send(event.message))
             for rid in [rid for rid, waiting in self.questions.items() if waiting is flow]:
                 del self.questions[rid]
@@ -432,7 +438,11 @@ class _StreamDriver:
         await self.write(send_response(conn, response)[1])
 
     async def drive_shim(
-        self, shim: m.LegacyShim, flow: _LegacyFlow, info: m.RequestInfo, outlet: Outlet
+        self,
+        shim: m.server.LegacyShim,
+        flow: _LegacyFlow,
+        info: m.protocol.RequestInfo,
+        outlet: Outlet,
     ) -> m.ResultResponse | m.ErrorResponse | None:
         conn = self.conn
         while True:
@@ -442,20 +452,20 @@ class _StreamDriver:
                 if answer is None:
                     return None
                 shim.receive(answer, trio.current_time())
-            elif isinstance(event, m.ShimRun):
+            elif isinstance(event, m.server.ShimRun):
                 shim.leg_done(await run_app(self.app, event.request, info, outlet))
-            elif isinstance(event, m.ShimSend):
+            elif isinstance(event, m.server.ShimSend):
                 message = event.message
                 data = conn.send(message)  # AppResultRefused and others: see run_legacy
                 if isinstance(message, m.Request):
                     self.questions[message.id] = flow
                 await self.write(data)
-            elif isinstance(event, m.ShimWait):
+            elif isinstance(event, m.server.ShimWait):
                 await trio.sleep(event.delay)
                 shim.resume(trio.current_time())
             else:
                 # (The driver runs each ShimRun at once, so NEED_RESULT never shows.)
-                assert isinstance(event, m.ShimDone), event
+                assert isinstance(event, m.server.ShimDone), event
                 return event.response
 
     async def wait_for_answer(self, flow: _LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:

@@ -63,21 +63,21 @@ RUN_TIMEOUT = 20.0
 Scenario = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 
 
-async def scripted_answer(key: str, request: m.InputRequest) -> m.InputResponse:
+async def scripted_answer(key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
     """Canned answers: accept forms with the schema's defaults (booleans true), consent
     to URLs, a fixed sampling reply, no roots."""
-    if isinstance(request, m.ElicitFormRequest):
-        return m.ElicitResult(action="accept", content=form_content(request.requested_schema))
-    if isinstance(request, m.ElicitUrlRequest):
-        return m.ElicitResult(action="accept")
-    if isinstance(request, m.CreateMessageRequest):
-        return m.CreateMessageResult(
+    if isinstance(request, m.wire.ElicitFormRequest):
+        return m.wire.ElicitResult(action="accept", content=form_content(request.requested_schema))
+    if isinstance(request, m.wire.ElicitUrlRequest):
+        return m.wire.ElicitResult(action="accept")
+    if isinstance(request, m.wire.CreateMessageRequest):
+        return m.wire.CreateMessageResult(
             role="assistant",
             content={"type": "text", "text": "conformance reply"},
             model="mrtr-conformance",
             stop_reason="endTurn",
         )
-    return m.ListRootsResult(roots=[])
+    return m.wire.ListRootsResult(roots=[])
 
 
 def placeholder(schema: Any) -> Any:
@@ -136,7 +136,7 @@ async def request_state(url: str, context: Mapping[str, Any]) -> None:
     round_waiting = trio.Event()
     unrelated_done = trio.Event()
 
-    async def answer(key: str, request: m.InputRequest) -> m.InputResponse:
+    async def answer(key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         # Hold the first round open until the unrelated call has been made beside it.
         round_waiting.set()
         await unrelated_done.wait()

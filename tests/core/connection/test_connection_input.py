@@ -21,26 +21,17 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drai
 
 from mrtr_core import (
     CLIENT,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND,
     NEED_DATA,
-    PARSE_ERROR,
     SERVER,
     AutoReply,
     CallEvent,
     CancelInputs,
     Cancelled,
     CancelLeg,
-    Codec,
     Connection,
     ConnectionClosed,
     DispatchInput,
     Done,
-    ElicitFormRequest,
     ErrorObject,
     ErrorResponse,
     Failed,
@@ -58,9 +49,19 @@ from mrtr_core import (
     SendRequest,
     SessionFailed,
     SessionOpened,
-    SessionState,
     TimedOut,
 )
+from mrtr_core.connection import SessionState
+from mrtr_core.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+)
+from mrtr_core.wire import Codec, ElicitFormRequest
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

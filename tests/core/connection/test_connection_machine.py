@@ -122,11 +122,11 @@ def input_request(kind: str, ident: str) -> dict[str, Any]:
 
 def ident_of(request: Any) -> str:
     """The ``tag/round/key`` the server embedded in a dispatched input request."""
-    if isinstance(request, m.ElicitFormRequest):
+    if isinstance(request, m.wire.ElicitFormRequest):
         return request.message
-    if isinstance(request, m.CreateMessageRequest):
+    if isinstance(request, m.wire.CreateMessageRequest):
         return str(request.messages[0]["content"]["text"])
-    assert isinstance(request, m.ListRootsRequest), request
+    assert isinstance(request, m.wire.ListRootsRequest), request
     return str(request.extra["_meta"][IDENT_META])
 
 
@@ -143,10 +143,10 @@ def wire_answer(kind: str, tag: str, rnd: int, key: str) -> dict[str, Any]:
 def typed_answer(kind: str, tag: str, rnd: int, key: str) -> Any:
     plain = wire_answer(kind, tag, rnd, key)
     if kind == FORM:
-        return m.ElicitResult(action="accept", content=plain["content"])
+        return m.wire.ElicitResult(action="accept", content=plain["content"])
     if kind == SAMPLING:
-        return m.CreateMessageResult(role="assistant", content=plain["content"], model="echo")
-    return m.ListRootsResult(roots=[m.Root(uri=plain["roots"][0]["uri"])])
+        return m.wire.CreateMessageResult(role="assistant", content=plain["content"], model="echo")
+    return m.wire.ListRootsResult(roots=[m.wire.Root(uri=plain["roots"][0]["uri"])])
 
 
 def request_state(tag: str, rnd: int) -> str:
@@ -167,16 +167,19 @@ _META_NO_CAPS = b'{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2
 
 #: Shared by both directions: (bytes, code).
 _COMMON: dict[str, tuple[bytes, int]] = {
-    "parse": (b"{not json", m.PARSE_ERROR),
-    "utf8": (b"\xff\xfe{", m.PARSE_ERROR),
-    "not-rpc": (b'{"foo":1}', m.INVALID_REQUEST),
-    "batch": (b"[1,2]", m.INVALID_REQUEST),
-    "scalar": (b"null", m.INVALID_REQUEST),
-    "oversize": (OVERSIZE, m.INVALID_REQUEST),
-    "unknown-response": (b'{"jsonrpc":"2.0","id":"junk-N","result":{}}', m.INVALID_REQUEST),
+    "parse": (b"{not json", m.protocol.PARSE_ERROR),
+    "utf8": (b"\xff\xfe{", m.protocol.PARSE_ERROR),
+    "not-rpc": (b'{"foo":1}', m.protocol.INVALID_REQUEST),
+    "batch": (b"[1,2]", m.protocol.INVALID_REQUEST),
+    "scalar": (b"null", m.protocol.INVALID_REQUEST),
+    "oversize": (OVERSIZE, m.protocol.INVALID_REQUEST),
+    "unknown-response": (
+        b'{"jsonrpc":"2.0","id":"junk-N","result":{}}',
+        m.protocol.INVALID_REQUEST,
+    ),
     "bad-cancel": (
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}',
-        m.INVALID_PARAMS,
+        m.protocol.INVALID_PARAMS,
     ),
 }
 #: To the server: (bytes, code, the reply it owes: None, "null" (no id) or "id").
@@ -189,25 +192,29 @@ SERVER_GARBAGE: dict[str, tuple[bytes, int, str | None]] = {
     "oversize": (*_COMMON["oversize"], "null"),
     "unknown-response": (*_COMMON["unknown-response"], None),
     "bad-cancel": (*_COMMON["bad-cancel"], None),
-    "bad-method": (b'{"jsonrpc":"2.0","id":"junk-N","method":5}', m.INVALID_REQUEST, "id"),
-    "bad-jsonrpc": (b'{"jsonrpc":"1.0","id":"junk-N","method":"x"}', m.INVALID_REQUEST, "id"),
-    "no-meta": (_REQ + b'{"name":"x"}}', m.INVALID_PARAMS, "id"),
-    "old-version": (_REQ + _META_OLD, m.UNSUPPORTED_PROTOCOL_VERSION, "id"),
-    "no-caps": (_REQ + _META_NO_CAPS, m.INVALID_PARAMS, "id"),
+    "bad-method": (b'{"jsonrpc":"2.0","id":"junk-N","method":5}', m.protocol.INVALID_REQUEST, "id"),
+    "bad-jsonrpc": (
+        b'{"jsonrpc":"1.0","id":"junk-N","method":"x"}',
+        m.protocol.INVALID_REQUEST,
+        "id",
+    ),
+    "no-meta": (_REQ + b'{"name":"x"}}', m.protocol.INVALID_PARAMS, "id"),
+    "old-version": (_REQ + _META_OLD, m.protocol.UNSUPPORTED_PROTOCOL_VERSION, "id"),
+    "no-caps": (_REQ + _META_NO_CAPS, m.protocol.INVALID_PARAMS, "id"),
 }
 #: To the client: (bytes, code).  A client never replies.
 CLIENT_GARBAGE: dict[str, tuple[bytes, int]] = {
     **_COMMON,
     "unknown-error": (
         b'{"jsonrpc":"2.0","id":"junk-N","error":{"code":-5,"message":"x"}}',
-        m.INVALID_REQUEST,
+        m.protocol.INVALID_REQUEST,
     ),
-    "server-request": (_REQ + b"{}}", m.INVALID_REQUEST),
-    "server-ping": (b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}', m.INVALID_REQUEST),
+    "server-request": (_REQ + b"{}}", m.protocol.INVALID_REQUEST),
+    "server-ping": (b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}', m.protocol.INVALID_REQUEST),
     "bad-progress": (
         b'{"jsonrpc":"2.0","method":"notifications/progress",'
         b'"params":{"progressToken":1,"progress":"x"}}',
-        m.INVALID_PARAMS,
+        m.protocol.INVALID_PARAMS,
     ),
 }
 #: Lines the framer must skip without a word.
@@ -376,7 +383,9 @@ class Exchange(RuleBasedStateMachine):
         self.seen[kind] += 1
         if kind == DUP_ID:
             raw = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{}}' % dup
-            return Seg(self._frame(raw), "garbage", expect=(("invalid", m.INVALID_REQUEST, None),))
+            return Seg(
+                self._frame(raw), "garbage", expect=(("invalid", m.protocol.INVALID_REQUEST, None),)
+            )
         if direction == "c2s":
             raw, code, reply = SERVER_GARBAGE[kind]
         else:
@@ -524,7 +533,11 @@ class Exchange(RuleBasedStateMachine):
                     expect = (
                         ("null-error", reply.error.code, None)
                         if reply.id is None
-                        else ("invalid", m.INVALID_REQUEST, None)  # unknown id at the client
+                        else (
+                            "invalid",
+                            m.protocol.INVALID_REQUEST,
+                            None,
+                        )  # unknown id at the client
                     )
                     self.s2c.append(Seg(data, "reply", expect=(expect,)))
             else:

@@ -22,10 +22,6 @@ from support.twin import normal
 
 from mrtr_core import (
     CLIENT,
-    INVALID_REQUEST,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
     NEED_DATA,
     SERVER,
     AutoReply,
@@ -36,7 +32,6 @@ from mrtr_core import (
     ConnectionClosed,
     DispatchInput,
     Done,
-    ElicitResult,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -50,8 +45,14 @@ from mrtr_core import (
     SendRequest,
     SendRetry,
     SessionOpened,
-    message_to_json,
 )
+from mrtr_core.protocol import (
+    INVALID_REQUEST,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+)
+from mrtr_core.wire import ElicitResult, message_to_json
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -194,6 +195,22 @@ def test_send_message_returns_the_stamped_leg_that_send_would_encode() -> None:
         Progress(request_id=message.id, progress=1, call=call),
         CallEvent(call=call, event=Done(result={"content": []})),
     ]
+
+
+@pytest.mark.parametrize("framing", ["lines", "messages"])
+def test_encode_of_send_message_is_exactly_what_send_writes(framing: Any) -> None:
+    by_bytes = Connection(CLIENT, era="modern", info=CLIENT_INFO, framing=framing)
+    by_message = Connection(CLIENT, era="modern", info=CLIENT_INFO, framing=framing)
+    for conn in (by_bytes, by_message):
+        conn.call("tools/call", TOOL)
+    (leg,) = drain(by_bytes)
+    (twin,) = drain(by_message)
+    message = by_message.send_message(twin)
+    assert message is not None
+    data = by_bytes.send(leg)
+    assert by_message.encode(message) == data
+    assert data.endswith(b"\n") == (framing == "lines")
+    assert json.loads(data) == message_to_json(message)
 
 
 def test_send_message_returns_the_servers_completed_result() -> None:

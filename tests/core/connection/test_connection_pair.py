@@ -32,17 +32,7 @@ from support.pairing import (
 
 from mrtr_core import (
     CLIENT,
-    INTERNAL_ERROR,
-    LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
     SERVER,
-    UNSUPPORTED_PROTOCOL_VERSION,
     AutoReply,
     CallEvent,
     CancelInputs,
@@ -52,14 +42,11 @@ from mrtr_core import (
     ConnectionClosed,
     DispatchInput,
     Done,
-    ElicitFormRequest,
     ErrorObject,
     ErrorResponse,
     Failed,
     HandshakeStep,
-    InputFailed,
     InvalidMessage,
-    ListRootsRequest,
     LocalProtocolError,
     LogMessage,
     Notification,
@@ -73,12 +60,26 @@ from mrtr_core import (
     SendRetry,
     SessionFailed,
     SessionOpened,
-    SessionState,
     TimedOut,
     error_response,
 )
-from mrtr_core import CreateMessageRequest as SamplingRequest
 from mrtr_core._errors import AppResultRefused
+from mrtr_core.connection import SessionState
+from mrtr_core.engine import InputFailed
+from mrtr_core.protocol import (
+    INTERNAL_ERROR,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mrtr_core.wire import CreateMessageRequest as SamplingRequest
+from mrtr_core.wire import ElicitFormRequest, ListRootsRequest
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

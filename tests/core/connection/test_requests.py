@@ -21,9 +21,6 @@ from support.pairing import drain, handshake
 import mrtr_core.connection as connection_package
 from mrtr_core import (
     CLIENT,
-    INVALID_REQUEST,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
     SERVER,
     Connection,
     InvalidMessage,
@@ -46,6 +43,7 @@ from mrtr_core.connection._requests import (
     OutgoingKind,
     OutgoingTable,
 )
+from mrtr_core.protocol import INVALID_REQUEST, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 
 IS = IncomingState
 II = IncomingInput

@@ -6,11 +6,7 @@ from typing import Any
 
 import pytest
 
-from mrtr_core import (
-    RemoteProtocolError,
-    Request,
-    RequestInfo,
-)
+from mrtr_core import RemoteProtocolError, Request
 from mrtr_core._errors import AppResultRefused
 from mrtr_core.connection._server_rules import (
     check_input_required,
@@ -19,6 +15,7 @@ from mrtr_core.connection._server_rules import (
     finish_result,
     initialize_result,
 )
+from mrtr_core.protocol import RequestInfo
 from mrtr_core.protocol._meta import (
     choose_version,
     has_modern_meta,

@@ -31,12 +31,6 @@ from support.pairing import (
 import mrtr_core.connection._connection as connection_module
 from mrtr_core import (
     CLIENT,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND,
     SERVER,
     AutoReply,
     CallEvent,
@@ -54,9 +48,9 @@ from mrtr_core import (
     ResultResponse,
     SessionFailed,
     SessionOpened,
-    SessionState,
     error_response,
 )
+from mrtr_core.connection import SessionState
 from mrtr_core.connection._session import (
     CLIENT_TRANSITIONS,
     LOCAL_INPUTS,
@@ -65,6 +59,14 @@ from mrtr_core.connection._session import (
     TERMINAL_STATES,
     Session,
     SessionInput,
+)
+from mrtr_core.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
 )
 
 pytestmark = pytest.mark.usefixtures("wire_variant")

@@ -43,9 +43,11 @@ SAMPLING_TOOLS = copy.deepcopy(SAMPLING)
 SAMPLING_TOOLS["params"]["tools"] = [{"name": "t", "inputSchema": {"type": "object"}}]
 ROOTS = {"method": "roots/list"}
 
-ACCEPT = m.ElicitResult(action="accept", content={"u": "metric"})
-SAMPLED = m.CreateMessageResult(role="assistant", content={"type": "text", "text": "yo"}, model="x")
-ROOTS_ANSWER = m.ListRootsResult(roots=[m.Root(uri="file:///w")])
+ACCEPT = m.wire.ElicitResult(action="accept", content={"u": "metric"})
+SAMPLED = m.wire.CreateMessageResult(
+    role="assistant", content={"type": "text", "text": "yo"}, model="x"
+)
+ROOTS_ANSWER = m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///w")])
 
 
 def input_required(
@@ -84,7 +86,7 @@ def only(events: list[Any], cls: type) -> list[Any]:
 @pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read"])
 def test_the_three_mrtr_methods_are_accepted(method: str) -> None:
     engine = m.RoundEngine(method, {})
-    assert engine.next_event() is m.NEED_START
+    assert engine.next_event() is m.engine.NEED_START
 
 
 @pytest.mark.parametrize(
@@ -123,11 +125,11 @@ def test_complete_result_and_missing_result_type_are_done() -> None:
         engine = started()
         (send,) = drain(engine)
         assert isinstance(send, m.SendRequest) and send.leg == 1 and not send.reissue
-        assert engine.next_event() is m.NEED_RESULT
+        assert engine.next_event() is m.engine.NEED_RESULT
         engine.receive_result(result, 1.0)
         assert drain(engine) == [m.Done(result=result)]
-        assert engine.state is m.EngineState.DONE
-        assert engine.next_event() is m.FINISHED
+        assert engine.state is m.engine.EngineState.DONE
+        assert engine.next_event() is m.engine.FINISHED
 
 
 def test_two_rounds_then_done() -> None:
@@ -139,8 +141,8 @@ def test_two_rounds_then_done() -> None:
         round=1, keys=("a",), kinds=("elicitation/create",), input_timeout=None
     )
     assert isinstance(events[1], m.DispatchInput) and events[1].key == "a"
-    assert isinstance(events[1].request, m.ElicitFormRequest)
-    assert engine.next_event() is m.NEED_INPUT
+    assert isinstance(events[1].request, m.wire.ElicitFormRequest)
+    assert engine.next_event() is m.engine.NEED_INPUT
     assert engine.pending_keys == ("a",)
     engine.provide("a", ACCEPT, 2.0)
     (retry,) = drain(engine)
@@ -157,7 +159,7 @@ def test_two_rounds_then_done() -> None:
     engine.provide(
         "b", {"role": "assistant", "content": {"type": "text", "text": "t"}, "model": "m"}, 4.0
     )
-    engine.provide("d", m.ElicitResult(action="decline"), 4.0)
+    engine.provide("d", m.wire.ElicitResult(action="decline"), 4.0)
     (retry,) = drain(engine)
     assert set(retry.params["inputResponses"]) == {"b", "c", "d"}
     assert "requestState" not in retry.params  # the latest result had none
@@ -207,7 +209,7 @@ def test_request_state_is_echoed_as_the_same_str() -> None:
     engine.provide("k", ACCEPT, 1.0)
     (retry,) = drain(engine)
     assert retry.params["requestState"] is state
-    line = m.Codec("stdlib").encode(m.Request(id=2, method="tools/call", params=retry.params))
+    line = m.wire.Codec("stdlib").encode(m.Request(id=2, method="tools/call", params=retry.params))
     assert b"\n" not in line
     assert json.loads(line)["params"]["requestState"] == state
 
@@ -224,19 +226,19 @@ def test_empty_request_state_is_still_echoed() -> None:
 
 def test_manual_mode_helper() -> None:
     original = {"name": "t", "requestState": "old", "inputResponses": {"x": {}}}
-    params = m.build_retry_params(original, {"k": ACCEPT}, "new")
+    params = m.engine.build_retry_params(original, {"k": ACCEPT}, "new")
     assert params == {
         "name": "t",
         "inputResponses": {"k": {"action": "accept", "content": {"u": "metric"}}},
         "requestState": "new",
     }
-    assert m.build_retry_params(original) == {"name": "t"}
-    assert m.build_retry_params(original, {}, None) == {"name": "t"}
+    assert m.engine.build_retry_params(original) == {"name": "t"}
+    assert m.engine.build_retry_params(original, {}, None) == {"name": "t"}
     assert original["requestState"] == "old"
     with pytest.raises(m.LocalProtocolError):
-        m.build_retry_params(["x"])  # type: ignore[arg-type]
+        m.engine.build_retry_params(["x"])  # type: ignore[arg-type]
     with pytest.raises(m.LocalProtocolError):
-        m.build_retry_params({}, None, b"bytes")  # type: ignore[arg-type]
+        m.engine.build_retry_params({}, None, b"bytes")  # type: ignore[arg-type]
 
 
 # --- requestState-only legs ------------------------------------------------------------
@@ -278,7 +280,7 @@ def test_state_only_legs_are_capped() -> None:
     last = input_required(None, "s")
     engine.receive_result(last, 3.0)
     (failed,) = drain(engine)
-    assert isinstance(failed.error, m.RoundLimitExceeded)
+    assert isinstance(failed.error, m.engine.RoundLimitExceeded)
     assert failed.error.limit_name == "max_state_only_legs" and failed.error.last_result is last
 
 
@@ -299,7 +301,7 @@ def test_round_cap_allows_max_rounds_retries_then_fails_with_the_payload() -> No
     events = drain(engine)
     assert not only(events, m.DispatchInput)
     (failed,) = events
-    assert isinstance(failed.error, m.RoundLimitExceeded)
+    assert isinstance(failed.error, m.engine.RoundLimitExceeded)
     assert failed.error.limit_name == "max_rounds" and failed.error.limit == 10
     assert failed.error.last_result is last
 
@@ -309,7 +311,7 @@ def test_max_rounds_zero_means_no_retry_at_all() -> None:
     drain(engine)
     engine.receive_result(input_required({"k": FORM}), 1.0)
     (failed,) = drain(engine)
-    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.RoundLimitExceeded)
+    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.engine.RoundLimitExceeded)
 
 
 # --- Invalid input_required results ------------------------------------------------------
@@ -347,9 +349,11 @@ def test_invalid_input_required_fails_without_retry(
     events = drain(engine)
     assert len(events) == 1 and isinstance(events[0], m.Failed)
     error = events[0].error
-    assert isinstance(error, m.InvalidInputRequired) and isinstance(error, m.RemoteProtocolError)
+    assert isinstance(error, m.engine.InvalidInputRequired) and isinstance(
+        error, m.RemoteProtocolError
+    )
     assert error.key == key and error.method == method
-    assert engine.state is m.EngineState.FAILED
+    assert engine.state is m.engine.EngineState.FAILED
 
 
 @pytest.mark.parametrize(
@@ -376,9 +380,9 @@ def test_undeclared_capability_fails(
     )
     (failed,) = drain(engine)
     error = failed.error
-    assert isinstance(error, m.MissingCapability)
+    assert isinstance(error, m.engine.MissingCapability)
     assert error.key == "bad" and error.required == required
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.protocol.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": required}
 
 
@@ -429,14 +433,14 @@ def test_error_response_with_junk_fields_and_misuse() -> None:
     engine = started()
     with pytest.raises(m.LocalProtocolError):
         engine.receive_error("boom", 1.0)  # type: ignore[arg-type]
-    assert engine.state is m.EngineState.ERROR
+    assert engine.state is m.engine.EngineState.ERROR
 
 
 def test_result_must_be_a_mapping() -> None:
     engine = started()
     with pytest.raises(m.LocalProtocolError):
         engine.receive_result(["x"], 1.0)  # type: ignore[arg-type]
-    assert engine.state is m.EngineState.ERROR
+    assert engine.state is m.engine.EngineState.ERROR
 
 
 def test_leg_timeout_cancels_the_leg_then_times_out() -> None:
@@ -489,7 +493,7 @@ def test_leg_broken_reissues_the_same_params_bounded() -> None:
     engine.leg_broken(5.0)
     (failed,) = drain(engine)
     assert (
-        isinstance(failed.error, m.RoundLimitExceeded)
+        isinstance(failed.error, m.engine.RoundLimitExceeded)
         and failed.error.limit_name == "max_leg_reissues"
     )
 
@@ -616,7 +620,7 @@ def test_fail_cancels_the_other_keys_and_ends_the_flow() -> None:
     engine.fail("a", "handler crashed")
     cancel, failed = drain(engine)
     assert cancel == m.CancelInputs(keys=("c",))
-    assert isinstance(failed.error, m.InputFailed) and failed.error.key == "a"
+    assert isinstance(failed.error, m.engine.InputFailed) and failed.error.key == "a"
     assert failed.error.reason == "handler crashed"
 
 
@@ -646,7 +650,7 @@ def test_bad_provide_is_misuse(key: str, answer: Any) -> None:
     drain(engine)
     with pytest.raises(m.LocalProtocolError):
         engine.provide(key, answer, 1.0)
-    assert engine.state is m.EngineState.ERROR
+    assert engine.state is m.engine.EngineState.ERROR
 
 
 def test_answering_a_key_twice_is_misuse() -> None:
@@ -683,7 +687,7 @@ def test_cancel_in_each_open_state() -> None:
     waiting.cancel(2.0)
     events = drain(waiting)
     assert events == [m.CancelInputs(keys=("b",)), m.Cancelled()]
-    assert waiting.state is m.EngineState.CANCELLED
+    assert waiting.state is m.engine.EngineState.CANCELLED
 
 
 def test_cancel_after_the_end_is_a_no_op() -> None:
@@ -692,7 +696,7 @@ def test_cancel_after_the_end_is_a_no_op() -> None:
     engine.receive_result({"resultType": "complete"}, 1.0)
     drain(engine)
     engine.cancel(2.0)
-    assert drain(engine) == [] and engine.state is m.EngineState.DONE
+    assert drain(engine) == [] and engine.state is m.engine.EngineState.DONE
 
 
 def test_misuse_after_the_end_keeps_the_terminal_state() -> None:
@@ -701,7 +705,7 @@ def test_misuse_after_the_end_keeps_the_terminal_state() -> None:
     engine.receive_result({"resultType": "complete"}, 1.0)
     with pytest.raises(m.LocalProtocolError):
         engine.start(2.0)
-    assert engine.state is m.EngineState.DONE
+    assert engine.state is m.engine.EngineState.DONE
 
 
 # --- Snapshot and restore -----------------------------------------------------------------
@@ -737,7 +741,7 @@ def test_snapshot_with_a_leg_in_flight_reissues_it() -> None:
     (again,) = drain(restored)
     assert isinstance(again, m.SendRetry) and again.reissue and again.params == retry.params
     idle = m.RoundEngine.restore(m.RoundEngine("prompts/get", {"name": "p"}).snapshot(0.0), 0.0)
-    assert idle.next_event() is m.NEED_START and idle.method == "prompts/get"
+    assert idle.next_event() is m.engine.NEED_START and idle.method == "prompts/get"
     first = started()
     drain(first)
     (resent,) = drain(m.RoundEngine.restore(first.snapshot(1.0), 0.0))
@@ -842,7 +846,7 @@ def test_include_context_needs_sampling_context(
         assert len(only(events, m.DispatchInput)) == 1
     else:
         (failed,) = events
-        assert isinstance(failed.error, m.MissingCapability)
+        assert isinstance(failed.error, m.engine.MissingCapability)
         assert "context" in failed.error.required["sampling"]
 
 
@@ -855,7 +859,7 @@ def test_restore_after_the_input_deadline_passed_times_out_without_dispatching()
     # is shared between processes), but a snapshot taken after the deadline is expired.
     snap = engine.snapshot(20.0)
     restored = m.RoundEngine.restore(snap, 100.0)
-    assert restored.state is m.EngineState.TIMED_OUT
+    assert restored.state is m.engine.EngineState.TIMED_OUT
     assert drain(restored) == [m.TimedOut(elapsed=19.0, budget=10.0, limit="input")]
 
 
@@ -868,5 +872,5 @@ def test_restore_exactly_at_the_input_deadline_times_out_rather_than_prompt_for_
     engine.receive_result(input_required({"a": FORM}), 1.0)
     drain(engine)
     restored = m.RoundEngine.restore(engine.snapshot(11.0), 500.0)
-    assert restored.state is m.EngineState.TIMED_OUT
+    assert restored.state is m.engine.EngineState.TIMED_OUT
     assert drain(restored) == [m.TimedOut(elapsed=10.0, budget=10.0, limit="input")]

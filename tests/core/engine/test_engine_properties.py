@@ -42,7 +42,7 @@ SENDS = (m.SendRequest, m.SendRetry)
 
 def pace(n: int) -> float:
     """The delay of the n-th (0-based) requestState-only leg since the last input round."""
-    return min(m.PACE_FIRST * 2**n, m.PACE_CAP)
+    return min(m.engine.PACE_FIRST * 2**n, m.engine.PACE_CAP)
 
 
 def strip(params: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +300,7 @@ def plans(draw: st.DrawFn, *, dyadic: bool = False, stale: bool = True) -> Plan:
             meta[CAPS_KEY] = caps
         caps = None
     return Plan(
-        method=draw(st.sampled_from(sorted(m.MRTR_METHODS))),
+        method=draw(st.sampled_from(sorted(m.protocol.MRTR_METHODS))),
         original=original,
         caps=caps,
         options=options,
@@ -346,10 +346,10 @@ def allowed(raw: dict[str, Any], caps: dict[str, Any]) -> bool:
 
 
 RESPONSE_CLASS: dict[str, type] = {
-    "elicitation/create": m.ElicitResult,
-    "elicitation/create#url": m.ElicitResult,
-    "sampling/createMessage": m.CreateMessageResult,
-    "roots/list": m.ListRootsResult,
+    "elicitation/create": m.wire.ElicitResult,
+    "elicitation/create#url": m.wire.ElicitResult,
+    "sampling/createMessage": m.wire.CreateMessageResult,
+    "roots/list": m.wire.ListRootsResult,
 }
 
 
@@ -454,7 +454,7 @@ class Run:
         self.round_state: Any = None
         self.deadline: float | None = None
         self.input_limit = "input"
-        self.wait: m.Wait = m.NEED_START
+        self.wait: m.Wait = m.engine.NEED_START
         self.last_input_required: dict[str, Any] | None = None
         self.input_retries = 0
         self.state_only_retries = 0
@@ -478,10 +478,10 @@ class Run:
         assert len(terminals) <= 1, events
         if terminals:
             assert events[-1] is terminals[0], events  # nothing after the terminal event
-            assert ev is m.FINISHED
-            assert self.engine.next_event() is m.FINISHED
-        elif self.engine.state is not m.EngineState.ERROR:
-            assert ev is not m.FINISHED, events  # a flow ends with a terminal event
+            assert ev is m.engine.FINISHED
+            assert self.engine.next_event() is m.engine.FINISHED
+        elif self.engine.state is not m.engine.EngineState.ERROR:
+            assert ev is not m.engine.FINISHED, events  # a flow ends with a terminal event
         return events, ev
 
     def remaining(self, now: float, delay: float = 0.0) -> float | None:
@@ -585,7 +585,7 @@ class Run:
         events, wait = self.drain()
         # The first leg: the original minus any stale round fields the caller left in.
         self.expect_send(events, kind=m.SendRequest, params=self.stripped, delay=0.0, reissue=False)
-        while wait is not m.FINISHED:
+        while wait is not m.engine.FINISHED:
             self.quiescent += 1
             self.points.append(wait)
             if self.stop_at == self.quiescent:
@@ -599,8 +599,8 @@ class Run:
                     wait = self.restore(json.loads(text), wait)
                     continue
             wait = self.act(wait)
-        assert self.engine.state in m.TERMINAL_STATES
-        assert self.engine.next_event() is m.FINISHED
+        assert self.engine.state in m.engine.TERMINAL_STATES
+        assert self.engine.next_event() is m.engine.FINISHED
         assert self.plan.original == self.pristine, "the original params were mutated"
         # Legs on the wire, counted from the events themselves (reissues of a leg
         # are the same leg again): within the caps.
@@ -623,23 +623,23 @@ class Run:
         action = self.next_action()
         if action.kind == "misuse":
             return self.misuse(wait)
-        if wait is m.NEED_RESULT:
+        if wait is m.engine.NEED_RESULT:
             return self.act_on_leg(action)
-        assert wait is m.NEED_INPUT
+        assert wait is m.engine.NEED_INPUT
         return self.act_on_round(action)
 
     def misuse(self, wait: m.Wait) -> m.Wait:
         engine = self.engine
         with pytest.raises(m.LocalProtocolError):
-            if wait is m.NEED_RESULT:
+            if wait is m.engine.NEED_RESULT:
                 engine.provide("no such key", {"action": "accept"}, self.now)
             else:
                 engine.leg_broken(self.now)
-        assert engine.state is m.EngineState.ERROR
+        assert engine.state is m.engine.EngineState.ERROR
         events, wait = self.drain()
         # A dead flow sends nothing and asks nothing (withdrawing prompts is fine).
         assert not any(isinstance(e, (*SENDS, m.DispatchInput, m.RoundStarted)) for e in events)
-        assert wait is m.FINISHED
+        assert wait is m.engine.FINISHED
         self.outcome = Outcome("error", (), self.action_no)
         return wait
 
@@ -692,7 +692,7 @@ class Run:
                 assert len(events) == 1, events
                 self.expect_failed(
                     events,
-                    m.RoundLimitExceeded,
+                    m.engine.RoundLimitExceeded,
                     limit_name="max_leg_reissues",
                     last_result=self.last_input_required,
                 )
@@ -739,14 +739,14 @@ class Run:
         if self.input_rounds > self.opts["max_rounds"]:
             assert len(events) == 1, events
             self.expect_failed(
-                events, m.RoundLimitExceeded, limit_name="max_rounds", last_result=result
+                events, m.engine.RoundLimitExceeded, limit_name="max_rounds", last_result=result
             )
             assert events[0].error.last_result is result
             return wait
         for key, raw in requests.items():
             if not allowed(raw, self.caps):
                 assert len(events) == 1, events
-                self.expect_failed(events, m.MissingCapability, key=key)
+                self.expect_failed(events, m.engine.MissingCapability, key=key)
                 return wait
         self.round += 1
         self.pace_n = 0
@@ -762,10 +762,10 @@ class Run:
             input_timeout=wait_for,
         )
         assert events[1:] == [
-            m.DispatchInput(key=k, request=m.structure_input_request(r), round=self.round)
+            m.DispatchInput(key=k, request=m.wire.structure_input_request(r), round=self.round)
             for k, r in requests.items()
         ]
-        assert wait is m.NEED_INPUT
+        assert wait is m.engine.NEED_INPUT
         assert self.engine.pending_keys == keys
         self.pending = list(keys)
         self.requests = dict(requests)
@@ -780,7 +780,7 @@ class Run:
             assert len(events) == 1, events
             self.expect_failed(
                 events,
-                m.RoundLimitExceeded,
+                m.engine.RoundLimitExceeded,
                 limit_name="max_state_only_legs",
                 last_result=result,
             )
@@ -833,7 +833,7 @@ class Run:
             if others:
                 assert events[0] == m.CancelInputs(keys=others)
             assert len(events) == 1 + bool(others), events
-            self.expect_failed(events, m.InputFailed, key=key)
+            self.expect_failed(events, m.engine.InputFailed, key=key)
             return wait
         if kind == "input_timeout":
             assert self.deadline is not None
@@ -858,7 +858,7 @@ class Run:
         key = self.pending[action.pick % len(self.pending)]
         raw = self.requests[key]
         wire = answer_for(raw, key, action.pick)
-        typed = m.structure(wire, RESPONSE_CLASS[request_kind(raw)])
+        typed = m.wire.structure(wire, RESPONSE_CLASS[request_kind(raw)])
         response: Any = dict(wire) if action.as_mapping else typed
         self.now = t
         self.call("provide", lambda: self.engine.provide(key, response, t))
@@ -872,7 +872,7 @@ class Run:
         self.answers[key] = wire
         if self.pending:
             assert events == []
-            assert wait is m.NEED_INPUT
+            assert wait is m.engine.NEED_INPUT
             return wait
         if self.spent(t):
             self.expect_total_timeout(events, wait)
@@ -890,7 +890,7 @@ class Run:
     # --- snapshot and restore ---
 
     def restore(self, snap: dict[str, Any], wait: m.Wait) -> m.Wait:
-        if wait is m.NEED_INPUT and self.deadline is not None and self.now >= self.deadline:
+        if wait is m.engine.NEED_INPUT and self.deadline is not None and self.now >= self.deadline:
             # Exactly at the input deadline the live engine still takes an answer, while a
             # restored round with no time left times out instead of prompting for 0 s
             # (test_restore_after_a_deadline_passed checks that): not the same flow.
@@ -904,7 +904,7 @@ class Run:
         self.identity = False  # the state went through JSON: equal, no longer the same str
         events, new_wait = self.drain()
         assert new_wait is wait
-        if wait is m.NEED_RESULT:
+        if wait is m.engine.NEED_RESULT:
             leg = self.leg
             assert leg is not None
             # The leg in flight died with the old process: restore re-issues it as a
@@ -922,7 +922,7 @@ class Run:
         )
         assert events[1:] == [
             m.DispatchInput(
-                key=k, request=m.structure_input_request(self.requests[k]), round=self.round
+                key=k, request=m.wire.structure_input_request(self.requests[k]), round=self.round
             )
             for k in self.pending
         ]
@@ -940,8 +940,8 @@ class Run:
 def pick_point(run: Run) -> st.SearchStrategy[int]:
     """A quiescent point of ``run`` (1-based), rounds waiting for answers first
     (sampled_from favours early items, and legs are the common case anyway)."""
-    rounds = [n for n, w in enumerate(run.points, 1) if w is m.NEED_INPUT]
-    legs = [n for n, w in enumerate(run.points, 1) if w is not m.NEED_INPUT]
+    rounds = [n for n, w in enumerate(run.points, 1) if w is m.engine.NEED_INPUT]
+    legs = [n for n, w in enumerate(run.points, 1) if w is not m.engine.NEED_INPUT]
     return st.sampled_from(rounds + legs)
 
 
@@ -967,7 +967,7 @@ def test_restore_after_a_deadline_passed(plan: Plan, data: st.DataObject) -> Non
     reference = Run(plan, snapshots=False).run()
     at = data.draw(pick_point(reference), label="stop at")
     run = Run(plan, snapshots=False, stop_at=at).run()
-    if run.engine.state in m.TERMINAL_STATES:
+    if run.engine.state in m.engine.TERMINAL_STATES:
         return
     late = data.draw(dyadic_steps, label="late")
     snap_at = run.now + late
@@ -979,7 +979,7 @@ def test_restore_after_a_deadline_passed(plan: Plan, data: st.DataObject) -> Non
     total = plan.options["total_timeout"]
     remaining = None if total is None else total - (snap_at - run.started)
     expired: set[str] = set()
-    if run.wait is m.NEED_RESULT:
+    if run.wait is m.engine.NEED_RESULT:
         if remaining is not None and remaining <= 0:
             expired.add("total")  # as when a leg is sent: no budget left, no leg
     else:
@@ -994,10 +994,10 @@ def test_restore_after_a_deadline_passed(plan: Plan, data: st.DataObject) -> Non
         assert events, "a restored flow past its deadline must time out"
         assert isinstance(events[-1], m.TimedOut), events
         assert events[-1].limit in expired
-        assert ev is m.FINISHED
+        assert ev is m.engine.FINISHED
         return
     assert ev is run.wait
-    if run.wait is m.NEED_RESULT:
+    if run.wait is m.engine.NEED_RESULT:
         (send,) = events
         assert isinstance(send, SENDS)
         assert send.reissue
@@ -1040,7 +1040,7 @@ def test_restore_past_a_deadline_does_not_prompt_again(opts: dict[str, Any], lim
     assert not any(isinstance(e, m.DispatchInput) for e in events), events
     assert isinstance(events[-1], m.TimedOut), events
     assert events[-1].limit == limit
-    assert ev is m.FINISHED
+    assert ev is m.engine.FINISHED
 
 
 def test_restore_past_the_budget_does_not_resend_the_leg() -> None:
@@ -1052,7 +1052,7 @@ def test_restore_past_the_budget_does_not_resend_the_leg() -> None:
     ev = restored.next_event()
     assert isinstance(ev, m.TimedOut)
     assert ev.limit == "total"
-    assert restored.next_event() is m.FINISHED
+    assert restored.next_event() is m.engine.FINISHED
 
 
 SNAPSHOT_KEYS = [
@@ -1089,7 +1089,7 @@ def test_restore_of_a_damaged_snapshot_raises_local_protocol_error_only(
     reference = Run(plan, snapshots=False).run()
     at = data.draw(pick_point(reference), label="stop at")
     run = Run(plan, snapshots=False, stop_at=at).run()
-    if run.engine.state in m.TERMINAL_STATES:
+    if run.engine.state in m.engine.TERMINAL_STATES:
         return
     snap = json.loads(json.dumps(run.engine.snapshot(run.now)))
     for _ in range(data.draw(st.integers(1, 3), label="damages")):
@@ -1133,7 +1133,7 @@ def test_snapshot_in_idle_restores_to_a_fresh_flow() -> None:
     engine = m.RoundEngine("tools/call", original, total_timeout=5.0)
     snap = json.loads(json.dumps(engine.snapshot(3.0)))
     restored = m.RoundEngine.restore(snap, 100.0)
-    assert restored.next_event() is m.NEED_START
+    assert restored.next_event() is m.engine.NEED_START
     restored.start(200.0)
     ev = restored.next_event()
     assert isinstance(ev, m.SendRequest)
@@ -1145,7 +1145,7 @@ def test_snapshot_in_idle_restores_to_a_fresh_flow() -> None:
 @given(plans(dyadic=True), st.data())
 def test_snapshot_restore_continues_the_same_flow(plan: Plan, data: st.DataObject) -> None:
     reference = Run(plan, snapshots=False).run()
-    event(f"reference: {reference.points.count(m.NEED_INPUT)} points waiting for input")
+    event(f"reference: {reference.points.count(m.engine.NEED_INPUT)} points waiting for input")
     at = data.draw(pick_point(reference), label="restore at")
     offset = data.draw(st.integers(0, 64 * 10**4).map(lambda n: n / 64), label="offset")
     resumed = Run(plan, restore_at=at, offset=offset).run()
@@ -1198,10 +1198,10 @@ def test_first_leg_strips_stale_round_fields(
         texts,
         st.sampled_from(
             [
-                m.ElicitResult(action="accept", content={"a": 1}),
+                m.wire.ElicitResult(action="accept", content={"a": 1}),
                 {"action": "decline"},
-                m.CreateMessageResult(role="assistant", content={"type": "text"}, model="x"),
-                m.ListRootsResult(roots=[m.Root(uri="file:///a", name="a")]),
+                m.wire.CreateMessageResult(role="assistant", content={"type": "text"}, model="x"),
+                m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///a", name="a")]),
                 {"roots": []},
             ]
         ),
@@ -1214,19 +1214,21 @@ def test_build_retry_params(
 ) -> None:
     pristine = copy.deepcopy(original)
     responses_before = copy.deepcopy(responses)
-    params = m.build_retry_params(original, responses, state)
+    params = m.engine.build_retry_params(original, responses, state)
     assert original == pristine
     assert responses == responses_before
     assert params is not original
     want = strip(pristine)
     if responses:
-        want["inputResponses"] = {k: m.unstructure_input_response(v) for k, v in responses.items()}
+        want["inputResponses"] = {
+            k: m.wire.unstructure_input_response(v) for k, v in responses.items()
+        }
         assert set(params["inputResponses"]) == set(responses)
     if state is not None:
         want["requestState"] = state
         assert params["requestState"] is state
     assert params == want
-    assert m.strip_round_fields(params) == strip(pristine)
+    assert m.engine.strip_round_fields(params) == strip(pristine)
     # JSON-able whenever the inputs are.
     json.dumps(params)
     # The result is the caller's own: changing it leaves the original alone.
@@ -1238,13 +1240,13 @@ def test_build_retry_params(
 @given(st.one_of(st.integers(), st.binary(), st.lists(st.integers())), st.none() | texts)
 def test_build_retry_params_rejects_non_mapping_params(bad: Any, state: str | None) -> None:
     with pytest.raises(m.LocalProtocolError):
-        m.build_retry_params(bad, None, state)
+        m.engine.build_retry_params(bad, None, state)
 
 
 @given(original_params(), st.one_of(st.integers(), st.binary(), st.floats(), st.just(["s"])))
 def test_build_retry_params_rejects_non_str_state(original: dict[str, Any], bad: Any) -> None:
     with pytest.raises(m.LocalProtocolError):
-        m.build_retry_params(original, None, bad)
+        m.engine.build_retry_params(original, None, bad)
 
 
 def test_pacing_sequence() -> None:
@@ -1285,5 +1287,5 @@ def test_state_only_legs_are_paced_and_the_pace_resets(
         )
         assert isinstance(engine.next_event(), m.RoundStarted)
         assert isinstance(engine.next_event(), m.DispatchInput)
-        engine.provide("r", m.ListRootsResult(roots=[]), now)
+        engine.provide("r", m.wire.ListRootsResult(roots=[]), now)
     assert isinstance(engine.next_event(), m.SendRetry)

@@ -1,6 +1,6 @@
 """Every (EngineState, EngineInput) pair, driven through the public API only.
 
-A pair in ``mrtr_core.TRANSITIONS`` must be accepted and lead to one of the
+A pair in ``mrtr_core.engine.TRANSITIONS`` must be accepted and lead to one of the
 states the table allows; any other pair is misuse: ``LocalProtocolError`` and a
 terminal state (``ERROR``, or the terminal state the engine was already in).
 """
@@ -16,8 +16,8 @@ import pytest
 
 import mrtr_core as m
 
-S = m.EngineState
-I = m.EngineInput  # noqa: E741
+S = m.engine.EngineState
+I = m.engine.EngineInput  # noqa: E741
 
 CAPS: dict[str, Any] = {"elicitation": {}}
 PARAMS: dict[str, Any] = {"name": "book", "arguments": {"city": "Oslo"}}
@@ -40,7 +40,7 @@ TWO_KEYS: dict[str, Any] = {
 }
 COMPLETE: dict[str, Any] = {"resultType": "complete", "content": []}
 ERROR_OBJ: dict[str, Any] = {"code": -32000, "message": "x"}
-ANSWER = m.ElicitResult(action="accept", content={})
+ANSWER = m.wire.ElicitResult(action="accept", content={})
 TERMINAL_EVENTS = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
 
 
@@ -117,7 +117,7 @@ def in_error(opts: dict[str, Any]) -> m.RoundEngine:
     return engine
 
 
-BUILDERS: dict[m.EngineState, Callable[[dict[str, Any]], m.RoundEngine]] = {
+BUILDERS: dict[m.engine.EngineState, Callable[[dict[str, Any]], m.RoundEngine]] = {
     S.IDLE: in_idle,
     S.AWAITING_RESULT: in_awaiting_result,
     S.AWAITING_INPUT: in_awaiting_input,
@@ -129,13 +129,13 @@ BUILDERS: dict[m.EngineState, Callable[[dict[str, Any]], m.RoundEngine]] = {
 }
 
 
-def built(state: m.EngineState, opts: dict[str, Any]) -> m.RoundEngine:
+def built(state: m.engine.EngineState, opts: dict[str, Any]) -> m.RoundEngine:
     """An engine driven into ``state`` with every event handed out."""
     engine = BUILDERS[state](opts)
     assert engine.state is state
     _, wait = drain(engine)
-    if state in m.TERMINAL_STATES:
-        assert wait is m.FINISHED
+    if state in m.engine.TERMINAL_STATES:
+        assert wait is m.engine.FINISHED
     return engine
 
 
@@ -144,7 +144,7 @@ def pending_key(engine: m.RoundEngine) -> str:
     return keys[0] if keys else "a"
 
 
-def apply(engine: m.RoundEngine, given: m.EngineInput, now: float = 3.0) -> None:
+def apply(engine: m.RoundEngine, given: m.engine.EngineInput, now: float = 3.0) -> None:
     if given is I.START:
         engine.start(now)
     elif given is I.RESULT:
@@ -168,42 +168,46 @@ def apply(engine: m.RoundEngine, given: m.EngineInput, now: float = 3.0) -> None
 
 
 def test_every_state_has_a_builder() -> None:
-    assert set(BUILDERS) == set(m.EngineState)
+    assert set(BUILDERS) == set(m.engine.EngineState)
 
 
 # --- The table itself ----------------------------------------------------------
 
 
 def test_table_uses_real_enum_members_only() -> None:
-    for (state, given), targets in m.TRANSITIONS.items():
-        assert isinstance(state, m.EngineState)
-        assert isinstance(given, m.EngineInput)
-        assert state in set(m.EngineState)
-        assert given in set(m.EngineInput)
+    for (state, given), targets in m.engine.TRANSITIONS.items():
+        assert isinstance(state, m.engine.EngineState)
+        assert isinstance(given, m.engine.EngineInput)
+        assert state in set(m.engine.EngineState)
+        assert given in set(m.engine.EngineInput)
         assert targets, (state, given)
-        assert all(isinstance(t, m.EngineState) for t in targets)
+        assert all(isinstance(t, m.engine.EngineState) for t in targets)
 
 
 def test_terminal_states_are_the_five_ends() -> None:
-    assert frozenset({S.DONE, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.ERROR}) == m.TERMINAL_STATES
+    assert (
+        frozenset({S.DONE, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.ERROR}) == m.engine.TERMINAL_STATES
+    )
 
 
-@pytest.mark.parametrize("state", [s for s in m.EngineState if s not in m.TERMINAL_STATES])
-def test_every_open_state_has_a_legal_input(state: m.EngineState) -> None:
-    assert any((state, given) in m.TRANSITIONS for given in m.EngineInput)
+@pytest.mark.parametrize(
+    "state", [s for s in m.engine.EngineState if s not in m.engine.TERMINAL_STATES]
+)
+def test_every_open_state_has_a_legal_input(state: m.engine.EngineState) -> None:
+    assert any((state, given) in m.engine.TRANSITIONS for given in m.engine.EngineInput)
 
 
-@pytest.mark.parametrize("state", sorted(m.TERMINAL_STATES, key=lambda s: s.value))
-def test_terminal_states_only_accept_cancel_and_stay(state: m.EngineState) -> None:
-    legal = {given for (s, given) in m.TRANSITIONS if s is state}
+@pytest.mark.parametrize("state", sorted(m.engine.TERMINAL_STATES, key=lambda s: s.value))
+def test_terminal_states_only_accept_cancel_and_stay(state: m.engine.EngineState) -> None:
+    legal = {given for (s, given) in m.engine.TRANSITIONS if s is state}
     assert legal <= {I.CANCEL}
     for given in legal:
-        assert m.TRANSITIONS[(state, given)] == frozenset({state})
+        assert m.engine.TRANSITIONS[(state, given)] == frozenset({state})
 
 
 def test_no_transition_leads_back_to_idle_or_to_error() -> None:
     # ERROR is only reached by misuse, never by a legal input; nothing returns to IDLE.
-    for (state, _), targets in m.TRANSITIONS.items():
+    for (state, _), targets in m.engine.TRANSITIONS.items():
         assert S.IDLE not in targets
         if state is not S.ERROR:
             assert S.ERROR not in targets
@@ -211,31 +215,33 @@ def test_no_transition_leads_back_to_idle_or_to_error() -> None:
 
 # --- Every pair -------------------------------------------------------------------
 
-PAIRS = list(itertools.product(m.EngineState, m.EngineInput))
+PAIRS = list(itertools.product(m.engine.EngineState, m.engine.EngineInput))
 
 
 @pytest.mark.parametrize(("state", "given"), PAIRS, ids=[f"{s.value}-{i.value}" for s, i in PAIRS])
-def test_pair(state: m.EngineState, given: m.EngineInput, opts: dict[str, Any]) -> None:
+def test_pair(
+    state: m.engine.EngineState, given: m.engine.EngineInput, opts: dict[str, Any]
+) -> None:
     engine = built(state, opts)
-    allowed = m.TRANSITIONS.get((state, given))
+    allowed = m.engine.TRANSITIONS.get((state, given))
     if allowed is not None:
         apply(engine, given)
         assert engine.state in allowed, (state, given, engine.state)
     else:
         with pytest.raises(m.LocalProtocolError):
             apply(engine, given)
-        if state in m.TERMINAL_STATES:
+        if state in m.engine.TERMINAL_STATES:
             assert engine.state is state
         else:
             assert engine.state is S.ERROR
     events, wait = drain(engine)
     terminal = [e for e in events if isinstance(e, TERMINAL_EVENTS)]
-    if engine.state in m.TERMINAL_STATES:
-        assert wait is m.FINISHED
+    if engine.state in m.engine.TERMINAL_STATES:
+        assert wait is m.engine.FINISHED
         # A flow that was already over emits nothing more; a flow that ends here
         # ends with exactly one terminal event, the last one handed out (misuse
         # may end it without one: ERROR is reported by the exception).
-        if state in m.TERMINAL_STATES:
+        if state in m.engine.TERMINAL_STATES:
             assert events == []
         elif engine.state is S.ERROR:
             assert len(terminal) <= 1
@@ -246,42 +252,42 @@ def test_pair(state: m.EngineState, given: m.EngineInput, opts: dict[str, Any]) 
             assert len(terminal) == 1
             assert events[-1] is terminal[0]
         for _ in range(3):
-            assert engine.next_event() is m.FINISHED
+            assert engine.next_event() is m.engine.FINISHED
     else:
         assert terminal == []
         assert (
             wait
             is {
-                S.IDLE: m.NEED_START,
-                S.AWAITING_RESULT: m.NEED_RESULT,
-                S.AWAITING_INPUT: m.NEED_INPUT,
+                S.IDLE: m.engine.NEED_START,
+                S.AWAITING_RESULT: m.engine.NEED_RESULT,
+                S.AWAITING_INPUT: m.engine.NEED_INPUT,
             }[engine.state]
         )
 
 
 @pytest.mark.parametrize(
     ("state", "given"),
-    [p for p in PAIRS if p not in m.TRANSITIONS],
-    ids=[f"{s.value}-{i.value}" for s, i in PAIRS if (s, i) not in m.TRANSITIONS],
+    [p for p in PAIRS if p not in m.engine.TRANSITIONS],
+    ids=[f"{s.value}-{i.value}" for s, i in PAIRS if (s, i) not in m.engine.TRANSITIONS],
 )
 def test_misuse_kills_the_flow_for_good(
-    state: m.EngineState, given: m.EngineInput, opts: dict[str, Any]
+    state: m.engine.EngineState, given: m.engine.EngineInput, opts: dict[str, Any]
 ) -> None:
     engine = built(state, opts)
     with pytest.raises(m.LocalProtocolError):
         apply(engine, given)
     after = engine.state
-    assert after in m.TERMINAL_STATES
+    assert after in m.engine.TERMINAL_STATES
     # Once dead, every input except cancel() is misuse too, and cancel() is a no-op.
-    for again in m.EngineInput:
-        if (after, again) in m.TRANSITIONS:
+    for again in m.engine.EngineInput:
+        if (after, again) in m.engine.TRANSITIONS:
             apply(engine, again)
         else:
             with pytest.raises(m.LocalProtocolError):
                 apply(engine, again)
         assert engine.state is after
     drain(engine)
-    assert engine.next_event() is m.FINISHED
+    assert engine.next_event() is m.engine.FINISHED
 
 
 # --- Each target state of each legal pair is reachable with the right data -------
@@ -289,7 +295,12 @@ def test_misuse_kills_the_flow_for_good(
 
 # (state, input, how, expected state): the data picks the branch.
 BRANCHES: list[
-    tuple[m.EngineState, m.EngineInput, Callable[[m.RoundEngine], None], m.EngineState]
+    tuple[
+        m.engine.EngineState,
+        m.engine.EngineInput,
+        Callable[[m.RoundEngine], None],
+        m.engine.EngineState,
+    ]
 ] = [
     (S.AWAITING_RESULT, I.RESULT, lambda e: e.receive_result(COMPLETE, 1.0), S.DONE),
     (S.AWAITING_RESULT, I.RESULT, lambda e: e.receive_result({"content": []}, 1.0), S.DONE),
@@ -326,22 +337,22 @@ BRANCHES: list[
     ids=[f"{s.value}-{i.value}-{e.value}-{n}" for n, (s, i, _, e) in enumerate(BRANCHES)],
 )
 def test_branch(
-    state: m.EngineState,
-    given: m.EngineInput,
+    state: m.engine.EngineState,
+    given: m.engine.EngineInput,
     how: Callable[[m.RoundEngine], None],
-    expected: m.EngineState,
+    expected: m.engine.EngineState,
     opts: dict[str, Any],
 ) -> None:
-    assert expected in m.TRANSITIONS[(state, given)]
+    assert expected in m.engine.TRANSITIONS[(state, given)]
     engine = built(state, opts)
     how(engine)
     assert engine.state is expected
     events, wait = drain(engine)
-    if expected in m.TERMINAL_STATES:
+    if expected in m.engine.TERMINAL_STATES:
         assert isinstance(events[-1], TERMINAL_EVENTS)
         assert sum(isinstance(e, TERMINAL_EVENTS) for e in events) == 1
-        assert wait is m.FINISHED
-        assert engine.next_event() is m.FINISHED
+        assert wait is m.engine.FINISHED
+        assert engine.next_event() is m.engine.FINISHED
 
 
 def test_provide_last_answer_sends_the_retry(opts: dict[str, Any]) -> None:
@@ -349,10 +360,10 @@ def test_provide_last_answer_sends_the_retry(opts: dict[str, Any]) -> None:
     engine.provide("a", ANSWER, 2.0)
     assert engine.state is S.AWAITING_INPUT
     engine.provide("b", {"action": "decline"}, 2.5)
-    assert engine.state in m.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
+    assert engine.state in m.engine.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
     assert engine.state is S.AWAITING_RESULT
     events, wait = drain(engine)
-    assert wait is m.NEED_RESULT
+    assert wait is m.engine.NEED_RESULT
     (retry,) = events
     assert isinstance(retry, m.SendRetry)
     assert retry.params == {
@@ -370,12 +381,12 @@ def test_provide_after_the_total_budget_times_out() -> None:
     engine.provide("a", ANSWER, 2.0)
     engine.provide("b", ANSWER, 10.5)
     assert engine.state is S.TIMED_OUT
-    assert engine.state in m.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
+    assert engine.state in m.engine.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
     events, wait = drain(engine)
     assert not any(isinstance(e, (m.SendRetry, m.SendRequest)) for e in events)
     assert isinstance(events[-1], m.TimedOut)
     assert events[-1].limit == "total"
-    assert wait is m.FINISHED
+    assert wait is m.engine.FINISHED
 
 
 def test_leg_broken_past_the_reissue_cap_fails() -> None:
@@ -386,7 +397,7 @@ def test_leg_broken_past_the_reissue_cap_fails() -> None:
     assert engine.state is S.FAILED
     events, _ = drain(engine)
     assert isinstance(events[-1], m.Failed)
-    assert isinstance(events[-1].error, m.RoundLimitExceeded)
+    assert isinstance(events[-1].error, m.engine.RoundLimitExceeded)
 
 
 def test_leg_broken_after_the_budget_times_out() -> None:
@@ -411,7 +422,9 @@ def test_result_after_the_budget_times_out() -> None:
 
 
 @pytest.mark.parametrize("state", [S.AWAITING_RESULT, S.AWAITING_INPUT])
-def test_misuse_with_an_unknown_key_is_an_error(state: m.EngineState, opts: dict[str, Any]) -> None:
+def test_misuse_with_an_unknown_key_is_an_error(
+    state: m.engine.EngineState, opts: dict[str, Any]
+) -> None:
     engine = built(state, opts)
     with pytest.raises(m.LocalProtocolError):
         engine.provide("no-such-key", ANSWER, 2.0)
@@ -421,7 +434,7 @@ def test_misuse_with_an_unknown_key_is_an_error(state: m.EngineState, opts: dict
 def test_misuse_with_a_wrongly_typed_answer_is_an_error(opts: dict[str, Any]) -> None:
     engine = built(S.AWAITING_INPUT, opts)
     with pytest.raises(m.LocalProtocolError):
-        engine.provide("a", m.ListRootsResult(roots=[]), 2.0)
+        engine.provide("a", m.wire.ListRootsResult(roots=[]), 2.0)
     assert engine.state is S.ERROR
     engine = built(S.AWAITING_INPUT, opts)
     with pytest.raises(m.LocalProtocolError):
@@ -448,6 +461,6 @@ def test_input_timed_out_with_no_input_limit_configured() -> None:
     drain(engine)
     with contextlib.suppress(m.MrtrError):
         engine.input_timed_out(2.0)
-    assert engine.state in m.TERMINAL_STATES
+    assert engine.state in m.engine.TERMINAL_STATES
     drain(engine)
-    assert engine.next_event() is m.FINISHED
+    assert engine.next_event() is m.engine.FINISHED

@@ -33,7 +33,7 @@ from mrtr_core.protocol._headers import (
     schema_header_params,
 )
 
-META = {m.META_PROTOCOL_VERSION: "2026-07-28", m.META_CLIENT_CAPABILITIES: {}}
+META = {m.protocol.META_PROTOCOL_VERSION: "2026-07-28", m.protocol.META_CLIENT_CAPABILITIES: {}}
 STRING = {"type": "string"}
 
 
@@ -67,7 +67,7 @@ def refused(message: dict[str, Any], *pairs: tuple[str, str], **kw: Any) -> Head
     with pytest.raises(HeaderMismatch) as caught:
         check_request_headers(received(*pairs), message, **kw)
     error = caught.value
-    assert error.code == m.HEADER_MISMATCH == -32020
+    assert error.code == m.protocol.HEADER_MISMATCH == -32020
     assert error.message.startswith("Header mismatch: ")
     assert isinstance(error, m.RemoteProtocolError)
     return error

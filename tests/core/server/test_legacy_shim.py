@@ -9,10 +9,10 @@ from support.pairing import drain
 
 import mrtr_core as m
 
-CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-UNITS = m.elicit_form("Units?", {"units": {"type": "string"}})
-TONE = m.sample("Three words for sunshine", max_tokens=10)
-ROOTS = m.list_roots()
+CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+UNITS = m.server.elicit_form("Units?", {"units": {"type": "string"}})
+TONE = m.server.sample("Three words for sunshine", max_tokens=10)
+ROOTS = m.server.list_roots()
 ANSWERS: dict[str, Any] = {
     "elicitation/create:Which city?": {"action": "accept", "content": {"city": "Oslo"}},
     "elicitation/create:Units?": {"action": "accept", "content": {"units": "C"}},
@@ -39,12 +39,12 @@ class Peer:
         self.server = m.Connection(m.SERVER)
         self.handler = handler
         self.shim_options = {"sealer": None, "principal": None, **shim_options}
-        self.shims: dict[Any, m.LegacyShim] = {}
+        self.shims: dict[Any, m.server.LegacyShim] = {}
         self.asked: list[m.Request] = []  # what the server asked the client
         self.waits: list[float] = []
         self.answer_with: dict[str, Any] = dict(ANSWERS)
         self.pump()
-        assert self.client.session_state is m.SessionState.READY
+        assert self.client.session_state is m.connection.SessionState.READY
 
     def pump(self, now: float = 0.0) -> list[Any]:
         """Move bytes both ways until quiet; return the client's call events."""
@@ -86,7 +86,7 @@ class Peer:
         elif isinstance(event, m.Request):
             info = self.server.request_info(event.id)
             handler = None if self.app_runs else self.handler
-            shim = m.LegacyShim(
+            shim = m.server.LegacyShim(
                 handler, event, info, new_id=self.server.new_request_id, **self.shim_options
             )
             self.shims[event.id] = shim
@@ -104,22 +104,22 @@ class Peer:
         for shim in self.shims.values():
             while not isinstance(event := shim.next_event(), m.Wait):
                 moved = True
-                if isinstance(event, m.ShimSend):
+                if isinstance(event, m.server.ShimSend):
                     self.client.receive_data(self.server.send(event.message))
-                elif isinstance(event, m.ShimWait):
+                elif isinstance(event, m.server.ShimWait):
                     self.waits.append(event.delay)
                     shim.resume(now + event.delay)
-                elif isinstance(event, m.ShimRun):
+                elif isinstance(event, m.server.ShimRun):
                     self.runs.append(event.request)
                     shim.leg_done(self.run_leg(shim, event.request, now))
                 else:
                     self.client.receive_data(self.server.send(event.response))
         return moved
 
-    def run_leg(self, shim: m.LegacyShim, leg: m.Request, now: float) -> Any:
+    def run_leg(self, shim: m.server.LegacyShim, leg: m.Request, now: float) -> Any:
         """What an app that runs its own legs does: a result, or the MrtrError raised."""
         try:
-            return m.run_handler(
+            return m.server.run_handler(
                 self.handler,
                 leg,
                 shim.info,
@@ -139,7 +139,7 @@ class Peer:
 def weather_three_rounds(seen: list[Any]) -> Any:
     """Ask city, then units, then a sampled tone (three rounds), then answer."""
 
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         seen.append(dict(ctx.params.get("inputResponses") or {}))
         state = ctx.state or {}
         if "city" not in state:
@@ -159,8 +159,10 @@ def weather_three_rounds(seen: list[Any]) -> Any:
     return handler
 
 
-def _sealer() -> m.StateSealer:
-    return m.StateSealer({"k": m.StateSealer.new_key()}, "k", store=m.MemoryNonceStore())
+def _sealer() -> m.server.StateSealer:
+    return m.server.StateSealer(
+        {"k": m.server.StateSealer.new_key()}, "k", store=m.server.MemoryNonceStore()
+    )
 
 
 def test_a_three_round_flow_over_real_server_to_client_requests() -> None:
@@ -184,7 +186,7 @@ def test_a_three_round_flow_over_real_server_to_client_requests() -> None:
 def test_several_asks_in_one_round_are_all_sent_before_the_handler_runs_again() -> None:
     runs: list[Any] = []
 
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         runs.append(sorted(ctx.params.get("inputResponses") or {}))
         asks = {"city": CITY, "tone": TONE, "where": ROOTS}
         if any(ctx.answer(key, ask) is None for key, ask in asks.items()):
@@ -201,7 +203,7 @@ def test_several_asks_in_one_round_are_all_sent_before_the_handler_runs_again() 
 def test_stale_round_fields_of_the_original_request_are_stripped() -> None:
     seen: list[Any] = []
 
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         seen.append((ctx.params.get("requestState"), ctx.params.get("inputResponses")))
         return {"content": []}
 
@@ -211,17 +213,17 @@ def test_stale_round_fields_of_the_original_request_are_stripped() -> None:
 
 
 def test_url_elicitation_gets_an_elicitation_id_for_2025_clients() -> None:
-    link = m.elicit_url("Sign in", "https://example.com/login")
-    request = m.legacy_request(5, link)
+    link = m.server.elicit_url("Sign in", "https://example.com/login")
+    request = m.server.legacy_request(5, link)
     assert request.method == "elicitation/create"
     assert request.params is not None
     assert request.params["mode"] == "url" and request.params["url"] == "https://example.com/login"
     assert isinstance(request.params["elicitationId"], str) and request.params["elicitationId"]
-    assert m.legacy_request(6, ROOTS) == m.Request(id=6, method="roots/list")
+    assert m.server.legacy_request(6, ROOTS) == m.Request(id=6, method="roots/list")
 
 
 def test_the_round_cap_ends_the_request_with_an_error() -> None:
-    def never_satisfied(ctx: m.HandlerContext) -> Any:
+    def never_satisfied(ctx: m.server.HandlerContext) -> Any:
         return ctx.ask({"city": CITY})
 
     peer = Peer(never_satisfied, max_rounds=3)
@@ -232,7 +234,7 @@ def test_the_round_cap_ends_the_request_with_an_error() -> None:
 
 
 def test_state_only_rounds_are_paced_and_the_pace_resets_after_a_round_that_asks() -> None:
-    def slow(ctx: m.HandlerContext) -> Any:
+    def slow(ctx: m.server.HandlerContext) -> Any:
         n = (ctx.state or 0) + 1
         if n in (1, 2, 3, 5, 6):
             return ctx.ask(state=n)  # "come back later"
@@ -252,7 +254,7 @@ def test_state_only_rounds_are_paced_and_the_pace_resets_after_a_round_that_asks
 def test_ten_state_only_rounds_do_not_use_up_the_rounds_of_input() -> None:
     # Regression: state-only rounds used to count against max_rounds, so ten of
     # them left no room for the one question that followed.
-    def patient(ctx: m.HandlerContext) -> Any:
+    def patient(ctx: m.server.HandlerContext) -> Any:
         n = ctx.state or 0
         if n < 10:
             return ctx.ask(state=n + 1)  # load shedding: "come back later", ten times
@@ -270,7 +272,7 @@ def test_ten_state_only_rounds_do_not_use_up_the_rounds_of_input() -> None:
 def test_a_handler_that_sheds_load_forever_is_stopped_by_the_state_only_bound() -> None:
     legs: list[Any] = []
 
-    def forever(ctx: m.HandlerContext) -> Any:
+    def forever(ctx: m.server.HandlerContext) -> Any:
         legs.append(ctx.state)
         return ctx.ask(state=(ctx.state or 0) + 1)
 
@@ -286,7 +288,7 @@ def test_a_handler_that_sheds_load_forever_is_stopped_by_the_state_only_bound() 
 
 def test_a_round_that_asks_does_not_reset_the_state_only_count() -> None:
     # As RoundEngine's max_state_only_legs: the bound is over the whole request.
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         n = ctx.state or 0
         if n == 1 and ctx.answer("city", CITY) is None:
             return ctx.ask({"city": CITY}, state=n)
@@ -311,7 +313,7 @@ def test_resume_outside_a_wait_is_misuse() -> None:
     peer.client.call("tools/call", {"name": "x"})
     peer.server.receive_data(peer.client.send(peer.client.next_event()))
     request = peer.server.next_event()
-    shim = m.LegacyShim(
+    shim = m.server.LegacyShim(
         lambda ctx: ctx.ask({"city": CITY}),
         request,
         peer.server.request_info(request.id),
@@ -325,7 +327,7 @@ def test_resume_outside_a_wait_is_misuse() -> None:
     with pytest.raises(m.LocalProtocolError, match="not a request of this shim"):
         shim.receive(m.ResultResponse(id=999, result={}), 1.0)
     with pytest.raises(m.LocalProtocolError, match="max_rounds"):
-        m.LegacyShim(
+        m.server.LegacyShim(
             lambda ctx: {},
             request,
             peer.server.request_info(request.id),
@@ -336,7 +338,7 @@ def test_resume_outside_a_wait_is_misuse() -> None:
         )
     for bad in (-1, True, 1.5):
         with pytest.raises(m.LocalProtocolError, match="max_state_only_rounds"):
-            m.LegacyShim(
+            m.server.LegacyShim(
                 lambda ctx: {},
                 request,
                 peer.server.request_info(request.id),
@@ -348,7 +350,7 @@ def test_resume_outside_a_wait_is_misuse() -> None:
 
 
 def test_a_handler_can_fall_back_when_the_client_lacks_a_capability() -> None:
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         if not ctx.can_ask(TONE):
             return {"content": [{"type": "text", "text": "plain forecast"}]}
         return ctx.ask({"tone": TONE})
@@ -360,10 +362,10 @@ def test_a_handler_can_fall_back_when_the_client_lacks_a_capability() -> None:
 
 @pytest.mark.parametrize("how", ["ctx.ask", "raw result"])
 def test_asking_what_the_client_lacks_is_a_32603_naming_the_capability(how: str) -> None:
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         if how == "ctx.ask":
             return ctx.ask({"tone": TONE})
-        return m.input_required({"tone": TONE})  # bypassing ctx.ask: still caught
+        return m.server.input_required({"tone": TONE})  # bypassing ctx.ask: still caught
 
     peer = Peer(handler, capabilities={"elicitation": {}})
     failed = peer.call()
@@ -373,7 +375,7 @@ def test_asking_what_the_client_lacks_is_a_32603_naming_the_capability(how: str)
 
 
 def test_an_error_answer_from_the_client_ends_the_request_and_withdraws_the_rest() -> None:
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         return ctx.ask({"tone": TONE, "city": CITY})
 
     peer = Peer(handler)
@@ -384,7 +386,7 @@ def test_an_error_answer_from_the_client_ends_the_request_and_withdraws_the_rest
 
 
 def test_a_handler_error_is_sent_as_its_own_code() -> None:
-    def handler(ctx: m.HandlerContext) -> Any:
+    def handler(ctx: m.server.HandlerContext) -> Any:
         ctx.answer("city", CITY)  # a malformed answer raises InvalidAnswer (-32602)
         return ctx.ask({"city": CITY})
 
@@ -403,7 +405,7 @@ def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
     peer.on_server_event(request, 0.0)
     (shim,) = peer.shims.values()
     (ask,) = [shim.next_event()]
-    assert isinstance(ask, m.ShimSend)
+    assert isinstance(ask, m.server.ShimSend)
     peer.client.receive_data(peer.server.send(ask.message))
     question = peer.client.next_event()
     assert question.method == "elicitation/create"
@@ -417,7 +419,7 @@ def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
     shim.cancel()
     shim.cancel()  # idempotent
     withdraw = shim.next_event()
-    assert withdraw == m.ShimSend(
+    assert withdraw == m.server.ShimSend(
         message=m.Notification(method="notifications/cancelled", params={"requestId": question.id})
     )
     assert shim.next_event() is m.Wait.FINISHED and shim.finished
@@ -452,8 +454,8 @@ def test_app_run_legs_give_the_same_flow_as_a_shim_run_handler(app_runs: bool) -
 
 
 def test_an_app_run_leg_that_raised_is_sent_as_its_own_error() -> None:
-    def handler(ctx: m.HandlerContext) -> Any:
-        raise m.InvalidAnswer("city", "no such city")
+    def handler(ctx: m.server.HandlerContext) -> Any:
+        raise m.server.InvalidAnswer("city", "no such city")
 
     peer = Peer(handler, app_runs=True)
     failed = peer.call()
@@ -462,14 +464,14 @@ def test_an_app_run_leg_that_raised_is_sent_as_its_own_error() -> None:
 
 
 def test_an_app_run_leg_asking_beyond_the_capabilities_is_a_32603() -> None:
-    peer = Peer(lambda ctx: m.input_required({"tone": TONE}), capabilities={}, app_runs=True)
+    peer = Peer(lambda ctx: m.server.input_required({"tone": TONE}), capabilities={}, app_runs=True)
     failed = peer.call()
     assert isinstance(failed, m.Failed) and failed.error.code == -32603
     assert failed.error.data == {"requiredCapabilities": {"sampling": {}}}
 
 
-def _started_app_shim() -> tuple[m.LegacyShim, m.Request]:
-    info = m.RequestInfo(
+def _started_app_shim() -> tuple[m.server.LegacyShim, m.Request]:
+    info = m.protocol.RequestInfo(
         id=7,
         method="tools/call",
         era="legacy",
@@ -482,17 +484,21 @@ def _started_app_shim() -> tuple[m.LegacyShim, m.Request]:
     )
     request = m.Request(id=7, method="tools/call", params={"name": "weather"})
     ids = iter(range(100, 200))
-    shim = m.LegacyShim(None, request, info, new_id=lambda: next(ids), sealer=None, principal=None)
+    shim = m.server.LegacyShim(
+        None, request, info, new_id=lambda: next(ids), sealer=None, principal=None
+    )
     shim.start(0.0)
     run = shim.next_event()
-    assert isinstance(run, m.ShimRun) and run.request == request
+    assert isinstance(run, m.server.ShimRun) and run.request == request
     return shim, run.request
 
 
 def test_leg_done_without_a_shim_run_out_is_misuse() -> None:
     shim, _ = _started_app_shim()
     shim.leg_done({"content": []})
-    assert shim.next_event() == m.ShimDone(response=m.ResultResponse(id=7, result={"content": []}))
+    assert shim.next_event() == m.server.ShimDone(
+        response=m.ResultResponse(id=7, result={"content": []})
+    )
     with pytest.raises(m.LocalProtocolError, match="answers a ShimRun"):
         shim.leg_done({"content": []})
 
@@ -506,7 +512,7 @@ def test_resume_while_the_app_runs_a_leg_is_misuse() -> None:
 def test_a_leg_that_finishes_after_a_cancel_sends_nothing() -> None:
     shim, _ = _started_app_shim()
     shim.cancel()
-    shim.leg_done(m.input_required({"city": CITY}))  # the app's late outcome: dropped
+    shim.leg_done(m.server.input_required({"city": CITY}))  # the app's late outcome: dropped
     assert shim.next_event() is m.Wait.FINISHED and shim.finished and shim.waiting_for == ()
 
 
@@ -518,17 +524,17 @@ def test_the_shim_says_what_it_waits_for_with_the_one_sentinel_type() -> None:
     assert shim.next_event() is m.Wait.NEED_RESULT  # the app runs the ShimRun's leg
     state_only = {"resultType": "input_required", "requestState": "s1"}
     shim.leg_done(state_only)
-    assert isinstance(shim.next_event(), m.ShimWait)
+    assert isinstance(shim.next_event(), m.server.ShimWait)
     assert shim.next_event() is m.Wait.NEED_START  # resume() after the delay
     shim.resume(1.0)
-    assert isinstance(shim.next_event(), m.ShimRun)
+    assert isinstance(shim.next_event(), m.server.ShimRun)
     shim.leg_done(m.server.input_required({"city": CITY}, state="s2"))
     ask = shim.next_event()
-    assert isinstance(ask, m.ShimSend) and isinstance(ask.message, m.Request)
+    assert isinstance(ask, m.server.ShimSend) and isinstance(ask.message, m.Request)
     assert shim.next_event() is m.Wait.NEED_INPUT  # the client's answer
     shim.receive(m.ResultResponse(id=ask.message.id, result={"action": "decline"}), 2.0)
-    assert isinstance(shim.next_event(), m.ShimRun)
+    assert isinstance(shim.next_event(), m.server.ShimRun)
     shim.leg_done({"content": []})
-    assert isinstance(shim.next_event(), m.ShimDone)
+    assert isinstance(shim.next_event(), m.server.ShimDone)
     assert shim.next_event() is m.Wait.FINISHED and shim.next_event() is m.Wait.FINISHED
     assert leg.id == 7

@@ -20,20 +20,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr_core import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
+from mrtr_core import LocalProtocolError, MrtrError, RemoteProtocolError, error_response
+from mrtr_core.protocol import INTERNAL_ERROR, INVALID_PARAMS
+from mrtr_core.server import (
     REQUEST_STATE_REASONS,
     InvalidRequestState,
-    LocalProtocolError,
     MemoryNonceStore,
-    MrtrError,
     NonceStore,
     NonceStoreFull,
     OpenedState,
-    RemoteProtocolError,
     StateSealer,
-    error_response,
     params_digest,
 )
 from mrtr_core.server._sealing import (

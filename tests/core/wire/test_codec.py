@@ -13,24 +13,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr_core import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    STDLIB_JSON,
-    Codec,
-    ElicitFormRequest,
-    ElicitUrlRequest,
     ErrorObject,
     ErrorResponse,
-    JsonBackend,
-    ListRootsResult,
     LocalProtocolError,
     Message,
     Notification,
     RemoteProtocolError,
     Request,
     ResultResponse,
+)
+from mrtr_core.protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mrtr_core.wire import (
+    STDLIB_JSON,
+    Codec,
+    ElicitFormRequest,
+    ElicitUrlRequest,
+    JsonBackend,
+    ListRootsResult,
     Root,
+    _codec,
     decode_message,
     default_codec,
     encode_message,
@@ -38,7 +39,6 @@ from mrtr_core import (
     message_from_json,
     message_to_json,
 )
-from mrtr_core.wire import _codec
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 CODECS: dict[str, Codec] = {name: Codec(name) for name in BACKENDS}

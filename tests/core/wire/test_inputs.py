@@ -41,26 +41,26 @@ def test_every_entry_round_trips(kind: InputKind) -> None:
     wire = SAMPLE_REQUESTS[kind.name]
     assert INPUT_KINDS.resolve(wire["method"], wire["params"]) is kind
     assert input_request_class(wire) is kind.request_class
-    request = m.structure_input_request(wire)
+    request = m.wire.structure_input_request(wire)
     assert type(request) is kind.request_class and request.method == kind.method
     assert INPUT_KINDS.kind_for(request) is kind and INPUT_KINDS.kind_of(request) is kind
-    assert m.input_kind(request) == kind.name
-    assert m.unstructure_input_request(request) == wire
-    answer = m.structure(SAMPLE_ANSWERS[kind.name], kind.response_class)
-    assert m.unstructure(answer) == SAMPLE_ANSWERS[kind.name]
+    assert m.engine.input_kind(request) == kind.name
+    assert m.wire.unstructure_input_request(request) == wire
+    answer = m.wire.structure(SAMPLE_ANSWERS[kind.name], kind.response_class)
+    assert m.wire.unstructure(answer) == SAMPLE_ANSWERS[kind.name]
     assert RESPONSE_FOR_REQUEST[kind.request_class] is kind.response_class
 
 
 def test_roots_may_come_without_params_and_others_may_not() -> None:
-    assert m.structure_input_request({"method": "roots/list"}) == m.ListRootsRequest()
+    assert m.wire.structure_input_request({"method": "roots/list"}) == m.wire.ListRootsRequest()
     with pytest.raises(m.RemoteProtocolError):
-        m.structure_input_request({"method": "sampling/createMessage"})
+        m.wire.structure_input_request({"method": "sampling/createMessage"})
 
 
 def test_lookups_of_what_is_not_an_input_request() -> None:
-    assert INPUT_KINDS.kind_of(m.ElicitResult(action="accept")) is None
+    assert INPUT_KINDS.kind_of(m.wire.ElicitResult(action="accept")) is None
     with pytest.raises(m.LocalProtocolError, match="ElicitResult is not an input request"):
-        INPUT_KINDS.kind_for(m.ElicitResult(action="accept"))
+        INPUT_KINDS.kind_for(m.wire.ElicitResult(action="accept"))
     assert INPUT_KINDS.resolve_legacy("ping", {}) is None
     assert INPUT_KINDS.resolve_legacy("elicitation/create", {"mode": "url"}) is URL_KIND
     with pytest.raises(m.RemoteProtocolError, match="unknown elicitation mode 'popup'"):
@@ -196,7 +196,7 @@ def _variant(kind: InputKind, **changes: Any) -> InputKind:
     ("extra", "match"),
     [
         (_variant(URL_KIND, request_class=m.RoundEngine), "registered twice"),  # same name
-        (_variant(CONFIRM, name="x", request_class=m.ElicitUrlRequest), "registered twice"),
+        (_variant(CONFIRM, name="x", request_class=m.wire.ElicitUrlRequest), "registered twice"),
         (
             _variant(URL_KIND, name="elicitation/create#popup", request_class=dict),
             "has its mode",

@@ -12,21 +12,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr_core import (
-    INVALID_PARAMS,
+    ErrorObject,
+    ErrorResponse,
+    Notification,
+    RemoteProtocolError,
+    Request,
+    ResultResponse,
+)
+from mrtr_core.protocol import INVALID_PARAMS
+from mrtr_core.wire import (
     CreateMessageRequest,
     CreateMessageResult,
     ElicitFormRequest,
     ElicitResult,
     ElicitUrlRequest,
-    ErrorObject,
-    ErrorResponse,
     InputRequiredResult,
     ListRootsRequest,
     ListRootsResult,
-    Notification,
-    RemoteProtocolError,
-    Request,
-    ResultResponse,
     Root,
     structure,
     structure_input_request,

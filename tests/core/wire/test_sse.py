@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mrtr_core as m
-from mrtr_core import SseEvent
+from mrtr_core.wire import SseEvent
 
 MODES = ("whole", "bytewise", "trailing")
 #: The unfinished next event the "trailing" mode appends, completed later by two LFs.
@@ -35,7 +35,7 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _collect(decoder: m.SseDecoder, out: list[Any]) -> None:
+def _collect(decoder: m.wire.SseDecoder, out: list[Any]) -> None:
     """Drain ``decoder`` up to NEED_DATA into ``out``; the buffer stays within the bound."""
     while True:
         event = decoder.next_event()
@@ -44,8 +44,8 @@ def _collect(decoder: m.SseDecoder, out: list[Any]) -> None:
             # of up to two bytes aside), also while an oversize line is being skipped.
             assert len(decoder._buf) <= max(decoder.max_event_size, 2)
             return
-        assert event is not m.END_OF_STREAM, "END_OF_STREAM before feed_eof()"
-        if isinstance(event, m.Oversize):
+        assert event is not m.wire.END_OF_STREAM, "END_OF_STREAM before feed_eof()"
+        if isinstance(event, m.wire.Oversize):
             assert event.size > decoder.max_event_size
             out.append(OVERSIZE)
         else:
@@ -53,18 +53,18 @@ def _collect(decoder: m.SseDecoder, out: list[Any]) -> None:
             out.append(event)
 
 
-def _finish(decoder: m.SseDecoder) -> None:
+def _finish(decoder: m.wire.SseDecoder) -> None:
     """End of stream: END_OF_STREAM for ever, and feeding is refused."""
     decoder.feed_eof()
     for _ in range(3):
-        assert decoder.next_event() is m.END_OF_STREAM
+        assert decoder.next_event() is m.wire.END_OF_STREAM
     decoder.feed_eof()  # (saying it twice is harmless)
-    assert decoder.next_event() is m.END_OF_STREAM
+    assert decoder.next_event() is m.wire.END_OF_STREAM
     with pytest.raises(m.LocalProtocolError):
         decoder.feed(b"data: late\n\n")
     with pytest.raises(m.LocalProtocolError):
         decoder.feed(b"")
-    assert decoder.next_event() is m.END_OF_STREAM
+    assert decoder.next_event() is m.wire.END_OF_STREAM
 
 
 def read(
@@ -72,10 +72,10 @@ def read(
     mode: str,
     *,
     tail: bytes = b"",
-    max_event_size: int = m.DEFAULT_MAX_EVENT_SIZE,
+    max_event_size: int = m.wire.DEFAULT_MAX_EVENT_SIZE,
     unfinished: bytes = UNFINISHED,
     finished: list[Any] | None = None,
-) -> tuple[list[Any], m.SseDecoder]:
+) -> tuple[list[Any], m.wire.SseDecoder]:
     """The events ``stream`` (then ``tail``, then EOF) gives when fed in ``mode``.
 
     ``tail`` comes after the trailing mode's completed event, right before EOF: the
@@ -83,7 +83,7 @@ def read(
     trailing mode ``unfinished`` must give ``finished`` (by default the event
     ``not yet`` with the stream's last event id) once two LFs complete it.
     """
-    decoder = m.SseDecoder(max_event_size=max_event_size)
+    decoder = m.wire.SseDecoder(max_event_size=max_event_size)
     out: list[Any] = []
     if mode == "whole":
         decoder.feed(stream + tail)
@@ -118,9 +118,9 @@ def events_of(stream: bytes, mode: str, **options: Any) -> list[Any]:
     return read(stream, mode, **options)[0]
 
 
-def read_chunks(chunks: list[bytes], **options: Any) -> tuple[list[Any], m.SseDecoder]:
+def read_chunks(chunks: list[bytes], **options: Any) -> tuple[list[Any], m.wire.SseDecoder]:
     """Feed exactly these chunks, draining after each, then EOF."""
-    decoder = m.SseDecoder(**options)
+    decoder = m.wire.SseDecoder(**options)
     out: list[Any] = []
     for chunk in chunks:
         decoder.feed(chunk)
@@ -270,7 +270,7 @@ def test_cr_cr_lf_is_a_line_then_a_blank_line(mode: str) -> None:
 
 
 def test_a_final_cr_dispatches_at_once_without_waiting_for_a_lf() -> None:
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     decoder.feed(b"data: a\r\r")
     assert decoder.next_event() == SseEvent(data="a")
     assert decoder.next_event() is m.NEED_DATA
@@ -364,12 +364,12 @@ def test_a_partial_bom_is_not_dropped(chunks: list[bytes], expected: list[Any]) 
 @pytest.mark.parametrize("start", [b"", b"\xef", b"\xef\xbb", BOM])
 def test_a_stream_of_at_most_a_bom_ends_quietly(start: bytes) -> None:
     assert read_chunks([start])[0] == []
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     assert decoder.next_event() is m.NEED_DATA  # before anything arrived
     decoder.feed(start)
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed_eof()
-    assert decoder.next_event() is m.END_OF_STREAM
+    assert decoder.next_event() is m.wire.END_OF_STREAM
 
 
 # --- fields -----------------------------------------------------------------------------------
@@ -460,14 +460,14 @@ def test_the_event_type_last_one_wins_and_is_reset_after_each_block(mode: str) -
 
 def test_comments_anywhere_and_as_keep_alive(mode: str) -> None:
     stream = (
-        m.encode_sse_comment()
-        + m.encode_sse_comment("ping")
+        m.wire.encode_sse_comment()
+        + m.wire.encode_sse_comment("ping")
         + b"data: a\n: inside an event\ndata: b\n:\n\n"
         + b": data: not data\n\n"
         + b":\r:\r\n\r\n"
-        + m.encode_sse_comment("keep-alive")
+        + m.wire.encode_sse_comment("keep-alive")
         + b"data: c\n\n"
-        + m.encode_sse_comment()
+        + m.wire.encode_sse_comment()
     )
     assert events_of(stream, mode) == [SseEvent(data="a\nb"), SseEvent(data="c")]
 
@@ -523,7 +523,7 @@ def test_an_id_containing_nul_is_ignored(mode: str) -> None:
 
 
 def test_last_event_id_starts_as_none() -> None:
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     assert decoder.last_event_id is None and decoder.reconnection_time is None
 
 
@@ -671,22 +671,22 @@ def test_a_blank_line_made_of_a_final_cr_still_dispatches(mode: str) -> None:
 
 
 def test_eof_with_nothing_fed() -> None:
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     _finish(decoder)
 
 
 def test_eof_with_complete_lines_still_buffered_hands_them_out_first() -> None:
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     decoder.feed(b"data: a\n\ndata: b\n\ndata: c\n")
     decoder.feed_eof()
     assert decoder.next_event() == SseEvent(data="a")
     assert decoder.next_event() == SseEvent(data="b")
-    assert decoder.next_event() is m.END_OF_STREAM
-    assert decoder.next_event() is m.END_OF_STREAM
+    assert decoder.next_event() is m.wire.END_OF_STREAM
+    assert decoder.next_event() is m.wire.END_OF_STREAM
 
 
 def test_feed_takes_bytes_like_objects() -> None:
-    decoder = m.SseDecoder()
+    decoder = m.wire.SseDecoder()
     decoder.feed(bytearray(b"data: a"))
     decoder.feed(memoryview(b"\n\n"))
     assert decoder.next_event() == SseEvent(data="a")
@@ -789,13 +789,13 @@ def test_the_end_of_stream_while_skipping_an_oversize_event(mode: str) -> None:
 
 
 def test_a_giant_line_arriving_in_chunks_is_reported_at_once_and_not_held() -> None:
-    decoder = m.SseDecoder(max_event_size=BOUND)
+    decoder = m.wire.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: ok\n\ndata: " + b"x" * 30)
     assert decoder.next_event() == SseEvent(data="ok")
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(b"x" * 30)
     report = decoder.next_event()  # 66 bytes of a line whose end has not arrived
-    assert isinstance(report, m.Oversize) and report.size > BOUND
+    assert isinstance(report, m.wire.Oversize) and report.size > BOUND
     for _ in range(100):
         decoder.feed(b"y" * 50)
         assert decoder.next_event() is m.NEED_DATA  # reported once only
@@ -811,11 +811,11 @@ def test_a_giant_line_arriving_in_chunks_is_reported_at_once_and_not_held() -> N
 
 
 def test_a_giant_line_after_many_small_ones_is_not_held() -> None:
-    decoder = m.SseDecoder(max_event_size=BOUND)
+    decoder = m.wire.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: xx\n" * 6)
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(b"data: " + b"z" * 20)  # 54 counted + 26 waiting > 64
-    assert isinstance(decoder.next_event(), m.Oversize)
+    assert isinstance(decoder.next_event(), m.wire.Oversize)
     for _ in range(20):
         decoder.feed(b"z" * 1000)
         assert decoder.next_event() is m.NEED_DATA
@@ -825,29 +825,29 @@ def test_a_giant_line_after_many_small_ones_is_not_held() -> None:
 
 
 def test_a_line_past_the_bound_inside_one_feed_is_reported_without_waiting() -> None:
-    decoder = m.SseDecoder(max_event_size=BOUND)
+    decoder = m.wire.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: " + b"x" * 10_000)
     report = decoder.next_event()
-    assert isinstance(report, m.Oversize) and report.size == 10_006
+    assert isinstance(report, m.wire.Oversize) and report.size == 10_006
     assert decoder.next_event() is m.NEED_DATA
     assert len(decoder._buf) <= 1
 
 
 def test_the_default_bound() -> None:
-    assert m.DEFAULT_MAX_EVENT_SIZE == 16 * 1024 * 1024
-    assert m.SseDecoder().max_event_size == m.DEFAULT_MAX_EVENT_SIZE
-    assert m.SseDecoder(max_event_size=1).max_event_size == 1
+    assert m.wire.DEFAULT_MAX_EVENT_SIZE == 16 * 1024 * 1024
+    assert m.wire.SseDecoder().max_event_size == m.wire.DEFAULT_MAX_EVENT_SIZE
+    assert m.wire.SseDecoder(max_event_size=1).max_event_size == 1
 
 
 @pytest.mark.parametrize("bad", [0, -1, -(2**70), True, False, "8", 1.5, 8.0, None, b"8"])
 def test_the_bound_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(m.LocalProtocolError, match="max_event_size"):
-        m.SseDecoder(max_event_size=bad)
+        m.wire.SseDecoder(max_event_size=bad)
 
 
 def test_the_bound_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        m.SseDecoder(64)  # type: ignore[call-arg]
+        m.wire.SseDecoder(64)  # type: ignore[call-arg]
 
 
 def test_a_bound_of_one_allows_only_blank_lines(mode: str) -> None:
@@ -910,7 +910,7 @@ def test_bug_the_bytes_of_a_leading_bom_count_toward_the_bound(mode: str) -> Non
     ],
 )
 def test_encode_sse_exact_bytes(args: tuple[str], options: dict[str, Any], expected: bytes) -> None:
-    assert m.encode_sse(*args, **options) == expected
+    assert m.wire.encode_sse(*args, **options) == expected
 
 
 @pytest.mark.parametrize(
@@ -936,32 +936,32 @@ def test_encode_sse_exact_bytes(args: tuple[str], options: dict[str, Any], expec
 )
 def test_encode_sse_refuses_what_cannot_be_written(options: dict[str, Any]) -> None:
     with pytest.raises(m.LocalProtocolError):
-        m.encode_sse("x", **options)
+        m.wire.encode_sse("x", **options)
 
 
 def test_encode_sse_arguments_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        m.encode_sse("x", "event")  # type: ignore[call-arg]
+        m.wire.encode_sse("x", "event")  # type: ignore[call-arg]
 
 
 def test_encode_sse_comment() -> None:
-    assert m.encode_sse_comment() == b":\n\n"
-    assert m.encode_sse_comment("") == b":\n\n"
-    assert m.encode_sse_comment("ping") == b": ping\n\n"
-    assert m.encode_sse_comment("a: b") == b": a: b\n\n"
-    assert m.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
+    assert m.wire.encode_sse_comment() == b":\n\n"
+    assert m.wire.encode_sse_comment("") == b":\n\n"
+    assert m.wire.encode_sse_comment("ping") == b": ping\n\n"
+    assert m.wire.encode_sse_comment("a: b") == b": a: b\n\n"
+    assert m.wire.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
     for bad in ("a\nb", "a\rb", "\r\n", "\n"):
         with pytest.raises(m.LocalProtocolError):
-            m.encode_sse_comment(bad)
+            m.wire.encode_sse_comment(bad)
 
 
 def test_encoded_events_decode_back(mode: str) -> None:
     stream = (
-        m.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5)
-        + m.encode_sse_comment("ping")
-        + m.encode_sse("")
-        + m.encode_sse("\n")
-        + m.encode_sse("x", id="")
+        m.wire.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5)
+        + m.wire.encode_sse_comment("ping")
+        + m.wire.encode_sse("")
+        + m.wire.encode_sse("\n")
+        + m.wire.encode_sse("x", id="")
     )
     events, decoder = read(stream, mode)
     assert events == [
@@ -1006,8 +1006,8 @@ def test_encoded_events_decode_back_in_any_chunking(
     data: st.DataObject,
 ) -> None:
     stream = (BOM if bom else b"") + b"".join(
-        m.encode_sse(text, event=event, id=ident, retry=retry)
-        + (b"" if comment is None else m.encode_sse_comment(comment))
+        m.wire.encode_sse(text, event=event, id=ident, retry=retry)
+        + (b"" if comment is None else m.wire.encode_sse_comment(comment))
         for text, event, ident, retry, comment in events
     )
     # The written lines hold no CR or LF of their own (UTF-8 never has those bytes
@@ -1054,10 +1054,10 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     pretty = json.dumps(json.loads(response), indent=2).replace("\n", "\r\n")
 
     stream = (
-        m.encode_sse_comment()
-        + m.encode_sse(progress.decode(), id="s1-1", retry=1000)
-        + m.encode_sse_comment("keep-alive")
-        + m.encode_sse(response.decode(), event="message", id="s1-2")
+        m.wire.encode_sse_comment()
+        + m.wire.encode_sse(progress.decode(), id="s1-1", retry=1000)
+        + m.wire.encode_sse_comment("keep-alive")
+        + m.wire.encode_sse(response.decode(), event="message", id="s1-2")
     )
     events, decoder = read(stream, mode)
     assert [(e.event, e.id, e.data.encode()) for e in events] == [
@@ -1078,6 +1078,6 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     assert client.next_event() is m.NEED_DATA
 
     # The indented form of the same message, read off a stream of its own.
-    (again,) = events_of(m.encode_sse(pretty), mode)
+    (again,) = events_of(m.wire.encode_sse(pretty), mode)
     assert "\r" not in again.data and again.data.count("\n") == pretty.count("\r\n")
     assert json.loads(again.data) == json.loads(response)

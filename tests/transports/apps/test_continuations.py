@@ -25,9 +25,9 @@ from test_mcp_app import RecordingOutlet, accept, serve_call
 
 import mrtr_core as m
 
-CITY = m.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-UNITS = m.elicit_form("Units?", {"units": {"type": "string"}})
-TONE = m.sample("Three words for sunshine", max_tokens=10)
+CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+UNITS = m.server.elicit_form("Units?", {"units": {"type": "string"}})
+TONE = m.server.sample("Three words for sunshine", max_tokens=10)
 ANSWERS: dict[str, Any] = {
     "city": {"action": "accept", "content": {"city": "Oslo"}},
     "units": {"action": "accept", "content": {"units": "C"}},
@@ -37,8 +37,8 @@ CAPS = {"elicitation": {}, "sampling": {}}
 PARAMS = {"name": "weather", "arguments": {}}
 
 
-def info(capabilities: Any = CAPS, method: str = "tools/call") -> m.RequestInfo:
-    return m.RequestInfo(
+def info(capabilities: Any = CAPS, method: str = "tools/call") -> m.protocol.RequestInfo:
+    return m.protocol.RequestInfo(
         id=1,
         method=method,
         era="modern",
@@ -51,8 +51,8 @@ def info(capabilities: Any = CAPS, method: str = "tools/call") -> m.RequestInfo:
     )
 
 
-def sealer() -> m.StateSealer:
-    return m.StateSealer({"k": b"k" * 32}, "k")
+def sealer() -> m.server.StateSealer:
+    return m.server.StateSealer({"k": b"k" * 32}, "k")
 
 
 def weather(log: list[str]) -> Any:
@@ -184,7 +184,7 @@ async def test_a_finished_flow_frees_its_place_before_its_result_goes_out() -> N
 async def test_a_failed_flow_frees_its_place_before_its_error_goes_out() -> None:
     async def refuses(ctx: Context) -> str:
         await ctx.wait_for({"city": CITY})
-        raise m.MrtrError("no", code=m.INVALID_PARAMS)
+        raise m.MrtrError("no", code=m.protocol.INVALID_PARAMS)
 
     app = app_with(refuses, continuations=ContinuationStore(max_parked=1))
     for _ in range(50):
@@ -207,7 +207,7 @@ async def test_an_idle_parked_handler_is_cancelled_and_evicted(
     assert len(store) == 1 and log == ["started"]
     await trio.sleep(2.0)  # 31 s idle: evicted
     assert len(store) == 0 and log == ["started", "cancelled"]
-    with pytest.raises(m.InvalidRequestState) as caught:
+    with pytest.raises(m.server.InvalidRequestState) as caught:
         await leg(app, retry_of(second))
     assert caught.value.data == {"reason": "unknown_continuation"}
 
@@ -216,11 +216,11 @@ async def test_an_older_rounds_state_is_refused_and_a_busy_one_too() -> None:
     app = app_with(weather([]))
     first = await leg(app, PARAMS)
     await leg(app, retry_of(first))  # now in round 2
-    with pytest.raises(m.InvalidRequestState) as caught:
+    with pytest.raises(m.server.InvalidRequestState) as caught:
         await leg(app, retry_of(first))  # round 1's state, replayed
     assert caught.value.data == {"reason": "replayed"}
     tampered = {**retry_of(first), "requestState": first["requestState"] + "x"}
-    with pytest.raises(m.InvalidRequestState):
+    with pytest.raises(m.server.InvalidRequestState):
         await leg(app, tampered)
     # A state of the right key but not of this store.
     other = sealer().seal(
@@ -230,7 +230,7 @@ async def test_an_older_rounds_state_is_refused_and_a_busy_one_too() -> None:
         principal="ada",
         now=app.clock(),
     )
-    with pytest.raises(m.InvalidRequestState) as caught:
+    with pytest.raises(m.server.InvalidRequestState) as caught:
         await leg(app, {**PARAMS, "requestState": other})
     assert caught.value.data == {"reason": "unknown_continuation"}
 
@@ -253,7 +253,7 @@ async def test_a_duplicate_leg_while_the_handler_runs_is_refused() -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(retry)
         await trio.testing.wait_all_tasks_blocked()
-        with pytest.raises(m.InvalidRequestState) as caught:
+        with pytest.raises(m.server.InvalidRequestState) as caught:
             await leg(app, retry_of(first))
         assert caught.value.data == {"reason": "unknown_continuation"}
         release.set()
@@ -277,7 +277,7 @@ async def test_a_leg_cancelled_while_the_handler_runs_cancels_the_handler() -> N
         await leg(app, retry_of(first))
     await trio.testing.wait_all_tasks_blocked()
     assert log == ["handler cancelled"] and len(store_of(app)) == 0
-    with pytest.raises(m.InvalidRequestState) as caught:
+    with pytest.raises(m.server.InvalidRequestState) as caught:
         await leg(app, retry_of(first))  # the re-issued leg: start over
     assert caught.value.data == {"reason": "unknown_continuation"}
 
@@ -293,7 +293,7 @@ async def test_handler_errors_reach_the_client_and_never_the_nursery() -> None:
 
     app = app_with(needs_sampling)
     app.add_prompt(buggy, continuation=True)
-    with pytest.raises(m.CapabilityRequired) as caught:
+    with pytest.raises(m.server.CapabilityRequired) as caught:
         await leg(app, PARAMS, caps={"elicitation": {}})
     assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
     # A bug where the app has no tool result to put it in (a prompt): -32603 naming it.
@@ -314,7 +314,7 @@ async def test_context_helpers_and_bounds() -> None:
 
     async def peek(ctx: Context) -> dict[str, Any]:
         seen["arguments"] = dict(ctx.arguments)
-        seen["can_ask"] = (ctx.can_ask(CITY), ctx.can_ask(m.list_roots()))
+        seen["can_ask"] = (ctx.can_ask(CITY), ctx.can_ask(m.server.list_roots()))
         seen["principal"] = ctx.principal
         return {"content": []}
 
@@ -470,7 +470,7 @@ async def test_over_real_http_each_legs_progress_streams_on_its_own_response() -
     app = app_with(counted, name="counted")
     progress: list[float] = []
 
-    async def answer(key: str, request: m.InputRequest) -> Any:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
         return ANSWERS[key]
 
     with trio.fail_after(10):

@@ -43,12 +43,12 @@ def assistant(text: str) -> dict[str, Any]:
 ROOTS_ANSWER = {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
 
 
-def conformance_answer(key: str, request: m.InputRequest) -> Any:
+def conformance_answer(key: str, request: m.wire.InputRequest) -> Any:
     """What the suite answers each kind of input request with."""
-    if isinstance(request, m.ElicitFormRequest):
+    if isinstance(request, m.wire.ElicitFormRequest):
         props = request.requested_schema["properties"]
         return accept({name: "Alice" if name == "name" else True for name in props})
-    if isinstance(request, m.CreateMessageRequest):
+    if isinstance(request, m.wire.CreateMessageRequest):
         return assistant("The capital of France is Paris.")
     return ROOTS_ANSWER
 
@@ -205,7 +205,7 @@ async def test_header_fixture_declares_its_mcp_param_headers() -> None:
 async def test_missing_capability_fixture() -> None:
     params = {"name": "test_missing_capability", "arguments": {}}
     error = await error_of(app, "tools/call", params, capabilities={})
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.protocol.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": {"sampling": {}}}
     served = await serve_call(app, "tools/call", params, lambda k, r: assistant("hi!"))
     assert served.result is not None and text_of(served.result) == "The client's model said: hi!"
@@ -255,7 +255,7 @@ async def test_resource_fixtures() -> None:
     ] == "test://template/{id}/data"
     missing_uri = "test://nonexistent-resource-for-conformance-testing"
     error = await error_of(app, "resources/read", {"uri": missing_uri})
-    assert (error.code, error.data) == (m.INVALID_PARAMS, {"uri": missing_uri})
+    assert (error.code, error.data) == (m.protocol.INVALID_PARAMS, {"uri": missing_uri})
 
 
 async def test_prompt_fixtures() -> None:
@@ -342,7 +342,7 @@ async def test_elicitation_fixture_asks_user_name_and_greets() -> None:
     # validate-input: a number where an ElicitResult belongs, and null inputResponses
     for bad in ({"user_name": 12345}, None):
         error = await error_of(app, "tools/call", {**params, "inputResponses": bad})
-        assert error.code == m.INVALID_PARAMS
+        assert error.code == m.protocol.INVALID_PARAMS
 
 
 @pytest.mark.parametrize(
@@ -396,7 +396,7 @@ async def test_multiple_inputs_fixture_asks_three_kinds_at_once() -> None:
     assert methods == {"elicitation/create", "sampling/createMessage", "roots/list"}
     assert first["requestState"]
     answers = {
-        key: conformance_answer(key, m.structure_input_request(r))
+        key: conformance_answer(key, m.wire.structure_input_request(r))
         for key, r in first["inputRequests"].items()
     }
     done = await call(app, "tools/call", retry_params(params, first, answers))
@@ -431,7 +431,10 @@ async def test_tampered_state_fixture_refuses_a_modified_state() -> None:
         "requestState": first["requestState"] + "-TAMPERED",
     }
     error = await error_of(app, "tools/call", tampered)
-    assert error.code == m.INVALID_PARAMS and error.message == "Invalid or expired requestState"
+    assert (
+        error.code == m.protocol.INVALID_PARAMS
+        and error.message == "Invalid or expired requestState"
+    )
     assert (
         text_of(await call(app, "tools/call", retry_params(params, first, answers)))
         == "state verified"
@@ -525,7 +528,7 @@ async def test_triggers_change_the_lists_and_tell_listen_streams() -> None:
 # --- the demo tools ------------------------------------------------------------------------------
 
 
-def weather_user(key: str, request: m.InputRequest) -> Any:
+def weather_user(key: str, request: m.wire.InputRequest) -> Any:
     return {
         "city": accept({"city": "Oslo"}),
         "units": accept({"units": "C"}),
@@ -552,7 +555,9 @@ async def test_weather_does_without_sampling_when_the_client_cannot_sample() -> 
     no_forms = await serve_call(
         app, "tools/call", {"name": "weather", "arguments": {}}, capabilities={"sampling": {}}
     )
-    assert no_forms.error is not None and no_forms.error.code == m.MISSING_CLIENT_CAPABILITY
+    assert (
+        no_forms.error is not None and no_forms.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    )
 
 
 async def test_deploy_happens_once_and_only_when_confirmed() -> None:
@@ -616,8 +621,8 @@ async def serve_legacy_call(
     handshake(client, server)
     call_id = client.call("tools/call", params)
     asked: list[str] = []
-    shim: m.LegacyShim | None = None
-    info: m.RequestInfo | None = None
+    shim: m.server.LegacyShim | None = None
+    info: m.protocol.RequestInfo | None = None
     with trio.fail_after(2):
         while True:
             while (event := client.next_event()) is not m.NEED_DATA:
@@ -635,7 +640,7 @@ async def serve_legacy_call(
             while (incoming := server.next_event()) is not m.NEED_DATA:
                 if isinstance(incoming, m.Request):
                     info = server.request_info(incoming.id)
-                    shim = m.LegacyShim(
+                    shim = m.server.LegacyShim(
                         None,
                         incoming,
                         info,
@@ -651,16 +656,16 @@ async def serve_legacy_call(
                     shim.receive(incoming, trio.current_time())
                 assert shim is not None
                 while not isinstance(step := shim.next_event(), m.Wait):
-                    if isinstance(step, m.ShimRun):
+                    if isinstance(step, m.server.ShimRun):
                         assert info is not None  # each leg runs with the original's info
                         try:
                             outcome: Any = await app.handle(step.request, info, RecordingOutlet())
                         except m.MrtrError as exc:
                             outcome = exc
                         shim.leg_done(outcome)
-                    elif isinstance(step, m.ShimSend):
+                    elif isinstance(step, m.server.ShimSend):
                         client.receive_data(server.send(step.message))
-                    elif isinstance(step, m.ShimDone):
+                    elif isinstance(step, m.server.ShimDone):
                         client.receive_data(server.send(step.response))
                     else:
                         raise AssertionError(f"unexpected {step!r}")

@@ -24,14 +24,14 @@ from support.cli_pty import PtyUser
 
 import mrtr_core as m
 
-FORM = m.elicit_form(
+FORM = m.server.elicit_form(
     "Where are you?", {"city": {"type": "string", "title": "City"}}, required=["city"]
 )
-URL = m.elicit_url("Sign in to continue", "https://auth.example.com/login?state=abc")
-SAMPLE = m.sample("Summarize the weather", max_tokens=50, system_prompt="Be brief")
-ROOTS = m.list_roots()
+URL = m.server.elicit_url("Sign in to continue", "https://auth.example.com/login?state=abc")
+SAMPLE = m.server.sample("Summarize the weather", max_tokens=50, system_prompt="Be brief")
+ROOTS = m.server.list_roots()
 
-PERSON = m.elicit_form(
+PERSON = m.server.elicit_form(
     "Tell us about you",
     {
         "name": {"type": "string", "minLength": 2},
@@ -68,7 +68,7 @@ def test_a_key_entry_wins_over_a_method_entry(tmp_path):
     book = AnswerBook.load(path)
     assert book.lookup("city", FORM) == ("city", book.entries["city"])
     assert book.lookup("other", FORM) == ("elicitation/create", {"action": "decline"})
-    assert book.response("city", "city", FORM) == m.ElicitResult(
+    assert book.response("city", "city", FORM) == m.wire.ElicitResult(
         action="accept", content={"city": "Paris"}
     )
 
@@ -77,7 +77,9 @@ def test_url_mode_has_its_own_method_entry():
     book = AnswerBook({"elicitation/create": "decline", "elicitation/create#url": "accept"})
     assert book.lookup("login", URL)[0] == "elicitation/create#url"
     assert book.lookup("where", FORM)[0] == "elicitation/create"
-    assert book.response("elicitation/create#url", "login", URL) == m.ElicitResult(action="accept")
+    assert book.response("elicitation/create#url", "login", URL) == m.wire.ElicitResult(
+        action="accept"
+    )
     assert AnswerBook({"elicitation/create": "accept"}).lookup("login", URL) is None
 
 
@@ -105,21 +107,21 @@ def test_shorthands_expand_to_protocol_answers():
         }
     )
     sampled = book.response("sampling/createMessage", "s", SAMPLE)
-    assert sampled == m.CreateMessageResult(
+    assert sampled == m.wire.CreateMessageResult(
         role="assistant",
         content={"type": "text", "text": "It is sunny."},
         model="human (mrtr call)",
         stop_reason="endTurn",
     )
     roots = book.response("roots/list", "r", ROOTS)
-    assert roots == m.ListRootsResult(roots=[m.Root(uri="file:///home/ada/project")])
-    assert book.response("where", "where", FORM) == m.ElicitResult(action="cancel")
+    assert roots == m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///home/ada/project")])
+    assert book.response("where", "where", FORM) == m.wire.ElicitResult(action="cancel")
 
 
 def test_roots_come_from_root_arguments_and_are_validated():
     book = AnswerBook.load(roots=["file:///srv/a", "file://localhost/srv/b"])
-    assert book.response("roots/list", "r", ROOTS) == m.ListRootsResult(
-        roots=[m.Root(uri="file:///srv/a"), m.Root(uri="file://localhost/srv/b")]
+    assert book.response("roots/list", "r", ROOTS) == m.wire.ListRootsResult(
+        roots=[m.wire.Root(uri="file:///srv/a"), m.wire.Root(uri="file://localhost/srv/b")]
     )
     for bad in ("https://example.com/x", "file:relative/path", "file://host/x", "/plain/path"):
         with pytest.raises(AnswersError, match="--root"):
@@ -227,9 +229,9 @@ async def test_no_answer_and_no_terminal_names_the_key_and_the_method():
 
 async def test_decline_all_declines_elicitations_but_answers_from_the_book_first():
     answerer = CliAnswerer(AnswerBook({"login": "accept"}), decline_all=True)
-    assert await answerer("city", FORM) == m.ElicitResult(action="decline")
-    assert await answerer("other", URL) == m.ElicitResult(action="decline")
-    assert await answerer("login", URL) == m.ElicitResult(action="accept")
+    assert await answerer("city", FORM) == m.wire.ElicitResult(action="decline")
+    assert await answerer("other", URL) == m.wire.ElicitResult(action="decline")
+    assert await answerer("login", URL) == m.wire.ElicitResult(action="accept")
     with pytest.raises(InputUnavailable, match="sampling/createMessage"):
         await answerer("llm", SAMPLE)
 
@@ -259,7 +261,7 @@ class Asked:
         self.error: BaseException | None = None
         self.done = trio.Event()
 
-    async def run(self, answerer: CliAnswerer, key: str, request: m.InputRequest) -> None:
+    async def run(self, answerer: CliAnswerer, key: str, request: m.wire.InputRequest) -> None:
         try:
             self.value = await answerer(key, request)
         except InputUnavailable as exc:
@@ -304,7 +306,7 @@ async def test_a_form_is_filled_field_by_field_with_validation_and_defaults(user
     await user.type("\n")  # optional, no default: left out
     await user.expect("topics (list, comma separated, optional): ")
     await user.type("1, c\n")
-    assert await asked.result() == m.ElicitResult(
+    assert await asked.result() == m.wire.ElicitResult(
         action="accept",
         content={"name": "Ada", "age": 36, "subscribe": True, "plan": "pro", "topics": ["a", "c"]},
     )
@@ -318,7 +320,7 @@ async def test_decline_and_cancel_are_distinct_answers(user, nursery, key, actio
     await user.type("maybe\n")
     await user.expect("please answer a / d / c")
     await user.type(f"{key}\n")
-    assert await asked.result() == m.ElicitResult(action=action)
+    assert await asked.result() == m.wire.ElicitResult(action=action)
 
 
 async def test_url_mode_shows_the_full_url_before_asking_consent(user, nursery):
@@ -331,7 +333,7 @@ async def test_url_mode_shows_the_full_url_before_asking_consent(user, nursery):
     await user.expect("Done? [Enter or d]one / [c]ancel: ")
     assert not asked.done.is_set()  # consent alone is not the end: it waits for "done"
     await user.type("\n")
-    assert await asked.result() == m.ElicitResult(action="accept")
+    assert await asked.result() == m.wire.ElicitResult(action="accept")
 
 
 async def test_url_mode_consent_can_be_refused(user, nursery):
@@ -339,7 +341,7 @@ async def test_url_mode_consent_can_be_refused(user, nursery):
     nursery.start_soon(asked.run, answerer_on(user), "login", URL)
     await user.expect("Open it?")
     await user.type("d\n")
-    assert await asked.result() == m.ElicitResult(action="decline")
+    assert await asked.result() == m.wire.ElicitResult(action="decline")
 
 
 async def test_sampling_is_typed_by_the_user(user, nursery):
@@ -402,12 +404,12 @@ async def test_requests_arriving_together_are_asked_one_at_a_time(user, nursery)
             assert headers[other] not in screen + await user.drain()  # it waits its turn
         await user.type(keys[current])
     assert sorted(order) == ["form", "sampling"]
-    assert await form.result() == m.ElicitResult(action="accept", content={"city": "Oslo"})
+    assert await form.result() == m.wire.ElicitResult(action="accept", content={"city": "Oslo"})
     assert (await sampling.result()).content["text"] == "ok"
 
 
 async def test_book_answers_need_no_terminal_even_when_one_exists(user):
     answerer = answerer_on(user, AnswerBook({"city": "decline"}))
     with trio.fail_after(2):
-        assert await answerer("city", FORM) == m.ElicitResult(action="decline")
+        assert await answerer("city", FORM) == m.wire.ElicitResult(action="decline")
     assert user.output == "" and await user.drain() == ""

@@ -162,7 +162,7 @@ async def tool_app(request: m.Request, link: MemoryLink) -> Any:
             link.reply(m.Progress(request_id=request.id, progress=step, total=2))
         return text("done")
     if name == "broken":
-        return m.MrtrError("bad arguments", code=m.INVALID_PARAMS, data={"field": "x"})
+        return m.MrtrError("bad arguments", code=m.protocol.INVALID_PARAMS, data={"field": "x"})
     return text("plain")
 
 
@@ -179,11 +179,11 @@ async def with_client(
     return link
 
 
-def accept_name(name: str) -> Callable[[str, m.InputRequest], Awaitable[Any]]:
-    async def answer(key: str, request: m.InputRequest) -> Any:
-        if isinstance(request, m.CreateMessageRequest):
+def accept_name(name: str) -> Callable[[str, m.wire.InputRequest], Awaitable[Any]]:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
+        if isinstance(request, m.wire.CreateMessageRequest):
             return LLM_ANSWER
-        return m.ElicitResult(action="accept", content={"name": name})
+        return m.wire.ElicitResult(action="accept", content={"name": name})
 
     return answer
 
@@ -191,7 +191,7 @@ def accept_name(name: str) -> Callable[[str, m.InputRequest], Awaitable[Any]]:
 async def test_a_two_round_flow_echoes_state_and_uses_fresh_ids() -> None:
     asked: list[tuple[str, str]] = []
 
-    async def answer(key: str, request: m.InputRequest) -> Any:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
         asked.append((key, request.method))
         return await accept_name("Ada")(key, request)
 
@@ -213,12 +213,12 @@ async def test_input_handlers_of_one_round_run_concurrently() -> None:
     started: set[str] = set()
     everyone_in = trio.Event()
 
-    async def answer(key: str, request: m.InputRequest) -> Any:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
         started.add(key)
         if len(started) == 3:
             everyone_in.set()
         await everyone_in.wait()  # would deadlock if handlers ran one after another
-        return m.ElicitResult(action="accept", content={"name": key.upper()})
+        return m.wire.ElicitResult(action="accept", content={"name": key.upper()})
 
     async def body(client: Client, link: MemoryLink) -> None:
         result = await client.call_tool("three_keys")
@@ -230,7 +230,7 @@ async def test_input_handlers_of_one_round_run_concurrently() -> None:
 async def test_input_unavailable_fails_the_call_and_cancels_the_other_handlers() -> None:
     cancelled: list[str] = []
 
-    async def answer(key: str, request: m.InputRequest) -> Any:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
         if key == "b":
             raise InputUnavailable("the user walked away")
         try:
@@ -249,11 +249,11 @@ async def test_input_unavailable_fails_the_call_and_cancels_the_other_handlers()
 
 
 async def test_a_failing_or_wrong_handler_is_input_unavailable() -> None:
-    async def crashes(key: str, request: m.InputRequest) -> Any:
+    async def crashes(key: str, request: m.wire.InputRequest) -> Any:
         raise RuntimeError("boom")
 
-    async def wrong_kind(key: str, request: m.InputRequest) -> Any:
-        return m.ListRootsResult(roots=[])  # a roots answer to an elicitation
+    async def wrong_kind(key: str, request: m.wire.InputRequest) -> Any:
+        return m.wire.ListRootsResult(roots=[])  # a roots answer to an elicitation
 
     async def crashing(client: Client, link: MemoryLink) -> None:
         with pytest.raises(InputUnavailable) as caught:
@@ -276,9 +276,9 @@ async def test_without_an_input_handler_nothing_is_declared_and_asking_fails() -
         # The request declared no capabilities: the server may not ask (-32021).
         with pytest.raises(CallError) as caught:
             await client.call_tool("sampling")
-        assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
+        assert caught.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
         meta = link.requests()[0]["params"]["_meta"]
-        assert meta[m.META_CLIENT_CAPABILITIES] == {}
+        assert meta[m.protocol.META_CLIENT_CAPABILITIES] == {}
 
     await with_client(body)
 
@@ -330,7 +330,7 @@ async def test_a_leg_timeout_cancels_the_leg_on_the_wire() -> None:
 async def test_an_input_timeout_withdraws_the_question() -> None:
     withdrawn = trio.Event()
 
-    async def answer(key: str, request: m.InputRequest) -> Any:
+    async def answer(key: str, request: m.wire.InputRequest) -> Any:
         try:
             await trio.sleep_forever()
         finally:
@@ -409,7 +409,7 @@ async def test_trace_records_carry_flow_and_round() -> None:
 async def test_plain_requests_answer_fail_and_time_out() -> None:
     async def app(request: m.Request, link: MemoryLink) -> Any:
         if request.method == "resources/list":
-            return m.MrtrError("no resources", code=m.METHOD_NOT_FOUND)
+            return m.MrtrError("no resources", code=m.protocol.METHOD_NOT_FOUND)
         if request.method == "prompts/list":
             await trio.sleep_forever()
         return {"tools": []}
@@ -418,7 +418,7 @@ async def test_plain_requests_answer_fail_and_time_out() -> None:
         assert (await client.request("tools/list"))["tools"] == []
         with pytest.raises(CallError) as caught:
             await client.request("resources/list")
-        assert caught.value.code == m.METHOD_NOT_FOUND
+        assert caught.value.code == m.protocol.METHOD_NOT_FOUND
         with pytest.raises(CallTimeout):
             await client.request("prompts/list", timeout=0.05)
         await trio.testing.wait_all_tasks_blocked()
@@ -482,4 +482,4 @@ async def test_the_auto_era_probe_opens_a_modern_session() -> None:
             assert (await client.call_tool("plain"))["content"][0]["text"] == "plain"
     probe = link.seen[0]
     assert probe["method"] == "server/discover"
-    assert probe["params"]["_meta"][m.META_CLIENT_INFO] == {"name": "t", "version": "9"}
+    assert probe["params"]["_meta"][m.protocol.META_CLIENT_INFO] == {"name": "t", "version": "9"}

@@ -30,12 +30,12 @@ def peer(*flags: str) -> list[str]:
     return [sys.executable, PEER, *flags]
 
 
-async def answer(key: str, request: m.InputRequest) -> Any:
-    if isinstance(request, m.ElicitFormRequest):
-        return m.ElicitResult(action="accept", content={"name": "Ada"})
-    if isinstance(request, m.CreateMessageRequest):
+async def answer(key: str, request: m.wire.InputRequest) -> Any:
+    if isinstance(request, m.wire.ElicitFormRequest):
+        return m.wire.ElicitResult(action="accept", content={"name": "Ada"})
+    if isinstance(request, m.wire.CreateMessageRequest):
         return LLM_ANSWER
-    return m.ListRootsResult(roots=[m.Root(uri="file:///work")])
+    return m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///work")])
 
 
 def stdio_link(client: Any) -> StdioLink:
@@ -132,7 +132,7 @@ async def test_a_child_that_ignores_sigterm_gets_sigkill() -> None:
 async def test_auto_falls_back_to_initialize_and_answers_server_requests() -> None:
     asked: list[str] = []
 
-    async def record(key: str, request: m.InputRequest) -> Any:
+    async def record(key: str, request: m.wire.InputRequest) -> Any:
         asked.append(key)
         return await answer(key, request)
 
@@ -155,7 +155,7 @@ async def test_a_silent_probe_times_out_into_the_legacy_handshake() -> None:
 
 
 async def test_no_answer_in_a_2025_session_fails_the_call() -> None:
-    async def refuse(key: str, request: m.InputRequest) -> Any:
+    async def refuse(key: str, request: m.wire.InputRequest) -> Any:
         raise InputUnavailable("nobody at the keyboard")
 
     with trio.fail_after(10):

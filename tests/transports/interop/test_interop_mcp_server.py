@@ -31,13 +31,13 @@ import mrtr_core as m
 PEER = str(Path(__file__).resolve().parents[2] / "support" / "peer_mcp_server.py")
 
 
-async def answer(key: str, request: m.InputRequest) -> Any:
-    if isinstance(request, m.ElicitFormRequest):
-        return m.ElicitResult(action="accept", content={"name": "Ada"})
-    if isinstance(request, m.CreateMessageRequest):
+async def answer(key: str, request: m.wire.InputRequest) -> Any:
+    if isinstance(request, m.wire.ElicitFormRequest):
+        return m.wire.ElicitResult(action="accept", content={"name": "Ada"})
+    if isinstance(request, m.wire.CreateMessageRequest):
         text = {"type": "text", "text": "hi-from-llm"}
-        return m.CreateMessageResult(role="assistant", content=text, model="test-model")
-    return m.ListRootsResult(roots=[m.Root(uri="file:///workspace", name="ws")])
+        return m.wire.CreateMessageResult(role="assistant", content=text, model="test-model")
+    return m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///workspace", name="ws")])
 
 
 @pytest.fixture(scope="module")
@@ -109,9 +109,9 @@ async def test_stdio_multi_round_flows_with_sealed_state() -> None:
 
 
 async def test_stdio_a_changed_state_is_refused_and_a_decline_is_an_answer() -> None:
-    async def decline(key: str, request: m.InputRequest) -> Any:
-        if isinstance(request, m.ElicitFormRequest):
-            return m.ElicitResult(action="decline")
+    async def decline(key: str, request: m.wire.InputRequest) -> Any:
+        if isinstance(request, m.wire.ElicitFormRequest):
+            return m.wire.ElicitResult(action="decline")
         return await answer(key, request)
 
     with trio.fail_after(20):
@@ -122,7 +122,7 @@ async def test_stdio_a_changed_state_is_refused_and_a_decline_is_an_answer() -> 
             changed = state[:-1] + ("A" if state[-1] != "A" else "B")
             with pytest.raises(CallError) as caught:
                 await client.request("tools/call", {**params, "requestState": changed})
-            assert caught.value.code == m.INVALID_PARAMS
+            assert caught.value.code == m.protocol.INVALID_PARAMS
             result = await client.call_tool("all_at_once")
             assert result["content"][0]["text"] == "name=decline llm=hi-from-llm roots=1"
 
@@ -130,7 +130,7 @@ async def test_stdio_a_changed_state_is_refused_and_a_decline_is_an_answer() -> 
 async def test_stdio_2025_session_answers_the_sdks_server_requests() -> None:
     asked: list[str] = []
 
-    async def record(key: str, request: m.InputRequest) -> Any:
+    async def record(key: str, request: m.wire.InputRequest) -> Any:
         asked.append(key)
         return await answer(key, request)
 

@@ -29,8 +29,8 @@ import mrtr_core as m
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
-CITY = m.ElicitResult(action="accept", content={"city": "Oslo"})
-TONE = m.CreateMessageResult(
+CITY = m.wire.ElicitResult(action="accept", content={"city": "Oslo"})
+TONE = m.wire.CreateMessageResult(
     role="assistant", content={"type": "text", "text": "cold but bright"}, model="test-llm"
 )
 ANSWERS: dict[str, Any] = {"city": CITY, "tone": TONE}
@@ -201,7 +201,7 @@ async def test_discover_then_a_two_round_flow() -> None:
             assert isinstance(discover, m.ResultResponse)
             assert discover.result["supportedVersions"] == ["2026-07-28"]
             assert discover.result["instructions"] == srv_apps.TestApp.instructions
-            assert discover.result["_meta"][m.META_SERVER_INFO]["name"] == "srv-test"
+            assert discover.result["_meta"][m.protocol.META_SERVER_INFO]["name"] == "srv-test"
 
             end, seen = await peer.call("trip", answers=ANSWERS)
             assert end == m.Done(result=end.result)
@@ -336,8 +336,8 @@ async def test_malformed_lines_are_answered_and_the_next_line_served() -> None:
             assert isinstance(echo, m.ResultResponse)
             assert echo.result["content"][0]["text"] == "ok"
         errors = [msg for msg in peer.stdout_messages() if "error" in msg]
-        assert errors[0]["error"]["code"] == m.PARSE_ERROR and "id" not in errors[0]
-        assert errors[1]["error"]["code"] == m.INVALID_PARAMS and errors[1]["id"] == "x"
+        assert errors[0]["error"]["code"] == m.protocol.PARSE_ERROR and "id" not in errors[0]
+        assert errors[1]["error"]["code"] == m.protocol.INVALID_PARAMS and errors[1]["id"] == "x"
 
 
 async def test_app_errors_become_json_rpc_errors() -> None:
@@ -345,14 +345,17 @@ async def test_app_errors_become_json_rpc_errors() -> None:
         async with open_server(capabilities={}) as peer:
             crash = await peer.request("tools/call", {"name": "crash", "arguments": {}})
             assert isinstance(crash, m.ErrorResponse)
-            assert crash.error.code == m.INTERNAL_ERROR and "secret" not in crash.error.message
+            assert (
+                crash.error.code == m.protocol.INTERNAL_ERROR
+                and "secret" not in crash.error.message
+            )
             unknown = await peer.request("nope/nothing", {})
             assert isinstance(unknown, m.ErrorResponse)
-            assert unknown.error.code == m.METHOD_NOT_FOUND
+            assert unknown.error.code == m.protocol.METHOD_NOT_FOUND
             # This request declared no sampling: the tool may not ask for it.
             asks = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
             assert isinstance(asks, m.ErrorResponse)
-            assert asks.error.code == m.MISSING_CLIENT_CAPABILITY
+            assert asks.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
             assert asks.error.data == {"requiredCapabilities": {"sampling": {}}}
         assert "secret detail" in peer.stderr.decode()  # the traceback is in the log
 
@@ -429,7 +432,10 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             # ... and nobody answers it.
             assert await peer.event() == m.RequestCancelled(request_id=question.id)
             failed = await peer.response(9)
-            assert isinstance(failed, m.ErrorResponse) and failed.error.code == m.INTERNAL_ERROR
+            assert (
+                isinstance(failed, m.ErrorResponse)
+                and failed.error.code == m.protocol.INTERNAL_ERROR
+            )
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
 

@@ -57,14 +57,14 @@ __all__ = ["STATUS_FOR_CODE", "ExchangeHost", "HttpConnection", "refuse_busy"]
 log = logging.getLogger("mrtr_transports.http")
 
 STATUS_FOR_CODE = {
-    m.METHOD_NOT_FOUND: 404,
-    m.PARSE_ERROR: 400,
-    m.INVALID_REQUEST: 400,
-    m.INVALID_PARAMS: 400,
-    m.HEADER_MISMATCH: 400,
-    m.MISSING_CLIENT_CAPABILITY: 400,
-    m.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    m.INTERNAL_ERROR: 500,
+    m.protocol.METHOD_NOT_FOUND: 404,
+    m.protocol.PARSE_ERROR: 400,
+    m.protocol.INVALID_REQUEST: 400,
+    m.protocol.INVALID_PARAMS: 400,
+    m.protocol.HEADER_MISMATCH: 400,
+    m.protocol.MISSING_CLIENT_CAPABILITY: 400,
+    m.protocol.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    m.protocol.INTERNAL_ERROR: 500,
 }
 #: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
 #: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
@@ -258,11 +258,15 @@ class HttpConnection:
         )
 
     async def _send_error(
-        self, status: int, message: str, code: int = m.INVALID_REQUEST, extra: Sequence[Any] = ()
+        self,
+        status: int,
+        message: str,
+        code: int = m.protocol.INVALID_REQUEST,
+        extra: Sequence[Any] = (),
     ) -> None:
         """An HTTP error whose body is a JSON-RPC error response without id."""
         error = m.ErrorResponse(id=None, error=m.ErrorObject(code=code, message=message))
-        await self._send_body(status, m.encode_message(error), b"application/json", extra)
+        await self._send_body(status, m.wire.encode_message(error), b"application/json", extra)
 
     async def _send_simple(self, status: int, message: str) -> None:
         """A plain-text error after an HTTP-level failure, when one can still be sent."""
@@ -332,13 +336,15 @@ class HttpConnection:
     ) -> None:
         server = self.server
         if not body.strip():
-            await self._send_error(400, "empty body: expected one JSON-RPC message", m.PARSE_ERROR)
+            await self._send_error(
+                400, "empty body: expected one JSON-RPC message", m.protocol.PARSE_ERROR
+            )
             return
         conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
-        try:
-            message = m.default_codec.loads(body)  # headers are checked before the body is judged
+        try:  # parsed once: the headers are checked against it, then the connection takes it
+            message = m.wire.default_codec.loads(body)
         except m.MrtrError:
-            message = None
+            message = None  # the connection reports what is wrong with the bytes
         if isinstance(message, Mapping):
             tool = called_tool(message)
             try:
@@ -349,9 +355,12 @@ class HttpConnection:
                 )
             except HeaderMismatch as exc:
                 error = m.error_response(exc.request_id, exc)
-                await self._send_json(m.encode_message(error), STATUS_FOR_CODE[exc.code])
+                await self._send_json(m.wire.encode_message(error), STATUS_FOR_CODE[exc.code])
                 return
-        conn.receive_data(body)
+        if message is None:
+            conn.receive_data(body)
+        else:
+            conn.receive_message(message)
         event = conn.next_event(trio.current_time())
         if isinstance(event, m.Request):
             await self._answer(conn, event, json_ok, sse_ok)
@@ -359,7 +368,8 @@ class HttpConnection:
             reply = event.reply
             if event.request.method in REMOVED_METHODS:
                 removed = m.MrtrError(
-                    f"{event.request.method} is not a 2026-07-28 method", code=m.METHOD_NOT_FOUND
+                    f"{event.request.method} is not a 2026-07-28 method",
+                    code=m.protocol.METHOD_NOT_FOUND,
                 )
                 reply = m.error_response(event.request.id, removed)
             await self._send_final(reply, conn.send(reply), json_ok, sse_ok)
@@ -464,7 +474,7 @@ class _Exchange:
         try:
             if not self.streaming:
                 await self.start()
-            await self.connection._write(h11.Data(data=m.encode_sse(data.decode())))
+            await self.connection._write(h11.Data(data=m.wire.encode_sse(data.decode())))
         except _PeerGone:
             self.peer_gone()
 
@@ -480,12 +490,12 @@ class _Exchange:
         while True:
             await trio.sleep(interval)
             try:
-                await self.connection._write(h11.Data(data=m.encode_sse_comment()))
+                await self.connection._write(h11.Data(data=m.wire.encode_sse_comment()))
             except _PeerGone:
                 self.peer_gone()
                 return
 
     async def finish(self, data: bytes) -> None:
         """The final response as the last event; the stream ends."""
-        last = h11.Data(data=m.encode_sse(data.decode()))
+        last = h11.Data(data=m.wire.encode_sse(data.decode()))
         await self.connection._write(last, h11.EndOfMessage(), final=True)

@@ -169,14 +169,14 @@ class HttpServer:
         self.keepalive_interval = keepalive_interval
         self.idle_timeout = idle_timeout
         self.write_timeout = write_timeout
-        versions = connection_options.pop("versions", m.MODERN_VERSIONS)
+        versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
         self.connection_options: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
             "instructions": app.instructions,
             **connection_options,
             # No 2025-era sessions here: initialize is not served.
-            "versions": tuple(v for v in versions if v in m.MODERN_VERSIONS),
+            "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
         self.address: tuple[str, int] | None = None
