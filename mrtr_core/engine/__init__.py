@@ -8,7 +8,7 @@ pacing of requestState-only rounds, strict retry params, and the errors a
 
 from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
-from ._engine import PACE_CAP, PACE_FIRST, RoundEngine, missing_capability
+from ._engine import PACE_CAP, PACE_FIRST, RoundEngine
 from ._events import (
     CancelInputs,
     Cancelled,
@@ -34,7 +34,6 @@ __all__ = [
     "PACE_CAP",
     "PACE_FIRST",
     "RoundEngine",
-    "missing_capability",
     "FINISHED",
     "NEED_INPUT",
     "NEED_RESULT",

@@ -22,10 +22,10 @@ from .._errors import (
     RoundLimitExceeded,
 )
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
+from ..protocol._meta import META_CLIENT_CAPABILITIES
 from ..wire._convert import (
     structure,
     structure_input_request,
-    unstructure,
     unstructure_input_request,
     unstructure_input_response,
 )
@@ -47,8 +47,6 @@ from ._events import (
 )
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
-
-CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 
 #: Pacing of requestState-only legs: 50 ms, doubling, capped at 250 ms.
 PACE_FIRST = 0.05
@@ -81,24 +79,6 @@ def _min(a: float | None, b: float | None) -> float | None:
     if b is None:
         return a
     return min(a, b)
-
-
-def missing_capability(
-    request: InputRequest,
-    capabilities: Mapping[str, Any],
-    input_kinds: InputRegistry = INPUT_KINDS,
-) -> dict[str, Any]:
-    """The ``ClientCapabilities`` fragment ``request`` needs but ``capabilities`` lacks.
-
-    Empty when the request is allowed.  The registry entry of the request's kind
-    says what it needs: elicitation ``{}`` means form only; URL mode needs ``url``;
-    sampling with ``tools``/``toolChoice`` needs ``sampling.tools``, with
-    ``includeContext`` other than ``"none"`` ``sampling.context``.
-    """
-    kind = input_kinds.kind_for(request)
-    # Only params-dependent needs read the params: spare the others the unstructuring.
-    params = unstructure(request) if kind.param_needs is not None else {}
-    return kind.missing_capabilities(params, capabilities)
 
 
 class RoundEngine:
@@ -142,7 +122,9 @@ class RoundEngine:
         _check_limit("max_leg_reissues", max_leg_reissues, integer=True)
         if capabilities is None:
             meta = params.get("_meta")
-            found = meta.get(CAPABILITIES_META_KEY) if isinstance(meta, (dict, Mapping)) else None
+            found = (
+                meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, (dict, Mapping)) else None
+            )
             capabilities = found if isinstance(found, (dict, Mapping)) else {}
         elif not isinstance(capabilities, (dict, Mapping)):
             raise LocalProtocolError("capabilities must be a mapping")

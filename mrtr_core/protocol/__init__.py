@@ -16,6 +16,7 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
+from ._capabilities import missing_capability
 from ._headers import (
     ANNOTATION,
     METHOD_HEADER,
@@ -56,6 +57,7 @@ from ._meta import (
 )
 
 __all__ = [
+    "missing_capability",
     "INPUT_KINDS",
     "InputKind",
     "InputRegistry",

@@ -27,7 +27,7 @@ from .._errors import (
     MrtrError,
     RemoteProtocolError,
 )
-from ..engine._engine import missing_capability
+from ..protocol._capabilities import missing_capability
 from ..wire._convert import structure, unstructure_input_required
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (

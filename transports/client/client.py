@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from importlib import metadata
-from typing import Any, Literal, Unpack
+from typing import Any, Literal
 
 import trio
 
@@ -63,7 +62,6 @@ __all__ = [
     "Outbound",
     "TraceRecord",
     "Tracer",
-    "open_client",
 ]
 
 logger = logging.getLogger("mrtr.client")
@@ -623,39 +621,3 @@ class Client:
                 self._on_notification(note)
             except Exception:
                 logger.exception("the on_notification callback failed")
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception in ``group`` (however nested), or None if there are several."""
-    found: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            found.append(exc)
-
-    walk(group)
-    return found[0] if len(found) == 1 else None
-
-
-@asynccontextmanager
-async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> AsyncIterator[Client]:
-    """A :class:`Client` over ``link``, its session open (the era settled) on entry,
-    the link shut down on exit.  Options as for :class:`Client`."""
-    try:
-        async with trio.open_nursery() as nursery:
-            client = Client(link, nursery, **client_options)
-            try:
-                await link.start(client, nursery)
-                await client._open()
-                yield client
-            finally:
-                await client.aclose()
-    except BaseExceptionGroup as group:
-        # Link tasks never raise, so a group carries the caller's own exception: unwrap it.
-        single = _single(group)
-        if single is None:
-            raise
-        raise single from single.__cause__  # (keeps its cause, hides the group)

@@ -61,9 +61,10 @@ from mrtr_core.protocol import (
     schema_header_params,
 )
 
-from .client import Client, open_client
+from .client import Client
 from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
+from .opening import open_client
 
 logger = logging.getLogger("mrtr.http")
 

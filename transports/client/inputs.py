@@ -117,7 +117,7 @@ async def answer_server_request(
         )
     except m.MrtrError as exc:
         return refuse(exc.code, f"cannot answer {request.method}: {exc.message}"), None
-    if m.engine.missing_capability(asked, capabilities):
+    if m.protocol.missing_capability(asked, capabilities):
         message = f"this client did not declare support for {request.method}"
         return refuse(m.protocol.INVALID_REQUEST, message), None
     key = request.method

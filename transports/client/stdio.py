@@ -40,9 +40,10 @@ import trio
 
 import mrtr_core as m
 
-from .client import Client, open_client
+from .client import Client
 from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
+from .opening import open_client
 
 stderr_logger = logging.getLogger("mrtr.stdio")
 

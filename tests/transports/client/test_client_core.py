@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pytest
 import trio
 import trio.testing
-from mrtr_transports.client.client import Client, Outbound, TraceRecord, open_client
+from mrtr_transports.client.client import Client, Outbound, TraceRecord
 from mrtr_transports.client.errors import (
     CallError,
     CallTimeout,
@@ -27,6 +27,7 @@ from mrtr_transports.client.errors import (
     RoundCapExceeded,
     TransportError,
 )
+from mrtr_transports.client.opening import open_client
 
 import mrtr_core as m
 from mrtr_core._errors import AppResultRefused
