@@ -4,7 +4,7 @@
 the whole server side of a multi round-trip leg, for any process that gets it:
 
 1. a ``requestState`` in the params is opened with the sealer; a forged,
-   expired or misdirected one raises :class:`~mrtr_core.InvalidRequestState`
+   expired or misdirected one raises :class:`~mrtr_core.server.InvalidRequestState`
    and the handler never runs;
 2. the handler runs with a :class:`HandlerContext` (the answers, the verified state,
    the request's capabilities) and returns a result mapping or an :class:`Ask`;
@@ -179,7 +179,7 @@ def run_handler(
 ) -> dict[str, Any]:
     """One leg of ``handler``: the wire result (complete or ``input_required``).
 
-    Raises :class:`~mrtr_core.InvalidRequestState` (-32602) before the handler
+    Raises :class:`~mrtr_core.server.InvalidRequestState` (-32602) before the handler
     runs, or whatever :class:`~mrtr_core.MrtrError` the handler raises
     (``CapabilityRequired`` -32021, ``InvalidAnswer`` -32602); answer those with
     ``error_response(request.id, exc)``.  The same as

@@ -20,7 +20,7 @@ characters.  A CR ends its line at once; a LF right after it, even in the
 next chunk, belongs to it.
 
 Bound: an event whose field lines (and a line still waiting for its end)
-pass ``max_event_size`` bytes is reported once as :class:`~mrtr_core.Oversize`
+pass ``max_event_size`` bytes is reported once as :class:`~mrtr_core.wire.Oversize`
 and skipped through its blank line; the stream goes on with the next event.
 """
 

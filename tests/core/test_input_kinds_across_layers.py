@@ -21,7 +21,7 @@ from support.input_kinds import (
 )
 
 import mrtr_core as m
-from mrtr_core._errors import AppResultRefused
+from mrtr_core import AppResultRefused
 from mrtr_core.connection._server_rules import (
     SERVER_REQUEST_METHODS,
     check_input_required,

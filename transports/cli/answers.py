@@ -48,7 +48,7 @@ import trio
 import mrtr_core as m
 
 from ..client.errors import InputUnavailable
-from ..client.inputs import response_type_for
+from ..client.inputs import KIND_NAMES, capability_of, response_type_for
 from .forms import FormAnswerError, check_form_answer, check_value
 from .prompts import HUMAN_MODEL, PromptAborted, Terminal, prompt_form, prompt_sampling, prompt_url
 
@@ -64,13 +64,8 @@ __all__ = [
     "parse_answer_arg",
 ]
 
-#: The method names an entry of the answers book may be named after.
-METHOD_ENTRIES = (
-    "elicitation/create",
-    "elicitation/create#url",
-    "sampling/createMessage",
-    "roots/list",
-)
+#: The kind names an entry of the answers book may be named after (the core's kinds).
+METHOD_ENTRIES = KIND_NAMES
 _URL_ENTRY = "elicitation/create#url"
 #: Capability names, by the entry that answers them.
 _FORM, _URL, _SAMPLING, _ROOTS = "form", "url", "sampling", "roots"
@@ -190,12 +185,7 @@ class AnswerBook:
 
 
 def _kind_of_method(name: str) -> str:
-    return {
-        "elicitation/create": _FORM,
-        "elicitation/create#url": _URL,
-        "sampling/createMessage": _SAMPLING,
-        "roots/list": _ROOTS,
-    }[name]
+    return capability_of(name)
 
 
 def _kinds_of_keyed_entry(value: Any) -> set[str]:

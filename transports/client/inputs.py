@@ -29,6 +29,8 @@ from .errors import CallTimeout, ClientError, InputUnavailable
 
 __all__ = [
     "INPUT_METHODS",
+    "KIND_NAMES",
+    "capability_of",
     "InputHandler",
     "answer_problem",
     "answer_server_request",
@@ -38,6 +40,17 @@ __all__ = [
 
 #: The methods of the input requests (what a 2025-era server may ask its client).
 INPUT_METHODS: frozenset[str] = INPUT_KINDS.legacy_methods
+#: The kinds' names (``elicitation/create``, ``elicitation/create#url``, ...), in order.
+KIND_NAMES: tuple[str, ...] = tuple(kind.name for kind in INPUT_KINDS.kinds)
+
+
+def capability_of(kind: str) -> str:
+    """The capability a kind needs, by its most specific name (``form``, ``url``,
+    ``sampling``, ``roots``)."""
+    for entry in INPUT_KINDS.kinds:
+        if entry.name == kind:
+            return entry.sub_capability or entry.capability
+    raise KeyError(f"no input request is of the kind {kind!r}")
 
 
 class InputHandler(Protocol):

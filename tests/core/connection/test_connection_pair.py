@@ -33,6 +33,7 @@ from support.pairing import (
 from mrtr_core import (
     CLIENT,
     SERVER,
+    AppResultRefused,
     AutoReply,
     CallEvent,
     CancelInputs,
@@ -63,7 +64,6 @@ from mrtr_core import (
     TimedOut,
     error_response,
 )
-from mrtr_core._errors import AppResultRefused
 from mrtr_core.connection import SessionState
 from mrtr_core.engine import InputFailed
 from mrtr_core.protocol import (

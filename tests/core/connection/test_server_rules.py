@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from mrtr_core import RemoteProtocolError, Request
-from mrtr_core._errors import AppResultRefused
+from mrtr_core import AppResultRefused, RemoteProtocolError, Request
 from mrtr_core.connection._server_rules import (
     check_input_required,
     check_server_request,

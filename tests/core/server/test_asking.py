@@ -19,6 +19,7 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, modern_pa
 from mrtr_core import (
     CLIENT,
     SERVER,
+    AppResultRefused,
     CallEvent,
     Connection,
     DispatchInput,
@@ -36,7 +37,6 @@ from mrtr_core import (
     SendRetry,
     error_response,
 )
-from mrtr_core._errors import AppResultRefused
 from mrtr_core.protocol import (
     INVALID_PARAMS,
     META_CLIENT_CAPABILITIES,

@@ -30,7 +30,7 @@ from mrtr_transports.client.errors import (
 from mrtr_transports.client.opening import open_client
 
 import mrtr_core as m
-from mrtr_core._errors import AppResultRefused
+from mrtr_core import AppResultRefused
 
 ASK_NAME = {
     "method": "elicitation/create",
