@@ -40,10 +40,10 @@ from ..engine._engine import RoundEngine
 from ..protocol._meta import (
     ALL_VERSIONS,
     LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
     MODERN_VERSIONS,
     Era,
     RequestInfo,
+    declared_capabilities,
 )
 from ..wire._codec import Codec, JsonName
 from ..wire._framing import END_OF_STREAM
@@ -357,9 +357,8 @@ class Connection:
         self._tick(now)
         params = {} if params is None else params
         if capabilities is None:
-            meta = params.get("_meta") if isinstance(params, Mapping) else None
-            found = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
-            capabilities = found if isinstance(found, Mapping) else self.capabilities
+            declared = declared_capabilities(params)
+            capabilities = self.capabilities if declared is None else declared
         engine = RoundEngine(
             method,
             params,

@@ -22,7 +22,7 @@ from .._errors import (
     RoundLimitExceeded,
 )
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
-from ..protocol._meta import META_CLIENT_CAPABILITIES
+from ..protocol._meta import declared_capabilities
 from ..wire._convert import (
     structure,
     structure_input_request,
@@ -121,11 +121,7 @@ class RoundEngine:
         _check_limit("max_state_only_legs", max_state_only_legs, integer=True)
         _check_limit("max_leg_reissues", max_leg_reissues, integer=True)
         if capabilities is None:
-            meta = params.get("_meta")
-            found = (
-                meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, (dict, Mapping)) else None
-            )
-            capabilities = found if isinstance(found, (dict, Mapping)) else {}
+            capabilities = declared_capabilities(params) or {}
         elif not isinstance(capabilities, (dict, Mapping)):
             raise LocalProtocolError("capabilities must be a mapping")
         self.method = method

@@ -94,6 +94,14 @@ def _invalid(message: str, request_id: RequestId) -> RemoteProtocolError:
     return RemoteProtocolError(message, code=INVALID_PARAMS, request_id=request_id)
 
 
+def declared_capabilities(params: Any) -> Mapping[str, Any] | None:
+    """The ``ClientCapabilities`` a request's ``params._meta`` declares (``None``: none)."""
+    # (dict first: the common case, and the cheaper check on the hot path)
+    meta = params.get("_meta") if isinstance(params, (dict, Mapping)) else None
+    found = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, (dict, Mapping)) else None
+    return found if isinstance(found, (dict, Mapping)) else None
+
+
 def has_modern_meta(params: Mapping[str, Any] | None) -> bool:
     """Whether a request claims the 2026-07-28 era (its ``_meta`` names a protocol version)."""
     if params is None:
