@@ -47,6 +47,7 @@ from ..protocol._meta import (
 )
 from ..wire._codec import Codec, JsonName
 from ..wire._framing import END_OF_STREAM
+from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._calls import CallTable
 from ._client_handshake import ClientHandshake
@@ -107,7 +108,9 @@ class Connection:
     ``versions``: the protocol versions we speak, newest first.
     ``instructions`` (server), ``log_level`` (client: opt every request in to
     log messages), ``cache_ttl_ms`` and ``cache_scope`` (server: the defaults
-    put on cacheable results that lack them).
+    put on cacheable results that lack them).  ``input_kinds``: the input-kind
+    registry (``mrtr_core.protocol.INPUT_KINDS``, or one with more kinds) that
+    calls read rounds with and a server checks the app's asks against.
 
     Bounds: ``max_message_size`` (16 MiB), ``max_buffer_size`` (64 MiB, bytes
     buffered and not yet handed out), ``max_outgoing`` and ``max_incoming``
@@ -137,6 +140,7 @@ class Connection:
         max_incoming: int = DEFAULT_MAX_IN_FLIGHT,
         max_calls: int = DEFAULT_MAX_CALLS,
         max_finished_ids: int = DEFAULT_MAX_FINISHED_IDS,
+        input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
         framer = make_framer(
             role, framing, max_message_size=max_message_size, max_buffer_size=max_buffer_size
@@ -158,6 +162,11 @@ class Connection:
         legacy = tuple(v for v in versions if v in LEGACY_VERSIONS)
         if len(modern) + len(legacy) != len(versions) or not versions:
             raise LocalProtocolError(f"versions must be a non-empty subset of {ALL_VERSIONS}")
+        if not isinstance(input_kinds, InputRegistry):
+            raise LocalProtocolError(f"input_kinds must be an InputRegistry, got {input_kinds!r}")
+        #: The input kinds this end knows: its calls' engines read rounds with them, and a
+        #: server checks the app's results and 2025-era requests against them.
+        self.input_kinds = input_kinds
         self.role = role
         self.framing = framing
         self.cancellation = cancellation
@@ -192,6 +201,7 @@ class Connection:
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
             max_incoming=max_incoming,
+            input_kinds=input_kinds,
         )
         self._handshake: ClientHandshake | None = None
         if role is CLIENT:
@@ -217,6 +227,7 @@ class Connection:
             handshake=self._handshake,
             stamp=self._stamp,
             events=self._events,
+            input_kinds=input_kinds,
         )
 
     # --- What is settled ----------------------------------------------------------------
@@ -369,6 +380,7 @@ class Connection:
             max_rounds=max_rounds,
             max_state_only_legs=max_state_only_legs,
             max_leg_reissues=max_leg_reissues,
+            input_kinds=self.input_kinds,
         )
         engine.start(self._now)
         return self._calls.start(method, engine, progress)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from ..protocol._meta import progress_token_of
+from ..wire._inputs import InputRegistry
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._calls import CallTable
 from ._client_handshake import ClientHandshake
@@ -36,6 +37,7 @@ class OurRequests:
         "_calls",
         "_events",
         "_handshake",
+        "_input_kinds",
         "_peer",
         "_routes",
         "_server",
@@ -55,7 +57,9 @@ class OurRequests:
         handshake: ClientHandshake | None,
         stamp: MetaStamp,
         events: deque[ConnectionEvent],
+        input_kinds: InputRegistry,
     ) -> None:
+        self._input_kinds = input_kinds
         self.table = table
         self._session = session
         self._agreement = agreement
@@ -79,7 +83,7 @@ class OurRequests:
             return emit(request)
         self.table.check_room()
         if self._server:
-            check_server_request(request, self._agreement.peer_capabilities)
+            check_server_request(request, self._agreement.peer_capabilities, self._input_kinds)
             self._session.local(SessionInput.SEND_SERVER_REQUEST)
             params = dict(request.params) if request.params is not None else None
         else:

@@ -33,6 +33,7 @@ from ..protocol._meta import (
     progress_token_of,
     read_modern_request,
 )
+from ..wire._inputs import InputRegistry
 from ..wire._model import (
     ErrorResponse,
     Message,
@@ -75,6 +76,7 @@ class PeerRequests:
         "_agreement",
         "_capabilities",
         "_info",
+        "_input_kinds",
         "_instructions",
         "_legacy_versions",
         "_modern_versions",
@@ -101,8 +103,10 @@ class PeerRequests:
         cache_ttl_ms: int,
         cache_scope: str,
         max_incoming: int,
+        input_kinds: InputRegistry,
     ) -> None:
         self._session = session
+        self._input_kinds = input_kinds
         self._agreement = agreement
         self._server = server
         self._modern_versions = modern_versions
@@ -389,4 +393,5 @@ class PeerRequests:
             server_info=self._info,
             cache_ttl_ms=self.cache_ttl_ms,
             cache_scope=self.cache_scope,
+            input_kinds=self._input_kinds,
         )
