@@ -15,16 +15,13 @@ from .._errors import (
     InputFailed,
     InvalidInputRequired,
     LocalProtocolError,
-    MissingCapability,
     MrtrError,
     PeerError,
-    RemoteProtocolError,
     RoundLimitExceeded,
 )
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..protocol._meta import declared_capabilities
 from ..wire._convert import (
-    structure,
     structure_input_request,
     unstructure_input_request,
     unstructure_input_response,
@@ -46,6 +43,7 @@ from ._events import (
     TimeoutLimit,
 )
 from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
+from ._rounds import answer_problem, read_input_requests, read_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
 #: Pacing of requestState-only legs: 50 ms, doubling, capped at 250 ms.
@@ -477,16 +475,10 @@ class RoundEngine:
             )
 
     def _on_input_required(self, result: Mapping[str, Any], now: float) -> None:
-        raw_requests = result.get("inputRequests")
-        request_state = result.get("requestState")
-        if raw_requests is not None and not isinstance(raw_requests, (dict, Mapping)):
-            self._fail(InvalidInputRequired("inputRequests must be an object"))
-            return
-        if request_state is not None and not isinstance(request_state, str):
-            self._fail(InvalidInputRequired("requestState must be a string"))
-            return
-        if not raw_requests and request_state is None:
-            self._fail(InvalidInputRequired("input_required needs inputRequests or requestState"))
+        try:
+            raw_requests, request_state = read_round_fields(result)
+        except InvalidInputRequired as exc:
+            self._fail(exc)
             return
         self.last_input_required = result
         # The budget first: no prompt is shown whose answer would be thrown away.
@@ -497,8 +489,10 @@ class RoundEngine:
             if self._input_rounds > self.max_rounds:
                 self._fail(RoundLimitExceeded("max_rounds", self.max_rounds, result))
                 return
-            requests = self._accept_requests(raw_requests)
-            if requests is None:
+            try:
+                requests = read_input_requests(raw_requests, self.capabilities, self.input_kinds)
+            except InvalidInputRequired as exc:  # (MissingCapability is one)
+                self._fail(exc)
                 return
             self.round += 1
             self._pace = None
@@ -517,40 +511,6 @@ class RoundEngine:
         self._events.append(RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None))
         params = build_retry_params(self.params, None, request_state)
         self._send_leg(now, params, retry=True, delay=self._pace, reissue=False)
-
-    def _accept_requests(self, raw: Mapping[str, Any]) -> dict[str, InputRequest] | None:
-        """Typed input requests, or ``None`` after failing the flow on the first bad one."""
-        requests: dict[str, InputRequest] = {}
-        for key, value in raw.items():
-            try:
-                request = structure_input_request(value, self.input_kinds)
-            except RemoteProtocolError as exc:
-                method = value.get("method") if isinstance(value, (dict, Mapping)) else None
-                self._fail(
-                    InvalidInputRequired(
-                        f"input request {key!r} ({method}): {exc.message}",
-                        key=key,
-                        method=method if isinstance(method, str) else None,
-                    )
-                )
-                return None
-            kind = self.input_kinds.kind_for(request)
-            # The raw params, already at hand (structuring succeeded: a mapping, or
-            # absent where the kind allows it).
-            required = kind.missing_capabilities(value.get("params") or {}, self.capabilities)
-            if required:
-                self._fail(
-                    MissingCapability(
-                        f"input request {key!r} ({kind.name}) needs an undeclared "
-                        f"capability: {required}",
-                        key=key,
-                        method=request.method,
-                        required=required,
-                    )
-                )
-                return None
-            requests[key] = request
-        return requests
 
     def _open_round(self, now: float) -> None:
         """Queue RoundStarted and one DispatchInput per pending key."""
@@ -585,18 +545,9 @@ class RoundEngine:
         request: InputRequest,
         response: InputResponse | Mapping[str, Any],
     ) -> dict[str, Any]:
-        expected = self.input_kinds.kind_for(request).response_class
-        if isinstance(response, (dict, Mapping)):
-            try:
-                structure(response, expected)
-            except RemoteProtocolError as exc:
-                self._misuse(
-                    f"answer for {key!r} is not a valid {expected.__name__}: {exc.message}"
-                )
-        elif not isinstance(response, expected):
-            self._misuse(
-                f"answer for {key!r} must be a {expected.__name__}, got {type(response).__name__}"
-            )
+        problem = answer_problem(key, request, response, self.input_kinds)
+        if problem is not None:
+            self._misuse(problem)
         return unstructure_input_response(response)
 
     def _input_expired(self, now: float) -> None:
