@@ -36,6 +36,7 @@ last 4096 ids; ``list_tools`` follows at most 100 pages.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -219,8 +220,20 @@ class Client:
         limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
         if method == "tools/call" and self.link.wants_tool_list and not self._tools_listed:
             await self._list_tools_quietly()
+        flow = functools.partial(
+            run_flow,
+            self._flow_context,
+            self._flows,
+            method,
+            params,
+            started=started,
+            limits=limits,
+            on_progress=on_progress,
+            capabilities=capabilities,
+        )
+        await self._wait_open()
         try:
-            return await self._call_once(method, params, started, limits, on_progress, capabilities)
+            return await flow()
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
@@ -231,7 +244,7 @@ class Client:
                 raise
             logger.info("header mismatch on tools/call: listing tools again and retrying once")
             await self._list_tools_quietly()
-            return await self._call_once(method, params, started, limits, on_progress, capabilities)
+            return await flow()
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **call_options: Any
@@ -534,27 +547,6 @@ class Client:
             raise self._lost_error()
 
     # --- Calls: their flows ------------------------------------------------------------
-
-    async def _call_once(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        started: float,
-        limits: CallLimits,
-        on_progress: Callable[[m.Progress], None] | None,
-        capabilities: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        await self._wait_open()
-        return await run_flow(
-            self._flow_context,
-            self._flows,
-            method,
-            params,
-            started=started,
-            limits=limits,
-            on_progress=on_progress,
-            capabilities=capabilities,
-        )
 
     def _on_call_event(self, event: m.CallEvent) -> None:
         flow = self._flows.get(event.call)
