@@ -1,0 +1,86 @@
+"""Many multi-round flows at once against the Streamable HTTP server, a real subprocess.
+
+The server is ``support.load_server`` (``support.load_app``) on 127.0.0.1 with
+a small ``max_connections``; the clients are the project's
+``open_http_client``, each with its own pool of keep-alive connections, more
+of them together than the server takes.  Each flow is ``relay`` (three legs,
+whose questions name the flow: see ``support.load_flows``).  What must hold:
+every flow ends with its exact result; the connections past the bound are
+refused clearly (HTTP 503) and the client-side retry gets every flow through;
+the server's memory does not grow with the number of flows served.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+import trio
+from mrtr_transports.client.http import open_http_client
+from support.load_flows import FlowDriver, result_text
+from support.load_servers import http_server
+from support.raw_http import RawHttp, post_when_served, tool_call
+
+#: Generous: a loaded two-core machine runs these in a few seconds.
+BUDGET = 90
+
+
+async def test_two_hundred_concurrent_three_leg_flows_all_end_with_their_result() -> None:
+    with trio.fail_after(BUDGET):
+        # 4 clients x 16 connections against 16 server slots: the bound is hit at once.
+        async with http_server(max_connections=16, idle_timeout=2.0) as server:
+            driver = FlowDriver()
+            async with AsyncExitStack() as stack:
+                clients = [
+                    await stack.enter_async_context(
+                        open_http_client(server.url, answer=driver.answer, max_connections=16)
+                    )
+                    for _ in range(4)
+                ]
+                report = await driver.run(clients, range(200), concurrency=200)
+    assert report.lost == 0, report.summary()
+    assert report.completed == 200
+    assert len(report.rounds) == 3 * 200  # every flow took its three legs
+    # The bound was hit, and every refusal was a 503 or a connection the server shed,
+    # each retried to the end.
+    assert report.refusal_kinds["503"] > 0, report.summary()
+    assert report.retries == report.refusals
+
+
+async def test_a_connection_past_the_bound_is_refused_clearly_and_served_once_one_frees() -> None:
+    with trio.fail_after(BUDGET):
+        async with http_server(max_connections=4) as server:
+            held = [await RawHttp.connect(server.port) for _ in range(4)]
+            for index, conn in enumerate(held):  # each is being served: it holds a slot
+                reply = await conn.post(tool_call("relay", {"n": index}))
+                assert reply.status == 200
+            refused = await RawHttp.connect(server.port)
+            said = await refused.read_to_end()  # answered at once, before any request
+            head, _, body = said.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503 ")
+            assert b"connection: close" in head.lower()
+            assert body == b"too many connections\n"
+            await refused.aclose()
+            await held.pop().aclose()
+            # The freed slot goes to the next connection (the server sees the close when it
+            # next reads: a refused client tries again).
+            reply = await post_when_served(server.port, tool_call("relay", {"n": 9}))
+            assert reply.status == 200
+            assert reply.json()["result"]["resultType"] == "input_required"
+            for conn in held:
+                await conn.aclose()
+
+
+async def test_server_memory_stays_bounded_across_ten_times_more_flows() -> None:
+    with trio.fail_after(BUDGET):
+        async with http_server() as server:
+            driver = FlowDriver()
+            async with open_http_client(server.url, answer=driver.answer) as client:
+                warm = await driver.run([client], range(50), concurrency=5)
+                before = server.rss_kib()
+                many = await driver.run([client], range(50, 550), concurrency=5)
+                after = server.rss_kib()
+                stats = await client.call_tool("stats")
+    assert warm.lost == 0 and many.lost == 0, many.summary()
+    # A leak of a few KiB per flow would show; allocator noise stays well under this.
+    assert after - before < 8 * 1024, f"VmRSS grew {after - before} KiB over 500 flows"
+    assert stats["structuredContent"]["running"] == 0, result_text(stats)
