@@ -221,3 +221,24 @@ async def post_when_served(port: int, message: Mapping[str, Any], attempts: int 
             return reply
         await trio.sleep(0.05)
     raise AssertionError(f"still refused after {attempts} attempts")
+
+
+async def hold_served(port: int, count: int, attempts: int = 100) -> list[RawHttp]:
+    """``count`` connections open at once, each one served (a first leg of ``relay``
+    answered on it): proof that the server has that many slots free.  A connection
+    refused while a slot is still being released is made again."""
+    held: list[RawHttp] = []
+    for _ in range(attempts):
+        if len(held) == count:
+            return held
+        conn = await RawHttp.connect(port)
+        try:
+            reply = await conn.post(tool_call("relay", {"n": len(held)}))
+        except (trio.BrokenResourceError, h11.RemoteProtocolError, ClosedEarly):
+            reply = None
+        if reply is not None and reply.status == 200:
+            held.append(conn)
+            continue
+        await conn.aclose()
+        await trio.sleep(0.05)
+    raise AssertionError(f"only {len(held)} of {count} connections served")
