@@ -182,6 +182,16 @@ class RawHttp:
         headers = {k.decode(): v.decode() for k, v in response.headers}
         return Reply(response.status_code, headers, bytes(body))
 
+    async def read_until(self, marker: bytes) -> bytes:
+        """After :meth:`head`: the body read until it holds ``marker`` (the rest unread)."""
+        body = bytearray()
+        while marker not in body:
+            event = await self.next_event()
+            if not isinstance(event, h11.Data):
+                raise ClosedEarly(f"the response ended before {marker!r}: {event!r}")
+            body += event.data
+        return bytes(body)
+
     async def post(self, message: Mapping[str, Any], **kw: Any) -> Reply:
         await self.send(message)
         return await self.reply(**kw)
