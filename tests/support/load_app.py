@@ -22,6 +22,8 @@ The tools, one per scenario:
 * ``streamed(n, guarded, steps, interval)``: asks ``go``, then streams
   ``steps`` progress notifications ``interval`` seconds apart before its
   result; ``guarded`` spends ``ctx.once("effect")`` before streaming.
+* ``pause(seconds)``: a leg that keeps its connection busy for a while (a progress
+  notification says it has started).
 * ``flood(size)``: progress notifications of ``size`` characters, until cancelled.
 * ``blob(size)``: a text result of ``size`` characters.
 * ``stats``: what the handlers counted (started, finished, cancelled, running)
@@ -172,6 +174,16 @@ async def streamed(ctx: Context) -> Any:
             await ctx.progress(step, steps, f"step {step} of flow {n}")
             await trio.sleep(float(ctx.arguments.get("interval", 0.1)))
         return f"streamed {n}"
+
+
+@app.tool(input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}})
+async def pause(ctx: Context) -> str:
+    """Says it started (a progress notification), runs for ``seconds``, then answers:
+    its connection is busy meanwhile."""
+    with _Running():
+        await ctx.progress(0, None, "pausing")
+        await trio.sleep(float(ctx.arguments.get("seconds", 1.0)))
+    return "paused"
 
 
 @app.tool(input_schema={"type": "object", "properties": {"size": {"type": "integer"}}})

@@ -120,34 +120,15 @@ async def _read_stderr(stream: trio.abc.ReceiveStream, server: ServerProcess) ->
 
 @asynccontextmanager
 async def http_server(
-    *,
-    port: int = 0,
-    max_connections: int = 256,
-    idle_timeout: float = 60.0,
-    write_timeout: float = 60.0,
-    keepalive_interval: float = 15.0,
-    state_key: bytes | None = None,
-    app: str = APP,
+    *, port: int = 0, state_key: bytes | None = None, app: str = APP, **bounds: float
 ) -> AsyncIterator[ServerProcess]:
-    """``support.load_server`` on ``127.0.0.1:port`` with these bounds, until the block ends
-    (then SIGTERM, and SIGKILL if it lingers)."""
-    argv = [
-        sys.executable,
-        "-m",
-        "support.load_server",
-        "--http",
-        f"127.0.0.1:{port}",
-        "--app",
-        app,
-        "--max-connections",
-        str(max_connections),
-        "--idle-timeout",
-        str(idle_timeout),
-        "--write-timeout",
-        str(write_timeout),
-        "--keepalive-interval",
-        str(keepalive_interval),
-    ]
+    """``support.load_server`` on ``127.0.0.1:port`` with these ``HttpServer`` bounds
+    (``max_connections=8``, ``idle_timeout=2.0``, ...; one this checkout's server does
+    not have is left out), until the block ends (then SIGTERM, SIGKILL if it lingers)."""
+    argv = [sys.executable, "-m", "support.load_server", "--http", f"127.0.0.1:{port}"]
+    argv += ["--app", app]
+    for name, value in bounds.items():
+        argv += ["--set", f"{name}={value}"]
     env = {**os.environ, **server_env(state_key)}
     process = await trio.lowlevel.open_process(
         argv, stdin=DEVNULL, stdout=DEVNULL, stderr=PIPE, env=env, cwd=ROOT

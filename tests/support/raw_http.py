@@ -105,6 +105,8 @@ class RawHttp:
         self.authority = f"127.0.0.1:{port}"
         self.path = path
         self.h11 = h11.Connection(h11.CLIENT)
+        self._response = h11.Response(status_code=599, headers=[])
+        self._body = bytearray()  # of the response being read
 
     @classmethod
     async def connect(cls, port: int, *, receive_buffer: int | None = None) -> RawHttp:
@@ -154,43 +156,49 @@ class RawHttp:
             return event
 
     async def head(self) -> h11.Response:
+        """The next response's head (its body is read by :meth:`body`)."""
         response = await self.next_event()
         while isinstance(response, h11.InformationalResponse):
             response = await self.next_event()
         if isinstance(response, h11.ConnectionClosed):
             raise ClosedEarly("the server closed the connection before its response")
         assert isinstance(response, h11.Response), response
+        self._response = response
+        self._body = bytearray()
         return response
 
-    async def reply(self, *, read_size: int = 65536, pause: float = 0.0) -> Reply:
-        """The next response, whole (``read_size`` bytes at a time, ``pause`` seconds
-        between reads: a slow reader)."""
-        response = await self.head()
-        body = bytearray()
-        while True:
-            event = await self.next_event(read_size)
-            if isinstance(event, h11.EndOfMessage):
-                break
-            if isinstance(event, h11.ConnectionClosed):
-                raise ClosedEarly("the server closed the connection in the middle of a response")
-            assert isinstance(event, h11.Data), event
-            body += event.data
+    async def read_until(self, marker: bytes) -> bytes:
+        """After :meth:`head`: the body read until it holds ``marker`` (the rest unread)."""
+        while marker not in self._body:
+            if not await self._more():
+                raise ClosedEarly(f"the response ended before {marker!r}")
+        return bytes(self._body)
+
+    async def _more(self, read_size: int = 65536) -> bool:
+        event = await self.next_event(read_size)
+        if isinstance(event, h11.EndOfMessage):
+            return False
+        if isinstance(event, h11.ConnectionClosed):
+            raise ClosedEarly("the server closed the connection in the middle of a response")
+        assert isinstance(event, h11.Data), event
+        self._body += event.data
+        return True
+
+    async def body(self, *, read_size: int = 65536, pause: float = 0.0) -> Reply:
+        """After :meth:`head`: the rest of the body (``read_size`` bytes at a time,
+        ``pause`` seconds between reads: a slow reader), and the whole reply."""
+        while await self._more(read_size):
             if pause:
                 await trio.sleep(pause)
         if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
             self.h11.start_next_cycle()
-        headers = {k.decode(): v.decode() for k, v in response.headers}
-        return Reply(response.status_code, headers, bytes(body))
+        headers = {k.decode(): v.decode() for k, v in self._response.headers}
+        return Reply(self._response.status_code, headers, bytes(self._body))
 
-    async def read_until(self, marker: bytes) -> bytes:
-        """After :meth:`head`: the body read until it holds ``marker`` (the rest unread)."""
-        body = bytearray()
-        while marker not in body:
-            event = await self.next_event()
-            if not isinstance(event, h11.Data):
-                raise ClosedEarly(f"the response ended before {marker!r}: {event!r}")
-            body += event.data
-        return bytes(body)
+    async def reply(self, **kw: Any) -> Reply:
+        """The next response, whole."""
+        await self.head()
+        return await self.body(**kw)
 
     async def post(self, message: Mapping[str, Any], **kw: Any) -> Reply:
         await self.send(message)
@@ -252,3 +260,16 @@ async def hold_served(port: int, count: int, attempts: int = 100) -> list[RawHtt
         await conn.aclose()
         await trio.sleep(0.05)
     raise AssertionError(f"only {len(held)} of {count} connections served")
+
+
+async def hold_busy(port: int, count: int, seconds: float) -> list[RawHttp]:
+    """``count`` connections each running ``pause`` for ``seconds``, every one seen
+    started (its stream's first progress notification read): ``count`` busy slots."""
+    held = []
+    for index in range(count):
+        conn = await RawHttp.connect(port)
+        await conn.send(tool_call("pause", {"seconds": seconds}, progress_token=f"hold{index}"))
+        await conn.head()
+        await conn.read_until(b"notifications/progress")
+        held.append(conn)
+    return held

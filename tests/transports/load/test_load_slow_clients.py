@@ -112,7 +112,7 @@ async def test_idle_trickling_and_slow_reading_clients_do_not_block_another_call
 
 async def test_the_server_closes_idle_and_trickling_connections_at_its_idle_timeout() -> None:
     with trio.fail_after(BUDGET):
-        async with http_server(idle_timeout=1.0) as server:
+        async with http_server(idle_timeout=1.0, head_timeout=1.0) as server:
             slow = Slowpokes(server.port)
             async with trio.open_nursery() as nursery:
                 await nursery.start(slow.idle)
