@@ -10,7 +10,8 @@ leg that opened it (the call, or the answer that sent the retry) to the next
 question or the result.
 
 A flow that fails because the server refused it for now (HTTP 503 past
-``max_connections``, or a connection it closed or reset under load) is
+``max_connections``, as a bare status or with a JSON-RPC error body of code
+:data:`SERVER_BUSY`, or a connection it closed or reset under load) is
 started again, after a short backoff, up to ``max_attempts`` times: that is
 the client-side retry, counted in ``refusals`` and ``retries``.  Anything
 else (a wrong result, a protocol error, a timeout, attempts used up) counts
@@ -28,7 +29,12 @@ from typing import Any
 import attrs
 import trio
 from mrtr_transports.client.client import Client
-from mrtr_transports.client.errors import ClientError, RoundCapExceeded, TransportError
+from mrtr_transports.client.errors import (
+    CallError,
+    ClientError,
+    RoundCapExceeded,
+    TransportError,
+)
 
 import mrtr_core as m
 
@@ -69,7 +75,8 @@ class LoadReport:
     completed: int = 0
     #: Flows that did not end with their exact expected result, and why.
     failures: Counter[str] = attrs.field(factory=Counter)
-    #: Refusals seen (HTTP 503, or a connection closed or reset by the server under load).
+    #: Refusals seen (``"busy"``: HTTP 503 or :data:`SERVER_BUSY`; or a connection closed or
+    #: reset by the server under load), by kind.
     refusals: int = 0
     refusal_kinds: Counter[str] = attrs.field(factory=Counter)
     #: Flows started again after a refusal.
@@ -96,11 +103,18 @@ class LoadReport:
         )
 
 
+#: The JSON-RPC code of a server's "come back later" (a refusal or an eviction sent as a
+#: JSON-RPC error body; -32000 to -32019 are left to servers).
+SERVER_BUSY = -32000
+
+
 def refusal_kind(error: ClientError) -> str | None:
     """Why ``error`` is a refusal worth retrying (the server shed load), or None."""
+    if isinstance(error, CallError) and error.code == SERVER_BUSY:
+        return "busy"  # a 503 (or an eviction) whose body is a JSON-RPC error
     if isinstance(error, TransportError):
         if error.status == 503:
-            return "503"
+            return "busy"  # a 503 whose body is not JSON-RPC
         if error.kind in ("disconnect", "connect") or (error.kind == "http" and not error.status):
             return error.kind  # closed or reset under load, before an answer
     if isinstance(error, RoundCapExceeded) and error.limit_name == "max_leg_reissues":
@@ -160,9 +174,7 @@ class FlowDriver:
                 self._marks[n] = trio.current_time()
                 self._rounds[n] = []
                 try:
-                    result = await client.call_tool(
-                        "relay", {"n": n}, timeout=self.flow_timeout
-                    )
+                    result = await client.call_tool("relay", {"n": n}, timeout=self.flow_timeout)
                 except ClientError as exc:
                     kind = refusal_kind(exc)
                     if kind is None:

@@ -20,6 +20,7 @@ and serves until killed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import inspect
 import logging
@@ -60,10 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
     host, _, port = args.http.rpartition(":")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
         trio.run(_serve, load_app(args.app), host, int(port), server_options(args.set))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -130,8 +130,10 @@ class RawHttp:
             *m.protocol.request_headers(message),
         ]
         data = self.h11.send(h11.Request(method="POST", target=self.path, headers=headers))
-        return (data or b"") + (self.h11.send(h11.Data(data=body)) or b"") + (
-            self.h11.send(h11.EndOfMessage()) or b""
+        return (
+            (data or b"")
+            + (self.h11.send(h11.Data(data=body)) or b"")
+            + (self.h11.send(h11.EndOfMessage()) or b"")
         )
 
     async def send(self, message: Mapping[str, Any], *, accept: str = ACCEPT_BOTH) -> None:

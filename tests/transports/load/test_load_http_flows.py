@@ -32,12 +32,13 @@ async def test_two_hundred_concurrent_three_leg_flows_all_end_with_their_result(
                 clients = [  # era="modern": no probe, no connection until the first call
                     await stack.enter_async_context(
                         open_http_client(
-                            server.url, answer=driver.answer, max_connections=16, era="modern"
+                            server.url, answer=driver.answer, max_connections=8, era="modern"
                         )
                     )
-                    for _ in range(4)
+                    for _ in range(2)
                 ]
-                # 16 of the 17 slots busy for a while: the first legs meet a full server.
+                # 16 of the 17 slots busy for a while: the first legs meet a full server
+                # (then the clients' 16 connections fit: no churn once the holders are done).
                 holders = await hold_busy(server.port, 16, seconds=1.5)
                 report = await driver.run(clients, range(200), concurrency=200)
                 for holder in holders:
@@ -49,7 +50,7 @@ async def test_two_hundred_concurrent_three_leg_flows_all_end_with_their_result(
     assert len(report.rounds) == 3 * 200  # every flow took its three legs
     # The bound was hit, and every refusal (a 503, or a connection the server shed)
     # was retried to the end.
-    assert report.refusal_kinds["503"] > 0, report.summary()
+    assert report.refusal_kinds["busy"] > 0, report.summary()
     assert report.retries == report.refusals
 
 

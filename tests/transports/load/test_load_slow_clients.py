@@ -17,6 +17,7 @@ from support.load_servers import http_server
 from support.raw_http import RawHttp, tool_call
 
 BUDGET = 60
+Started = trio.TaskStatus[None]
 #: The slow reader's response: far more than the socket buffers hold.
 BLOB = 4 * 1024 * 1024
 
@@ -33,7 +34,7 @@ class Slowpokes:
         self.read: list[int] = []  # bytes taken by each slow reader when it stopped
         self.running = 0
 
-    async def idle(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def idle(self, task_status: Started = trio.TASK_STATUS_IGNORED) -> None:
         conn = await RawHttp.connect(self.port)
         self.running += 1
         task_status.started()
@@ -53,7 +54,7 @@ class Slowpokes:
             self.running -= 1
             await conn.aclose()
 
-    async def trickle(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def trickle(self, task_status: Started = trio.TASK_STATUS_IGNORED) -> None:
         conn = await RawHttp.connect(self.port)
         data = conn.request_bytes(tool_call("relay", {"n": 1}))
         self.trickle_sizes.append(len(data))
@@ -68,7 +69,7 @@ class Slowpokes:
             await conn.aclose()
         self.trickled.append(sent)
 
-    async def slow_read(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def slow_read(self, task_status: Started = trio.TASK_STATUS_IGNORED) -> None:
         conn = await RawHttp.connect(self.port, receive_buffer=4096)
         await conn.send(tool_call("blob", {"size": BLOB}))
         self.running += 1
@@ -106,7 +107,8 @@ async def test_idle_trickling_and_slow_reading_clients_do_not_block_another_call
     assert result_text(result) == expected(42)
     assert still_running == 9
     assert slow.idle_closed_by_server == 0
-    assert all(0 < sent < size for sent, size in zip(slow.trickled, slow.trickle_sizes, strict=True))
+    trickles = zip(slow.trickled, slow.trickle_sizes, strict=True)
+    assert all(0 < sent < size for sent, size in trickles), (slow.trickled, slow.trickle_sizes)
     assert all(0 < taken < BLOB for taken in slow.read), slow.read
 
 
