@@ -79,6 +79,8 @@ class LoadReport:
     #: reset by the server under load), by kind.
     refusals: int = 0
     refusal_kinds: Counter[str] = attrs.field(factory=Counter)
+    #: The first message of each kind of refusal (what the client was told).
+    refusal_examples: dict[str, str] = attrs.field(factory=dict)
     #: Flows started again after a refusal.
     retries: int = 0
     #: Seconds per round (a leg and its answer), over every completed flow.
@@ -96,7 +98,8 @@ class LoadReport:
     def summary(self) -> str:
         return (
             f"{self.completed}/{self.flows} flows, lost {self.lost} {dict(self.failures)}, "
-            f"refusals {self.refusals} {dict(self.refusal_kinds)}, retries {self.retries}, "
+            f"refusals {self.refusals} {dict(self.refusal_kinds)} {self.refusal_examples}, "
+            f"retries {self.retries}, "
             f"{self.flows_per_second:.0f} flows/s, round p50 "
             f"{percentile(self.rounds, 0.5) * 1000:.1f} ms p99 "
             f"{percentile(self.rounds, 0.99) * 1000:.1f} ms"
@@ -182,6 +185,7 @@ class FlowDriver:
                         return
                     report.refusals += 1
                     report.refusal_kinds[kind] += 1
+                    report.refusal_examples.setdefault(kind, str(exc)[:200])
                     if attempt == self.max_attempts:
                         report.failures[f"still refused after {attempt} attempts"] += 1
                         return

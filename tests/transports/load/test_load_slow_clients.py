@@ -61,7 +61,7 @@ class Slowpokes:
         self.running += 1
         task_status.started()
         try:
-            sent = await conn.trickle(data, 0.05, self.stop)
+            sent = await conn.trickle(data, 0.1, self.stop)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             sent = -1  # the server closed it under us
         finally:
@@ -81,7 +81,7 @@ class Slowpokes:
                 if not data:
                     break
                 taken += len(data)
-                await trio.sleep(0.02)
+                await trio.sleep(0.05)
         finally:
             self.running -= 1
             await conn.aclose()
@@ -118,7 +118,7 @@ async def test_the_server_closes_idle_and_trickling_connections_at_its_idle_time
             slow = Slowpokes(server.port)
             async with trio.open_nursery() as nursery:
                 await nursery.start(slow.idle)
-                await nursery.start(slow.trickle)  # would take 20 s at a byte per 50 ms
+                await nursery.start(slow.trickle)  # would take 40 s at a byte per 100 ms
             # Both ended by themselves: the server closed them, not our stop.
             assert not slow.stop.is_set()
             async with open_http_client(server.url, answer=FlowDriver().answer) as client:
