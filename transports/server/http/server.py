@@ -92,6 +92,7 @@ import mrtr_core as m
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
 from .exchange import HttpConnection, refuse_busy
+from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
@@ -103,7 +104,12 @@ DEFAULT_MAX_HEADER_SIZE = 16 * 1024
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
 DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_HEAD_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_MAX_LISTEN_STREAMS = 256
+DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
+DEFAULT_LISTEN_LIFETIME = 600.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
 
 
@@ -150,7 +156,12 @@ class HttpServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
+        max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+        listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         **connection_options: Any,
     ) -> None:
@@ -158,9 +169,20 @@ class HttpServer:
             ("max_body_size", max_body_size),
             ("max_header_size", max_header_size),
             ("max_connections", max_connections),
+            ("max_listen_streams", max_listen_streams),
+            ("max_listen_streams_per_client", max_listen_streams_per_client),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer")
+        for name, seconds in (
+            ("idle_timeout", idle_timeout),
+            ("head_timeout", head_timeout),
+            ("body_timeout", body_timeout),
+            ("write_timeout", write_timeout),
+            ("listen_lifetime", listen_lifetime),
+        ):
+            if not seconds > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
         self.app = app
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
@@ -168,6 +190,8 @@ class HttpServer:
         self.max_header_size = max_header_size
         self.keepalive_interval = keepalive_interval
         self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self.body_timeout = body_timeout
         self.write_timeout = write_timeout
         versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
         self.connection_options: dict[str, Any] = {
@@ -181,7 +205,10 @@ class HttpServer:
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
         self.address: tuple[str, int] | None = None
         self.closing = False
-        self._limiter = trio.CapacityLimiter(max_connections)
+        self.slots = ConnectionSlots(max_connections)
+        self.listens = ListenPool(
+            max_listen_streams, max_listen_streams_per_client, listen_lifetime
+        )
         self._connections: set[HttpConnection] = set()
         self._all_closed = trio.Event()
         self._all_closed.set()
@@ -238,12 +265,11 @@ class HttpServer:
             await self._stopped.wait()
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        try:
-            self._limiter.acquire_nowait()
-        except trio.WouldBlock:
+        connection = HttpConnection(self, stream)
+        if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
+            log.warning("every connection is busy: refused %s", connection.peer)
             await refuse_busy(stream)
             return
-        connection = HttpConnection(self, stream)
         self._connections.add(connection)
         if self._all_closed.is_set():
             self._all_closed = trio.Event()
@@ -253,7 +279,7 @@ class HttpServer:
             log.exception("connection from %s failed", connection.peer)
         finally:
             self._connections.discard(connection)
-            self._limiter.release()
+            self.slots.release(connection)
             if not self._connections:
                 self._all_closed.set()
             await trio.aclose_forcefully(stream)
