@@ -20,9 +20,9 @@ import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server.http.exchange import SERVER_BUSY
 from mrtr_transports.server.http.limits import ConnectionSlots, ListenPool, ListenRefusal
 from mrtr_transports.server.http.policy import AccessPolicy, Headers
+from mrtr_transports.server.http.refusals import SERVER_BUSY
 from mrtr_transports.server.http.server import HttpServer
 from test_http_server import ACCEPT_BOTH, HttpPeer, Reply, Served, rpc, serving, tool_call
 

@@ -29,7 +29,6 @@ write is never cut in half: it completes, or the peer is given up on after
 from __future__ import annotations
 
 import contextlib
-import http
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,13 @@ from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers
+from .refusals import (
+    SERVER_BUSY,
+    STATUS_FOR_CODE,
+    error_body,
+    reason_phrase,
+    write_refusal,
+)
 
 
 class ExchangeHost(Protocol):
@@ -68,31 +74,16 @@ class ExchangeHost(Protocol):
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
 
 
-__all__ = ["SERVER_BUSY", "STATUS_FOR_CODE", "ExchangeHost", "HttpConnection", "refuse_busy"]
+__all__ = ["ExchangeHost", "HttpConnection"]
 
 log = logging.getLogger("mrtr_transports.http")
 
-STATUS_FOR_CODE = {
-    m.protocol.METHOD_NOT_FOUND: 404,
-    m.protocol.PARSE_ERROR: 400,
-    m.protocol.INVALID_REQUEST: 400,
-    m.protocol.INVALID_PARAMS: 400,
-    m.protocol.HEADER_MISMATCH: 400,
-    m.protocol.MISSING_CLIENT_CAPABILITY: 400,
-    m.protocol.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    m.protocol.INTERNAL_ERROR: 500,
-}
 #: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
 #: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
 REMOVED_METHODS = frozenset({"ping", "initialize"})
-#: JSON-RPC code of a "come back later" refusal (no place for a listen stream, no free
-#: connection): implementation-defined, as the spec leaves -32000 to -32019 to servers.
-SERVER_BUSY = -32000
 LISTEN_METHOD = "subscriptions/listen"
 #: ``_meta`` key of a listen stream's notifications and of its final result.
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-#: Seconds a refusal written to a connection we are about to drop may take.
-REFUSAL_WRITE_TIMEOUT = 1.0
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -122,46 +113,6 @@ def _accepted(accept_values: Sequence[str]) -> tuple[bool, bool]:
             json_ok = json_ok or media in ("application/json", "application/*", "*/*")
             sse_ok = sse_ok or media in ("text/event-stream", "text/*", "*/*")
     return json_ok, sse_ok
-
-
-def _reason(status: int) -> bytes:
-    try:
-        return http.HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
-
-
-def _error_body(message: str, code: int, data: Any = None) -> bytes:
-    """A JSON-RPC error response without id (the request was not read, or not readable)."""
-    error = m.ErrorResponse(id=None, error=m.ErrorObject(code=code, message=message, data=data))
-    return m.wire.encode_message(error)
-
-
-async def write_refusal(
-    stream: trio.SocketStream, status: int, message: str, retry_after: int | None = None
-) -> None:
-    """An error for a connection without a request h11 can answer (none yet, or a head
-    still arriving), written as bytes and followed by the close; at most a second."""
-    code = SERVER_BUSY if retry_after is not None else m.protocol.INVALID_REQUEST
-    body = _error_body(message, code)
-    head = [
-        f"HTTP/1.1 {status} {_reason(status).decode()}",
-        "content-type: application/json",
-        f"content-length: {len(body)}",
-        "connection: close",
-    ]
-    if retry_after is not None:
-        head.append(f"retry-after: {retry_after}")
-    data = ("\r\n".join(head) + "\r\n\r\n").encode() + body
-    with trio.move_on_after(REFUSAL_WRITE_TIMEOUT):
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await stream.send_all(data)
-
-
-async def refuse_busy(stream: trio.SocketStream) -> None:
-    """Every connection slot is busy with a request: say so and close, unread."""
-    await write_refusal(stream, 503, "too many connections: retry later", retry_after=1)
-    await trio.aclose_forcefully(stream)
 
 
 class _PeerGone(Exception):
@@ -349,7 +300,7 @@ class HttpConnection:
     ) -> None:
         """A whole response; to a ``HEAD`` request, its headers only (RFC 9110, 9.3.2)."""
         headers = [*self._response_headers(content_type, len(body)), *extra]
-        head = h11.Response(status_code=status, headers=headers, reason=_reason(status))
+        head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
         if self.method == b"HEAD":
             await self._write(head, h11.EndOfMessage())
         else:
@@ -363,7 +314,7 @@ class HttpConnection:
         extra: Sequence[Any] = (),
     ) -> None:
         """An HTTP error whose body is a JSON-RPC error response without id."""
-        await self._send_body(status, _error_body(message, code), b"application/json", extra)
+        await self._send_body(status, error_body(message, code), b"application/json", extra)
 
     async def _send_simple(self, status: int, message: str) -> None:
         """An error after an HTTP-level failure (h11's), when one can still be sent."""

@@ -48,12 +48,38 @@ serve: 404 with -32601.
 Cancellation: a client that closes the connection (or the SSE stream) while
 its request runs cancels the handler, and nothing more is sent for it.
 
-Bounds: ``max_body_size`` (4 MiB) per POST, ``max_header_size`` (16 KiB, h11's
-limit on a request head: 431 past it), ``max_connections`` (256 at once;
-past it a connection is answered 503 and closed), ``idle_timeout`` (60 s to
-send the next request on a kept-alive connection, and to send a whole request
-head and body), ``write_timeout`` (60 s for the peer to take a write).
+Bounds (every one an ``HttpServer`` option; why each default: docs/transports.md):
+
+* ``max_body_size`` (4 MiB) per POST (413); ``max_header_size`` (16 KiB, h11's
+  limit on a request head: 431 past it).
+* ``max_connections`` (256) connections carrying requests.  A connection
+  without a whole request yet (a fresh one, a head or body still arriving,
+  a kept-alive one between requests) is *waiting*; when every slot is taken,
+  a newcomer evicts the connection that has waited longest (a 503 with
+  ``Retry-After`` if it had begun a request, else just the close).  A
+  connection whose request runs is never evicted; only when every slot runs
+  one is the newcomer refused: 503, ``Retry-After: 1``, a JSON-RPC error
+  with code ``SERVER_BUSY`` (-32000).
+* ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
+  (10 s) from it to the end of the head, ``body_timeout`` (60 s) for the
+  body (408 past either): deadlines, not timers a trickled byte resets.
+  ``write_timeout`` (60 s) for the peer to take each write.
+* ``subscriptions/listen`` streams live in their own pool, out of the
+  connection slots: ``max_listen_streams`` (256) in all,
+  ``max_listen_streams_per_client`` (8) for one client (its address; behind
+  ``trusted_proxies``, the nearest untrusted ``X-Forwarded-For`` hop), each
+  for ``listen_lifetime`` (600 s), after which the stream ends as the spec's
+  graceful closure (the result ``{"_meta": {subscriptionId}}``) and the
+  client opens a new one.  Past the share: 429, past the pool: 503, both with
+  ``Retry-After`` (when the oldest stream in the way ends) and a JSON-RPC
+  error (``SERVER_BUSY``, ``data.retryAfterSeconds``).  A listen stream's
+  connection closes with the stream.
+
 HTTP/1.1 keep-alive: many POSTs, one after another, on one connection.
+``HEAD`` gets the status and headers a ``GET`` would (a 405 with
+``Allow: POST`` at the endpoint), never a body.  Every error the server
+writes (4xx, 5xx) has a JSON-RPC error response as its body (with the
+request's id when it was read).
 
 Shutdown: ``HttpServer.aclose(grace)`` stops accepting, asks the app to end
 its ``subscriptions/listen`` streams (``close_subscriptions()``, when the app
@@ -73,9 +99,10 @@ gets the connection's -32602 naming the 2026 version to use, and
 ``initialize`` gets 404 / -32601.  ``Mcp-Session-Id`` and ``Last-Event-ID``
 headers are ignored.
 
-The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``exchange.py``
-(one TCP connection's h11 requests and their answers), this module (the
-server object, ``serve_http``); the header rules are the core's
+The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
+(connection slots, the listen pool), ``exchange.py`` (one TCP connection's
+h11 requests and their answers), ``refusals.py`` (error statuses and bodies),
+this module (the server object, ``serve_http``); the header rules are the core's
 (``mrtr_core.protocol``).
 """
 
@@ -91,9 +118,10 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
-from .exchange import HttpConnection, refuse_busy
+from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
+from .refusals import refuse_busy
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
