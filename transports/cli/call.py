@@ -9,7 +9,8 @@ complete result, which is printed as JSON on stdout.  Everything else
 
 The exit code is the result's (0, or 1 for ``isError: true``), 2 for usage
 errors, or the client error's own ``exit_code``
-(:mod:`mrtr_transports.client.errors`, where :class:`ExitCode` is the table).
+(:mod:`mrtr_transports.client.errors`, where :class:`ExitCode` is the table);
+Ctrl-C, at a prompt or anywhere else, is 130 (:mod:`~mrtr_transports.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import mrtr_core as m
 
 from ..client import errors
 from ..client.errors import ClientError, ExitCode, exit_code_of
+from .interrupts import is_interrupt
 
 #: Extra time the whole command gets past ``--timeout`` for the client to report
 #: its own, more precise, timeout before the command's backstop fires.
@@ -177,6 +179,10 @@ async def run_call(
                     max_state_only_legs=args.max_state_only_legs,
                 )
     except BaseException as exc:  # sorted below; the rest re-raised
+        if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
+            # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
+            # failed with while it was torn down is not what the command ends with.
+            raise
         for leaf in _leaf_errors(exc):
             code = exit_code_for(leaf)
             if code is not None and code == ExitCode.TIMEOUT and args.timeout is not None:
