@@ -18,11 +18,14 @@ of options, and run the same steps, in this order:
 4. load the app (``--app MODULE:ATTR``, default the example app); a module
    that cannot be imported, or an attribute that is not a ``ServerApp``, exits
    2 with a message that says what to fix;
-5. serve: stdio until the end of stdin; HTTP until Ctrl-C, announcing
+5. serve: stdio until the end of stdin; HTTP until Ctrl-C or SIGTERM, announcing
    ``listening on http://HOST:PORT/PATH`` on stderr once it accepts
    connections (``mrtr serve: listening on ...`` for ``mrtr serve``).
 
-Ctrl-C stops every form with exit 0.  HTTP-only options (``--path``,
+Ctrl-C stops every form with exit 130 (``PROG: interrupted`` on stderr, no
+traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
+the serving, so the stdout guard and open connections are closed as on any
+other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``) with stdio, or
 ``--drain-timeout`` with HTTP, are usage errors.  The transports' own modules
 have no ``main``: nothing but this module starts a server from a command line.
@@ -34,6 +37,7 @@ import argparse
 import functools
 import ipaddress
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -42,6 +46,7 @@ from typing import Any, Literal
 
 import trio
 
+from ..cli.interrupts import interrupted, run_stoppable
 from ..client.errors import ExitCode
 from .app import ServerApp
 from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app
@@ -208,12 +213,13 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
                 log.debug("importing --app %s failed", options.app, exc_info=True)
                 return _fail(entry, f"--app {options.app!r}: importing it failed: {exc!r}")
             if options.transport == "stdio":
-                trio.run(functools.partial(serve_stdio, app, drain_timeout=options.drain_timeout))
+                serving = functools.partial(_serve_stdio, app, options)
             else:
-                trio.run(_serve_http, entry, app, options)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C is how a server is stopped
-    return ExitCode.RESULT
+                serving = functools.partial(_serve_http, entry, app, options)
+            stop_on = (signal.SIGINT, signal.SIGTERM)
+            return run_stoppable(entry.prog, serving, signals=stop_on)
+    except KeyboardInterrupt:  # before the signal watcher was up: importing the app
+        return interrupted(entry.prog)
 
 
 def _fail(entry: Entry, message: str) -> int:
@@ -222,7 +228,12 @@ def _fail(entry: Entry, message: str) -> int:
     return ExitCode.USAGE
 
 
-async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> None:
+async def _serve_stdio(app: ServerApp, options: ServeOptions) -> int:
+    await serve_stdio(app, drain_timeout=options.drain_timeout)
+    return ExitCode.RESULT
+
+
+async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
     from .http.server import serve_http
 
     http_options: dict[str, Any] = {
@@ -237,6 +248,7 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> No
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{entry.announce}listening on {url}\n")
         sys.stderr.flush()
+    return ExitCode.RESULT
 
 
 def _url_of(started: Any, host: str, port: int, path: str) -> str:
