@@ -2,11 +2,12 @@
 
 Served as ``--app support.load_app:app`` (``tests/`` on ``PYTHONPATH``), over
 stdio by the serve entry, over HTTP by :mod:`support.load_server` (which sets
-the server's bounds).  Its sealer has fixed keys: the key comes from the
+the server's bounds).  Its sealing key is fixed: it comes from the
 environment variable ``MRTR_LOAD_STATE_KEY`` (hex, 32 bytes) or, without it,
 from a constant, so two processes started alike open each other's
 ``requestState`` -- what a server restarted between two rounds needs.  Its
-single-use store is in memory, one per process.
+single-use store (where every redeemed state is spent) is in memory, one per
+process; ``support.load_app:unspent`` has the same tools and no store.
 
 The tools, one per scenario:
 
@@ -26,8 +27,9 @@ The tools, one per scenario:
   notification says it has started).
 * ``flood(size)``: progress notifications of ``size`` characters, until cancelled.
 * ``blob(size)``: a text result of ``size`` characters.
-* ``stats``: what the handlers counted (started, finished, cancelled, running)
-  and the bounded stores' sizes, as ``structuredContent``.
+* ``stats``: what the handlers counted (started, finished, cancelled, running,
+  effects) and the stores' sizes (states spent, continuations parked), as
+  ``structuredContent``.
 """
 
 from __future__ import annotations
@@ -52,12 +54,8 @@ def state_key() -> bytes:
     return bytes.fromhex(value) if value else DEFAULT_KEY
 
 
-store = m.server.MemoryNonceStore()
-app = McpApp(
-    "mrtr-load",
-    "1.0",
-    sealer=m.server.StateSealer({"load": state_key()}, "load", store=store),
-)
+app = McpApp("mrtr-load", "1.0")
+app.configure_state({"load": state_key()}, "load")  # and its own in-memory single-use store
 
 #: What the handlers counted in this process.
 counts = {"started": 0, "finished": 0, "cancelled": 0, "running": 0, "effects": 0}
@@ -207,6 +205,23 @@ def blob(ctx: Context) -> str:
 @app.tool()
 def stats(ctx: Context) -> Any:
     """What the handlers counted, and the stores' sizes."""
-    parked = len(app.continuations) if app.continuations is not None else 0
-    figures = {**counts, "nonces": len(store), "parked": parked}
+    served = ctx.app
+    parked = len(served.continuations) if served.continuations is not None else 0
+    spent = getattr(served, "single_use", None)
+    figures = {**counts, "spent": len(spent) if spent is not None else 0, "parked": parked}
     return {"content": [{"type": "text", "text": repr(figures)}], "structuredContent": figures}
+
+
+#: The same tools with no single-use store: a redeemed state may be redeemed again
+#: (``--app support.load_app:unspent``).
+unspent = McpApp("mrtr-load-unspent", "1.0", single_use=None)
+unspent.configure_state({"load": state_key()}, "load", single_use=None)
+for _tool in app.tools.values():
+    unspent.add_tool(
+        _tool.fn,
+        _tool.name,
+        description=_tool.description,
+        input_schema=_tool.input_schema,
+        annotations=_tool.annotations,
+        continuation=_tool.continuation,
+    )

@@ -11,7 +11,9 @@ question or the result.
 
 A flow that fails because the server refused it for now (HTTP 503 past
 ``max_connections``, as a bare status or with a JSON-RPC error body of code
-:data:`SERVER_BUSY`, or a connection it closed or reset under load) is
+:data:`SERVER_BUSY`, or a connection it closed or reset under load), or whose
+re-issued leg was refused as ``replayed`` (the server spent that state, then
+the answer was lost with the connection: docs/server.md says start over), is
 started again, after a short backoff, up to ``max_attempts`` times: that is
 the client-side retry, counted in ``refusals`` and ``retries``.  Anything
 else (a wrong result, a protocol error, a timeout, attempts used up) counts
@@ -115,6 +117,10 @@ def refusal_kind(error: ClientError) -> str | None:
     """Why ``error`` is a refusal worth retrying (the server shed load), or None."""
     if isinstance(error, CallError) and error.code == SERVER_BUSY:
         return "busy"  # a 503 (or an eviction) whose body is a JSON-RPC error
+    if isinstance(error, CallError) and error.data == {"reason": "replayed"}:
+        # A leg re-issued after its stream broke, whose state the server had already
+        # spent: the answer was lost, and the documented response is to start over.
+        return "replayed"
     if isinstance(error, TransportError):
         if error.status == 503:
             return "busy"  # a 503 whose body is not JSON-RPC

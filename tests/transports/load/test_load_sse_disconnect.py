@@ -5,11 +5,15 @@ retry, with the answer and the ``requestState``) streams progress
 notifications for a while before its result.  The client reads the stream's
 head and its first progress event, then drops the connection.  What must
 hold: the server cancels the handler and frees the connection's slot (a
-whole ``max_connections`` worth of clients is served at once afterwards);
-a retry of the same round, with the same ``requestState``, completes; and
-when the tool guards its side effect with ``ctx.once`` (spent before the
-stream began), the replayed round is refused as documented, -32602 with
-``data.reason == "replayed"``, and the effect happened once.
+whole ``max_connections`` worth of clients is served at once afterwards).
+Then the same round is sent again, with the same ``requestState``:
+
+* by an app without a single-use store (``support.load_app:unspent``) it is
+  served again, to its result;
+* by an app with one (the default: every redeemed state is spent before its
+  handler runs, docs/server.md) it is refused as documented, -32602 with
+  ``data.reason == "replayed"``, and a side effect the handler had done
+  (``ctx.once``) happened once.  The client starts the call over.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from support.raw_http import (
 
 BUDGET = 60
 SLOTS = 4
+UNSPENT = "support.load_app:unspent"
 
 
 async def stats(port: int) -> dict[str, Any]:
@@ -58,9 +63,9 @@ async def drop_in_the_middle(port: int, guarded: bool) -> tuple[dict[str, Any], 
     return second, now
 
 
-async def test_a_dropped_stream_frees_its_slot_and_the_round_can_be_retried() -> None:
+async def test_a_dropped_stream_frees_its_slot_and_the_round_can_be_sent_again() -> None:
     with trio.fail_after(BUDGET):
-        async with http_server(max_connections=SLOTS) as server:
+        async with http_server(max_connections=SLOTS, app=UNSPENT) as server:
             second, after = await drop_in_the_middle(server.port, guarded=False)
             assert (after["started"], after["cancelled"], after["finished"]) == (1, 1, 0)
             # No slot leaked: max_connections clients at once, each served.
@@ -76,7 +81,7 @@ async def test_a_dropped_stream_frees_its_slot_and_the_round_can_be_retried() ->
             assert (await stats(server.port))["finished"] == 1
 
 
-async def test_a_guarded_round_dropped_after_its_effect_is_refused_on_replay() -> None:
+async def test_with_a_single_use_store_the_round_sent_again_is_refused_as_replayed() -> None:
     with trio.fail_after(BUDGET):
         async with http_server(max_connections=SLOTS) as server:
             second, after = await drop_in_the_middle(server.port, guarded=True)
@@ -88,4 +93,6 @@ async def test_a_guarded_round_dropped_after_its_effect_is_refused_on_replay() -
             error = replay.json()["error"]
             assert error["code"] == -32602
             assert error["data"] == {"reason": "replayed"}
-            assert (await stats(server.port))["effects"] == 1  # not done twice
+            final = await stats(server.port)
+            assert final["effects"] == 1  # not done twice
+            assert final["started"] == 1  # refused before the handler ran again
