@@ -143,9 +143,9 @@ class Nginx:
 
     It listens on two ports in front of the same workers: ``port`` balances
     round-robin, ``sticky_port`` hashes the client address (every leg of a
-    client's flows to one worker).  Its access log has one line per request:
-    the test's ``X-Leg`` header, then ``$upstream_addr`` (every worker tried,
-    comma-separated), ``$upstream_status`` and the status.
+    client's flows to one worker).  Its access log has one line per request,
+    ``|``-separated: the test's ``X-Leg`` header, ``$upstream_addr`` (every
+    worker tried, comma-separated), ``$upstream_status`` and the status.
     """
 
     def __init__(self, binary: str, directory: Path, workers: Sequence[int]) -> None:
@@ -159,7 +159,11 @@ class Nginx:
         self.process: subprocess.Popen[bytes] | None = None
 
     def config(self) -> str:
-        servers = "".join(f"        server 127.0.0.1:{port};\n" for port in self.workers)
+        # a worker that refused a connection is left out for a second only (a test restarts it)
+        servers = "".join(
+            f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=1s;\n"
+            for port in self.workers
+        )
         temp = "".join(
             f"    {kind}_temp_path {self.directory}/{kind}-temp;\n"
             for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -181,7 +185,7 @@ pid {self.directory}/nginx.pid;
 error_log {self.error_log} info;
 events {{ worker_connections 256; }}
 http {{
-{temp}    log_format legs '$http_x_leg $upstream_addr $upstream_status $status';
+{temp}    log_format legs '$http_x_leg|$upstream_addr|$upstream_status|$status';
     upstream round_robin {{
 {servers}    }}
     upstream sticky {{
@@ -199,12 +203,24 @@ http {{
         wait_for_port(self.sticky_port, self.process, "nginx", self.error_log)
         return self
 
-    def legs(self) -> dict[str, list[str]]:
-        """``X-Leg`` -> the upstreams nginx tried for it, in order (from the access log)."""
+    def legs(self, expected: Sequence[str] = ()) -> dict[str, list[str]]:
+        """``X-Leg`` -> the upstreams nginx tried for it, in order (from the access log).
+
+        nginx logs a request once it is done with it, which may be just after the
+        client read the response: wait (a while) for the ``expected`` legs.
+        """
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            found = self._logged()
+            if all(leg in found for leg in expected) or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)
+
+    def _logged(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for line in self.access_log.read_text().splitlines():
-            leg, _, rest = line.partition(" ")
-            upstreams = rest.rsplit(" ", 2)[0]
+            leg, upstreams, _ = line.split("|", 2)
+            # "a, b" when nginx tried a then b; "a : b" across upstream groups
             found[leg] = [addr.strip() for addr in upstreams.replace(" : ", ", ").split(",")]
         return found
 
