@@ -175,7 +175,7 @@ async def test_a_server_that_does_not_answer_fails_closed_within_the_timeout(
             redis_server.resume()
 
 
-async def test_nothing_listening_fails_closed(services: dict[str, str]) -> None:
+async def test_nothing_listening_fails_closed() -> None:
     from scale_services import free_port
 
     async with RedisSingleUse(f"redis://127.0.0.1:{free_port()}/0", timeout=2) as store:
