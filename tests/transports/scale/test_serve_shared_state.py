@@ -4,21 +4,19 @@ Usage errors exit 2 with a message that says what to fix (run in-process: they
 stop before anything is served).  The served side runs real workers: two
 loading the same keys, one from a file and one from an environment variable,
 serve the two legs of one flow; a worker whose Redis is unreachable still
-starts (with a warning), serves flows that need no store, and refuses a
-guarded leg with -32603 rather than run it unguarded.
+starts (with a warning), answers new calls, and refuses every leg that redeems a
+state with -32603 rather than serve it unguarded.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mrtr_transports.server import entry
 from mrtr_transports.stores.keys import new_state_keys
 from scale_cluster import Flow, Worker, error_reason, text_of
-from scale_services import free_port
+from scale_services import RedisServer, free_port
 
 KEYS = new_state_keys()
 
@@ -93,42 +91,43 @@ def test_an_app_that_is_not_an_mcp_app_exits_2(
     assert "is not an McpApp" in err, err
 
 
-@pytest.fixture
-def pair(
-    services: dict[str, str], tmp_path: Path, keys_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Worker, Worker]]:
-    """Two workers with the same keys (a file, an env var) and one Redis that is not there."""
-    unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    from_file = Worker(tmp_path, keys_file, unreachable)
-    monkeypatch.setenv("MRTR_TEST_STATE_KEYS", KEYS)
-    from_env = Worker(tmp_path, Path("env:MRTR_TEST_STATE_KEYS"), unreachable)
-    try:
-        for worker in (from_file, from_env):
-            worker.spawn()
-        for worker in (from_file, from_env):
-            worker.wait_ready()
-        yield from_file, from_env
-    finally:
-        for worker in (from_file, from_env):
-            worker.stop()
+def start(*workers: Worker) -> None:
+    for worker in workers:  # importing side by side
+        worker.spawn()
+    for worker in workers:
+        worker.wait_ready()
 
 
-def test_workers_with_the_same_keys_serve_each_others_legs(pair: tuple[Worker, Worker]) -> None:
-    from_file, from_env = pair
-    flow = Flow(from_file.port, "plan_trip", {"destination": "Rome"}, "pair")
-    flow.leg()  # sealed by the worker that read the file
-    flow.port = from_env.port  # opened by the one that read the environment
-    flow.answer({"traveller": {"name": "Ada"}})
-    flow.port = from_file.port
-    assert text_of(flow.answer({"nights": {"nights": 2}})) == "Trip to Rome for Ada: 2 nights."
-
-
-def test_an_unreachable_store_warns_and_fails_guarded_legs_closed(
-    pair: tuple[Worker, Worker],
+def test_workers_with_the_same_keys_serve_each_others_legs(
+    redis_server: RedisServer, tmp_path: Path, keys_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from_file, _ = pair
-    assert "warning: the single-use store" in from_file.log.read_text()
-    flow = Flow(from_file.port, "deploy", {"env": "prod"}, "closed")
-    assert error_reason(flow.run({"confirm": {"confirm": True}}))[0] == -32603
-    assert from_file.alive  # the worker itself carries on
-    assert os.environ.get("MRTR_TEST_UNSET_KEYS") is None
+    monkeypatch.setenv("MRTR_TEST_STATE_KEYS", KEYS)
+    from_file = Worker(tmp_path, keys_file, redis_server.url)
+    from_env = Worker(tmp_path, Path("env:MRTR_TEST_STATE_KEYS"), redis_server.url)
+    try:
+        start(from_file, from_env)
+        flow = Flow(from_file.port, "plan_trip", {"destination": "Rome"}, "pair")
+        flow.leg()  # sealed by the worker that read the file
+        flow.port = from_env.port  # opened by the one that read the environment
+        flow.answer({"traveller": {"name": "Ada"}})
+        flow.port = from_file.port
+        assert text_of(flow.answer({"nights": {"nights": 2}})) == "Trip to Rome for Ada: 2 nights."
+    finally:
+        from_file.stop()
+        from_env.stop()
+
+
+def test_an_unreachable_store_warns_and_fails_redeemed_legs_closed(
+    services: dict[str, str], tmp_path: Path, keys_file: Path
+) -> None:
+    worker = Worker(tmp_path, keys_file, f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        start(worker)
+        assert "warning: the single-use store" in worker.log.read_text()
+        flow = Flow(worker.port, "deploy", {"env": "prod"}, "closed")
+        assert flow.leg()["result"]["resultType"] == "input_required"  # a new call: no state
+        flow.answer({"confirm": {"confirm": True}})  # redeems a state: it must be spent first
+        assert error_reason(flow.last)[0] == -32603
+        assert worker.alive  # the worker itself carries on
+    finally:
+        worker.stop()
