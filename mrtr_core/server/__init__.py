@@ -7,6 +7,7 @@ from ._asking import (
     Answers,
     CapabilityRequired,
     InvalidAnswer,
+    UnprovenAnswer,
     elicit_form,
     elicit_url,
     input_required,
@@ -14,7 +15,18 @@ from ._asking import (
     required_capabilities,
     sample,
 )
-from ._handlers import Ask, Handler, HandlerContext, Next, Steps, close_leg, open_leg, run_handler
+from ._handlers import (
+    Ask,
+    Handler,
+    HandlerContext,
+    Next,
+    Redeemed,
+    Steps,
+    close_leg,
+    open_leg,
+    run_handler,
+    spend_redeemed,
+)
 from ._legacy_shim import (
     LegacyShim,
     ShimDone,
@@ -34,11 +46,13 @@ from ._sealing import (
     StateSealer,
     params_digest,
 )
+from ._validation import CompiledSchema, SchemaProblem, compile_schema, schema_problem
 
 __all__ = [
     "Answers",
     "CapabilityRequired",
     "InvalidAnswer",
+    "UnprovenAnswer",
     "elicit_form",
     "elicit_url",
     "input_required",
@@ -49,10 +63,12 @@ __all__ = [
     "Handler",
     "HandlerContext",
     "Next",
+    "Redeemed",
     "Steps",
     "close_leg",
     "open_leg",
     "run_handler",
+    "spend_redeemed",
     "LegacyShim",
     "ShimDone",
     "ShimEvent",
@@ -68,4 +84,8 @@ __all__ = [
     "OpenedState",
     "StateSealer",
     "params_digest",
+    "CompiledSchema",
+    "SchemaProblem",
+    "compile_schema",
+    "schema_problem",
 ]

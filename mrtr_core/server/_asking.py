@@ -33,18 +33,33 @@ from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
     CreateMessageRequest,
     ElicitFormRequest,
+    ElicitResult,
     ElicitUrlRequest,
     InputRequest,
     InputRequiredResult,
     InputResponse,
     ListRootsRequest,
 )
+from ._ask_rules import check_elicitation_url, check_primitive_schema
+from ._validation import compile_schema
 
 
 def elicit_form(
     message: str, properties: Mapping[str, Any], *, required: Iterable[str] = ()
 ) -> ElicitFormRequest:
-    """Ask the user to fill in a form: ``properties`` are JSON Schema primitives by name."""
+    """Ask the user to fill in a form: ``properties`` are JSON Schema primitives by name.
+
+    Only what the spec's ``PrimitiveSchemaDefinition`` allows: a string (``minLength``,
+    ``maxLength``, ``format`` email/uri/date/date-time), a number or integer
+    (``minimum``, ``maximum``), a boolean, or an enum (``enum`` of strings, ``oneOf``
+    of ``{const, title}``, or an array of either for a multi-select), each with
+    ``title``, ``description`` and ``default``.  Anything else (a nested object, an
+    array of objects, ``$ref``, another keyword) raises ``LocalProtocolError``.
+    """
+    if not isinstance(properties, Mapping):
+        raise LocalProtocolError("properties must be a mapping of field name to schema")
+    for name, definition in properties.items():
+        check_primitive_schema(name, definition)
     schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
     needed = list(required)
     unknown = [name for name in needed if name not in schema["properties"]]
@@ -52,11 +67,18 @@ def elicit_form(
         raise LocalProtocolError(f"required fields {unknown} are not among the properties")
     if needed:
         schema["required"] = needed
+    compile_schema(schema)  # compiled (and cached) now: answers are checked against it
     return ElicitFormRequest(message=message, requested_schema=schema)
 
 
 def elicit_url(message: str, url: str) -> ElicitUrlRequest:
-    """Ask the user to visit ``url`` (needs the client's ``elicitation.url`` capability)."""
+    """Ask the user to visit ``url`` (needs the client's ``elicitation.url`` capability).
+
+    ``url`` must be an absolute ``https:`` URL without credentials in it (``http:``
+    only for a loopback host, for development); anything else, ``javascript:``,
+    ``data:`` or ``file:`` included, raises ``LocalProtocolError``.
+    """
+    check_elicitation_url(url)
     return ElicitUrlRequest(message=message, url=url, mode="url")
 
 
@@ -148,17 +170,43 @@ def required_capabilities(
 class InvalidAnswer(RemoteProtocolError):
     """-32602: an answer under ``key`` does not have the shape of what was asked.
 
-    ``data = {"key": ..., "reason": ...}``.  Raised rather than asking again: a
-    client that sent the wrong shape once would most likely send it again.
+    ``data = {"key": ..., "reason": ...}``, plus ``"field"`` (a JSON Pointer into the
+    form's content, e.g. ``"/nights"``) when a form answer broke its
+    ``requestedSchema``.  Raised rather than asking again: a client that sent the
+    wrong shape once would most likely send it again.
     """
 
-    def __init__(self, key: str | None, reason: str) -> None:
+    def __init__(
+        self, key: str | None, reason: str, *, field: str | None = None, message: str = ""
+    ) -> None:
+        data: dict[str, Any] = {"key": key, "reason": reason}
+        if field is not None:
+            data["field"] = field
         super().__init__(
-            f"invalid inputResponses: {reason}",
-            code=INVALID_PARAMS,
-            data={"key": key, "reason": reason},
+            f"invalid inputResponses: {message or reason}", code=INVALID_PARAMS, data=data
         )
         self.key = key
+        self.field = field
+
+
+class UnprovenAnswer(InvalidAnswer):
+    """-32602: a guarded side effect (``ctx.once``, the last step of ``Steps``) was
+    reached after reading an answer that no ``requestState`` proves was asked.
+
+    ``data = {"key": ..., "reason": "unproven"}``.  An answer is proven when the
+    previous leg of this flow asked for that key, as the same kind of request, and
+    sealed that in the ``requestState`` this leg brought back.  A client that sends
+    answers nobody asked for can still drive a plain handler (the spec's stateless
+    model), but never a guarded side effect.
+    """
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            key,
+            "unproven",
+            message=f"no requestState of this flow proves that {key!r} was asked; "
+            "a guarded side effect does not act on it",
+        )
 
 
 class Answers:
@@ -167,12 +215,23 @@ class Answers:
     A key the client did not answer is not an error: ask for it again
     (:meth:`missing`).  Keys nobody asked for are ignored.  ``input_kinds``
     says which answer class answers which request.
+
+    ``proven`` maps each key the previous leg of this flow asked (as its sealed
+    ``requestState`` proves) to the name of the input kind it asked with.  An answer
+    read against a request of that same kind is proven; any other is not.  By
+    default an unproven answer is still returned and its key recorded in
+    :attr:`unproven` (guarded side effects refuse to run after one); with
+    :attr:`require_proof` set it reads as no answer at all, so the handler asks again.
     """
 
-    __slots__ = ("_input_kinds", "_raw")
+    __slots__ = ("_input_kinds", "_proven", "_raw", "require_proof", "unproven")
 
     def __init__(
-        self, params: Mapping[str, Any] | None, *, input_kinds: InputRegistry = INPUT_KINDS
+        self,
+        params: Mapping[str, Any] | None,
+        *,
+        input_kinds: InputRegistry = INPUT_KINDS,
+        proven: Mapping[str, str] | None = None,
     ) -> None:
         raw = (params or {}).get("inputResponses")
         if raw is None:
@@ -181,23 +240,56 @@ class Answers:
             raise InvalidAnswer(None, "inputResponses must be an object")
         self._raw: Mapping[str, Any] = raw
         self._input_kinds = input_kinds
+        self._proven: Mapping[str, str] = dict(proven or {})
+        #: Read unproven answers as ``None`` (set by ``ctx.require_proof()``).
+        self.require_proof = False
+        #: The keys whose answers were read in this leg without proof.
+        self.unproven: set[str] = set()
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` was answered (a ``null`` answer is no answer)."""
         return isinstance(key, str) and self._raw.get(key) is not None
 
+    def is_proven(self, key: str, asked: InputRequest) -> bool:
+        """Whether the previous leg asked ``key`` as a request of ``asked``'s kind."""
+        return self._proven.get(key) == self._input_kinds.kind_for(asked).name
+
     def get(self, key: str, asked: InputRequest) -> InputResponse | None:
-        """The typed answer to ``asked`` under ``key``, or ``None`` if there is none."""
+        """The typed answer to ``asked`` under ``key``, or ``None`` if there is none.
+
+        An accepted form answer is checked against ``asked``'s ``requestedSchema``:
+        one that breaks it raises :class:`InvalidAnswer` naming the field.
+        """
         raw = self._raw.get(key)
         if raw is None:
+            return None
+        proven = self.is_proven(key, asked)
+        if not proven and self.require_proof:
             return None
         expected = self._input_kinds.kind_for(asked).response_class
         try:
             answer: InputResponse = structure(raw, expected)
         except RemoteProtocolError as exc:
             raise InvalidAnswer(key, f"{key!r} is not a valid {expected.__name__}") from exc
+        if (
+            isinstance(asked, ElicitFormRequest)
+            and isinstance(answer, ElicitResult)
+            and answer.action == "accept"
+        ):
+            content = answer.content if answer.content is not None else {}
+            problem = compile_schema(asked.requested_schema).problem(content)
+            if problem is not None:
+                raise InvalidAnswer(key, problem.reason, field=problem.field)
+        if not proven:
+            self.unproven.add(key)
         return answer
 
     def missing(self, asked: Mapping[str, InputRequest]) -> dict[str, InputRequest]:
-        """The asks among ``asked`` that this leg did not answer, to ask again."""
-        return {key: request for key, request in asked.items() if self._raw.get(key) is None}
+        """The asks among ``asked`` that this leg did not answer, to ask again
+        (with :attr:`require_proof`, an unproven answer is no answer)."""
+        return {
+            key: request
+            for key, request in asked.items()
+            if self._raw.get(key) is None
+            or (self.require_proof and not self.is_proven(key, request))
+        }

@@ -14,14 +14,20 @@ the whole server side of a multi round-trip leg, for any process that gets it:
 Three handler styles share it (see ``docs/server.md``): a plain re-entrant
 function, the ``once`` guard for side effects, and :class:`Steps`.
 
-Every sealed state of one flow carries the same random flow id and the flow's
-deadline (``flow_ttl`` after its first leg, an hour by default): no token of
-the flow is sealed to outlive it, however often older states are replayed.
-With a single-use store on the sealer, ``once`` guards and the final step of
-:class:`Steps` spend ``<flow id>:<name>`` in it, kept until that deadline,
-before running, so they run at most once per flow even against a client that
-replays an older state (which carries the same flow id).  A request without
-state starts a new flow: calling the tool again is a new action.
+Every sealed state of one flow carries the same random flow id, the flow's
+deadline (``flow_ttl`` after its first leg, an hour by default: no token of the
+flow is sealed to outlive it), the guards that fired, and what that leg asked
+(``{key: input kind}``), which proves to the next leg that its answers were asked
+for (``HandlerContext.proven``; see ``Answers``).
+
+A leg that redeems a state must spend it (its nonce, until the state expires) in
+a single-use store before the handler acts: ``HandlerContext.to_spend`` says what,
+``record_spend`` takes the store's answer (a second spend is ``replayed``).
+``run_handler`` does it with the sealer's sync store; an async host awaits its own
+store.  Since every redeemed state is spent once, the states of a flow form a
+single chain, so a guard (``once``, the last step of :class:`Steps`) that fired
+cannot fire again from a replayed older state.  A leg without state spends
+nothing: it starts a new flow, and calling the tool again is a new action.
 """
 
 from __future__ import annotations
@@ -36,8 +42,14 @@ from .._errors import LocalProtocolError
 from ..protocol._meta import RequestInfo
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import InputRequest, InputResponse, Request
-from ._asking import Answers, CapabilityRequired, input_required, required_capabilities
-from ._sealing import InvalidRequestState, OpenedState, StateSealer
+from ._asking import (
+    Answers,
+    CapabilityRequired,
+    UnprovenAnswer,
+    input_required,
+    required_capabilities,
+)
+from ._sealing import InvalidRequestState, NonceStore, OpenedState, StateSealer
 
 DEFAULT_FLOW_TTL = 3600.0
 
@@ -59,6 +71,15 @@ class Next:
 
     data: Any = None
     ask: Mapping[str, InputRequest] | None = attrs.field(default=None, kw_only=True)
+
+
+@attrs.frozen
+class Redeemed:
+    """A state a leg redeemed, as a single-use store spends it: its nonce, kept until
+    the state itself expires (no later replay of it can be accepted)."""
+
+    nonce: str
+    expires_at: float
 
 
 HandlerResult = Mapping[str, Any] | Ask
@@ -86,6 +107,7 @@ class HandlerContext:
         principal: str | None,
         now: float,
         input_kinds: InputRegistry = INPUT_KINDS,
+        proven: Mapping[str, str] | None = None,
     ) -> None:
         self.request = request
         self.method = info.method
@@ -101,9 +123,13 @@ class HandlerContext:
         #: When this flow ends: no state of it is sealed to live longer.
         self.deadline = deadline
         self.input_kinds = input_kinds
-        self.answers = Answers(self.params, input_kinds=input_kinds)
+        #: What the previous leg of this flow asked, by key (the input kind's name),
+        #: as its sealed state proves: answers to these are proven.
+        self.proven: Mapping[str, str] = dict(proven or {})
+        self.answers = Answers(self.params, input_kinds=input_kinds, proven=self.proven)
         self._guards = guards
         self._sealer = sealer
+        self._spent = False
 
     @property
     def arguments(self) -> Mapping[str, Any]:
@@ -128,31 +154,64 @@ class HandlerContext:
             raise CapabilityRequired(missing)
         return Ask(requests=asks, state=state)
 
+    def require_proof(self) -> None:
+        """From now on, an answer no ``requestState`` proves was asked reads as ``None``
+        (so the handler asks again).  ``Steps`` turns it on by itself; a tool
+        registered with ``require_proof=True`` has it on from the start."""
+        self.answers.require_proof = True
+
+    @property
+    def to_spend(self) -> Redeemed | None:
+        """The state this leg redeemed, while it is not spent yet (``None`` on a leg
+        without state, or once spent): spend it before the handler acts."""
+        opened = self.opened
+        if opened is None or self._spent:
+            return None
+        return Redeemed(nonce=opened.nonce, expires_at=opened.expires_at)
+
+    def record_spend(self, first: bool) -> None:
+        """The single-use store's answer to spending :attr:`to_spend`: a state spent
+        before (``first`` false) is a replay, refused as ``InvalidRequestState("replayed")``."""
+        if not first:
+            raise InvalidRequestState("replayed")
+        self._spent = True
+
     def once(self, name: str) -> bool:
         """True exactly once per flow for ``name``: guard a side effect with it.
 
         ``if ctx.once("deploy"): deploy()``.  The guard is recorded in the sealed
-        state, so later rounds skip it; with a single-use store it is also spent
-        there first, so a replayed older state cannot fire it again (it raises
-        ``InvalidRequestState("replayed")`` instead).
+        state, so later legs skip it.  With a single-use store every redeemed state
+        is spent before the handler runs, so a replayed older state cannot reach it
+        again (``InvalidRequestState("replayed")``).  It refuses to release after an
+        unproven answer was read in this leg (:class:`~mrtr_core.server.UnprovenAnswer`).
         """
         if name in self._guards:
             return False
-        self._spend(f"once:{name}")
+        self._release()
         self._guards.append(name)
         return True
 
-    def _spend(self, what: str) -> None:
-        sealer = self._sealer
-        if sealer is None or sealer.store is None:
-            return
-        # Every token of this flow expires by its deadline, so keeping the record
-        # that long outlives any state that could be replayed.
-        if not sealer.store.consume(f"{self.flow}:{what}", self.deadline, self.now):
-            raise InvalidRequestState("replayed")
+    def _release(self) -> None:
+        """Before a guarded side effect: no unproven answer read, the redeemed state spent."""
+        if self.answers.unproven:
+            raise UnprovenAnswer(min(self.answers.unproven))
+        if self._sealer is not None:
+            # A host that opened the leg itself may not have spent it: spend it now.
+            spend_redeemed(self, self._sealer.store)
 
 
-def _read_state(opened: OpenedState) -> tuple[str, float, list[str], Any]:
+def spend_redeemed(ctx: HandlerContext, store: NonceStore | None) -> None:
+    """Spend the state ``ctx`` redeemed (if any, and not spent yet) in ``store``.
+
+    Raises ``InvalidRequestState("replayed")`` if it was spent before, and
+    ``NonceStoreFull`` (-32603) from a full store, failing closed.
+    """
+    pending = ctx.to_spend
+    if pending is not None and store is not None:
+        ctx.record_spend(store.consume(pending.nonce, pending.expires_at, ctx.now))
+
+
+def _read_state(opened: OpenedState) -> tuple[str, float, list[str], dict[str, str], Any]:
     value = opened.value
     if not (
         isinstance(value, dict)
@@ -160,10 +219,13 @@ def _read_state(opened: OpenedState) -> tuple[str, float, list[str], Any]:
         and isinstance(value.get("d"), (int, float))
         and isinstance(value.get("g"), list)
         and all(isinstance(g, str) for g in value["g"])
+        and isinstance(value.get("q", {}), dict)
+        and all(isinstance(k, str) for k in value.get("q", {}).values())
     ):
         # Sealed by this key, yet not in our shape: another app's state.
         raise InvalidRequestState("malformed")
-    return value["f"], float(value["d"]), list(value["g"]), value.get("v")
+    # "q" (what the leg asked) may be absent from a state sealed by an older version.
+    return value["f"], float(value["d"]), list(value["g"]), dict(value.get("q", {})), value.get("v")
 
 
 def run_handler(
@@ -176,14 +238,15 @@ def run_handler(
     now: float,
     flow_ttl: float = DEFAULT_FLOW_TTL,
     input_kinds: InputRegistry = INPUT_KINDS,
+    vouched: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One leg of ``handler``: the wire result (complete or ``input_required``).
 
     Raises :class:`~mrtr_core.server.InvalidRequestState` (-32602) before the handler
     runs, or whatever :class:`~mrtr_core.MrtrError` the handler raises
     (``CapabilityRequired`` -32021, ``InvalidAnswer`` -32602); answer those with
-    ``error_response(request.id, exc)``.  The same as
-    ``close_leg(ctx, handler(ctx))`` with ``ctx = open_leg(...)``.
+    ``error_response(request.id, exc)``.  The same as ``ctx = open_leg(...)``,
+    ``spend_redeemed(ctx, sealer.store)``, then ``close_leg(ctx, handler(ctx))``.
     """
     ctx = open_leg(
         request,
@@ -193,7 +256,9 @@ def run_handler(
         now=now,
         flow_ttl=flow_ttl,
         input_kinds=input_kinds,
+        vouched=vouched,
     )
+    spend_redeemed(ctx, sealer.store if sealer is not None else None)
     return close_leg(ctx, handler(ctx))
 
 
@@ -206,12 +271,18 @@ def open_leg(
     now: float,
     flow_ttl: float = DEFAULT_FLOW_TTL,
     input_kinds: InputRegistry = INPUT_KINDS,
+    vouched: Mapping[str, str] | None = None,
 ) -> HandlerContext:
     """The first half of :func:`run_handler`: verify the state, build the context.
 
     For handlers that cannot be called synchronously (a coroutine that awaits
-    while it streams progress): ``ctx = open_leg(...)``, run the handler your
+    while it streams progress): ``ctx = open_leg(...)``, spend ``ctx.to_spend``
+    in your single-use store (``ctx.record_spend(first)``), run the handler your
     way, then ``close_leg(ctx, outcome)``.  Raises ``InvalidRequestState``.
+
+    ``vouched`` (``{key: input kind name}``) are answers the host knows it asked
+    for itself (the 2025 shim, which asked with real requests): proven like those
+    the sealed state proves.
     """
     params = request.params or {}
     token = params.get("requestState")
@@ -220,9 +291,16 @@ def open_leg(
         if sealer is None:
             raise InvalidRequestState("unknown_key")  # we never issue state without one
         opened = sealer.open(token, method=info.method, params=params, principal=principal, now=now)
-        flow, deadline, guards, state = _read_state(opened)
+        flow, deadline, guards, proven, state = _read_state(opened)
     else:
-        flow, deadline, guards, state = secrets.token_urlsafe(16), now + flow_ttl, [], None
+        flow, deadline, guards, proven, state = (
+            secrets.token_urlsafe(16),
+            now + flow_ttl,
+            [],
+            {},
+            None,
+        )
+    proven.update(vouched or {})
     return HandlerContext(
         request,
         info,
@@ -235,6 +313,7 @@ def open_leg(
         principal=principal,
         now=now,
         input_kinds=input_kinds,
+        proven=proven,
     )
 
 
@@ -258,8 +337,10 @@ def _ask(ctx: HandlerContext, requests: Mapping[str, InputRequest], state: Any) 
     left = ctx.deadline - ctx.now
     if left <= 0:
         raise InvalidRequestState("expired")  # the flow as a whole has run out of time
+    # What this leg asked, so the next leg can tell a requested answer from an invented one.
+    asked = {key: ctx.input_kinds.kind_for(request).name for key, request in requests.items()}
     token = sealer.seal(
-        {"f": ctx.flow, "d": ctx.deadline, "g": ctx._guards, "v": state},
+        {"f": ctx.flow, "d": ctx.deadline, "g": ctx._guards, "q": asked, "v": state},
         method=ctx.method,
         params=ctx.params,
         principal=ctx.principal,
@@ -280,8 +361,12 @@ class Steps:
     a round trip when it asks, at once when it does not) or an :class:`Ask`
     (``ctx.ask(...)``, without state) to stay where it is with the same data,
     e.g. to ask again for a missing answer.  The last step returns the result
-    mapping and runs at most once per flow: with a single-use store its run is
-    spent there first.
+    mapping and runs at most once per flow (with a single-use store, which spends
+    every redeemed state).
+
+    ``Steps`` requires proof (``ctx.require_proof()``): an answer that no sealed
+    state proves was asked reads as ``None``, so a client that invents answers is
+    simply asked again, and the last step never runs on one.
     """
 
     def __init__(self) -> None:
@@ -309,6 +394,7 @@ class Steps:
     def __call__(self, ctx: HandlerContext) -> HandlerResult:
         if not self._steps:
             raise LocalProtocolError("Steps has no steps")
+        ctx.require_proof()
         where = ctx.state if isinstance(ctx.state, dict) else {"step": self._steps[0][0]}
         index = self.names.index(where["step"]) if where.get("step") in self.names else -1
         if index < 0:
@@ -318,7 +404,7 @@ class Steps:
         while True:
             name, fn = self._steps[index]
             if index == last:
-                ctx._spend(f"step:{name}")
+                ctx._release()
                 result = fn(ctx, data)
                 if not isinstance(result, Mapping):
                     raise LocalProtocolError(f"the last step {name!r} must return the result")

@@ -154,6 +154,7 @@ class LegacyShim:
         self._params = strip_round_fields(request.params or {})
         self._state: str | None = None
         self._asked: dict[RequestId, str] = {}  # server request id -> input key
+        self._kinds: dict[str, str] = {}  # input key -> the kind this shim asked it as
         self._answers: dict[str, Any] = {}
         self._pace: float | None = None
         self._running = False  # a ShimRun is out and its leg_done has not come
@@ -236,6 +237,8 @@ class LegacyShim:
                 principal=self.principal,
                 now=now,
                 input_kinds=self.input_kinds,
+                # These answers came back to requests this shim itself sent: proven.
+                vouched={key: self._kinds[key] for key in answers or {}},
             )
         except MrtrError as exc:
             self._settle(exc)
@@ -293,6 +296,7 @@ class LegacyShim:
             self._events.append(ShimWait(delay=self._pace))
             return
         self._pace = None
+        self._kinds = {key: self.input_kinds.kind_for(ask).name for key, ask in asks.items()}
         for key, ask in asks.items():
             request = legacy_request(self.new_id(), ask, self.input_kinds)
             self._asked[request.id] = key

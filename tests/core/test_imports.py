@@ -34,7 +34,7 @@ from mrtr_core.protocol import (
 CORE = Path(mrtr_core.__file__).resolve().parent
 CORE_FILES = sorted(CORE.rglob("*.py"))
 
-THIRD_PARTY_ALLOWED = frozenset({"attrs", "attr", "cattrs", "cattr", "orjson"})
+THIRD_PARTY_ALLOWED = frozenset({"attrs", "attr", "cattrs", "cattr", "orjson", "jsonschema_rs"})
 FORBIDDEN = frozenset(
     {
         "time",

@@ -35,12 +35,14 @@ from ..server.app import Outlet
 
 if TYPE_CHECKING:
     from .continuations import ContinuationStore, Leg, Suspension
+    from .single_use import SingleUseStore
 
 
 class HostApp(Protocol):
     """The app a handler runs in, as its legs and handlers see it (``McpApp`` is one)."""
 
     sealer: m.server.StateSealer
+    single_use: SingleUseStore | None
     principal: str | None
     clock: Callable[[], float]
     flow_ttl: float
@@ -84,7 +86,13 @@ class Context(m.server.HandlerContext):
             sealer=leg._sealer,
             principal=leg.principal,
             now=leg.now,
+            input_kinds=leg.input_kinds,
+            proven=leg.proven,
         )
+        # What was settled on the opened leg before this context was made: its
+        # state spent, proof required.
+        self._spent = leg._spent
+        self.answers.require_proof = leg.answers.require_proof
         self.outlet = outlet
         self.app = app
         #: ``resources/read``: the URI read, and a template's variables in it.
@@ -109,7 +117,7 @@ class Context(m.server.HandlerContext):
                 "a re-entrant handler returns ctx.ask(...)"
             )
         asks = self.ask(requests).requests  # -32021 for what this leg did not declare
-        self._resume_at(await self._suspension.suspend(asks))
+        self._resume_at(await self._suspension.suspend(asks), asked=asks)
         return self.answers
 
     async def wait_for_answer(self, key: str, asked: m.wire.InputRequest) -> m.wire.InputResponse:
@@ -120,8 +128,13 @@ class Context(m.server.HandlerContext):
             if answer is not None:
                 return answer
 
-    def _resume_at(self, leg: Leg) -> None:
-        """Become the leg that resumed the parked handler; the flow stays the same."""
+    def _resume_at(self, leg: Leg, asked: Mapping[str, m.wire.InputRequest]) -> None:
+        """Become the leg that resumed the parked handler; the flow stays the same.
+
+        The answers to ``asked`` are proven: the store checked that this leg's state
+        names this parked handler at this round, the one that asked them.
+        """
+        require_proof = self.answers.require_proof
         super().__init__(
             leg.request,
             leg.info,
@@ -133,7 +146,10 @@ class Context(m.server.HandlerContext):
             sealer=self._sealer,
             principal=leg.principal,
             now=leg.now,
+            input_kinds=self.input_kinds,
+            proven={key: self.input_kinds.kind_for(ask).name for key, ask in asked.items()},
         )
+        self.answers.require_proof = require_proof
         self.outlet = leg.outlet
 
     # --- streaming ------------------------------------------------------------------------

@@ -6,9 +6,15 @@ runs for one leg, and what it returns is shaped into the method's result
 
 Re-entrant (plain, with ``once`` guards, or a ``mrtr_core.server.Steps``):
 ``mrtr_core.server.open_leg`` opens and verifies the ``requestState`` before any
-handler code runs, the handler runs with a :class:`Context` (awaited if it is
-an ``async def``), and ``mrtr_core.server.close_leg`` seals an ask into the next
-``requestState``, so any process holding the sealer's keys can serve any leg.
+handler code runs, the state it redeemed is spent in the app's single-use store
+(a replay is refused there, also before any handler code), the handler runs with
+a :class:`Context` (awaited if it is an ``async def``), and
+``mrtr_core.server.close_leg`` seals an ask into the next ``requestState``, so any
+process holding the sealer's keys (and sharing the store) can serve any leg.
+
+A tool's arguments are first checked against its ``inputSchema``: a mismatch is
+an input validation error, which the spec reports as a tool result with
+``isError: true`` (the model can correct the call), not a protocol error.
 
 Continuation (``continuation=True``): the first leg starts the handler in the
 app's :class:`~mrtr_transports.apps.continuations.ContinuationStore`, and a
@@ -46,9 +52,11 @@ async def call_tool(
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping):
         raise m.MrtrError("arguments must be an object", code=m.protocol.INVALID_PARAMS)
-    missing = [k for k in tool.input_schema.get("required", ()) if k not in arguments]
-    if missing:  # an input error the model can correct: a tool result, not a protocol error
-        return tool_error(f"Missing required arguments: {', '.join(missing)}")
+    schema = tool.arguments_schema or m.server.compile_schema(tool.input_schema)
+    problem = schema.problem(arguments)
+    if problem is not None:  # an input error the model can correct: a tool result
+        where = f"argument {problem.field[1:]!r}" if problem.field else "arguments"
+        return tool_error(f"Invalid {where}: {problem.reason}")
 
     def shape(outcome: Any) -> Mapping[str, Any]:
         return tool_result(tool, outcome)
@@ -124,6 +132,14 @@ async def run_leg(
     opened = m.server.open_leg(
         request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
     )
+    # Spend what this leg redeemed before any handler code runs: the handler may be a
+    # plain function that calls ``ctx.once`` after reading answers, with no chance to
+    # await the store then.  Every state spent once keeps the flow a single chain.
+    pending = opened.to_spend
+    if pending is not None and app.single_use is not None:
+        opened.record_spend(await app.single_use.consume(pending.nonce, pending.expires_at, now))
+    if isinstance(entry, Tool) and entry.require_proof:
+        opened.require_proof()
 
     async def run(suspension: Suspension | None) -> Mapping[str, Any]:
         ctx = Context(opened, outlet, app, uri=uri, uri_params=uri_params, suspension=suspension)

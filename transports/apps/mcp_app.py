@@ -37,11 +37,18 @@ The connection zeroes them on retry legs (they are never cacheable).
 ``subscriptions/listen`` is served as ``subscriptions`` says, at most
 ``max_subscriptions`` streams at once.
 
-The sealer: by default a random key made for this process, with an in-memory
-single-use store (``ctx.once`` holds against replays).  Several processes that
-serve one deployment need the same keys and a shared store: pass ``sealer=``.
-Sealed states expire by the wall clock (``clock``, ``time.time``), which every
-process shares, unlike a trio clock.
+The sealer: by default a random key made for this process, and an in-memory
+single-use store (``single_use``) in which every redeemed state is spent before
+its handler runs (so ``ctx.once`` and ``Steps`` hold against replays).  Several
+processes that serve one deployment need the same keys and one shared store:
+``app.configure_state(keys, signing_key, single_use=...)`` (or ``sealer=`` and
+``single_use=`` when the app is made).  Sealed states expire by the wall clock
+(``clock``, ``time.time``), which every process shares, unlike a trio clock.
+
+Trust: a tool's arguments are checked against its ``inputSchema`` (a failure is a
+tool result with ``isError``, which the model can correct); a form answer against
+the schema it was asked with; ``require_proof=True`` makes a tool read answers no
+sealed state proves were asked as missing (``docs/server.md``).
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ from .registry import (
     put_present,
 )
 from .results import with_cache_hints
+from .single_use import MemorySingleUse, SingleUseStore
 from .subscriptions import (
     LIST_CHANGED,
     MAX_SUBSCRIBED_URIS,
@@ -77,6 +85,9 @@ from .subscriptions import (
     SUBSCRIPTION_ID,
     Subscriptions,
 )
+
+#: ``single_use`` left out: a fresh in-memory store for this app.
+_OWN_STORE: Any = object()
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E")
@@ -148,16 +159,20 @@ class McpApp:
         max_subscriptions: int = 1000,
         logging: bool = True,
         continuations: ContinuationStore | None = None,
+        single_use: SingleUseStore | None = _OWN_STORE,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         put_present(info, title=title, description=description)
         self.info: Mapping[str, Any] = info
         self.instructions = instructions
         if sealer is None:
-            sealer = m.server.StateSealer(
-                {"k1": m.server.StateSealer.new_key()}, "k1", store=m.server.MemoryNonceStore()
-            )
+            sealer = m.server.StateSealer({"k1": m.server.StateSealer.new_key()}, "k1")
         self.sealer = sealer
+        #: Where each redeemed state is spent before its handler runs (``None``: nowhere,
+        #: and a replayed state is served again; ``once`` then holds in a normal flow only).
+        self.single_use: SingleUseStore | None = (
+            MemorySingleUse() if single_use is _OWN_STORE else single_use
+        )
         self.principal = principal
         self.clock = clock
         self.flow_ttl = flow_ttl
@@ -181,6 +196,19 @@ class McpApp:
         # a list may become empty, and listChanged says so.
         self._offers: set[str] = set()
         self._subscriptions = Subscriptions(max_subscriptions)
+
+    def configure_state(
+        self,
+        keys: Mapping[str, bytes],
+        signing_key: str,
+        single_use: SingleUseStore | None = _OWN_STORE,
+    ) -> None:
+        """Seal and open ``requestState`` with ``keys`` (signing with ``signing_key``)
+        and spend redeemed states in ``single_use``: what several processes serving one
+        deployment share (the same keys, one shared store).  Leaving ``single_use`` out
+        gives a fresh in-memory store, right for one process only."""
+        self.sealer = m.server.StateSealer(keys, signing_key, ttl=self.sealer.ttl)
+        self.single_use = MemorySingleUse() if single_use is _OWN_STORE else single_use
 
     # --- what discovery says --------------------------------------------------------------
 
@@ -237,15 +265,22 @@ class McpApp:
         annotations: Mapping[str, Any] | None = None,
         title: str | None = None,
         continuation: bool = False,
+        require_proof: bool = False,
     ) -> Tool:
         """Register ``fn(ctx)`` as a tool (name and description default to the
-        function's name and docstring; the input schema to no arguments)."""
+        function's name and docstring; the input schema to no arguments).
+        ``require_proof``: answers no sealed state proves were asked read as
+        missing (``ctx.require_proof()`` from the first line)."""
         tool_name = name or fn.__name__
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
         schema = dict(input_schema) if input_schema is not None else {"type": "object"}
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema needs type 'object' at the root")
+        try:
+            arguments_schema = m.server.compile_schema(schema)
+        except m.LocalProtocolError as exc:
+            raise ValueError(f"tool {tool_name!r}: {exc.message}") from exc
         tool = Tool(
             name=tool_name,
             fn=fn,
@@ -256,6 +291,8 @@ class McpApp:
             title=title,
             header_params=header_params(tool_name, schema),
             continuation=self._style(fn, continuation, f"tool {tool_name!r}"),
+            arguments_schema=arguments_schema,
+            require_proof=require_proof,
         )
         return self._register("tool", self._tools, tool_name, tool)
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+import mrtr_core as m
+
 if TYPE_CHECKING:
     from .context import Context
 
@@ -42,6 +44,10 @@ class Tool:
     #: ``x-mcp-header`` name -> the property path of the argument it mirrors.
     header_params: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     continuation: bool = False
+    #: ``input_schema`` compiled once, at registration: every call's arguments are checked.
+    arguments_schema: m.server.CompiledSchema | None = attrs.field(default=None, eq=False)
+    #: Unproven answers read as missing (``ctx.require_proof()`` before the handler).
+    require_proof: bool = False
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

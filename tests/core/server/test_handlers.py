@@ -455,13 +455,19 @@ def test_steps_stays_on_a_step_when_its_answer_is_missing() -> None:
     assert json_state(run.app.tokens()[2])["v"] == {"step": "tone", "data": {"city": "Oslo"}}
 
 
-def json_state(token: str) -> dict[str, Any]:
-    """The app part ("s") of a sealed token's readable payload."""
+def json_payload(token: str) -> dict[str, Any]:
+    """A sealed token's readable payload."""
     import base64
 
     body = token.split(".")[2]
     payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    state = payload["s"]
+    assert isinstance(payload, dict)
+    return payload
+
+
+def json_state(token: str) -> dict[str, Any]:
+    """The app part ("s") of a sealed token's readable payload."""
+    state = json_payload(token)["s"]
     assert isinstance(state, dict)
     return state
 
@@ -625,32 +631,37 @@ def once_flow(*, store: bool) -> tuple[App, list[str], list[str]]:
 
 
 def test_once_with_a_store_a_replayed_earlier_state_does_not_fire_again() -> None:
-    """What happens: the replayed round-1 leg itself is answered normally (the guard
-    line is not reached there), and the leg that walks forward from it reaches the
-    guard, finds it spent in the store and is refused with InvalidRequestState
-    "replayed" (raised from ``ctx.once``, so the handler ran up to the guard)."""
+    """Every redeemed state is spent before the handler runs, so round 1's state,
+    redeemed once in the flow, is refused as "replayed" before any handler code runs:
+    no fresh chain of states can grow from it to reach the guard again."""
     app, effects, (t1, _, _) = once_flow(store=True)
-    # Round 1's state (before the guard fired) is still valid and gets a reply ...
+    before = app.invocations
     app.now += 1
-    reply = app.leg(t1, ["city"])
-    assert asked(reply) == ["units"]
-    assert effects == ["Oslo"]
-    # ... but walking forward from it reaches the guard, which is spent: "replayed".
-    app.now += 1
-    assert reason_of(app.leg(app.tokens()[-1], ["units"])) == "replayed"
+    assert reason_of(app.leg(t1, ["city"])) == "replayed"
+    assert app.invocations == before  # refused before the handler
     assert effects == ["Oslo"]
 
 
-def test_once_with_a_store_replaying_the_firing_legs_token_is_replayed() -> None:
+def test_once_with_a_store_replaying_any_state_of_the_flow_is_replayed() -> None:
     app, effects, (_, t2, t3) = once_flow(store=True)
     before = app.invocations
-    assert reason_of(app.leg(t2, ["units"])) == "replayed"
-    assert app.invocations == before + 1  # re-entrant: it ran up to the guard, then refused
+    assert reason_of(app.leg(t2, ["units"])) == "replayed"  # the leg where the guard fired
+    assert reason_of(app.leg(t3, ["tone"])) == "replayed"  # the leg after it
+    assert app.invocations == before
     assert effects == ["Oslo"]
-    # A state issued after the guard fired carries it: the guard is skipped, no error.
-    final = app.leg(t3, ["tone"])
-    assert text_of(final["result"]) == FORECAST
-    assert effects == ["Oslo"]
+
+
+def test_a_store_spends_each_redeemed_state_until_that_state_expires() -> None:
+    store = MemoryNonceStore()
+    sealer = StateSealer({"k1": KEY}, "k1", ttl=TTL, store=store)
+    app = App(reentrant([]), sealer=sealer)
+    first = app.leg()
+    assert len(store) == 0  # a leg without state spends nothing
+    app.now += 1
+    app.walk(first)
+    assert len(store) == 3  # one entry per redeemed state
+    # Each kept until its own state expires (not the flow's hour).
+    assert sorted(store._expiry.values()) == [json_payload(t)["exp"] for t in app.tokens()]
 
 
 def test_once_without_a_store_holds_in_a_normal_flow() -> None:
@@ -685,7 +696,7 @@ def test_steps_final_step_runs_once_and_its_token_cannot_be_replayed() -> None:
     ran.clear()
     reply = app.leg(t3, ["tone"])
     assert reason_of(reply) == "replayed"
-    assert ran == ["mood"]  # the step before it ran again; the last one did not
+    assert ran == []  # refused before any step ran
     assert effects == ["Oslo"]
 
 
@@ -720,27 +731,21 @@ def test_two_calls_are_two_flows_each_with_its_own_side_effect(style: str) -> No
 
 @pytest.mark.parametrize("style", ["once", "steps"])
 def test_a_replay_chain_cannot_outlive_the_spent_guard(style: str) -> None:
-    """BUG: with a store, a side effect fires twice in one flow.
-
-    ``_spend`` keeps ``<flow>:<name>`` for one TTL after the spend, on the grounds
-    that "any older token of this flow expires within one TTL from now".  But
-    replaying an older state (still valid) makes the server seal a FRESH token of
-    the same flow, with the old guards and a new TTL.  Replay round 1's token just
-    before it expires, wait until the spent entry is dropped, then walk forward
-    with the fresh token: the guard (or the last step) runs a second time.
-    """
+    """The old hole: replaying an older state just before it expires made the server
+    seal a fresh token of the same flow, which could outlive the spent guard.  Now
+    the older state was spent when the flow redeemed it, and stays spent until it
+    expires, so no fresh token can be had from it."""
     effects: list[str] = []
     handler = reentrant(effects) if style == "once" else weather_steps(effects)
     app = App(handler, sealer=new_sealer(store=True), now=0.0)
-    app.walk(app.leg())  # the whole flow at t = 0..3; the spend is kept until ~t = 603
+    app.walk(app.leg())
     assert effects == ["Oslo"]
     t1 = app.tokens()[0]  # sealed at t = 0, valid until t = 600
     app.now = 590.0
-    assert asked(app.leg(t1, ["city"])) == ["units"]  # a fresh token, valid until t = 1190
-    fresh = app.tokens()[-1]
-    app.now = 700.0  # the spent entry has expired from the store; the fresh token has not
-    app.walk(app.leg(fresh, ["units"]))
-    assert effects == ["Oslo"], "the side effect ran twice in one flow despite the store"
+    assert reason_of(app.leg(t1, ["city"])) == "replayed"
+    app.now = 700.0
+    assert reason_of(app.leg(t1, ["city"])) == "expired"
+    assert effects == ["Oslo"]
 
 
 # --- 4. capability gating -------------------------------------------------------------------
@@ -1074,8 +1079,9 @@ def test_a_steps_state_naming_an_unknown_step_is_malformed() -> None:
         leg(steps, {**BASE, "requestState": token}, sealer=sealer)
     assert caught.value.reason == "malformed" and caught.value.data == {"reason": "malformed"}
     assert ran == []
-    # Through a server the same goes out as -32602 with the reason.
+    # Through a server the same goes out as -32602 with the reason (a token not spent yet).
     app = App(steps, sealer=sealer, now=10.0)
+    token = sealer.seal(value, method="tools/call", params=BASE, principal="ada", now=10.0)
     assert reason_of(app.leg(token)) == "malformed"
 
 

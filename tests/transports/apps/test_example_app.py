@@ -47,7 +47,14 @@ def conformance_answer(key: str, request: m.wire.InputRequest) -> Any:
     """What the suite answers each kind of input request with."""
     if isinstance(request, m.wire.ElicitFormRequest):
         props = request.requested_schema["properties"]
-        return accept({name: "Alice" if name == "name" else True for name in props})
+        # A value of each field's type (answers are checked against the schema asked).
+        by_type = {"boolean": True, "integer": 1, "number": 1, "string": "blue"}
+        return accept(
+            {
+                name: "Alice" if name == "name" else by_type[schema["type"]]
+                for name, schema in props.items()
+            }
+        )
     if isinstance(request, m.wire.CreateMessageRequest):
         return assistant("The capital of France is Paris.")
     return ROOTS_ANSWER
@@ -185,10 +192,30 @@ async def test_json_schema_fixture_keeps_every_2020_12_keyword() -> None:
     assert {"allOf", "if", "then", "else"} <= set(schema) and schema[
         "additionalProperties"
     ] is False
-    done = await call(
-        app, "tools/call", {"name": "json_schema_2020_12_tool", "arguments": {"name": "Bo"}}
-    )
+    valid = {"name": "Bo", "contactMethod": "phone", "phone": "555", "address": {"city": "X"}}
+    done = await call(app, "tools/call", {"name": "json_schema_2020_12_tool", "arguments": valid})
     assert text_of(done) == "Contact details received for Bo."
+
+
+@pytest.mark.parametrize(
+    ("arguments", "complaint"),
+    [
+        ({"name": "Bo"}, "anyOf"),  # neither phone nor email (allOf/anyOf)
+        ({"name": "Bo", "contactMethod": "phone", "email": "b@x.org"}, '"phone"'),  # if/then
+        ({"name": "Bo", "email": "b@x.org", "age": 3}, "'age'"),  # additionalProperties
+        ({"name": "Bo", "email": "b@x.org", "address": {"city": 7}}, "address/city"),  # $ref
+    ],
+    ids=["anyOf", "if-then", "additional", "ref"],
+)
+async def test_json_schema_fixture_arguments_are_validated_as_2020_12(
+    arguments: dict[str, Any], complaint: str
+) -> None:
+    """Every keyword is enforced on the arguments, and a mismatch is a tool execution
+    error the model can read (isError), not a JSON-RPC error."""
+    done = await call(app, "tools/call", {"name": "json_schema_2020_12_tool", "arguments": arguments})
+    assert done["isError"] is True
+    assert text_of(done).startswith("Invalid ")
+    assert complaint in text_of(done)
 
 
 async def test_header_fixture_declares_its_mcp_param_headers() -> None:
@@ -401,7 +428,8 @@ async def test_multiple_inputs_fixture_asks_three_kinds_at_once() -> None:
     }
     done = await call(app, "tools/call", retry_params(params, first, answers))
     assert text_of(done) == "The capital of France is Paris. Alice (1 roots)"
-    # Only some answered: the rest is asked again.
+    # Only some answered: the rest is asked again (in a new flow: a state is used once).
+    first = await call(app, "tools/call", params)
     partial = {"user_name": answers["user_name"]}
     again = await call(app, "tools/call", retry_params(params, first, partial))
     assert set(again["inputRequests"]) == {"greeting", "client_roots"}
