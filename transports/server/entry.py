@@ -333,13 +333,16 @@ async def _shared_state(entry: Entry, app: ServerApp, options: ServeOptions) -> 
         app.configure_state(keys.keys, keys.signing_key)
         yield
         return
-    from ..stores.redis import RedisSingleUse, SingleUseStoreUnavailable
+    from ..stores.redis import RedisSingleUse, SingleUseStoreUnavailable, redacted
 
     async with RedisSingleUse(options.single_use) as store:
         try:
             await store.check()
-        except SingleUseStoreUnavailable as exc:  # serve anyway: guarded legs fail closed
-            sys.stderr.write(f"{entry.prog}: warning: {exc}\n")
+        except SingleUseStoreUnavailable as exc:  # serve anyway: redeemed legs fail closed
+            where = redacted(options.single_use)
+            sys.stderr.write(
+                f"{entry.prog}: warning: --single-use {where}: {exc} ({exc.__cause__})\n"
+            )
         app.configure_state(keys.keys, keys.signing_key, single_use=store)
         yield
 

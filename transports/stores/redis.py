@@ -1,10 +1,12 @@
 """``RedisSingleUse``: the single-use store of several server processes, on a Redis server.
 
-The model: a sealed ``requestState`` can be sent again (a replay), so whatever
-must happen at most once (``ctx.once``, the last step of ``Steps``) is spent in
-a single-use store first.  One process can keep that store in memory; several
-processes that serve one deployment (any worker may get any leg) must share
-it, or a replay sent to another worker would do the thing again.
+The model: a sealed ``requestState`` can be sent again (a replay), so an
+``McpApp`` spends every state it redeems in its single-use store before the
+handler runs (``mrtr_transports.apps.single_use.SingleUseStore``), and ``ctx.once``
+guards and the last step of ``Steps`` run at most once.  One process can keep
+that store in memory; several processes that serve one deployment (any worker
+may get any leg) must share it, or a replay sent to another worker would be
+served again.
 
 Each spend is one atomic Redis command, so concurrent spends of one nonce from
 any number of tasks and processes give exactly one True::
@@ -19,8 +21,9 @@ still finds it while it still takes the token as unexpired.
 Failing closed: when Redis cannot be reached, does not answer within
 ``timeout``, or answers with an error, :meth:`RedisSingleUse.consume` raises
 :class:`SingleUseStoreUnavailable` (a ``mrtr_core.server.NonceStoreFull``, so the
-app refuses the leg with -32603) rather than guess: the guarded effect does not
-run.  The store reconnects by itself on the next spend once Redis is back.
+app refuses the leg with -32603) rather than guess: the handler does not run.
+Its message names no host (it may reach the client); the details go to this
+module's logger.  The store reconnects by itself once Redis is back.
 
 Use::
 
@@ -35,6 +38,7 @@ client does not).  ``mrtr serve --single-use redis://...`` does all of this.
 
 from __future__ import annotations
 
+import logging
 import math
 import urllib.parse
 from collections.abc import Awaitable
@@ -58,6 +62,8 @@ SCHEMES = ("redis", "rediss", "unix")
 MAX_NONCE_CHARS = 256
 
 T = TypeVar("T")
+
+log = logging.getLogger("mrtr_transports.stores.redis")
 
 
 class SingleUseStoreUnavailable(m.server.NonceStoreFull):
@@ -167,10 +173,10 @@ class RedisSingleUse:
             raise SingleUseStoreUnavailable(self._unavailable(exc)) from exc
 
     def _unavailable(self, exc: BaseException) -> str:
-        return (
-            f"the single-use store {redacted(self.url)} did not answer ({exc}): "
-            "refusing the leg (fail closed)"
-        )
+        # The message may reach the client (as the -32603's message): it names no host.
+        # The server's log gets the details.
+        log.warning("the single-use store %s did not answer: %r", redacted(self.url), exc)
+        return "the single-use store did not answer: refusing the leg (fail closed)"
 
 
 def redacted(url: str) -> str:
