@@ -1,14 +1,18 @@
-"""A deploy tool whose side effect must happen exactly once, even against replays.
+"""A deploy tool whose side effect must happen exactly once, and only when confirmed.
 
 The tool asks the user to confirm (form elicitation), then deploys.  The
-deployment is guarded by ``ctx.once("deploy")`` with a single-use store (the
-app's default sealer has one), so:
+deployment is guarded by ``ctx.once("deploy")``, and the app spends every
+redeemed ``requestState`` in its single-use store before the handler runs, so:
 
 * in a normal flow it runs once;
 * a client that replays the confirmed leg (a retry after a lost answer, or an
   attacker with a captured state) gets -32602 ``replayed``, and nothing runs;
-* a client that replays an *earlier* state and walks forward again reaches
-  the guard with the same flow id, and is refused the same way.
+  so does one that replays an *earlier* state to walk forward again;
+* a client that skips the question and sends ``inputResponses.confirm`` on its
+  first call, with no ``requestState``, reaches the guard with an answer nothing
+  proves was asked: ``ctx.once`` refuses with -32602 ``unproven`` and nothing
+  runs.  (With ``@app.tool(require_proof=True)`` such an answer would read as
+  missing instead, and the client would simply be asked.)
 
 Run: ``.venv/bin/python examples/deploy.py``.
 """
@@ -81,9 +85,10 @@ async def main() -> None:
         except m.MrtrError as exc:
             return {"error": m.error_response(1, exc).error.data}
 
+    yes = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    print("skipping the question:", await leg({**params, "inputResponses": yes}))
     asked = await leg(params)
     print("leg 1:", list(asked["inputRequests"]))
-    yes = {"confirm": {"action": "accept", "content": {"confirm": True}}}
     confirmed = {**params, "requestState": asked["requestState"], "inputResponses": yes}
     print("leg 2:", (await leg(confirmed))["content"][0]["text"])
     print("replay of leg 2:", await leg(confirmed))

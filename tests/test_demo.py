@@ -46,6 +46,7 @@ def test_the_weather_tool_runs_in_all_four_handler_styles() -> None:
 
 def test_the_deploy_tool_deploys_once_and_refuses_the_replay() -> None:
     assert _run("deploy.py") == [
+        "skipping the question: {'error': {'key': 'confirm', 'reason': 'unproven'}}",
         "leg 1: ['confirm']",
         "leg 2: Deployed to prod.",
         "replay of leg 2: {'error': {'reason': 'replayed'}}",

@@ -5,9 +5,10 @@ things in it.
 
 * **Demo tools** that show the multi round-trip styles of ``docs/server.md``
   on a real server: ``weather`` (asks a city and units, then samples a tone from
-  the client's LLM when the client can do sampling), ``deploy`` (a confirmation,
-  then a side effect guarded by ``ctx.once`` so it happens at most once however
-  the legs are replayed) and ``plan_trip`` (two rounds of questions, for
+  the client's LLM when the client can do sampling), ``deploy`` (a confirmation
+  that must really have been asked, ``require_proof=True``, then a side effect
+  guarded by ``ctx.once`` so it happens at most once however the legs are
+  replayed) and ``plan_trip`` (two rounds of questions, for
   ``make demo``).
 * **Conformance fixtures**: everything the official conformance suite's
   2026-07-28 server leg calls (``test_*`` tools, ``test://`` resources and
@@ -524,6 +525,9 @@ deployments: list[str] = []
         "properties": {"env": {"type": "string", "description": "Where to deploy"}},
     },
     annotations={"destructiveHint": True, "idempotentHint": False},
+    # A confirmation no sealed state proves was asked reads as missing: a client that
+    # invents ``inputResponses.confirm`` on the first call is simply asked.
+    require_proof=True,
 )
 def deploy(ctx: Context) -> Any:
     """Deploys after the user confirms; the deployment runs at most once per call."""
@@ -534,7 +538,7 @@ def deploy(ctx: Context) -> Any:
         return ctx.ask({"confirm": CONFIRM_DEPLOY})
     if answer.action != "accept" or not _form(answer).get("confirm"):  # type: ignore[union-attr]
         return f"Not deployed to {env}."
-    if ctx.once("deploy"):  # spent in the single-use store first: a replay cannot redo it
+    if ctx.once("deploy"):  # the redeemed state was spent first: a replay cannot redo it
         deployments.append(env)
         del deployments[:-100]
     return f"Deployed to {env}."

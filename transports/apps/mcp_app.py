@@ -61,6 +61,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import mrtr_core as m
 
 from ..server.app import Outlet
+from .completion import complete
 from .context import Context
 from .continuations import ContinuationStore
 from .legs import call_tool, get_prompt, read_resource
@@ -500,7 +501,11 @@ class McpApp:
                 info, params, "prompts", [p.describe() for p in self._prompts.values()]
             )
         if method == "completion/complete" and self._completion is not None:
-            return await self._complete(request, info, outlet, params)
+            leg = m.server.open_leg(
+                request, info, sealer=None, principal=self.principal, now=self.clock()
+            )
+            context = Context(leg, outlet, self)
+            return await complete(self._completion, context, self._prompts, self._known_uris())
         if method == "subscriptions/listen" and modern:
             return await self._subscriptions.listen(request, outlet, params, self._offers)
         if method == "logging/setLevel" and not modern and self.logging:
@@ -530,6 +535,10 @@ class McpApp:
             result["nextCursor"] = str(end)
         return with_cache_hints(info, result, self.cache_ttl_ms, self.cache_scope)
 
+    def _known_uris(self) -> set[str]:
+        """What a ``ref/resource`` of ``completion/complete`` may name."""
+        return set(self._templates) | set(self._resources)
+
     # --- resources/read -------------------------------------------------------------------
 
     def _reader_of(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str] | None]:
@@ -542,58 +551,6 @@ class McpApp:
             if uri_params is not None:
                 return template, uri_params
         raise m.MrtrError("Resource not found", code=m.protocol.INVALID_PARAMS, data={"uri": uri})
-
-    # --- completion -----------------------------------------------------------------------
-
-    async def _complete(
-        self,
-        request: m.Request,
-        info: m.protocol.RequestInfo,
-        outlet: Outlet,
-        params: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        assert self._completion is not None
-        ref = params.get("ref")
-        argument = params.get("argument")
-        if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
-            raise m.MrtrError(
-                "completion needs ref and argument objects", code=m.protocol.INVALID_PARAMS
-            )
-        if not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
-            raise m.MrtrError("argument needs a name and a value", code=m.protocol.INVALID_PARAMS)
-        kind = ref.get("type")
-        if kind == "ref/prompt":
-            if ref.get("name") not in self._prompts:
-                raise m.MrtrError(
-                    f"Unknown prompt: {ref.get('name')}", code=m.protocol.INVALID_PARAMS
-                )
-        elif kind == "ref/resource":
-            if ref.get("uri") not in self._templates and ref.get("uri") not in self._resources:
-                raise m.MrtrError(
-                    "Resource not found",
-                    code=m.protocol.INVALID_PARAMS,
-                    data={"uri": ref.get("uri")},
-                )
-        else:
-            raise m.MrtrError(
-                f"unknown completion ref type {kind!r}", code=m.protocol.INVALID_PARAMS
-            )
-        leg = m.server.open_leg(
-            request, info, sealer=None, principal=self.principal, now=self.clock()
-        )
-        outcome = self._completion(Context(leg, outlet, self))
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        if isinstance(outcome, Mapping):
-            return dict(outcome)
-        values = [str(v) for v in outcome]
-        return {
-            "completion": {
-                "values": values[:100],  # the schema's bound
-                "total": len(values),
-                "hasMore": len(values) > 100,
-            }
-        }
 
 
 def _required_string(params: Mapping[str, Any], key: str) -> str:

@@ -212,7 +212,9 @@ async def test_json_schema_fixture_arguments_are_validated_as_2020_12(
 ) -> None:
     """Every keyword is enforced on the arguments, and a mismatch is a tool execution
     error the model can read (isError), not a JSON-RPC error."""
-    done = await call(app, "tools/call", {"name": "json_schema_2020_12_tool", "arguments": arguments})
+    done = await call(
+        app, "tools/call", {"name": "json_schema_2020_12_tool", "arguments": arguments}
+    )
     assert done["isError"] is True
     assert text_of(done).startswith("Invalid ")
     assert complaint in text_of(done)

@@ -337,7 +337,7 @@ async def test_tools_call_params_are_checked() -> None:
     # Missing arguments are an input error the model can fix: a tool result.
     missing = await call(app, "tools/call", {"name": "needs", "arguments": {"a": 1}})
     assert missing == {
-        "content": [{"type": "text", "text": 'Invalid argument \'b\': "b" is a required property'}],
+        "content": [{"type": "text", "text": "Invalid argument 'b': \"b\" is a required property"}],
         "isError": True,
     }
     ok = await call(app, "tools/call", {"name": "needs", "arguments": {"a": 1, "b": 2}})
