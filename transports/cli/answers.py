@@ -27,8 +27,9 @@ or shape is not sent either: the call ends with a message saying why.
 
 Decline and cancel are different answers (the user said no; the user dismissed
 the question) and both are sent to the server, which decides what follows.
-An *abort* (end of input or Ctrl-C at a prompt) is neither: nothing is sent,
-and the call ends with :class:`InputUnavailable`.
+An *abort* (end of input at a prompt) is neither: nothing is sent, and the
+call ends with :class:`InputUnavailable`.  Ctrl-C at a prompt sends nothing
+either: it stops the command (``KeyboardInterrupt``, exit 130).
 
 The client declares exactly the capabilities these sources can answer
 (:meth:`CliAnswerer.capabilities`): elicitation (form, url) when an entry, the

@@ -4,12 +4,14 @@ The client settles the protocol era, sends the call, and when the server
 answers ``input_required`` it asks :mod:`~mrtr_transports.cli.answers` for
 each input request (the answers book, ``--decline-all``, then the terminal),
 retries with the answers and the echoed ``requestState``, and so on until a
-complete result, which is printed as JSON on stdout.  Everything else
+complete result, which is printed as JSON on stdout
+(:mod:`~mrtr_transports.cli.json_text`: any depth of result prints).  Everything else
 (prompts, errors) goes to stderr, so stdout is only ever the result.
 
 The exit code is the result's (0, or 1 for ``isError: true``), 2 for usage
 errors, or the client error's own ``exit_code``
-(:mod:`mrtr_transports.client.errors`, where :class:`ExitCode` is the table).
+(:mod:`mrtr_transports.client.errors`, where :class:`ExitCode` is the table);
+Ctrl-C, at a prompt or anywhere else, is 130 (:mod:`~mrtr_transports.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import shlex
 import sys
@@ -29,6 +32,8 @@ import mrtr_core as m
 
 from ..client import errors
 from ..client.errors import ClientError, ExitCode, exit_code_of
+from . import json_text
+from .interrupts import is_interrupt
 
 #: Extra time the whole command gets past ``--timeout`` for the client to report
 #: its own, more precise, timeout before the command's backstop fires.
@@ -88,14 +93,15 @@ def describe_error(exc: BaseException) -> str:
         needed = exc.data.get("requiredCapabilities") if isinstance(exc.data, Mapping) else None
         return (
             "no answer: the server needs input this call cannot give "
-            f"(it requires client capabilities {json.dumps(needed)}; error {exc.code}: "
+            f"(it requires client capabilities {json_text.dumps(needed, indent=None)}; "
+            f"error {exc.code}: "
             f"{exc.message}): add answers with --answers FILE or --answer KEY=JSON, "
             "--root for roots, or run it on a terminal"
         )
     if isinstance(exc, errors.CallError):
         text = f"error {exc.code}: {exc.message}"
         if exc.data is not None:
-            text += f"\n  data: {json.dumps(exc.data, ensure_ascii=False, default=str)}"
+            text += f"\n  data: {json_text.dumps(exc.data, indent=None, default=str)}"
         return text
     if isinstance(exc, errors.TransportError):
         text = f"transport failure: {exc.message}"
@@ -177,6 +183,10 @@ async def run_call(
                     max_state_only_legs=args.max_state_only_legs,
                 )
     except BaseException as exc:  # sorted below; the rest re-raised
+        if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
+            # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
+            # failed with while it was torn down is not what the command ends with.
+            raise
         for leaf in _leaf_errors(exc):
             code = exit_code_for(leaf)
             if code is not None and code == ExitCode.TIMEOUT and args.timeout is not None:
@@ -190,9 +200,26 @@ async def run_call(
             tracer.close()
     if backstop.cancelled_caught or result is None:
         return fail(ExitCode.TIMEOUT, too_long)
-    out.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    out.flush()
-    return ExitCode.TOOL_ERROR if result.get("isError") is True else ExitCode.RESULT
+    code = ExitCode.TOOL_ERROR if result.get("isError") is True else ExitCode.RESULT
+    text = json_text.dumps(result, indent=2)  # any depth: json.dumps recursed per level
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except BrokenPipeError:
+        # Whoever read our stdout is gone (`mrtr call ... | head -1`): the call's own
+        # exit code stands, and nothing may try to write there again.
+        _discard_stdout(out)
+        return fail(code, "stdout was closed before the whole result was written")
+    return code
+
+
+def _discard_stdout(out: TextIO) -> None:
+    """Point ``out`` (when it is the process's stdout) at /dev/null, so the flush at exit
+    does not fail on the broken pipe once more."""
+    if out is sys.stdout:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _version() -> str:

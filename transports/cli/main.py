@@ -19,28 +19,32 @@ Commands (each in its own module; docs/cli.md describes them)::
   ARGS...``, a server command split with POSIX shell-word rules
   (``stdio:"mrtr serve --stdio"``).  Its exit codes are
   :class:`mrtr_transports.client.errors.ExitCode`: 0 a result, 1 a tool error,
-  2 usage, and each client error's own ``exit_code`` (3 protocol, 4 timeout,
-  5 round cap, 6 transport, 7 no answer);
+  2 usage, each client error's own ``exit_code`` (3 protocol, 4 timeout,
+  5 round cap, 6 transport, 7 no answer), and 130 for Ctrl-C;
 * ``mrtr state inspect`` is :mod:`mrtr_transports.cli.state`: exit 0 when
   the token passes every check it could make, 1 when one fails, 2 on usage
   errors.
+
+Ctrl-C ends every command with exit 130 and one line on stderr, never a
+traceback; SIGTERM stops ``mrtr serve`` cleanly, exit 0
+(:mod:`mrtr_transports.cli.interrupts`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
-
-import trio
 
 from ..client.errors import ExitCode
 from ..server.entry import MRTR_SERVE
 from ..server.entry import add_arguments as add_serve_arguments
 from ..server.entry import serve as run_serve
 from .call import run_call
+from .interrupts import interrupted, run_stoppable
 from .state import run_state_inspect
 
 EXIT_CODES_HELP = "exit codes:\n" + "".join(
@@ -193,17 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``mrtr`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    prog = f"mrtr {args.command}"
     try:
         if args.command == "serve":
-            return run_serve(MRTR_SERVE, args)
+            return run_serve(MRTR_SERVE, args)  # Ctrl-C and SIGTERM: see the serve entry
         if args.command == "call":
-            return trio.run(run_call, args)
+            return run_stoppable(prog, functools.partial(run_call, args))
         return run_state_inspect(args)
-    except KeyboardInterrupt:
-        if args.command == "serve":
-            return ExitCode.RESULT  # Ctrl-C is how a server is stopped
-        sys.stderr.write("mrtr: interrupted\n")
-        return ExitCode.NO_ANSWER if args.command == "call" else 130
+    except KeyboardInterrupt:  # outside trio.run: e.g. while importing what a command needs
+        return interrupted(prog)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """The terminal side of ``mrtr call``: line prompts for forms, URLs and sampling.
 
 :class:`Terminal` reads one line at a time in a worker thread (the rest of
-the call keeps running while the user types); end of input or Ctrl-C at a
-prompt is :class:`PromptAborted`, never an answer.  Forms are asked field by
+the call keeps running while the user types); end of input at a prompt is
+:class:`PromptAborted`, never an answer, and Ctrl-C stops the whole command
+(``KeyboardInterrupt``: ``mrtr call`` exits 130).  Forms are asked field by
 field from the requested schema (types, enums, defaults, required fields; an
 invalid value is asked again, at most :data:`MAX_ATTEMPTS` times).  URL mode
 shows the full URL first, then asks for consent, then waits until the user is
@@ -45,7 +46,7 @@ HUMAN_MODEL = "human (mrtr call)"
 
 
 class PromptAborted(Exception):
-    """The user ended input (EOF) or pressed Ctrl-C at a prompt."""
+    """The user ended input (EOF) at a prompt, or typed a line past ``MAX_LINE``."""
 
 
 class Terminal:
@@ -53,9 +54,11 @@ class Terminal:
 
     Reads happen in a worker thread (a blocking ``readline`` on the terminal,
     abandoned if the call is cancelled), so the rest of the call (other legs,
-    timers) keeps running while the user types.  End of input, or Ctrl-C while
-    a prompt waits (when ``catch_interrupt`` is true, which needs the main
-    thread), raise :class:`PromptAborted`.
+    timers) keeps running while the user types.  End of input raises
+    :class:`PromptAborted`.  Ctrl-C while a prompt waits (caught when
+    ``catch_interrupt`` is true, which needs the main thread) ends the prompt's
+    line and raises ``KeyboardInterrupt``: the person wants the command
+    stopped, not the question answered or declined.
     """
 
     def __init__(self, infile: TextIO, outfile: TextIO, *, catch_interrupt: bool = True) -> None:
@@ -76,9 +79,12 @@ class Terminal:
         self.outfile.write(text + "\n")
         self.outfile.flush()
 
-    async def ask(self, prompt: str) -> str:
-        self.outfile.write(prompt)
+    def _show_prompt(self, text: str) -> None:
+        """Write ``text`` with no newline (a prompt the answer is typed after)."""
+        self.outfile.write(text)
         self.outfile.flush()
+
+    async def ask(self, prompt: str) -> str:
         line: str | None = None
         interrupted = False
 
@@ -98,15 +104,17 @@ class Terminal:
 
         if self.catch_interrupt:
             with trio.open_signal_receiver(signal.SIGINT) as signals:
+                self._show_prompt(prompt)  # once Ctrl-C is ours: the line gets ended
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(read, nursery.cancel_scope)
                     nursery.start_soon(watch, nursery.cancel_scope, signals)
         else:
+            self._show_prompt(prompt)
             with trio.CancelScope() as scope:
                 await read(scope)
         if interrupted:
             self.say()
-            raise PromptAborted("interrupted at the prompt")
+            raise KeyboardInterrupt
         if not line:
             self.say()
             raise PromptAborted("end of input at the prompt")

@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from ..client.tracing import TraceRecord
+from . import json_text
 
 REDACTED = "[REDACTED]"
 WARN_ECHO_DIFFERS = "requestState echo differs from the one received"
@@ -125,21 +126,43 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any) -> Any:
-    """A copy of a JSON value with every credential replaced by ``"[REDACTED]"``."""
-    if isinstance(value, Mapping):
-        return {
-            key: item
-            if key == "requestState"
-            else REDACTED
-            if is_credential_name(str(key))
-            else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact(item) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+    """A copy of a JSON value with every credential replaced by ``"[REDACTED]"``.
+
+    Walked with a work list, not recursion: a message nested a thousand deep is
+    traced like any other.
+    """
+    top: list[Any] = [None]
+    work: list[tuple[Any, Any, Any]] = [(top, 0, value)]  # (where the copy goes, slot, what)
+    while work:
+        target, slot, item = work.pop()
+        if isinstance(item, Mapping):
+            members: dict[Any, Any] = {}
+            for key, member in item.items():
+                if key == "requestState":
+                    members[key] = member
+                elif is_credential_name(str(key)):
+                    members[key] = REDACTED
+                else:
+                    members[key] = None  # (holds the member's place: the order is kept)
+                    work.append((members, key, member))
+            target[slot] = members
+        elif isinstance(item, (list, tuple)):
+            elements: list[Any] = [None] * len(item)
+            work.extend((elements, index, element) for index, element in enumerate(item))
+            target[slot] = elements
+        elif isinstance(item, str):
+            target[slot] = redact_text(item)
+        else:
+            target[slot] = item
+    return top[0]
+
+
+def line_text(line: Mapping[str, Any]) -> str:
+    """One trace line as compact JSON text, however deep the message nests."""
+    try:
+        return json.dumps(line, ensure_ascii=False, default=str)
+    except RecursionError:  # the C encoder recurses per level: the slower iterative one
+        return json_text.dumps(line, indent=None, default=str)
 
 
 class NdjsonTracer:
@@ -169,8 +192,13 @@ class NdjsonTracer:
 
     @classmethod
     def open(cls, path: str, *, start: float | None = None) -> NdjsonTracer:
-        """A tracer writing to a new file at ``path`` (UTF-8, truncated)."""
-        tracer = cls(open(path, "w", encoding="utf-8"), start=start)  # noqa: SIM115
+        """A tracer writing to a new file at ``path`` (UTF-8, truncated).
+
+        A lone surrogate in a string (the standard library's JSON reader lets
+        ``"\\ud800"`` in) cannot be UTF-8: it is written as its JSON escape.
+        """
+        file = open(path, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+        tracer = cls(file, start=start)
         tracer._owned = True
         return tracer
 
@@ -204,7 +232,7 @@ class NdjsonTracer:
         if warning is not None:
             line["warning"] = warning
             self.warnings.append(warning)
-        self.stream.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self.stream.write(line_text(line) + "\n")
         self.stream.flush()
 
     def _remember(self, table: dict[Any, Any], key: Any, value: Any) -> None:

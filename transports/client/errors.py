@@ -36,7 +36,10 @@ TransportErrorKind = Literal["spawn", "connect", "disconnect", "timeout", "http"
 
 
 class ExitCode(IntEnum):
-    """The exit codes of ``mrtr call`` (docs/cli.md); the errors below carry theirs."""
+    """The exit codes of ``mrtr call`` (docs/cli.md); the errors below carry theirs.
+
+    ``INTERRUPTED`` (130) is every ``mrtr`` command's answer to Ctrl-C.
+    """
 
     RESULT = 0
     TOOL_ERROR = 1
@@ -46,6 +49,8 @@ class ExitCode(IntEnum):
     ROUND_CAP = 5
     TRANSPORT = 6
     NO_ANSWER = 7
+    #: Ctrl-C (SIGINT): the shell's 128 + 2.  Not a client error: the person stopped it.
+    INTERRUPTED = 130
 
     @property
     def meaning(self) -> str:
@@ -62,6 +67,7 @@ _MEANINGS = {
     ExitCode.ROUND_CAP: "round cap (--max-rounds, --max-state-only-legs) exceeded",
     ExitCode.TRANSPORT: "transport failure (connect, server process died, HTTP)",
     ExitCode.NO_ANSWER: "cancelled, declined to answer, or no answer available",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
 

@@ -26,12 +26,20 @@ transport shares:
   real server-to-client requests, whose answers the driver routes back to the
   waiting request.
 
-Concurrency and bounds: one task per request, at most the connection's
-``max_incoming`` (1024) at once; the connection refuses more with -32603.
+Concurrency and bounds: one task per request, and a request holds one of
+``max_incoming`` (1024) slots from the moment it is read until its response
+is handed to the writer, not merely until the connection has encoded it.
 Writes go through one writer task, whole messages in the order the
 connection produced them (at most ``OUTBOX_SIZE``, 64, wait; then senders
 wait): a handler cancelled while it hands over its bytes can never cut a line
-in half, and what the connection produced reaches the peer.
+in half, and what the connection produced reaches the peer.  So when the peer
+stops reading our output, answered requests wait in their slots, and once
+every slot is taken the read loop waits for one before it reads on: the
+backpressure reaches the peer through its own input pipe, and memory stays
+bounded (at most ``max_incoming`` requests and ``OUTBOX_SIZE`` messages).
+While the slots are held by handlers still running, the connection itself
+refuses requests past ``max_incoming`` (-32603) and reading goes on, so a
+``notifications/cancelled`` for one of them still gets through.
 Reads are at most ``READ_SIZE`` bytes at a time, and the connection is drained
 to ``NEED_DATA`` before each read, so its ``max_buffer_size`` is never hit.
 
@@ -44,7 +52,10 @@ stream of the app: ``serve_stream`` expects one connection per app, as stdio
 has.)  Legacy requests waiting for the client's answers are withdrawn at once;
 handlers still running get ``drain_timeout`` seconds (1 s by default) to
 finish and have their answers written, then they are cancelled and their
-answers dropped.  Nothing waits longer than that.
+answers dropped.  Nothing waits longer than that: the drain time starts when
+the end of input is read, so it covers what the read loop still has to say
+too (say, the error reply to a last line cut off without its newline, which
+waits for the writer like any other message).
 """
 
 from __future__ import annotations
@@ -255,8 +266,8 @@ async def serve_stream(
         **connection_options,
     }
     conn = m.Connection(m.SERVER, framing="lines", **options)
-    driver = _StreamDriver(app, conn, send_stream, legacy_answer_timeout)
-    await driver.serve(receive_stream, drain_timeout)
+    driver = _StreamDriver(app, conn, send_stream, legacy_answer_timeout, drain_timeout)
+    await driver.serve(receive_stream)
 
 
 class _LegacyFlow:
@@ -285,11 +296,16 @@ class _StreamDriver:
         conn: m.Connection,
         send_stream: trio.abc.SendStream,
         legacy_answer_timeout: float | None,
+        drain_timeout: float,
     ) -> None:
         self.app = app
         self.conn = conn
         self.send_stream = send_stream
         self.legacy_answer_timeout = legacy_answer_timeout
+        self.drain_timeout = drain_timeout
+        # A request holds a slot from when it is read until its response is handed to
+        # the writer; with every slot taken the read loop stops reading (backpressure).
+        self.slots = trio.Semaphore(conn.max_incoming)
         # Both bounded by the connection's max_incoming / max_outgoing.
         self.running: dict[m.RequestId, trio.CancelScope] = {}
         self.questions: dict[m.RequestId, _LegacyFlow] = {}  # our request id -> its flow
@@ -300,6 +316,7 @@ class _StreamDriver:
         self.outbox, self.outgoing = trio.open_memory_channel[bytes](OUTBOX_SIZE)
         self.output_broken = False
         self.input_closed = False
+        self.draining = False  # the end of input was read: the drain time runs
         self.nursery: trio.Nursery | None = None  # the request tasks
         self.everything: trio.CancelScope | None = None
 
@@ -320,7 +337,7 @@ class _StreamDriver:
                 assert self.everything is not None
                 self.everything.cancel()
 
-    async def serve(self, receive_stream: trio.abc.ReceiveStream, drain_timeout: float) -> None:
+    async def serve(self, receive_stream: trio.abc.ReceiveStream) -> None:
         async with trio.open_nursery() as outer:
             self.everything = outer.cancel_scope
             outer.start_soon(self.writer)
@@ -329,12 +346,19 @@ class _StreamDriver:
                 await self.read_loop(receive_stream)
                 # End of input: no answers to our questions can come any more, and
                 # what still runs (and the writing of its answers) gets drain_timeout.
+                self.start_draining()
                 self.input_closed = True
                 end_subscriptions(self.app)
                 for scope in self.legacy_waits:
                     scope.cancel()
-                outer.cancel_scope.deadline = trio.current_time() + drain_timeout
             await self.outbox.aclose()  # every request has ended: the writer flushes and ends
+
+    def start_draining(self) -> None:
+        """Everything left (the read loop's last replies included) gets ``drain_timeout``."""
+        if not self.draining:
+            self.draining = True
+            assert self.everything is not None
+            self.everything.deadline = trio.current_time() + self.drain_timeout
 
     async def read_loop(self, receive_stream: trio.abc.ReceiveStream) -> None:
         conn = self.conn
@@ -345,6 +369,11 @@ class _StreamDriver:
                     data = await receive_stream.receive_some(READ_SIZE)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
+                if not data:
+                    # The drain time starts now, not when the connection says it is
+                    # closed: replying to what is left (a last line without its
+                    # newline) waits for the writer, which may never get to write.
+                    self.start_draining()
                 conn.receive_data(data)
                 continue
             if isinstance(event, m.ConnectionClosed):
@@ -355,6 +384,11 @@ class _StreamDriver:
         conn = self.conn
         if isinstance(event, m.Request):
             assert self.nursery is not None
+            # Every slot taken means answered requests wait for the writer: the peer is
+            # not reading.  Stop reading too (its requests wait in the pipe) until one
+            # is handed over.  (While the slots are held by handlers still running,
+            # the connection refuses requests past max_incoming and never gets here.)
+            await self.slots.acquire()
             # Registered now, so a cancellation that arrives before the task starts counts.
             self.running[event.id] = trio.CancelScope()
             self.nursery.start_soon(self.run_request, event)
@@ -397,6 +431,7 @@ class _StreamDriver:
             await self.write(send_response(conn, response_for(request.id, outcome))[1])
         finally:
             del self.running[request.id]
+            self.slots.release()  # its response is with the writer (or never will be)
 
     async def run_legacy(
         self,

@@ -18,20 +18,23 @@ of options, and run the same steps, in this order:
 4. load the app (``--app MODULE:ATTR``, default the example app); a module
    that cannot be imported, or an attribute that is not a ``ServerApp``, exits
    2 with a message that says what to fix;
-5. serve: stdio until the end of stdin; HTTP until Ctrl-C, announcing
+5. serve: stdio until the end of stdin; HTTP until Ctrl-C or SIGTERM, announcing
    ``listening on http://HOST:PORT/PATH`` on stderr once it accepts
    connections (``mrtr serve: listening on ...`` for ``mrtr serve``).
 
 Shared state (HTTP only; ``docs/deploying.md``): several ``mrtr serve --http``
 workers behind one load balancer serve any leg of any flow when they seal with
 the same keys (``--state-keys FILE``, or ``env:NAME``: a JSON document, see
-:mod:`mrtr_transports.stores.keys`) and spend ``once`` guards in one store
+:mod:`mrtr_transports.stores.keys`) and spend redeemed states in one store
 (``--single-use redis://HOST:PORT/DB``, which needs ``--state-keys``).  The
 entry hands both to ``app.configure_state`` before serving, so the app must be
 an ``McpApp`` (anything else is a usage error); the store's connections live as
 long as the server.
 
-Ctrl-C stops every form with exit 0.  HTTP-only options (``--path``,
+Ctrl-C stops every form with exit 130 (``PROG: interrupted`` on stderr, no
+traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
+the serving, so the stdout guard and open connections are closed as on any
+other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
 ``--single-use``) with stdio, or ``--drain-timeout`` with HTTP, are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
@@ -45,6 +48,7 @@ import functools
 import ipaddress
 import logging
 import os
+import signal
 import sys
 import urllib.parse
 from collections.abc import AsyncIterator, Sequence
@@ -54,6 +58,7 @@ from typing import Any, Literal
 
 import trio
 
+from ..cli.interrupts import interrupted, run_stoppable
 from ..client.errors import ExitCode
 from ..stores.keys import MAX_DOCUMENT_BYTES, StateKeys, StateKeysError, parse_state_keys
 from .app import ServerApp
@@ -282,12 +287,13 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
                     entry, f"--state-keys: --app {options.app!r} is not an McpApp (configure_state)"
                 )
             if options.transport == "stdio":
-                trio.run(functools.partial(serve_stdio, app, drain_timeout=options.drain_timeout))
+                serving = functools.partial(_serve_stdio, app, options)
             else:
-                trio.run(_serve_http, entry, app, options)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C is how a server is stopped
-    return ExitCode.RESULT
+                serving = functools.partial(_serve_http, entry, app, options)
+            stop_on = (signal.SIGINT, signal.SIGTERM)
+            return run_stoppable(entry.prog, serving, signals=stop_on)
+    except KeyboardInterrupt:  # before the signal watcher was up: importing the app
+        return interrupted(entry.prog)
 
 
 def _fail(entry: Entry, message: str) -> int:
@@ -296,7 +302,12 @@ def _fail(entry: Entry, message: str) -> int:
     return ExitCode.USAGE
 
 
-async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> None:
+async def _serve_stdio(app: ServerApp, options: ServeOptions) -> int:
+    await serve_stdio(app, drain_timeout=options.drain_timeout)
+    return ExitCode.RESULT
+
+
+async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
     from .http.server import serve_http
 
     http_options: dict[str, Any] = {
@@ -311,6 +322,7 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> No
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{entry.announce}listening on {url}\n")
         sys.stderr.flush()
+    return ExitCode.RESULT
 
 
 def _is_mcp_app(app: ServerApp) -> bool:

@@ -18,7 +18,11 @@ for it, 2025-era clients (``initialize``) are served through the legacy shim,
 and at the end of stdin the server exits: open ``subscriptions/listen``
 streams end first with their final result (when the app has
 ``close_subscriptions()``, as ``McpApp`` does), running handlers get
-``drain_timeout`` seconds (1 s) to finish, then are cancelled.
+``drain_timeout`` seconds (1 s) to finish, then are cancelled.  A client that
+stops reading stdout gets backpressure, not a growing server: a request holds
+its slot until its answer is handed to the writer, and with all
+``max_incoming`` (1024) slots taken the server stops reading stdin until the
+client reads again.
 
 Run it (both go through :mod:`~mrtr_transports.server.entry`)::
 

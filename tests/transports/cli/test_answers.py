@@ -373,13 +373,15 @@ async def test_end_of_input_at_a_prompt_is_an_abort_not_a_decline(user, nursery)
         await asked.result()
 
 
-async def test_ctrl_c_at_a_prompt_is_an_abort_not_a_decline(user, nursery):
-    asked = Asked()
-    nursery.start_soon(asked.run, answerer_on(user), "city", FORM)
-    await user.expect("[c]ancel: ")  # the prompt is up: SIGINT is caught by it now
-    os.kill(os.getpid(), signal.SIGINT)
-    with pytest.raises(InputUnavailable, match=r"'city'.*interrupted"):
-        await asked.result()
+async def test_ctrl_c_at_a_prompt_stops_everything_and_answers_nothing(user, nursery):
+    async def press_ctrl_c() -> None:
+        await user.expect("[c]ancel: ")  # the prompt is up: SIGINT is caught by it now
+        os.kill(os.getpid(), signal.SIGINT)
+
+    nursery.start_soon(press_ctrl_c)
+    with trio.fail_after(5), pytest.raises(KeyboardInterrupt):
+        await answerer_on(user)("city", FORM)  # neither an answer nor InputUnavailable
+    assert (await user.drain()).endswith("\n")  # the prompt's line was ended
 
 
 async def test_requests_arriving_together_are_asked_one_at_a_time(user, nursery):

@@ -153,7 +153,7 @@ def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
     ]
     assert [exit_code_for(error) for error, _ in cases] == [code for _, code in cases]
     assert exit_code_for(RuntimeError("not a client error")) is None
-    assert [int(code) for code in errors.ExitCode] == list(range(8))  # docs/cli.md's table
+    assert [int(code) for code in errors.ExitCode] == [*range(8), 130]  # docs/cli.md's table
 
 
 async def test_exit_7_no_answer_available():
@@ -316,8 +316,9 @@ async def test_an_interactive_call_asks_on_the_terminal():
         await user.aclose()
 
 
-@pytest.mark.parametrize("abort", ["ctrl-c", "ctrl-d"])
-async def test_an_aborted_prompt_ends_the_call_with_exit_7_and_sends_no_decline(tmp_path, abort):
+@pytest.mark.parametrize(("abort", "exit_code"), [("ctrl-c", 130), ("ctrl-d", 7)])
+async def test_a_prompt_ended_by_ctrl_c_or_ctrl_d_sends_no_decline(tmp_path, abort, exit_code):
+    # Ctrl-D: no answer (exit 7).  Ctrl-C: stop the command (exit 130), no traceback.
     trace = tmp_path / "trace.ndjson"
     user = PtyUser()
     try:
@@ -330,8 +331,12 @@ async def test_an_aborted_prompt_ends_the_call_with_exit_7_and_sends_no_decline(
         else:
             await user.type("\x04")  # Ctrl-D: end of input
         code, out = await _stdout_of(process)
-        assert code == 7 and out == ""
-        assert ("interrupted" if abort == "ctrl-c" else "end of input") in await user.drain(0.2)
+        assert code == exit_code and out == ""
+        screen = await user.drain(0.2)
+        if abort == "ctrl-c":  # the prompt's line ended, then one line
+            assert screen == "\r\nmrtr call: interrupted\r\n", screen
+        else:
+            assert "end of input" in screen and "Traceback" not in screen, screen
     finally:
         await user.aclose()
     legs = [

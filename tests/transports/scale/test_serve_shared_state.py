@@ -10,6 +10,7 @@ state with -32603 rather than serve it unguarded.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -131,5 +132,27 @@ def test_an_unreachable_store_warns_and_fails_redeemed_legs_closed(
         assert code == -32603
         assert "127.0.0.1" not in flow.last["error"]["message"]  # no infrastructure to the client
         assert worker.alive  # the worker itself carries on
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "line"),
+    [(signal.SIGTERM, 0, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_a_worker_with_a_store_stops_cleanly(
+    redis_server: RedisServer, tmp_path: Path, keys_file: Path, sig: int, code: int, line: str
+) -> None:
+    # the store's connection pool is open while serving: a signal still ends the worker
+    # the documented way, with no traceback
+    worker = Worker(tmp_path, keys_file, redis_server.url)
+    try:
+        start(worker)
+        assert worker.process is not None
+        worker.process.send_signal(sig)
+        assert worker.process.wait(timeout=30) == code
+        log = worker.log.read_text()
+        assert f"mrtr serve: {line}" in log
+        assert "Traceback" not in log
     finally:
         worker.stop()

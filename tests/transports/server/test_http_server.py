@@ -18,6 +18,7 @@ import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
 from mrtr_transports.server.app import ServerApp
+from mrtr_transports.server.http.refusals import SERVER_BUSY
 from mrtr_transports.server.http.server import HttpServer, serve_http
 from support import srv_apps
 
@@ -575,11 +576,20 @@ async def test_shutdown_cancels_what_outlives_the_grace() -> None:
 async def test_connections_are_bounded() -> None:
     with trio.fail_after(5):
         async with serving(max_connections=1) as served, served.connect() as first:
-            assert (await first.post(tool_call("echo"))).status == 200
+            # A request in flight keeps its slot: the newcomer is refused, clearly.
+            await first.send_request(tool_call("slow", {"seconds": 0.5}))
+            while served.app.counts["started"] < 1:
+                await trio.sleep(0.01)
             async with served.connect() as second:
                 await second.send_request(tool_call("echo"))
-                assert (await second.head()).status_code == 503
-            assert (await first.post(tool_call("echo"))).status == 200
+                refused = await second.reply()
+                assert refused.status == 503 and refused.headers["retry-after"] == "1"
+                assert refused.json()["error"]["code"] == SERVER_BUSY
+            assert (await first.reply()).status == 200
+            # Idle between requests, it gives the slot up to a newcomer.
+            async with served.connect() as third:
+                assert (await third.post(tool_call("echo"))).status == 200
+            assert await first.closed_by_server()
 
 
 def test_annotations_are_read_along_properties_chains() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -122,3 +124,56 @@ def test_options_that_do_not_fit_are_usage_errors_before_anything_runs(
     assert entry.main(command, argv) == 2
     said = capsys.readouterr()
     assert said.out == "" and said.err.startswith(f"{command.prog}: error: ") and words in said.err
+
+
+@pytest.mark.parametrize(
+    ("signum", "exit_code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 0, "terminated")],
+    ids=["ctrl-c", "sigterm"],
+)
+@pytest.mark.parametrize("command", list(ALL_COMMANDS))
+async def test_a_signal_stops_every_serve_command_with_one_line_and_no_traceback(
+    command: str, signum: signal.Signals, exit_code: int, said: str
+) -> None:
+    # Regression: trio wraps KeyboardInterrupt in an exception group, which got past the
+    # entry's `except KeyboardInterrupt`: exit 1 and a traceback.  SIGTERM killed it.
+    process = await trio.lowlevel.open_process(
+        [sys.executable, *ALL_COMMANDS[command]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=server_env(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    stderr = b""
+    try:
+        with trio.fail_after(20):
+            if "--http" in command:  # ready once it says where it listens
+                while b"listening on" not in stderr or not stderr.endswith(b"\n"):
+                    chunk = await process.stderr.receive_some()
+                    assert chunk, stderr
+                    stderr += chunk
+            else:  # ready once it has answered a request (stdin stays open)
+                discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover"}
+                discover["params"] = {"_meta": META}
+                await process.stdin.send_all(json.dumps(discover).encode() + b"\n")
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = await process.stdout.receive_some()
+                    assert chunk, answer
+                    answer += chunk
+                assert json.loads(answer)["id"] == 1
+            process.send_signal(signum)
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+            assert await process.wait() == exit_code, stderr.decode()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    prog = "mrtr serve" if "mrtr serve" in command else command.split(" --")[0]
+    lines = stderr.decode().splitlines()
+    assert lines[-1] == f"{prog}: {said}" and "Traceback" not in stderr.decode(), lines
+    assert len(lines) == (2 if "--http" in command else 1), lines  # (and the address)

@@ -13,14 +13,24 @@ For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
    (``ServerApp.tool_header_params``): any mismatch, missing, repeated or
    malformed header is a 400 with JSON-RPC error -32020.
 4. A fresh server ``mrtr_core.Connection`` reads the body and the app answers
-   (JSON, or a request-scoped SSE stream once the handler streams).
+   (JSON, or a request-scoped SSE stream once the handler streams).  A
+   ``subscriptions/listen`` request first takes a place in the server's listen
+   pool (429 or 503 with ``Retry-After`` when there is none), leaves the
+   connection slots, and is ended gracefully after the pool's lifetime.
+
+Timing: ``idle_timeout`` for the first byte of a request, ``head_timeout``
+from that byte to the end of the head, ``body_timeout`` for the body; each a
+deadline, not an idle timer that every byte resets.  Until its whole request
+has arrived a connection may be evicted by a newer one (``limits.py``).  A
+write is never cut in half: it completes, or the peer is given up on after
+``write_timeout``.  A ``HEAD`` request gets the headers a ``GET`` would, no body.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -32,7 +42,15 @@ from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_header
 
 from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
+from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers
+from .refusals import (
+    SERVER_BUSY,
+    STATUS_FOR_CODE,
+    error_body,
+    reason_phrase,
+    write_refusal,
+)
 
 
 class ExchangeHost(Protocol):
@@ -45,30 +63,27 @@ class ExchangeHost(Protocol):
     max_header_size: int
     keepalive_interval: float
     idle_timeout: float
+    head_timeout: float
+    body_timeout: float
     write_timeout: float
     connection_options: dict[str, Any]
     closing: bool
+    slots: ConnectionSlots
+    listens: ListenPool
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
 
 
-__all__ = ["STATUS_FOR_CODE", "ExchangeHost", "HttpConnection", "refuse_busy"]
+__all__ = ["ExchangeHost", "HttpConnection"]
 
 log = logging.getLogger("mrtr_transports.http")
 
-STATUS_FOR_CODE = {
-    m.protocol.METHOD_NOT_FOUND: 404,
-    m.protocol.PARSE_ERROR: 400,
-    m.protocol.INVALID_REQUEST: 400,
-    m.protocol.INVALID_PARAMS: 400,
-    m.protocol.HEADER_MISMATCH: 400,
-    m.protocol.MISSING_CLIENT_CAPABILITY: 400,
-    m.protocol.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    m.protocol.INTERNAL_ERROR: 500,
-}
 #: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
 #: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
 REMOVED_METHODS = frozenset({"ping", "initialize"})
+LISTEN_METHOD = "subscriptions/listen"
+#: ``_meta`` key of a listen stream's notifications and of its final result.
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -100,24 +115,6 @@ def _accepted(accept_values: Sequence[str]) -> tuple[bool, bool]:
     return json_ok, sse_ok
 
 
-def _reason(status: int) -> bytes:
-    try:
-        return http.HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
-
-
-async def refuse_busy(stream: trio.SocketStream) -> None:
-    """Past ``max_connections``: say so and close, without reading the request."""
-    with trio.move_on_after(1.0):
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await stream.send_all(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
-                b"content-length: 21\r\nconnection: close\r\n\r\ntoo many connections\n"
-            )
-    await trio.aclose_forcefully(stream)
-
-
 class _PeerGone(Exception):
     """The client closed the connection."""
 
@@ -130,7 +127,13 @@ class HttpConnection:
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.max_header_size)
         self.write_lock = trio.Lock()
-        self.idle_scope: trio.CancelScope | None = None
+        #: While a request (head or body) is awaited: cancelled to evict or to time out.
+        self.wait_scope: trio.CancelScope | None = None
+        self.between_requests = False
+        self.evicted = False
+        #: The connection closes after this answer (a listen stream: it left the slots).
+        self.close_after = False
+        self.method = b""
         try:
             self.peer: str | None = str(stream.socket.getpeername()[0])
         except OSError:
@@ -138,11 +141,18 @@ class HttpConnection:
 
     def shutdown(self) -> None:
         """The server is closing: an idle connection closes now, a busy one after its answer."""
-        if self.idle_scope is not None:
-            self.idle_scope.cancel()
+        if self.between_requests and self.wait_scope is not None:
+            self.wait_scope.cancel()
+
+    def evict(self) -> None:
+        """A newer connection took this one's slot: stop waiting for a request, close."""
+        self.evicted = True
+        if self.wait_scope is not None:
+            self.wait_scope.cancel()
 
     async def serve(self) -> None:
-        while not self.server.closing:
+        slots = self.server.slots
+        while not self.server.closing and not self.evicted:
             try:
                 request = await self._next_request()
             except h11.RemoteProtocolError as exc:
@@ -159,6 +169,7 @@ class HttpConnection:
                 return
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                 return  # the body was not read, or the response ended the connection
+            slots.waiting(self)
             try:
                 self.h11.start_next_cycle()
             except h11.LocalProtocolError:
@@ -166,66 +177,99 @@ class HttpConnection:
 
     # --- Reading ---
 
-    async def _receive(self) -> None:
+    async def _receive(self) -> int:
+        """Feed h11 what the peer sent next; the number of bytes (0: the peer is gone)."""
         try:
             data = await self.stream.receive_some(READ_SIZE)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         self.h11.receive_data(data)
+        return len(data)
 
     async def _next_request(self) -> h11.Request | None:
-        """The next request head; ``None`` when the client is gone or idle too long."""
-        self.idle_scope = trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout)
+        """The next request head; ``None`` when the client is gone, too slow or evicted.
+
+        ``idle_timeout`` until its first byte, then ``head_timeout`` for the whole head:
+        a deadline, so a head sent a byte at a time does not last longer.
+        """
+        server = self.server
+        self.method = b""
+        started = bool(self.h11.trailing_data[0])  # pipelined bytes: the head has begun
+        timeout = server.head_timeout if started else server.idle_timeout
+        self.wait_scope = scope = trio.CancelScope(deadline=trio.current_time() + timeout)
+        self.between_requests = True
         try:
-            with self.idle_scope:
+            with scope:
                 while True:
                     event = self.h11.next_event()
                     if event is h11.NEED_DATA:
-                        if self.h11.their_state is h11.IDLE and self.server.closing:
+                        if self.h11.their_state is h11.IDLE and server.closing:
                             return None
-                        await self._receive()
+                        if await self._receive() and not started:
+                            started = True
+                            scope.deadline = trio.current_time() + server.head_timeout
                         continue
                     if isinstance(event, h11.Request):
                         return event
                     return None  # ConnectionClosed, or PAUSED after a close
         finally:
-            self.idle_scope = None
-        return None
+            self.wait_scope = None
+            self.between_requests = False
+        if started and self.evicted:
+            await write_refusal(self.stream, 503, "connection evicted: retry", retry_after=1)
+        elif started and not server.closing:
+            await write_refusal(
+                self.stream, 408, f"the request head took longer than {server.head_timeout} s"
+            )
+        return None  # idle too long, evicted, or shutting down
 
     async def _read_body(self, limit: int) -> bytes | None:
-        """The whole body, or ``None`` past ``limit`` bytes."""
-        if self.h11.their_state is h11.DONE:
+        """The whole body, or ``None`` past ``limit`` bytes; within ``body_timeout``."""
+        if self.h11.their_state in (h11.DONE, h11.MUST_CLOSE):
             return b""  # no body at all (its end was read with the head)
-        if self.h11.they_are_waiting_for_100_continue:
+        if self.h11.they_are_waiting_for_100_continue and not self.evicted:
             await self._write(h11.InformationalResponse(status_code=100, headers=[]))
         chunks: list[bytes] = []
         size = 0
-        with trio.move_on_after(self.server.idle_timeout):
-            while True:
-                event = self.h11.next_event()
-                if event is h11.NEED_DATA:
-                    await self._receive()
-                elif isinstance(event, h11.Data):
-                    size += len(event.data)
-                    if size > limit:
-                        return None
-                    chunks.append(bytes(event.data))
-                elif isinstance(event, h11.EndOfMessage):
-                    return b"".join(chunks)
-                else:  # ConnectionClosed mid-body
-                    raise _PeerGone
-        await self._send_simple(408, "the request body took too long")
+        self.wait_scope = trio.CancelScope(deadline=trio.current_time() + self.server.body_timeout)
+        try:
+            with self.wait_scope:
+                if self.evicted:  # while the head was being checked
+                    self.wait_scope.cancel()
+                while True:
+                    event = self.h11.next_event()
+                    if event is h11.NEED_DATA:
+                        await self._receive()
+                    elif isinstance(event, h11.Data):
+                        size += len(event.data)
+                        if size > limit:
+                            return None
+                        chunks.append(bytes(event.data))
+                    elif isinstance(event, h11.EndOfMessage):
+                        return b"".join(chunks)
+                    else:  # ConnectionClosed mid-body
+                        raise _PeerGone
+        finally:
+            self.wait_scope = None
+        if self.evicted:
+            await self._send_error(
+                503, "connection evicted: retry", SERVER_BUSY, extra=[(b"retry-after", b"1")]
+            )
+        else:
+            await self._send_error(
+                408, f"the request body took longer than {self.server.body_timeout} s"
+            )
         raise _PeerGone
 
     # --- Writing ---
 
-    async def _write(self, *events: Any, final: bool = False) -> None:
+    async def _write(self, *events: Any) -> None:
         """Send h11 events, waiting at most ``write_timeout`` for the peer to take them.
 
-        A ``final`` write (a whole response the connection has produced) is
-        shielded from cancellation: what was produced is owed to the client.
+        Shielded from cancellation: a write cut in half would leave the client a
+        broken message (and what the connection has produced is owed to it).
         """
-        with trio.CancelScope(shield=final) as scope:
+        with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.server.write_timeout
             async with self.write_lock:
                 data = b"".join(self.h11.send(event) or b"" for event in events)
@@ -242,20 +286,25 @@ class HttpConnection:
             headers.append((b"content-type", content_type))
         if length is not None:
             headers.append((b"content-length", str(length).encode()))
-        if self.server.closing or self.h11.their_state is not h11.DONE:
-            headers.append((b"connection", b"close"))  # the request body is left unread
+        if (
+            self.server.closing
+            or self.evicted
+            or self.close_after
+            or self.h11.their_state not in (h11.DONE, h11.MUST_CLOSE)  # the body is left unread
+        ):
+            headers.append((b"connection", b"close"))
         return headers
 
     async def _send_body(
         self, status: int, body: bytes, content_type: bytes, extra: Sequence[Any] = ()
     ) -> None:
+        """A whole response; to a ``HEAD`` request, its headers only (RFC 9110, 9.3.2)."""
         headers = [*self._response_headers(content_type, len(body)), *extra]
-        await self._write(
-            h11.Response(status_code=status, headers=headers, reason=_reason(status)),
-            h11.Data(data=body),
-            h11.EndOfMessage(),
-            final=True,
-        )
+        head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
+        if self.method == b"HEAD":
+            await self._write(head, h11.EndOfMessage())
+        else:
+            await self._write(head, h11.Data(data=body), h11.EndOfMessage())
 
     async def _send_error(
         self,
@@ -265,20 +314,20 @@ class HttpConnection:
         extra: Sequence[Any] = (),
     ) -> None:
         """An HTTP error whose body is a JSON-RPC error response without id."""
-        error = m.ErrorResponse(id=None, error=m.ErrorObject(code=code, message=message))
-        await self._send_body(status, m.wire.encode_message(error), b"application/json", extra)
+        await self._send_body(status, error_body(message, code), b"application/json", extra)
 
     async def _send_simple(self, status: int, message: str) -> None:
-        """A plain-text error after an HTTP-level failure, when one can still be sent."""
+        """An error after an HTTP-level failure (h11's), when one can still be sent."""
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         with contextlib.suppress(_PeerGone, h11.LocalProtocolError):
-            await self._send_body(status, message.encode() + b"\n", b"text/plain")
+            await self._send_error(status, message)
 
     # --- One HTTP request ---
 
     async def _handle(self, request: h11.Request) -> None:
         server = self.server
+        self.method = request.method
         # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
         head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
         if head_size > server.max_header_size:
@@ -329,6 +378,7 @@ class HttpConnection:
         if body is None:
             await self._send_error(413, f"body larger than {server.max_body_size} bytes")
             return
+        server.slots.busy(self)  # the whole request is here: no longer evictable
         await self._handle_message(headers, body, json_ok, sse_ok)
 
     async def _handle_message(
@@ -362,7 +412,9 @@ class HttpConnection:
         else:
             conn.receive_message(message)
         event = conn.next_event(trio.current_time())
-        if isinstance(event, m.Request):
+        if isinstance(event, m.Request) and event.method == LISTEN_METHOD:
+            await self._listen(conn, event, headers, json_ok, sse_ok)
+        elif isinstance(event, m.Request):
             await self._answer(conn, event, json_ok, sse_ok)
         elif isinstance(event, m.AutoReply):
             reply = event.reply
@@ -409,12 +461,47 @@ class HttpConnection:
             await exchange.start()
             await exchange.finish(data)
 
-    async def _answer(
-        self, conn: m.Connection, request: m.Request, json_ok: bool, sse_ok: bool
+    async def _listen(
+        self, conn: m.Connection, request: m.Request, headers: Headers, json_ok: bool, sse_ok: bool
     ) -> None:
-        """Run the app on ``request``; cancel it if the client goes away meanwhile."""
+        """A ``subscriptions/listen`` stream: a place in the listen pool, or a refusal
+        that says when to retry; the stream ends gracefully at the pool's lifetime."""
+        server = self.server
+        client = server.policy.client_of(headers, self.peer)
+        lease = server.listens.admit(client, trio.current_time())
+        if isinstance(lease, ListenRefusal):
+            log.warning("listen stream refused for %s: %s", client, lease.message)
+            busy = m.MrtrError(
+                lease.message, code=SERVER_BUSY, data={"retryAfterSeconds": lease.retry_after}
+            )
+            _, data = send_response(conn, m.error_response(request.id, busy))
+            retry = [(b"retry-after", str(lease.retry_after).encode())]
+            await self._send_body(lease.status, data, b"application/json", retry)
+            return
+        # Long-lived: out of the connection slots (the pool bounds it), closed at its end.
+        server.slots.release(self)
+        self.close_after = True
+        try:
+            await self._answer(conn, request, json_ok, sse_ok, deadline=lease.deadline)
+        finally:
+            server.listens.release(lease)
+
+    async def _answer(
+        self,
+        conn: m.Connection,
+        request: m.Request,
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: float = math.inf,
+    ) -> None:
+        """Run the app on ``request``; cancel it if the client goes away meanwhile.
+
+        At ``deadline`` (a listen stream's lifetime) the handler is cancelled and
+        the request gets the graceful end of a subscription: a result whose
+        ``_meta`` names it, after which the client opens a new stream.
+        """
         info = conn.request_info(request.id)
-        handler_scope = trio.CancelScope()
+        handler_scope = trio.CancelScope(deadline=deadline)
         exchange = _Exchange(self, sse_ok=sse_ok)
         outlet = ConnectionOutlet(conn, request.id, exchange.notify)
         outcome: m.MrtrError | Mapping[str, Any] = m.MrtrError("cancelled")
@@ -430,6 +517,8 @@ class HttpConnection:
             conn.response_stream_closed(request.id)
             send_response(conn, response_for(request.id, outcome))  # b"": releases the id
             raise _PeerGone
+        if handler_scope.cancelled_caught:  # the lifetime is over: end it gracefully
+            outcome = {"_meta": {SUBSCRIPTION_ID: request.id}}
         response, data = send_response(conn, response_for(request.id, outcome))
         await self._send_final(response, data, json_ok, sse_ok, exchange)
 
@@ -498,4 +587,4 @@ class _Exchange:
     async def finish(self, data: bytes) -> None:
         """The final response as the last event; the stream ends."""
         last = h11.Data(data=m.wire.encode_sse(data.decode()))
-        await self.connection._write(last, h11.EndOfMessage(), final=True)
+        await self.connection._write(last, h11.EndOfMessage())

@@ -8,6 +8,10 @@ of an ``Origin`` (``http`` or ``https``); ``allowed_hosts`` adds names
 ``Origin`` is allowed; one with more than one ``Origin`` is not.
 ``X-Forwarded-Host`` is believed only from ``trusted_proxies`` (addresses or
 networks).  A refusal is a 403 whose message names the setting to change.
+
+The same trust says who a client is (``client_of``, for the per-client share
+of listen streams): the peer's address, or, from a trusted proxy, the
+nearest untrusted address of ``X-Forwarded-For``.
 """
 
 from __future__ import annotations
@@ -111,6 +115,20 @@ class AccessPolicy:
                 "(mrtr serve --allow-origin)"
             )
         return None
+
+    def client_of(self, headers: Headers, peer: str | None) -> str:
+        """Who sent this request: the peer address; behind ``trusted_proxies``, the
+        last ``X-Forwarded-For`` hop that is not one of them (each proxy appends)."""
+        client = peer or "unknown"
+        if self._trusted(peer):
+            hops = [h.strip() for v in headers.get_all("x-forwarded-for") for h in v.split(",")]
+            for hop in reversed(hops):
+                if not hop:
+                    break  # a malformed list: believe no further
+                client = hop
+                if not self._trusted(hop):
+                    break
+        return client
 
     def _trusted(self, peer: str | None) -> bool:
         if peer is None or not self.proxies:

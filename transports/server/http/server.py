@@ -48,12 +48,38 @@ serve: 404 with -32601.
 Cancellation: a client that closes the connection (or the SSE stream) while
 its request runs cancels the handler, and nothing more is sent for it.
 
-Bounds: ``max_body_size`` (4 MiB) per POST, ``max_header_size`` (16 KiB, h11's
-limit on a request head: 431 past it), ``max_connections`` (256 at once;
-past it a connection is answered 503 and closed), ``idle_timeout`` (60 s to
-send the next request on a kept-alive connection, and to send a whole request
-head and body), ``write_timeout`` (60 s for the peer to take a write).
+Bounds (every one an ``HttpServer`` option; why each default: docs/transports.md):
+
+* ``max_body_size`` (4 MiB) per POST (413); ``max_header_size`` (16 KiB, h11's
+  limit on a request head: 431 past it).
+* ``max_connections`` (256) connections carrying requests.  A connection
+  without a whole request yet (a fresh one, a head or body still arriving,
+  a kept-alive one between requests) is *waiting*; when every slot is taken,
+  a newcomer evicts the connection that has waited longest (a 503 with
+  ``Retry-After`` if it had begun a request, else just the close).  A
+  connection whose request runs is never evicted; only when every slot runs
+  one is the newcomer refused: 503, ``Retry-After: 1``, a JSON-RPC error
+  with code ``SERVER_BUSY`` (-32000).
+* ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
+  (10 s) from it to the end of the head, ``body_timeout`` (60 s) for the
+  body (408 past either): deadlines, not timers a trickled byte resets.
+  ``write_timeout`` (60 s) for the peer to take each write.
+* ``subscriptions/listen`` streams live in their own pool, out of the
+  connection slots: ``max_listen_streams`` (256) in all,
+  ``max_listen_streams_per_client`` (8) for one client (its address; behind
+  ``trusted_proxies``, the nearest untrusted ``X-Forwarded-For`` hop), each
+  for ``listen_lifetime`` (600 s), after which the stream ends as the spec's
+  graceful closure (the result ``{"_meta": {subscriptionId}}``) and the
+  client opens a new one.  Past the share: 429, past the pool: 503, both with
+  ``Retry-After`` (when the oldest stream in the way ends) and a JSON-RPC
+  error (``SERVER_BUSY``, ``data.retryAfterSeconds``).  A listen stream's
+  connection closes with the stream.
+
 HTTP/1.1 keep-alive: many POSTs, one after another, on one connection.
+``HEAD`` gets the status and headers a ``GET`` would (a 405 with
+``Allow: POST`` at the endpoint), never a body.  Every error the server
+writes (4xx, 5xx) has a JSON-RPC error response as its body (with the
+request's id when it was read).
 
 Shutdown: ``HttpServer.aclose(grace)`` stops accepting, asks the app to end
 its ``subscriptions/listen`` streams (``close_subscriptions()``, when the app
@@ -73,9 +99,10 @@ gets the connection's -32602 naming the 2026 version to use, and
 ``initialize`` gets 404 / -32601.  ``Mcp-Session-Id`` and ``Last-Event-ID``
 headers are ignored.
 
-The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``exchange.py``
-(one TCP connection's h11 requests and their answers), this module (the
-server object, ``serve_http``); the header rules are the core's
+The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
+(connection slots, the listen pool), ``exchange.py`` (one TCP connection's
+h11 requests and their answers), ``refusals.py`` (error statuses and bodies),
+this module (the server object, ``serve_http``); the header rules are the core's
 (``mrtr_core.protocol``).
 """
 
@@ -91,8 +118,10 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
-from .exchange import HttpConnection, refuse_busy
+from .exchange import HttpConnection
+from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
+from .refusals import refuse_busy
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -103,7 +132,12 @@ DEFAULT_MAX_HEADER_SIZE = 16 * 1024
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
 DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_HEAD_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_MAX_LISTEN_STREAMS = 256
+DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
+DEFAULT_LISTEN_LIFETIME = 600.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
 
 
@@ -150,7 +184,12 @@ class HttpServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
+        max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+        listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         **connection_options: Any,
     ) -> None:
@@ -158,9 +197,20 @@ class HttpServer:
             ("max_body_size", max_body_size),
             ("max_header_size", max_header_size),
             ("max_connections", max_connections),
+            ("max_listen_streams", max_listen_streams),
+            ("max_listen_streams_per_client", max_listen_streams_per_client),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer")
+        for name, seconds in (
+            ("idle_timeout", idle_timeout),
+            ("head_timeout", head_timeout),
+            ("body_timeout", body_timeout),
+            ("write_timeout", write_timeout),
+            ("listen_lifetime", listen_lifetime),
+        ):
+            if not seconds > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
         self.app = app
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
@@ -168,6 +218,8 @@ class HttpServer:
         self.max_header_size = max_header_size
         self.keepalive_interval = keepalive_interval
         self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self.body_timeout = body_timeout
         self.write_timeout = write_timeout
         versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
         self.connection_options: dict[str, Any] = {
@@ -181,7 +233,10 @@ class HttpServer:
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
         self.address: tuple[str, int] | None = None
         self.closing = False
-        self._limiter = trio.CapacityLimiter(max_connections)
+        self.slots = ConnectionSlots(max_connections)
+        self.listens = ListenPool(
+            max_listen_streams, max_listen_streams_per_client, listen_lifetime
+        )
         self._connections: set[HttpConnection] = set()
         self._all_closed = trio.Event()
         self._all_closed.set()
@@ -238,12 +293,11 @@ class HttpServer:
             await self._stopped.wait()
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        try:
-            self._limiter.acquire_nowait()
-        except trio.WouldBlock:
+        connection = HttpConnection(self, stream)
+        if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
+            log.warning("every connection is busy: refused %s", connection.peer)
             await refuse_busy(stream)
             return
-        connection = HttpConnection(self, stream)
         self._connections.add(connection)
         if self._all_closed.is_set():
             self._all_closed = trio.Event()
@@ -253,7 +307,7 @@ class HttpServer:
             log.exception("connection from %s failed", connection.peer)
         finally:
             self._connections.discard(connection)
-            self._limiter.release()
+            self.slots.release(connection)
             if not self._connections:
                 self._all_closed.set()
             await trio.aclose_forcefully(stream)

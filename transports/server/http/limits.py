@@ -1,0 +1,154 @@
+"""What the HTTP server holds open, and for whom: connection slots and listen streams.
+
+Two pools, so that neither kind of client can starve the other:
+
+* ``ConnectionSlots``: at most ``max_connections`` connections that carry
+  ordinary requests.  A connection is *waiting* while it has no whole request
+  to work on (a fresh connection, a head or body still arriving, a
+  kept-alive connection between requests) and *busy* while its request runs.
+  When every slot is taken, a newcomer evicts the connection that has waited
+  longest; only when every slot is busy is the newcomer refused (503).  So
+  sockets that trickle a head a byte at a time, or that just sit there, can
+  delay nobody: each new connection pushes the oldest of them out, and a
+  real client, which sends its request at once, is always the youngest.
+* ``ListenPool``: ``subscriptions/listen`` streams, long-lived by design, get
+  their own pool of ``max_streams`` (their connections leave the connection
+  slots), at most ``per_client`` of them for one client, each for at most
+  ``lifetime`` seconds.  A refusal says when to come back: when the oldest of
+  the streams in the way reaches its lifetime.
+
+No I/O here: the server asks, these answer; time is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Protocol
+
+import attrs
+
+__all__ = ["ConnectionSlots", "Evictable", "Lease", "ListenPool", "ListenRefusal"]
+
+
+class Evictable(Protocol):
+    """A connection, as its slot sees it."""
+
+    def evict(self) -> None:
+        """Close now: a newer connection needs the slot."""
+
+
+class ConnectionSlots:
+    """``limit`` connection slots; waiting connections give theirs up to newcomers."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: Waiting connections, the one waiting longest first.
+        self._waiting: OrderedDict[Evictable, None] = OrderedDict()
+        self._busy: set[Evictable] = set()
+
+    def __len__(self) -> int:
+        return len(self._waiting) + len(self._busy)
+
+    def __contains__(self, connection: Evictable) -> bool:
+        return connection in self._waiting or connection in self._busy
+
+    def admit(self, connection: Evictable) -> bool:
+        """Give ``connection`` a slot (waiting), evicting the longest waiter if need be;
+        ``False`` when every slot is busy."""
+        if len(self) >= self.limit:
+            if not self._waiting:
+                return False
+            evicted, _ = self._waiting.popitem(last=False)
+            evicted.evict()
+        self._waiting[connection] = None
+        return True
+
+    def busy(self, connection: Evictable) -> None:
+        """A whole request has arrived: its connection may not be evicted until answered."""
+        if connection in self._waiting:  # not if it was evicted meanwhile
+            del self._waiting[connection]
+            self._busy.add(connection)
+
+    def waiting(self, connection: Evictable) -> None:
+        """Answered: the connection waits for its next request, as the youngest waiter."""
+        if connection in self._busy:
+            self._busy.discard(connection)
+            self._waiting[connection] = None
+
+    def release(self, connection: Evictable) -> None:
+        """The connection is closed, or has left for the listen pool (idempotent)."""
+        self._waiting.pop(connection, None)
+        self._busy.discard(connection)
+
+
+@attrs.define(eq=False)
+class Lease:
+    """One listen stream's place in the pool, until ``deadline`` (the stream's lifetime)."""
+
+    client: str
+    deadline: float
+
+
+@attrs.frozen
+class ListenRefusal:
+    """Why a listen stream was refused: the HTTP status, the seconds after which a
+    place is sure to be free (``Retry-After``), and a message naming the setting."""
+
+    status: int
+    retry_after: int
+    message: str
+
+
+class ListenPool:
+    """``subscriptions/listen`` streams: ``max_streams`` in all, ``per_client`` for one
+    client, each ending ``lifetime`` seconds after it opened."""
+
+    def __init__(self, max_streams: int, per_client: int, lifetime: float) -> None:
+        self.max_streams = max_streams
+        self.per_client = per_client
+        self.lifetime = lifetime
+        self._leases: dict[str, list[Lease]] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def held_by(self, client: str) -> int:
+        return len(self._leases.get(client, ()))
+
+    def admit(self, client: str, now: float) -> Lease | ListenRefusal:
+        """A place for one more stream of ``client``, or why not."""
+        own = self._leases.get(client, [])
+        if len(own) >= self.per_client:
+            return ListenRefusal(
+                429,
+                _seconds_until(own, now),
+                f"this client already holds {len(own)} subscriptions/listen streams "
+                f"(max_listen_streams_per_client={self.per_client}): close one, or retry later",
+            )
+        if self._count >= self.max_streams:
+            every = [lease for leases in self._leases.values() for lease in leases]
+            return ListenRefusal(
+                503,
+                _seconds_until(every, now),
+                f"the server holds max_listen_streams={self.max_streams} "
+                "subscriptions/listen streams: retry later",
+            )
+        lease = Lease(client, now + self.lifetime)
+        self._leases.setdefault(client, []).append(lease)
+        self._count += 1
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        own = self._leases.get(lease.client, [])
+        if lease in own:
+            own.remove(lease)
+            self._count -= 1
+            if not own:
+                del self._leases[lease.client]
+
+
+def _seconds_until(leases: list[Lease], now: float) -> int:
+    """Whole seconds until the first of ``leases`` ends (at least 1)."""
+    return max(1, math.ceil(min(lease.deadline for lease in leases) - now))
