@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
 
-.PHONY: test demo lint typecheck pytest bench clean conformance-deps
+.PHONY: test demo lint typecheck pytest bench clean conformance-deps services
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,13 @@ $(CONFORMANCE): $(STAMP) scripts/install_conformance.py
 
 conformance-deps: $(CONFORMANCE)
 
+# Debian's nginx and redis-server for the scale-out tests (tests/transports/scale), installed
+# with apt-get when missing; no system service is enabled or started: the tests run their
+# own instances on free ports.  Where installing is impossible it says why, and those tests
+# skip loudly (a banner at the end of pytest's summary) instead of failing the build.
+services:
+	@$(PYTHON) scripts/services.py install || echo "make services: nginx/redis-server unavailable: the scale-out tests will SKIP"
+
 test: lint typecheck pytest
 
 lint: $(STAMP)
@@ -34,7 +41,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict transports
 
 # pytest exits 5 when it collected nothing: that must fail, loudly, not pass.
-pytest: $(STAMP) $(CONFORMANCE)
+pytest: $(STAMP) $(CONFORMANCE) services
 	@$(BIN)/python -m pytest --cov --cov-report=term -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 

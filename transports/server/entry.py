@@ -22,13 +22,23 @@ of options, and run the same steps, in this order:
    ``listening on http://HOST:PORT/PATH`` on stderr once it accepts
    connections (``mrtr serve: listening on ...`` for ``mrtr serve``).
 
+Shared state (HTTP only; ``docs/deploying.md``): several ``mrtr serve --http``
+workers behind one load balancer serve any leg of any flow when they seal with
+the same keys (``--state-keys FILE``, or ``env:NAME``: a JSON document, see
+:mod:`mrtr_transports.stores.keys`) and spend redeemed states in one store
+(``--single-use redis://HOST:PORT/DB``, which needs ``--state-keys``).  The
+entry hands both to ``app.configure_state`` before serving, so the app must be
+an ``McpApp`` (anything else is a usage error); the store's connections live as
+long as the server.
+
 Ctrl-C stops every form with exit 130 (``PROG: interrupted`` on stderr, no
 traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
 the serving, so the stdout guard and open connections are closed as on any
 other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
-``--allow-origin``, ``--allow-host``, ``--trusted-proxy``) with stdio, or
-``--drain-timeout`` with HTTP, are usage errors.  The transports' own modules
-have no ``main``: nothing but this module starts a server from a command line.
+``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
+``--single-use``) with stdio, or ``--drain-timeout`` with HTTP, are usage errors.
+The transports' own modules have no ``main``: nothing but this module starts a
+server from a command line.
 """
 
 from __future__ import annotations
@@ -37,10 +47,12 @@ import argparse
 import functools
 import ipaddress
 import logging
+import os
 import signal
 import sys
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+import urllib.parse
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,6 +60,7 @@ import trio
 
 from ..cli.interrupts import interrupted, run_stoppable
 from ..client.errors import ExitCode
+from ..stores.keys import MAX_DOCUMENT_BYTES, StateKeys, StateKeysError, parse_state_keys
 from .app import ServerApp
 from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app
 from .stdio import guard_stdout, serve_stdio
@@ -124,6 +137,20 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
     ):
         help_text = f"HTTP: {what} (repeatable)"
         parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
+    parser.add_argument(
+        "--state-keys",
+        metavar="FILE|env:NAME",
+        help="HTTP: the sealing keys every worker of the deployment shares, a JSON document "
+        '{"signing_key": ID, "keys": {ID: BASE64}} in FILE or in the environment variable '
+        "NAME (default: a random key of this process)",
+    )
+    parser.add_argument(
+        "--single-use",
+        metavar="URL",
+        help="HTTP: the single-use store every worker shares, redis://HOST:PORT/DB "
+        "(needs --state-keys; default: in this process's memory). "
+        "An unreachable store refuses guarded legs (-32603). See docs/deploying.md",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,18 +167,24 @@ class ServeOptions:
     allowed_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     trusted_proxies: tuple[str, ...] = ()
+    state_keys: StateKeys | None = None
+    single_use: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
+        http_only += [args.state_keys, args.single_use]
         drain = args.drain_timeout
         host, port = DEFAULT_HOST, 0
         transport: Transport = "stdio" if args.http is None else "http"
         if args.http is not None:
             host, port = parse_host_port(args.http)
         if transport == "stdio" and any(http_only):
-            raise UsageError("--path, --allow-*, --trusted-proxy only apply to --http")
+            raise UsageError(
+                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use "
+                "only apply to --http"
+            )
         if transport == "http" and drain is not None:
             raise UsageError("--drain-timeout only applies to --stdio")
         if drain is not None and not drain >= 0:
@@ -164,6 +197,9 @@ class ServeOptions:
                 ipaddress.ip_network(network, strict=False)
             except ValueError as exc:
                 raise UsageError(f"--trusted-proxy {network!r}: {exc}") from exc
+        state_keys = None if args.state_keys is None else read_state_keys(args.state_keys)
+        if args.single_use is not None:
+            check_single_use(args.single_use, state_keys)
         return cls(
             transport=transport,
             app=args.app,
@@ -175,7 +211,41 @@ class ServeOptions:
             allowed_origins=tuple(args.allow_origin),
             allowed_hosts=tuple(args.allow_host),
             trusted_proxies=proxies,
+            state_keys=state_keys,
+            single_use=args.single_use,
         )
+
+
+def read_state_keys(source: str) -> StateKeys:
+    """The keys of ``--state-keys FILE`` or ``--state-keys env:NAME``; :class:`UsageError`."""
+    where = f"--state-keys {source!r}"
+    try:
+        if source.startswith("env:"):
+            text = os.environ.get(source[4:])
+            if text is None:
+                raise UsageError(f"{where}: the environment variable {source[4:]!r} is not set")
+            return parse_state_keys(text)
+        with open(source, "rb") as file:
+            return parse_state_keys(file.read(MAX_DOCUMENT_BYTES + 1))
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+    except StateKeysError as exc:
+        raise UsageError(f"{where}: {exc}") from exc
+
+
+def check_single_use(url: str, state_keys: StateKeys | None) -> None:
+    """``--single-use URL`` fits; :class:`UsageError`."""
+    if state_keys is None:
+        # a shared store is only worth anything to workers that open each other's states
+        raise UsageError("--single-use needs --state-keys (the workers that share it share keys)")
+    if urllib.parse.urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        raise UsageError(f"--single-use {url!r}: expected redis://HOST:PORT/DB")
+    try:
+        import coredis  # noqa: F401  (the store's client: the `redis` extra)
+    except ImportError as exc:
+        raise UsageError(
+            f"--single-use needs the Redis client: pip install 'mrtr[redis]' ({exc})"
+        ) from exc
 
 
 def parse_host_port(text: str) -> tuple[str, int]:
@@ -212,6 +282,10 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
             except Exception as exc:  # the module's own code failed while importing
                 log.debug("importing --app %s failed", options.app, exc_info=True)
                 return _fail(entry, f"--app {options.app!r}: importing it failed: {exc!r}")
+            if options.state_keys is not None and not _is_mcp_app(app):
+                return _fail(
+                    entry, f"--state-keys: --app {options.app!r} is not an McpApp (configure_state)"
+                )
             if options.transport == "stdio":
                 serving = functools.partial(_serve_stdio, app, options)
             else:
@@ -243,12 +317,46 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> in
         "trusted_proxies": options.trusted_proxies,
     }
     serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
-    async with trio.open_nursery() as nursery:
+    async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
         started = await nursery.start(serving)
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{entry.announce}listening on {url}\n")
         sys.stderr.flush()
     return ExitCode.RESULT
+
+
+def _is_mcp_app(app: ServerApp) -> bool:
+    from ..apps.mcp_app import McpApp
+
+    return isinstance(app, McpApp)
+
+
+@asynccontextmanager
+async def _shared_state(entry: Entry, app: ServerApp, options: ServeOptions) -> AsyncIterator[None]:
+    """``--state-keys`` and ``--single-use`` handed to the app, the store open while serving."""
+    keys = options.state_keys
+    if keys is None:
+        yield
+        return
+    from ..apps.mcp_app import McpApp
+
+    assert isinstance(app, McpApp)  # checked by serve()
+    if options.single_use is None:
+        app.configure_state(keys.keys, keys.signing_key)
+        yield
+        return
+    from ..stores.redis import RedisSingleUse, SingleUseStoreUnavailable, redacted
+
+    async with RedisSingleUse(options.single_use) as store:
+        try:
+            await store.check()
+        except SingleUseStoreUnavailable as exc:  # serve anyway: redeemed legs fail closed
+            where = redacted(options.single_use)
+            sys.stderr.write(
+                f"{entry.prog}: warning: --single-use {where}: {exc} ({exc.__cause__})\n"
+            )
+        app.configure_state(keys.keys, keys.signing_key, single_use=store)
+        yield
 
 
 def _url_of(started: Any, host: str, port: int, path: str) -> str:

@@ -1,0 +1,198 @@
+"""``RedisSingleUse``: the single-use store of several server processes, on a Redis server.
+
+The model: a sealed ``requestState`` can be sent again (a replay), so an
+``McpApp`` spends every state it redeems in its single-use store before the
+handler runs (``mrtr_transports.apps.single_use.SingleUseStore``), and ``ctx.once``
+guards and the last step of ``Steps`` run at most once.  One process can keep
+that store in memory; several processes that serve one deployment (any worker
+may get any leg) must share it, or a replay sent to another worker would be
+served again.
+
+Each spend is one atomic Redis command, so concurrent spends of one nonce from
+any number of tasks and processes give exactly one True::
+
+    SET <prefix><nonce> 1 NX PXAT <expires_at in ms, plus clock_skew>
+
+It answers OK the first time (True: spent now) and nil after (False: spent
+before).  The key expires with the token (Redis drops it by itself), kept
+``clock_skew`` seconds longer so a worker whose clock runs behind Redis's
+still finds it while it still takes the token as unexpired.
+
+Failing closed: when Redis cannot be reached, does not answer within
+``timeout``, or answers with an error, :meth:`RedisSingleUse.consume` raises
+:class:`SingleUseStoreUnavailable` (a ``mrtr_core.server.NonceStoreFull``, so the
+app refuses the leg with -32603) rather than guess: the handler does not run.
+Its message names no host (it may reach the client); the details go to this
+module's logger.  The store reconnects by itself once Redis is back.
+
+Use::
+
+    store = RedisSingleUse("redis://127.0.0.1:6379/0")
+    async with store:  # opens the connection pool; closes it on exit
+        app.configure_state(keys, "k1", single_use=store)
+        ...serve...
+
+The client is ``coredis`` (anyio-based, so it runs on trio; redis-py's asyncio
+client does not).  ``mrtr serve --single-use redis://...`` does all of this.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import urllib.parse
+from collections.abc import Awaitable
+from types import TracebackType
+from typing import Self, TypeVar
+
+import anyio
+import coredis
+import coredis.exceptions
+import coredis.retry
+from coredis.tokens import PureToken
+
+import mrtr_core as m
+
+__all__ = ["DEFAULT_PREFIX", "RedisSingleUse", "SingleUseStoreUnavailable"]
+
+DEFAULT_PREFIX = "mrtr:once:"
+#: URL schemes coredis connects with: TCP, TLS, a Unix socket.
+SCHEMES = ("redis", "rediss", "unix")
+# A nonce is ours (it comes out of a verified token) but the key length is bounded anyway.
+MAX_NONCE_CHARS = 256
+
+T = TypeVar("T")
+
+log = logging.getLogger("mrtr_transports.stores.redis")
+
+
+class SingleUseStoreUnavailable(m.server.NonceStoreFull):
+    """The store could not say whether a nonce was spent: the leg is refused (fail closed)."""
+
+
+class RedisSingleUse:
+    """A single-use store on a Redis server, shared by every process that uses the same URL.
+
+    ``url``: ``redis://[[user]:password@]host:port/db`` (``rediss://`` for TLS,
+    ``unix:///path/to/socket?db=0``).  ``prefix``: what every key starts with
+    (one Redis can serve several deployments under different prefixes).
+    ``timeout``: seconds a spend may take, connecting included, before it
+    fails closed.  ``clock_skew``: seconds a spent nonce is kept past its
+    token's expiry.  ``max_connections``: the pool's bound.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        timeout: float = 5.0,
+        clock_skew: float = 60.0,
+        max_connections: int = 16,
+    ) -> None:
+        scheme = urllib.parse.urlsplit(url).scheme
+        if scheme not in SCHEMES:
+            raise ValueError(
+                f"a single-use store URL starts with redis://, rediss:// or unix://: {url!r}"
+            )
+        if not timeout > 0 or not clock_skew >= 0 or max_connections < 1:
+            raise ValueError(
+                "timeout must be positive, clock_skew 0 or more, max_connections 1 or more"
+            )
+        self.url = url
+        self.prefix = prefix
+        self.timeout = float(timeout)
+        self.clock_skew = float(clock_skew)
+        self._client: coredis.Redis[bytes] = coredis.Redis.from_url(
+            url,
+            # No retries: a SET that reached Redis before its connection broke would,
+            # sent again, answer "spent before" for the first spend.  Failing is honest.
+            retry_policy=coredis.retry.NoRetryPolicy(),
+            connect_timeout=self.timeout,
+            stream_timeout=self.timeout,
+            pool_timeout=self.timeout,
+            max_connections=max_connections,
+        )
+        self._open = False
+
+    def __repr__(self) -> str:
+        return f"RedisSingleUse({redacted(self.url)!r}, prefix={self.prefix!r})"
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._client.__aenter__()
+        except (coredis.exceptions.RedisError, OSError) as exc:
+            raise SingleUseStoreUnavailable(self._unavailable(exc)) from exc
+        self._open = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._open = False
+        try:
+            await self._client.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # The pool's task group wraps what the body raised (Ctrl-C included) in a
+            # group: let the body's own exception through as it was raised.
+            if exc is None or _leaves(group) != [exc]:
+                raise
+
+    async def consume(self, nonce: str, expires_at: float, now: float) -> bool:
+        """Spend ``nonce`` until ``expires_at``: True the first time, False after.
+
+        Raises :class:`SingleUseStoreUnavailable` when Redis cannot answer.
+        ``now`` is unused: Redis expires the key by its own clock.
+        """
+        if not self._open:
+            raise m.LocalProtocolError("RedisSingleUse is used inside `async with store:`")
+        if not isinstance(nonce, str) or not 0 < len(nonce) <= MAX_NONCE_CHARS:
+            raise m.LocalProtocolError(f"a nonce is a string of 1 to {MAX_NONCE_CHARS} characters")
+        expires_ms = max(1, math.ceil((expires_at + self.clock_skew) * 1000))
+        key = self.prefix + nonce
+        answer = await self._answer(
+            self._client.set(key, b"1", condition=PureToken.NX, pxat=expires_ms)
+        )
+        return answer is True
+
+    async def check(self) -> None:
+        """Ask Redis for a PONG; :class:`SingleUseStoreUnavailable` when it cannot answer."""
+        if not self._open:
+            raise m.LocalProtocolError("RedisSingleUse is used inside `async with store:`")
+        await self._answer(self._client.ping())
+
+    async def _answer(self, command: Awaitable[T]) -> T:
+        """What Redis answered to ``command``, within ``timeout``, or fail closed."""
+        try:
+            with anyio.fail_after(self.timeout):
+                return await command
+        except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
+            raise SingleUseStoreUnavailable(self._unavailable(exc)) from exc
+
+    def _unavailable(self, exc: BaseException) -> str:
+        # The message may reach the client (as the -32603's message): it names no host.
+        # The server's log gets the details.
+        log.warning("the single-use store %s did not answer: %r", redacted(self.url), exc)
+        return "the single-use store did not answer: refusing the leg (fail closed)"
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urllib.parse.urlunsplit(parts._replace(netloc=user + host))
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for inner in group.exceptions:
+        found += _leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner]
+    return found
