@@ -1,9 +1,5 @@
 """A stdio client that stops reading the server's stdout: the server's memory stays bounded.
 
-Waits for the ``stdiofaults`` branch (a request holds its slot until its
-answer is handed to the writer, so the server stops reading stdin once its
-answers have nowhere to go).
-
 The client (raw pipes, ``support.load_app`` behind the serve entry) writes
 thousands of ``blob`` requests and reads nothing for a few seconds.  What must
 hold: the server pushes back (its stdin is left unread) instead of taking

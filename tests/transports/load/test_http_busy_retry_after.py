@@ -1,8 +1,5 @@
 """A connection refused past ``max_connections`` is told when to come back: ``Retry-After``.
 
-Waits for the ``httpfaults`` branch (its refusals are JSON-RPC error bodies
-with ``Retry-After``).  On main the 503 is clear but has neither.
-
 Every slot of a server with ``max_connections=2`` is busy (each runs
 ``pause``, seen started); the next connection is answered at once, before it
 sends anything: 503, ``Retry-After`` a whole number of seconds, a JSON-RPC
