@@ -11,7 +11,8 @@ the others the library knows) are asserted, not just annotations.  A ``$ref`` to
 network URI is never fetched (the spec forbids it by default): the schema fails to
 compile instead.  The library is ``jsonschema-rs``, chosen by measurement
 (``benchmarks/bench_validation.py``: 50-170x faster than ``jsonschema`` per valid
-call, about 5x per invalid one) and because it checks all four elicitation formats without extra packages.
+call, about 5x per invalid one) and because it checks all four elicitation formats
+without extra packages.
 
 A compiled schema is kept in a bounded cache keyed by the schema's canonical JSON,
 so the same schema (a module-level ask, say) is compiled once, not on every answer.
