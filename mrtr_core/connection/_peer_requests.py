@@ -21,6 +21,7 @@ from .._errors import (
     METHOD_NOT_FOUND,
     LocalProtocolError,
     RemoteProtocolError,
+    describe,
 )
 from ..protocol._meta import (
     META_PROTOCOL_VERSION,
@@ -124,7 +125,7 @@ class PeerRequests:
     def info(self, request_id: RequestId) -> RequestInfo:
         incoming = self.requests.get(request_id)
         if incoming is None or incoming.info is None:
-            raise LocalProtocolError(f"no request {request_id!r} is waiting for an answer")
+            raise LocalProtocolError(f"no request {describe(request_id)} is waiting for an answer")
         return incoming.info
 
     # --- Arriving ------------------------------------------------------------------------
@@ -151,7 +152,8 @@ class PeerRequests:
         if rid in self.requests or rid in self._owed_replies:
             return InvalidMessage(
                 error=RemoteProtocolError(
-                    f"request id {rid!r} is already in use by a request we have not answered",
+                    f"request id {describe(rid)} is already in use by a request we have not "
+                    "answered",
                     code=INVALID_REQUEST,
                     request_id=rid,
                 ),
@@ -257,7 +259,8 @@ class PeerRequests:
         if not self._session.remote(SessionInput.RECV_SERVER_REQUEST):
             return InvalidMessage(
                 error=RemoteProtocolError(
-                    f"a server sent a {request.method!r} request outside a 2025-era session",
+                    f"a server sent a {describe(request.method)} request "
+                    "outside a 2025-era session",
                     code=INVALID_REQUEST,
                     request_id=request.id,
                 ),
@@ -321,7 +324,7 @@ class PeerRequests:
             refused_may_answer = (IncomingState.REFUSED, given) in INCOMING_LIFECYCLE
             if self._owed_replies.discard(rid) and refused_may_answer:
                 return emit(response)
-            raise LocalProtocolError(f"no request {rid!r} is waiting for an answer")
+            raise LocalProtocolError(f"no request {describe(rid)} is waiting for an answer")
         if incoming.state is IncomingState.CANCELLED:
             incoming.move(given)
             del self.requests[rid]
