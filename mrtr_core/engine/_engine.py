@@ -245,7 +245,7 @@ class RoundEngine:
     def provide(self, key: str, response: InputResponse | Mapping[str, Any], now: float) -> None:
         """The app's answer for ``key``; the last answer of a round queues ``SendRetry``."""
         self._enter(EngineInput.PROVIDE)
-        request = self._pending.get(key)
+        request = self._pending.get(key) if isinstance(key, str) else None
         if request is None:
             self._misuse(f"{describe(key)} is not an input request waiting for an answer")
         wire = self._check_response(key, request, response)
@@ -263,7 +263,7 @@ class RoundEngine:
     def fail(self, key: str, reason: str) -> None:
         """The app cannot answer ``key``: cancels the round's other keys and fails the flow."""
         self._enter(EngineInput.FAIL)
-        if key not in self._pending:
+        if not isinstance(key, str) or key not in self._pending:
             self._misuse(f"{describe(key)} is not an input request waiting for an answer")
         others = tuple(k for k in self._pending if k != key)
         self._pending.clear()

@@ -159,15 +159,10 @@ def _b64decode(text: str) -> bytes:
 def _canonical(value: Any) -> bytes:
     # One spelling per JSON value, whatever backend decoded it: sorted keys, no spaces.
     # ASCII output: a lone surrogate (which the stdlib JSON reader lets in) stays encodable.
-    # The encoder recurses: a value deeper than a message may be is refused before it
-    # starts, and a RecursionError (a caller deep in its own stack) is a ValueError too.
+    # The encoder recurses: a value deeper than a message may be is refused before it starts.
     if deeper_than(value, DEFAULT_MAX_DEPTH):
         raise ValueError(f"nested deeper than {DEFAULT_MAX_DEPTH} levels")
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except RecursionError as exc:
-        raise ValueError("nested too deeply to encode here") from exc
-    return text.encode()
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def params_digest(params: Mapping[str, Any] | None) -> str:
@@ -180,7 +175,8 @@ def params_digest(params: Mapping[str, Any] | None) -> str:
     salient = {k: v for k, v in (params or {}).items() if k not in _ROUND_AND_META}
     try:
         canonical = _canonical(salient)
-    except (TypeError, ValueError) as exc:  # NaN, values JSON cannot carry, too deep
+    except (TypeError, ValueError, RecursionError) as exc:
+        # NaN, values JSON cannot carry, too deep (or a caller with no stack left for them)
         raise LocalProtocolError(f"params are not JSON values: {exc}") from exc
     return _b64encode(hashlib.sha256(canonical).digest())
 
