@@ -111,10 +111,14 @@ class CallTable:
 
     def ever_started(self, call: int) -> bool:
         """Whether ``call`` is a handle this table gave out (live or ended)."""
-        return 0 < call < self._next_call
+        return isinstance(call, int) and 0 < call < self._next_call
+
+    def live(self, call: int) -> Call | None:
+        """The live call ``call`` names (``None`` for anything else the app passes)."""
+        return self.calls.get(call) if isinstance(call, int) else None
 
     def find(self, call: int) -> Call:
-        found = self.calls.get(call)
+        found = self.live(call)
         if found is None:
             raise LocalProtocolError(f"no call {describe(call)} in flight")
         return found
@@ -226,7 +230,7 @@ class CallTable:
             return emit(Notification(method="notifications/cancelled", params={"requestId": rid}))
         if not isinstance(inner, (SendRequest, SendRetry)):
             raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
-        call = self.calls.get(event.call)
+        call = self.live(event.call)
         if call is None and self.ever_started(event.call):
             return None  # the call ended (cancelled) while this leg waited: it never goes
         if call is None or call.pending_send is not inner:

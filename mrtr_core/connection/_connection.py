@@ -435,7 +435,7 @@ class Connection:
 
     def cancel(self, call: int, now: float | None = None) -> None:
         """Cancel a call (a no-op once it has ended)."""
-        if call not in self._calls.calls:
+        if self._calls.live(call) is None:
             if self._calls.ever_started(call):
                 return
             raise LocalProtocolError(f"no call {describe(call)}")

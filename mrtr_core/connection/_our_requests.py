@@ -77,6 +77,8 @@ class OurRequests:
 
     def send_request(self, request: Request, emit: Callable[[Message], T]) -> T:
         rid = request.id
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+            raise LocalProtocolError(f"a request id is a string or an integer, not {describe(rid)}")
         if rid in self.table.requests:
             raise LocalProtocolError(f"request id {describe(rid)} is already in flight")
         if self._handshake is not None and self._handshake.sending(request):

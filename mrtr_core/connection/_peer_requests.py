@@ -122,8 +122,13 @@ class PeerRequests:
         # Ids of refused requests whose error reply was handed out: each may be sent once.
         self._owed_replies = BoundedSet(max_incoming)
 
+    def _incoming(self, request_id: object) -> Incoming | None:
+        # The app's id may be anything: only a string or an integer names a request
+        # (and anything else, a list say, could not even be looked up).
+        return self.requests.get(request_id) if isinstance(request_id, (str, int)) else None
+
     def info(self, request_id: RequestId) -> RequestInfo:
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if incoming is None or incoming.info is None:
             raise LocalProtocolError(f"no request {describe(request_id)} is waiting for an answer")
         return incoming.info
@@ -294,7 +299,7 @@ class PeerRequests:
 
     def cancelled_by_peer(self, request_id: RequestId) -> bool:
         """The peer gave up on ``request_id``; whether that cancels a request the app holds."""
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if (
             incoming is None
             or incoming.kind is not IncomingKind.APP
@@ -319,10 +324,11 @@ class PeerRequests:
             if isinstance(response, ResultResponse)
             else IncomingInput.SEND_ERROR
         )
-        incoming = self.requests.get(rid)
+        incoming = self._incoming(rid)
         if incoming is None:
             refused_may_answer = (IncomingState.REFUSED, given) in INCOMING_LIFECYCLE
-            if self._owed_replies.discard(rid) and refused_may_answer:
+            owed = isinstance(rid, (str, int)) and self._owed_replies.discard(rid)
+            if owed and refused_may_answer:
                 return emit(response)
             raise LocalProtocolError(f"no request {describe(rid)} is waiting for an answer")
         if incoming.state is IncomingState.CANCELLED:
@@ -353,7 +359,7 @@ class PeerRequests:
             del self.requests[request_id]
 
     def _notice_target(self, request_id: RequestId) -> Incoming | None:
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if incoming is None or not incoming.allows(IncomingInput.SEND_NOTICE):
             return None
         incoming.move(IncomingInput.SEND_NOTICE)

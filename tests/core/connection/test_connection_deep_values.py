@@ -24,12 +24,18 @@ from mrtr_core import (
     SERVER,
     CallEvent,
     Connection,
+    ErrorObject,
+    ErrorResponse,
     Failed,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
+    LogMessage,
+    Progress,
     RemoteProtocolError,
     Request,
+    ResultResponse,
+    SendRequest,
     SessionFailed,
 )
 from mrtr_core.connection import DEFAULT_MAX_DEPTH
@@ -335,3 +341,32 @@ def test_a_reused_huge_request_id_is_cut_in_the_error() -> None:
     assert isinstance(second, InvalidMessage)
     assert second.error.message.startswith("request id '" + "q" * 40 + "'… is already in use")
     assert second.error.request_id == rid
+
+
+# --- the app's handles of the wrong type ------------------------------------------------
+
+
+def test_handles_of_the_wrong_type_are_local_protocol_errors_not_type_errors() -> None:
+    unhashable: Any = nested_list(3)
+    client = Connection(CLIENT, era="modern")
+    conn = server()
+    leg = SendRequest(params={}, timeout=None, leg=1)
+    for misuse in (
+        lambda: client.cancel(unhashable),
+        lambda: client.cancel("1"),
+        lambda: client.provide(unhashable, "k", {}),
+        lambda: client.leg_broken(unhashable),
+        lambda: client.send(CallEvent(call=unhashable, event=leg)),
+        lambda: client.send(Request(id=unhashable, method="tools/list")),
+        lambda: client.send(Request(id=True, method="tools/list")),
+        lambda: conn.request_info(unhashable),
+        lambda: conn.send(ResultResponse(id=unhashable, result={})),
+        lambda: conn.send(ErrorResponse(id=unhashable, error=ErrorObject(code=1, message="x"))),
+    ):
+        with pytest.raises(LocalProtocolError):
+            misuse()
+    # What is a no-op for an unknown id is one for these too.
+    conn.response_stream_closed(unhashable)
+    assert conn.send(Progress(request_id=unhashable, progress=1)) == b""
+    assert conn.send(LogMessage(request_id=unhashable, level="info", data="x")) == b""
+    assert drain(conn) == [] and client.outstanding == ()
