@@ -14,6 +14,9 @@ from typing import Any
 
 from .._errors import LocalProtocolError, describe
 
+_CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 #: Deeper than every legitimate MCP message: the envelope, a result, a tool's
 #: ``inputSchema`` with its nested properties, and room for nested arguments.
 DEFAULT_MAX_DEPTH = 128
@@ -45,7 +48,7 @@ def deeper_than(value: Any, max_depth: int) -> bool:
     a value that contains itself (only an app can hand one over) is simply too
     deep, found in ``max_depth`` steps down.
     """
-    if not isinstance(value, (dict, list, tuple)):
+    if not isinstance(value, _CONTAINERS):
         return False
     stack: list[tuple[Any, int]] = [(value, 1)]
     pop, push = stack.pop, stack.append
@@ -54,6 +57,7 @@ def deeper_than(value: Any, max_depth: int) -> bool:
         if depth > max_depth:
             return True
         for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, (dict, list, tuple)):
+            # (Most children are strings and numbers: one set lookup passes them.)
+            if type(child) not in _SCALARS and isinstance(child, _CONTAINERS):
                 push((child, depth + 1))
     return False
