@@ -118,7 +118,7 @@ class CallTable:
         return self.calls.get(call) if isinstance(call, int) else None
 
     def find(self, call: int) -> Call:
-        found = self.live(call)
+        found = self.calls.get(call) if isinstance(call, int) else None  # (live, inlined)
         if found is None:
             raise LocalProtocolError(f"no call {describe(call)} in flight")
         return found
