@@ -9,6 +9,7 @@ exception escaping the core is a bug.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
 # JSON-RPC 2.0 and MCP error codes (schema 2026-07-28).
@@ -20,6 +21,62 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# How much of a value an error message shows: a few items of a couple of levels.
+_SHOWN_CHARS = 40
+_SHOWN_ITEMS = 3
+_SHOWN_LEVELS = 2
+_SHOWN_TOTAL = 120
+_SHOWN_INT_BITS = 128
+
+
+def describe(value: Any) -> str:
+    """A peer's value as an error message shows it: short, bounded, never deep.
+
+    Strings, numbers, ``true``/``false`` and ``null`` read as their ``repr``
+    (a long string cut, with an ellipsis; a huge integer by its size);
+    arrays and objects as their type and their first items, two levels deep
+    (``list [[…]]``, ``dict {'a': …}``); anything else by its type alone.
+    The result is at most about 120 characters, however large or deep the
+    value: ``repr`` of a value nested a thousand deep raises ``RecursionError``,
+    and a 16 MiB string has no place in a message.
+    """
+    if isinstance(value, (dict, list, tuple)):
+        text = f"{type(value).__name__} {_shown(value, _SHOWN_LEVELS)}"
+    else:
+        text = _shown(value, 0)
+    return text if len(text) <= _SHOWN_TOTAL else text[: _SHOWN_TOTAL - 1] + "…"
+
+
+def _shown(value: Any, levels: int) -> str:
+    # Recursion is bounded by ``levels`` (at most _SHOWN_LEVELS deep).
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, str):
+        cut = str.__repr__(value[:_SHOWN_CHARS])
+        return cut if len(value) <= _SHOWN_CHARS else cut + "…"
+    if isinstance(value, int):
+        if value.bit_length() > _SHOWN_INT_BITS:
+            return f"<int of {value.bit_length()} bits>"
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if levels <= 0:
+            return "{…}"
+        pairs = islice(value.items(), _SHOWN_ITEMS)
+        items = [f"{_shown(k, 0)}: {_shown(v, levels - 1)}" for k, v in pairs]
+        return "{" + ", ".join(items) + (", …}" if len(value) > _SHOWN_ITEMS else "}")
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        if levels <= 0:
+            return "[…]"
+        items = [_shown(v, levels - 1) for v in islice(value, _SHOWN_ITEMS)]
+        return "[" + ", ".join(items) + (", …]" if len(value) > _SHOWN_ITEMS else "]")
+    return f"<{type(value).__name__}>"
 
 
 class MrtrError(Exception):
@@ -146,6 +203,6 @@ class InputFailed(MrtrError):
     """The client could not produce the answer for ``key`` (``fail(key, reason)``)."""
 
     def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"input {key!r} failed: {reason}", code=INTERNAL_ERROR)
+        super().__init__(f"input {describe(key)} failed: {reason}", code=INTERNAL_ERROR)
         self.key = key
         self.reason = reason

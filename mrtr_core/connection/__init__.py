@@ -5,6 +5,7 @@
 ``docs/connection.md``.
 """
 
+from ..wire._depth import DEFAULT_MAX_DEPTH
 from ._connection import (
     CLIENT,
     DEFAULT_MAX_BUFFER_SIZE,
@@ -37,6 +38,7 @@ __all__ = [
     "CLIENT",
     "DEFAULT_MAX_BUFFER_SIZE",
     "DEFAULT_MAX_CALLS",
+    "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FINISHED_IDS",
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_MAX_MESSAGE_SIZE",

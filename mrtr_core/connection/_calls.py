@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError
+from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError, describe
 from .._wait import Wait
 from ..engine._engine import RoundEngine
 from ..engine._events import (
@@ -25,6 +25,7 @@ from ..engine._events import (
     SendRetry,
 )
 from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
+from ..engine._state import EngineState
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._events import CallEvent, InvalidMessage, Progress
 from ._handshake import Agreement, version_to_retry
@@ -110,12 +111,16 @@ class CallTable:
 
     def ever_started(self, call: int) -> bool:
         """Whether ``call`` is a handle this table gave out (live or ended)."""
-        return 0 < call < self._next_call
+        return isinstance(call, int) and 0 < call < self._next_call
+
+    def live(self, call: int) -> Call | None:
+        """The live call ``call`` names (``None`` for anything else the app passes)."""
+        return self.calls.get(call) if isinstance(call, int) else None
 
     def find(self, call: int) -> Call:
-        found = self.calls.get(call)
+        found = self.calls.get(call) if isinstance(call, int) else None  # (live, inlined)
         if found is None:
-            raise LocalProtocolError(f"no call {call!r} in flight")
+            raise LocalProtocolError(f"no call {describe(call)} in flight")
         return found
 
     def engine_input(self, call: int) -> RoundEngine:
@@ -125,8 +130,17 @@ class CallTable:
         return found.engine
 
     def break_leg(self, call: int) -> RoundEngine:
-        """The leg in flight broke: it is abandoned; the engine (to re-issue it) is returned."""
-        self.abandon_leg(self.find(call))
+        """The leg on the wire broke: it is abandoned; the engine (to re-issue it) is returned.
+
+        Only a leg that was sent and is still waiting for its answer can break.  With
+        none (not sent yet, answered, cancelled, or the flow waits for input or has
+        ended) it is a ``LocalProtocolError`` and nothing changes: a re-issue then
+        would put a second leg of the call on the wire.
+        """
+        found = self.find(call)
+        if found.leg_id is None or found.engine.state is not EngineState.AWAITING_RESULT:
+            raise LocalProtocolError(f"call {describe(call)} has no leg on the wire to break")
+        self.abandon_leg(found)
         return self.engine_input(call)
 
     # --- Handing events out ----------------------------------------------------------------
@@ -216,7 +230,7 @@ class CallTable:
             return emit(Notification(method="notifications/cancelled", params={"requestId": rid}))
         if not isinstance(inner, (SendRequest, SendRetry)):
             raise LocalProtocolError(f"{type(inner).__name__} is for the app, not for send()")
-        call = self.calls.get(event.call)
+        call = self.live(event.call)
         if call is None and self.ever_started(event.call):
             return None  # the call ended (cancelled) while this leg waited: it never goes
         if call is None or call.pending_send is not inner:
@@ -236,6 +250,10 @@ class CallTable:
             self.progress_routes[rid] = (call.id, rid)
             call.tokens.append(rid)
         self._outgoing.add(rid, OutgoingKind.LEG, call.method, call.id)
+        # A call has at most one leg in the outgoing table, its leg_id, so no answer can
+        # reach a call that has ended.  (The engine issues a leg only once the last one
+        # is over; this keeps the table right even if that changed.)
+        self.abandon_leg(call)
         call.leg_id = rid
         call.pending_send = None
         return out

@@ -34,6 +34,7 @@ from .._errors import (
     LocalProtocolError,
     MrtrError,
     RemoteProtocolError,
+    describe,
 )
 from .._wait import NEED_DATA, Wait
 from ..engine._engine import RoundEngine
@@ -46,6 +47,7 @@ from ..protocol._meta import (
     declared_capabilities,
 )
 from ..wire._codec import Codec, JsonName
+from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
@@ -112,8 +114,13 @@ class Connection:
     registry (``mrtr_core.protocol.INPUT_KINDS``, or one with more kinds) that
     calls read rounds with and a server checks the app's asks against.
 
+    ``json``: the JSON backend (``"auto"``, ``"stdlib"``, ``"orjson"``) or a
+    :class:`~mrtr_core.wire.Codec`.
+
     Bounds: ``max_message_size`` (16 MiB), ``max_buffer_size`` (64 MiB, bytes
-    buffered and not yet handed out), ``max_outgoing`` and ``max_incoming``
+    buffered and not yet handed out), ``max_depth`` (128 levels of objects and
+    arrays in a message, the envelope included; deeper is refused as a parse
+    error, -32700; ``None``: the given codec's, else 128), ``max_outgoing`` and ``max_incoming``
     (1024 requests in flight each way), ``max_calls`` (1024 live calls),
     ``max_finished_ids`` (4096 abandoned request ids remembered, so a late
     answer is dropped quietly instead of reported as bogus).
@@ -134,6 +141,7 @@ class Connection:
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
         json: JsonName | Codec = "auto",
+        max_depth: int | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
         max_outgoing: int = DEFAULT_MAX_IN_FLIGHT,
@@ -163,7 +171,9 @@ class Connection:
         if len(modern) + len(legacy) != len(versions) or not versions:
             raise LocalProtocolError(f"versions must be a non-empty subset of {ALL_VERSIONS}")
         if not isinstance(input_kinds, InputRegistry):
-            raise LocalProtocolError(f"input_kinds must be an InputRegistry, got {input_kinds!r}")
+            raise LocalProtocolError(
+                f"input_kinds must be an InputRegistry, got {describe(input_kinds)}"
+            )
         #: The input kinds this end knows: its calls' engines read rounds with them, and a
         #: server checks the app's results and 2025-era requests against them.
         self.input_kinds = input_kinds
@@ -179,7 +189,12 @@ class Connection:
         self.max_outgoing = max_outgoing
         self.max_incoming = max_incoming
         self.max_calls = max_calls
-        self._codec = json if isinstance(json, Codec) else Codec(json)
+        if isinstance(json, Codec) and max_depth is None:
+            self._codec = json
+        else:
+            backend = json.backend if isinstance(json, Codec) else json
+            depth = DEFAULT_MAX_DEPTH if max_depth is None else max_depth
+            self._codec = Codec(backend, max_depth=depth)
         self._inbox = Inbox(framer, self._codec)
         self._now = 0.0
         self._events: deque[ConnectionEvent] = deque()
@@ -408,17 +423,22 @@ class Connection:
         engine.leg_timed_out(self._now)
 
     def leg_broken(self, call: int, now: float | None = None) -> None:
-        """The leg's response stream broke before its answer: it is re-issued."""
+        """The response stream of the call's leg on the wire broke before its answer: the
+        leg is re-issued (a new ``SendRequest``/``SendRetry`` with ``reissue=True``).
+
+        A ``LocalProtocolError``, with nothing changed, when no leg of the call is on
+        the wire: not sent yet, answered, cancelled, or the call waits for input.
+        """
         engine = self._calls.break_leg(call)
         self._tick(now)
         engine.leg_broken(self._now)
 
     def cancel(self, call: int, now: float | None = None) -> None:
         """Cancel a call (a no-op once it has ended)."""
-        if call not in self._calls.calls:
+        if self._calls.live(call) is None:
             if self._calls.ever_started(call):
                 return
-            raise LocalProtocolError(f"no call {call!r}")
+            raise LocalProtocolError(f"no call {describe(call)}")
         engine = self._calls.engine_input(call)
         self._tick(now)
         engine.cancel(self._now)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._errors import UNSUPPORTED_PROTOCOL_VERSION, MrtrError, RemoteProtocolError
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, MrtrError, RemoteProtocolError, describe
 from ..protocol._meta import META_SERVER_INFO, Era, choose_version
 from ..wire._model import ErrorObject
 
@@ -97,7 +97,7 @@ def read_initialize_result(result: Mapping[str, Any], legacy: Sequence[str]) -> 
     version = result.get("protocolVersion")
     if not isinstance(version, str) or version not in legacy:
         return RemoteProtocolError(
-            f"the server chose protocol version {version!r}, which we do not speak"
+            f"the server chose protocol version {describe(version)}, which we do not speak"
         )
     return Settled(
         era="legacy",

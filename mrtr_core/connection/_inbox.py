@@ -4,7 +4,9 @@
 frames, parses and shape-checks one message at a time, so bad input is
 reported lazily and in order whichever way it arrived.
 
-A decoded value is handed out after every complete message received before it
+A decoded value is read as its bytes would be: one nested deeper than the
+codec's ``max_depth`` is refused as a parse error, and the rest is shape-checked.
+It is handed out after every complete message received before it
 (a line still missing its newline does not hold it up).  Bytes that arrive
 while a decoded value waits are held behind it, under the same
 ``max_buffer_size`` as the framer's own, and reach the framer in turn.
@@ -103,6 +105,10 @@ class Inbox:
             if frame is NEED_DATA and self._queue:
                 item = self._queue.popleft()
                 if isinstance(item, _Decoded):
+                    try:
+                        self._codec.check_depth(item.value)
+                    except RemoteProtocolError as exc:
+                        return Unreadable(exc, replyable=True)  # as its bytes would be
                     try:
                         return message_from_json(item.value)
                     except RemoteProtocolError as exc:

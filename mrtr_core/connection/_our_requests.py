@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError, describe
 from ..protocol._meta import progress_token_of
 from ..wire._inputs import InputRegistry
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
@@ -77,8 +77,10 @@ class OurRequests:
 
     def send_request(self, request: Request, emit: Callable[[Message], T]) -> T:
         rid = request.id
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+            raise LocalProtocolError(f"a request id is a string or an integer, not {describe(rid)}")
         if rid in self.table.requests:
-            raise LocalProtocolError(f"request id {rid!r} is already in flight")
+            raise LocalProtocolError(f"request id {describe(rid)} is already in flight")
         if self._handshake is not None and self._handshake.sending(request):
             return emit(request)
         self.table.check_room()
@@ -112,7 +114,7 @@ class OurRequests:
             rid: Any = params.get("requestId")
             if not isinstance(rid, (str, int)) or isinstance(rid, bool):
                 raise LocalProtocolError(
-                    f"notifications/cancelled needs the requestId of a request, got {rid!r:.80}"
+                    f"notifications/cancelled needs the requestId of a request, got {describe(rid)}"
                 )
             # Our own request (a client's; a 2025-era server's to its client), else, for a
             # 2026 server, the end of a subscriptions/listen stream: no answer follows.
@@ -149,7 +151,7 @@ class OurRequests:
                 return None  # a late answer to a request we abandoned
             return InvalidMessage(
                 error=RemoteProtocolError(
-                    f"response for unknown request id {rid!r}",
+                    f"response for unknown request id {describe(rid)}",
                     code=INVALID_REQUEST,
                     request_id=rid,
                 )

@@ -21,6 +21,7 @@ from .._errors import (
     METHOD_NOT_FOUND,
     LocalProtocolError,
     RemoteProtocolError,
+    describe,
 )
 from ..protocol._meta import (
     META_PROTOCOL_VERSION,
@@ -121,10 +122,15 @@ class PeerRequests:
         # Ids of refused requests whose error reply was handed out: each may be sent once.
         self._owed_replies = BoundedSet(max_incoming)
 
+    def _incoming(self, request_id: object) -> Incoming | None:
+        # The app's id may be anything: only a string or an integer names a request
+        # (and anything else, a list say, could not even be looked up).
+        return self.requests.get(request_id) if isinstance(request_id, (str, int)) else None
+
     def info(self, request_id: RequestId) -> RequestInfo:
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if incoming is None or incoming.info is None:
-            raise LocalProtocolError(f"no request {request_id!r} is waiting for an answer")
+            raise LocalProtocolError(f"no request {describe(request_id)} is waiting for an answer")
         return incoming.info
 
     # --- Arriving ------------------------------------------------------------------------
@@ -151,7 +157,8 @@ class PeerRequests:
         if rid in self.requests or rid in self._owed_replies:
             return InvalidMessage(
                 error=RemoteProtocolError(
-                    f"request id {rid!r} is already in use by a request we have not answered",
+                    f"request id {describe(rid)} is already in use by a request we have not "
+                    "answered",
                     code=INVALID_REQUEST,
                     request_id=rid,
                 ),
@@ -257,7 +264,8 @@ class PeerRequests:
         if not self._session.remote(SessionInput.RECV_SERVER_REQUEST):
             return InvalidMessage(
                 error=RemoteProtocolError(
-                    f"a server sent a {request.method!r} request outside a 2025-era session",
+                    f"a server sent a {describe(request.method)} request "
+                    "outside a 2025-era session",
                     code=INVALID_REQUEST,
                     request_id=request.id,
                 ),
@@ -291,7 +299,7 @@ class PeerRequests:
 
     def cancelled_by_peer(self, request_id: RequestId) -> bool:
         """The peer gave up on ``request_id``; whether that cancels a request the app holds."""
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if (
             incoming is None
             or incoming.kind is not IncomingKind.APP
@@ -316,12 +324,13 @@ class PeerRequests:
             if isinstance(response, ResultResponse)
             else IncomingInput.SEND_ERROR
         )
-        incoming = self.requests.get(rid)
+        incoming = self._incoming(rid)
         if incoming is None:
             refused_may_answer = (IncomingState.REFUSED, given) in INCOMING_LIFECYCLE
-            if self._owed_replies.discard(rid) and refused_may_answer:
+            owed = isinstance(rid, (str, int)) and self._owed_replies.discard(rid)
+            if owed and refused_may_answer:
                 return emit(response)
-            raise LocalProtocolError(f"no request {rid!r} is waiting for an answer")
+            raise LocalProtocolError(f"no request {describe(rid)} is waiting for an answer")
         if incoming.state is IncomingState.CANCELLED:
             incoming.move(given)
             del self.requests[rid]
@@ -350,7 +359,7 @@ class PeerRequests:
             del self.requests[request_id]
 
     def _notice_target(self, request_id: RequestId) -> Incoming | None:
-        incoming = self.requests.get(request_id)
+        incoming = self._incoming(request_id)
         if incoming is None or not incoming.allows(IncomingInput.SEND_NOTICE):
             return None
         incoming.move(IncomingInput.SEND_NOTICE)

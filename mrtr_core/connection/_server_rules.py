@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import MISSING_CLIENT_CAPABILITY, AppResultRefused, MrtrError
+from .._errors import MISSING_CLIENT_CAPABILITY, AppResultRefused, MrtrError, describe
 from ..engine._retry import MRTR_METHODS
 from ..protocol._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..server._asking import required_capabilities
@@ -53,7 +53,7 @@ def finish_result(
     elif result_type is None:
         out["resultType"] = "complete"
     elif result_type != "complete":
-        raise AppResultRefused(f"unknown resultType {result_type!r}")
+        raise AppResultRefused(f"unknown resultType {describe(result_type)}")
     if out["resultType"] == "complete" and info.method in CACHEABLE_METHODS:
         if info.retry:
             # A retry leg's answer depends on what the user said: nothing may cache it.
@@ -81,7 +81,7 @@ def check_input_required(
             "requests instead"
         )
     if info.method not in MRTR_METHODS:
-        raise AppResultRefused(f"{info.method!r} cannot answer input_required")
+        raise AppResultRefused(f"{describe(info.method)} cannot answer input_required")
     if "inputRequests" not in result and "requestState" not in result:
         raise AppResultRefused("input_required needs inputRequests or requestState")
     try:
@@ -113,9 +113,11 @@ def check_server_request(
     try:
         kind = input_kinds.resolve_legacy(method, params)
     except MrtrError as exc:  # a mode no kind of this method has
-        raise AppResultRefused(f"a server cannot send this {method!r}: {exc.message}") from exc
+        raise AppResultRefused(
+            f"a server cannot send this {describe(method)}: {exc.message}"
+        ) from exc
     if kind is None:
-        raise AppResultRefused(f"a server cannot send {method!r} requests")
+        raise AppResultRefused(f"a server cannot send {describe(method)} requests")
     id_param = kind.legacy_id_param
     if id_param is not None and not isinstance(params.get(id_param), str):
         raise AppResultRefused(f"a 2025-era {kind.name} request needs an {id_param} string")

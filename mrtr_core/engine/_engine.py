@@ -18,6 +18,7 @@ from .._errors import (
     MrtrError,
     PeerError,
     RoundLimitExceeded,
+    describe,
 )
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..protocol._meta import declared_capabilities
@@ -68,7 +69,7 @@ def _check_limit(name: str, value: float | None, *, integer: bool = False) -> No
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if not ok:
         kind = "a non-negative int" if integer else "a positive number or None"
-        raise LocalProtocolError(f"{name} must be {kind}, got {value!r}")
+        raise LocalProtocolError(f"{name} must be {kind}, got {describe(value)}")
 
 
 def _min(a: float | None, b: float | None) -> float | None:
@@ -109,7 +110,7 @@ class RoundEngine:
         input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
         if method not in MRTR_METHODS:
-            raise LocalProtocolError(f"{method!r} cannot answer input_required")
+            raise LocalProtocolError(f"{describe(method)} cannot answer input_required")
         if not isinstance(params, (dict, Mapping)):
             raise LocalProtocolError("params must be a mapping")
         _check_limit("leg_timeout", leg_timeout)
@@ -197,7 +198,7 @@ class RoundEngine:
         elif result_type == "input_required":
             self._on_input_required(result, now)
         else:
-            self._fail(InvalidInputRequired(f"unknown resultType {result_type!r}"))
+            self._fail(InvalidInputRequired(f"unknown resultType {describe(result_type)}"))
 
     def receive_error(self, error: ErrorObject | Mapping[str, Any], now: float) -> None:
         """The leg in flight was answered with a JSON-RPC error: the flow fails with it."""
@@ -244,9 +245,9 @@ class RoundEngine:
     def provide(self, key: str, response: InputResponse | Mapping[str, Any], now: float) -> None:
         """The app's answer for ``key``; the last answer of a round queues ``SendRetry``."""
         self._enter(EngineInput.PROVIDE)
-        request = self._pending.get(key)
+        request = self._pending.get(key) if isinstance(key, str) else None
         if request is None:
-            self._misuse(f"{key!r} is not an input request waiting for an answer")
+            self._misuse(f"{describe(key)} is not an input request waiting for an answer")
         wire = self._check_response(key, request, response)
         del self._pending[key]
         if self._input_deadline is not None and now > self._input_deadline:
@@ -262,8 +263,8 @@ class RoundEngine:
     def fail(self, key: str, reason: str) -> None:
         """The app cannot answer ``key``: cancels the round's other keys and fails the flow."""
         self._enter(EngineInput.FAIL)
-        if key not in self._pending:
-            self._misuse(f"{key!r} is not an input request waiting for an answer")
+        if not isinstance(key, str) or key not in self._pending:
+            self._misuse(f"{describe(key)} is not an input request waiting for an answer")
         others = tuple(k for k in self._pending if k != key)
         self._pending.clear()
         if others:
@@ -354,14 +355,14 @@ class RoundEngine:
         except LocalProtocolError:
             raise
         except Exception as exc:  # any shape error in stored data, ours included
-            raise LocalProtocolError(f"invalid snapshot: {exc!r}") from exc
+            raise LocalProtocolError(f"invalid snapshot: {exc!r:.200}") from exc
 
     @classmethod
     def _restore(
         cls, snap: Mapping[str, Any], now: float, input_kinds: InputRegistry
     ) -> RoundEngine:
         if snap["version"] != SNAPSHOT_VERSION:
-            raise LocalProtocolError(f"unknown snapshot version {snap['version']!r}")
+            raise LocalProtocolError(f"unknown snapshot version {describe(snap['version'])}")
         engine = cls(
             snap["method"],
             snap["params"],

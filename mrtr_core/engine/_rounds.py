@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import InvalidInputRequired, MissingCapability, RemoteProtocolError
+from .._errors import InvalidInputRequired, MissingCapability, RemoteProtocolError, describe
 from ..wire._convert import structure, structure_input_request
 from ..wire._inputs import InputRegistry
 from ..wire._model import InputRequest, InputResponse
@@ -44,7 +44,7 @@ def read_input_requests(
         except RemoteProtocolError as exc:
             method = value.get("method") if isinstance(value, (dict, Mapping)) else None
             raise InvalidInputRequired(
-                f"input request {key!r} ({method}): {exc.message}",
+                f"input request {describe(key)} ({describe(method)}): {exc.message}",
                 key=key,
                 method=method if isinstance(method, str) else None,
             ) from exc
@@ -54,7 +54,8 @@ def read_input_requests(
         required = kind.missing_capabilities(value.get("params") or {}, capabilities)
         if required:
             raise MissingCapability(
-                f"input request {key!r} ({kind.name}) needs an undeclared capability: {required}",
+                f"input request {describe(key)} ({kind.name}) needs an undeclared capability: "
+                f"{required}",
                 key=key,
                 method=request.method,
                 required=required,
@@ -75,8 +76,9 @@ def answer_problem(
         try:
             structure(response, expected)
         except RemoteProtocolError as exc:
-            return f"answer for {key!r} is not a valid {expected.__name__}: {exc.message}"
+            return f"answer for {describe(key)} is not a valid {expected.__name__}: {exc.message}"
         return None
     if not isinstance(response, expected):
-        return f"answer for {key!r} must be a {expected.__name__}, got {type(response).__name__}"
+        got = type(response).__name__
+        return f"answer for {describe(key)} must be a {expected.__name__}, got {got}"
     return None

@@ -34,7 +34,7 @@ import decimal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._errors import HEADER_MISMATCH, MrtrError, RemoteProtocolError
+from .._errors import HEADER_MISMATCH, MrtrError, RemoteProtocolError, describe
 from ._meta import META_PROTOCOL_VERSION
 
 PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
@@ -213,7 +213,7 @@ def schema_header_params(
     """
     found: dict[str, tuple[str, ...]] = {}
     folded: dict[str, str] = {}
-    prefix = f"tool {tool!r}: " if tool is not None else ""
+    prefix = f"tool {describe(tool)}: " if tool is not None else ""
 
     def refuse(message: str, name: Any, trail: Sequence[str]) -> InvalidHeaderAnnotation:
         where = _pointer(trail)
@@ -225,17 +225,17 @@ def schema_header_params(
         name = node[ANNOTATION]
         if not path:
             raise refuse(
-                f"x-mcp-header {name!r} is not statically reachable: it goes only on "
+                f"x-mcp-header {describe(name)} is not statically reachable: it goes only on "
                 "properties reached from the root through `properties` alone",
                 name,
                 trail,
             )
         if not isinstance(name, str) or not name or not set(name) <= _TCHARS:
-            raise refuse(f"x-mcp-header {name!r} is not an HTTP token", name, trail)
+            raise refuse(f"x-mcp-header {describe(name)} is not an HTTP token", name, trail)
         kind = node.get("type")
         if kind not in HEADER_TYPES:
             raise refuse(
-                f"x-mcp-header {name!r} is on a {kind!r} property: "
+                f"x-mcp-header {describe(name)} is on a {describe(kind)} property: "
                 "only string, integer or boolean properties may be mirrored",
                 name,
                 trail,
@@ -243,7 +243,7 @@ def schema_header_params(
         other = folded.get(name.lower())
         if other is not None:
             raise refuse(
-                f"x-mcp-header {name!r} is used twice (also as {other!r}: "
+                f"x-mcp-header {describe(name)} is used twice (also as {describe(other)}: "
                 "names are compared case-insensitively)",
                 name,
                 trail,
@@ -384,11 +384,14 @@ class _Check:
             return
         value = decode_header_value(raw) if encoded else raw
         if value is None:
-            raise self.fail(MalformedHeader, f"malformed {header} header value {raw!r}", header)
+            raise self.fail(
+                MalformedHeader, f"malformed {header} header value {describe(raw)}", header
+            )
         if value != body_value:
             raise self.fail(
                 HeaderMismatch,
-                f"{header} header value {value!r} does not match body value {body_value!r}",
+                f"{header} header value {describe(value)} does not match body value "
+                f"{describe(body_value)}",
                 header,
             )
 
@@ -402,21 +405,26 @@ class _Check:
             if raw is not None:
                 raise self.fail(
                     HeaderMismatch,
-                    f"{header} header given, but the arguments have no {where!r}",
+                    f"{header} header given, but the arguments have no {describe(where)}",
                     header,
                 )
             return
         if raw is None:
             raise self.fail(
-                MissingHeader, f"the {header} header is missing for argument {where!r}", header
+                MissingHeader,
+                f"the {header} header is missing for argument {describe(where)}",
+                header,
             )
         decoded = decode_header_value(raw)
         if decoded is None:
-            raise self.fail(MalformedHeader, f"malformed {header} header value {raw!r}", header)
+            raise self.fail(
+                MalformedHeader, f"malformed {header} header value {describe(raw)}", header
+            )
         if not header_matches(decoded, value):
             raise self.fail(
                 HeaderMismatch,
-                f"{header} header value {decoded!r} does not match argument {where!r} = {value!r}",
+                f"{header} header value {describe(decoded)} does not match argument "
+                f"{describe(where)} = {describe(value)}",
                 header,
             )
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError
+from .._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError, describe
 from ..wire._model import RequestId
 
 Era = Literal["modern", "legacy"]
@@ -136,7 +136,7 @@ def read_modern_request(
         raise _invalid(f"_meta {META_PROTOCOL_VERSION} must be a string", request_id)
     if version not in supported:
         raise RemoteProtocolError(
-            f"unsupported protocol version {version!r}",
+            f"unsupported protocol version {describe(version)}",
             code=UNSUPPORTED_PROTOCOL_VERSION,
             data={"supported": list(supported), "requested": version},
             request_id=request_id,

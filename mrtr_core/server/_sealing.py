@@ -45,6 +45,7 @@ from .._errors import (
     MrtrError,
     RemoteProtocolError,
 )
+from ..wire._depth import DEFAULT_MAX_DEPTH, deeper_than
 
 TOKEN_VERSION = "mrtr1"
 DEFAULT_TTL = 600.0
@@ -158,15 +159,24 @@ def _b64decode(text: str) -> bytes:
 def _canonical(value: Any) -> bytes:
     # One spelling per JSON value, whatever backend decoded it: sorted keys, no spaces.
     # ASCII output: a lone surrogate (which the stdlib JSON reader lets in) stays encodable.
+    # The encoder recurses: a value deeper than a message may be is refused before it starts.
+    if deeper_than(value, DEFAULT_MAX_DEPTH):
+        raise ValueError(f"nested deeper than {DEFAULT_MAX_DEPTH} levels")
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def params_digest(params: Mapping[str, Any] | None) -> str:
-    """SHA-256 of the params that identify what is being done (not how far it got)."""
+    """SHA-256 of the params that identify what is being done (not how far it got).
+
+    Params that are not JSON values (NaN, other objects), or nested deeper than
+    ``DEFAULT_MAX_DEPTH`` (128) levels, raise :class:`LocalProtocolError`: ``open``
+    reports them as ``wrong_params``, and ``seal`` refuses them.
+    """
     salient = {k: v for k, v in (params or {}).items() if k not in _ROUND_AND_META}
     try:
         canonical = _canonical(salient)
-    except (TypeError, ValueError) as exc:  # NaN, or values JSON cannot carry
+    except (TypeError, ValueError, RecursionError) as exc:
+        # NaN, values JSON cannot carry, too deep (or a caller with no stack left for them)
         raise LocalProtocolError(f"params are not JSON values: {exc}") from exc
     return _b64encode(hashlib.sha256(canonical).digest())
 

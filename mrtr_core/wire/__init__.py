@@ -28,6 +28,7 @@ from ._convert import (
     unstructure_input_required,
     unstructure_input_response,
 )
+from ._depth import DEFAULT_MAX_DEPTH
 from ._framing import END_OF_STREAM, LineFramer, MessageFramer, Oversize
 from ._model import (
     CreateMessageRequest,
@@ -60,6 +61,7 @@ __all__ = [
     "Oversize",
     "STDLIB_JSON",
     "Codec",
+    "DEFAULT_MAX_DEPTH",
     "JsonBackend",
     "decode_message",
     "default_codec",

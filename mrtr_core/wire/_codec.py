@@ -12,6 +12,12 @@ kept because hiding them would cost the fast path: orjson reads integers beyond
 64 bits as floats and refuses to write them, writes a non-finite float as
 ``null`` where the standard library raises, and refuses escaped lone surrogates
 (``"\\ud800"``) that the standard library accepts.
+
+Depth: a message nested deeper than ``max_depth`` (128 by default) is refused
+as a parse error (-32700), exactly as the backends refuse what is deeper than
+they parse at all (orjson: 1024 levels).  The check costs two byte counts on
+the usual message: only a text with more than ``max_depth`` opening brackets
+is walked (iteratively) after parsing.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ from .._errors import (
     PARSE_ERROR,
     LocalProtocolError,
     RemoteProtocolError,
+    describe,
 )
 from ._convert import unstructure
+from ._depth import DEFAULT_MAX_DEPTH, check_max_depth, deeper_than, may_be_deeper
 from ._model import (
     ErrorObject,
     ErrorResponse,
@@ -62,7 +70,7 @@ def _finite_float(text: str) -> float:
     # (orjson refuses it on input too).
     value = float(text)
     if math.isinf(value):
-        raise ValueError(f"{text} is out of range for a double")
+        raise ValueError(f"{describe(text)} is out of range for a double")
     return value
 
 
@@ -135,25 +143,43 @@ class Codec:
     """Decode and encode single JSON-RPC messages with one JSON backend.
 
     ``decode`` raises :class:`RemoteProtocolError` (-32700 for bytes that are not
-    JSON, -32600 for JSON that is not a JSON-RPC message, -32602 for non-object
-    params), with ``request_id`` set when the id could be read.  ``encode``
-    raises :class:`LocalProtocolError` for values JSON cannot carry.
+    JSON or nest deeper than ``max_depth``, -32600 for JSON that is not a
+    JSON-RPC message, -32602 for non-object params), with ``request_id`` set when
+    the id could be read.  ``encode`` raises :class:`LocalProtocolError` for
+    values JSON cannot carry.
     """
 
-    __slots__ = ("_dumps", "_loads", "backend")
+    __slots__ = ("_dumps", "_loads", "backend", "max_depth")
 
-    def __init__(self, json: JsonName | JsonBackend = "auto") -> None:
+    def __init__(
+        self, json: JsonName | JsonBackend = "auto", *, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> None:
         self.backend = json if isinstance(json, JsonBackend) else json_backend(json)
+        self.max_depth = check_max_depth(max_depth)
         self._loads = self.backend.loads
         self._dumps = self.backend.dumps
 
     def loads(self, data: bytes | bytearray | memoryview | str) -> Any:
-        """Parse JSON text; anything unparseable is a -32700 RemoteProtocolError."""
+        """Parse JSON text; anything unparseable, or nested deeper than ``max_depth``,
+        is a -32700 RemoteProtocolError."""
+        raw = data if isinstance(data, (bytes, str)) else bytes(data)
         try:
-            return self._loads(data if isinstance(data, (bytes, str)) else bytes(data))
+            value = self._loads(raw)
         except (ValueError, TypeError, RecursionError) as exc:
             # JSONDecodeError and UnicodeDecodeError too; RecursionError for deep nesting
             raise RemoteProtocolError(f"parse error: {exc}", code=PARSE_ERROR) from exc
+        if may_be_deeper(raw, self.max_depth):
+            self.check_depth(value)
+        return value
+
+    def check_depth(self, value: Any) -> None:
+        """Refuse a value (already parsed) nested deeper than ``max_depth``: -32700,
+        as ``loads`` refuses its text."""
+        if deeper_than(value, self.max_depth):
+            raise RemoteProtocolError(
+                f"parse error: the message nests deeper than max_depth={self.max_depth}",
+                code=PARSE_ERROR,
+            )
 
     def dumps(self, obj: Any) -> bytes:
         """Compact UTF-8 JSON with no raw newline; unencodable values raise LocalProtocolError."""

@@ -10,13 +10,13 @@ metadata and its unknown keys carried in ``extra``.  Every failure surfaces as
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from .._errors import INVALID_PARAMS, RemoteProtocolError
+from .._errors import INVALID_PARAMS, RemoteProtocolError, describe
 from ._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._model import InputRequest, InputRequiredResult, InputResponse
 
@@ -25,6 +25,9 @@ T = TypeVar("T")
 # The key under which the generated hooks pass ``extra``; it cannot collide with
 # a peer's key because the peer's keys are split off before it is added.
 _EXTRA = "\x00extra"
+
+# The longest failure text a structuring error repeats.
+_MAX_REASON = 200
 
 converter = cattrs.Converter(detailed_validation=False)
 
@@ -64,6 +67,28 @@ def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], list[A
 
 
 converter.register_structure_hook_factory(_is_list, _strict_list)
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _strict_literal(tp: Any) -> Callable[[Any, Any], Any]:
+    # cattrs' own hook puts the whole value in its message: a peer's 16 MiB string, or
+    # a list nested a thousand deep (whose repr is a RecursionError), would be in ours.
+    allowed = get_args(tp)
+    expected = ", ".join(repr(a) for a in allowed)
+
+    def hook(value: Any, _: Any) -> Any:
+        for option in allowed:
+            if type(value) is type(option) and value == option:
+                return value
+        raise ValueError(f"expected one of {expected}, got {describe(value)}")
+
+    return hook
+
+
+converter.register_structure_hook_factory(_is_literal, _strict_literal)
 
 
 def _is_json_object(tp: Any) -> bool:
@@ -135,8 +160,11 @@ def structure(raw: Any, cls: type[T]) -> T:
     try:
         return converter.structure(raw, cls)
     except Exception as exc:  # cattrs raises many kinds; all mean "invalid params"
+        reason = str(exc)
+        if len(reason) > _MAX_REASON:  # (our hooks name types, not values: a backstop)
+            reason = reason[: _MAX_REASON - 1] + "…"
         raise RemoteProtocolError(
-            f"invalid {getattr(cls, '__name__', cls)}: {exc}", code=INVALID_PARAMS
+            f"invalid {getattr(cls, '__name__', cls)}: {reason}", code=INVALID_PARAMS
         ) from exc
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
+from .._errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError, describe
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -108,7 +108,7 @@ def _select_by_mode(kinds: tuple[InputKind, ...], method: str, params: Any) -> I
             if mode in kind.modes:
                 return kind
     family = method.partition("/")[0]
-    raise RemoteProtocolError(f"unknown {family} mode {mode!r}", code=INVALID_PARAMS)
+    raise RemoteProtocolError(f"unknown {family} mode {describe(mode)}", code=INVALID_PARAMS)
 
 
 @attrs.frozen(kw_only=True)
@@ -137,7 +137,7 @@ class InputRegistry:
             for table, method in ((by_method, kind.method), (by_legacy, kind.legacy_method)):
                 if any(kind.modes & other.modes for other in table.get(method, ())):
                     raise LocalProtocolError(
-                        f"input kind {kind.name!r}: another kind of {method!r} has its mode"
+                        f"input kind {kind.name!r}: another kind of {describe(method)} has its mode"
                     )
                 table[method] = (*table.get(method, ()), kind)
             names.add(kind.name)
@@ -177,7 +177,7 @@ class InputRegistry:
         kinds = self._by_method.get(method) if isinstance(method, str) else None
         if kinds is None:
             raise RemoteProtocolError(
-                f"unknown input request method {method!r}", code=INVALID_PARAMS
+                f"unknown input request method {describe(method)}", code=INVALID_PARAMS
             )
         return _select_by_mode(kinds, method, params)
 
