@@ -235,6 +235,9 @@ class CallTable:
         if call.progress:
             self.progress_routes[rid] = (call.id, rid)
             call.tokens.append(rid)
+        # One leg per call on the wire: a leg re-issued before the one it replaces went
+        # out (leg_broken while it was held) makes both go; the older one's answer is late.
+        self.abandon_leg(call)
         self._outgoing.add(rid, OutgoingKind.LEG, call.method, call.id)
         call.leg_id = rid
         call.pending_send = None

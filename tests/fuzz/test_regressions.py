@@ -1,0 +1,54 @@
+"""What fuzzing found, each as the smallest reproduction, next to the target that found it.
+
+Every input committed under ``corpus/`` also runs through its target here, so a
+seed that starts to crash fails ``make test`` in-process (with its traceback)
+even before the fuzzer reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import mrtr_core as m
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import targets  # noqa: E402
+
+
+def line(obj: object) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def test_a_leg_reissued_before_it_went_out_leaves_one_leg_on_the_wire() -> None:
+    # Found by the client target (a 2025-era client told leg_broken while its legs were
+    # held for the handshake): both the held leg and its re-issue went out, and the
+    # answer to the second, after the first ended the call, raised KeyError in the core.
+    conn = m.Connection(m.CLIENT, era="modern")
+    call = conn.call("tools/call", {"name": "t"})
+    conn.leg_broken(call)  # before its leg was even handed out
+    events = []
+    while (event := conn.next_event()) is not m.NEED_DATA:
+        events.append(event)
+        conn.send(event)
+    assert [e.event.reissue for e in events] == [False, True]  # both legs went
+    assert conn.outstanding == (2,)  # the first is abandoned: one leg per call
+    for rid in (1, 2):  # the server answers both
+        conn.receive_data(line({"jsonrpc": "2.0", "id": rid, "result": {"content": []}}))
+    out = []
+    while (event := conn.next_event()) is not m.NEED_DATA:
+        out.append(event)
+    assert out == [m.CallEvent(call=call, event=m.Done(result={"content": []}))]
+
+
+@pytest.mark.parametrize("target", list(targets.TARGETS))
+def test_every_seed_passes_its_target(target: str) -> None:
+    paths = sorted((HERE / "corpus" / target).iterdir())
+    assert len(paths) >= 5, f"the {target} corpus is missing: run tests/fuzz/make_corpus.py"
+    for path in paths:
+        targets.run(targets.TARGETS[target], path.read_bytes())
