@@ -46,6 +46,22 @@ def test_a_leg_reissued_before_it_went_out_leaves_one_leg_on_the_wire() -> None:
     assert out == [m.CallEvent(call=call, event=m.Done(result={"content": []}))]
 
 
+def test_a_line_framer_may_hold_a_whole_message_and_its_carriage_return() -> None:
+    # Found by the framing target: the documented read size (max_buffer_size -
+    # max_message_size) overflowed the buffer by one byte when a line of exactly
+    # max_message_size bytes and its "\r" were held waiting for the "\n".  The read
+    # size the docs give is now one less, and it holds.
+    framer = m.wire.LineFramer(max_message_size=4, max_buffer_size=10)
+    framer.feed(b"abcd\r")
+    assert framer.next_frame() is m.NEED_DATA
+    assert framer.buffered == 5  # max_message_size + 1
+    with pytest.raises(m.LocalProtocolError):
+        framer.feed(b"\n" * (10 - 4))  # max_buffer_size - max_message_size: too much
+    framer.feed(b"\nxy\n\n\n"[: 10 - 4 - 1])  # one less fits
+    assert framer.next_frame() == b"abcd"
+    assert framer.next_frame() == b"xy"
+
+
 @pytest.mark.parametrize("target", list(targets.TARGETS))
 def test_every_seed_passes_its_target(target: str) -> None:
     paths = sorted((HERE / "corpus" / target).iterdir())
