@@ -152,6 +152,8 @@ def client_seeds() -> Iterable[bytes]:
             for framing in (0x00, 0x80):
                 yield bytes([scenario | framing, answer | 0x08]) + to_client
             yield bytes([scenario, answer | 0x02 | 0x04]) + to_client  # cancel, break a leg
+            yield bytes([scenario | 0x40, answer | 0x08 | 0x10 | 0x20]) + to_client  # timers
+            yield bytes([scenario, answer | 0x40]) + to_client  # parsed messages
     # Hand-written answers to the modern scenario's legs.
     app = targets.client_setup(0, "lines", answer_inputs=False)
     legs = sorted(app.conn.outstanding, key=str)
@@ -227,11 +229,24 @@ def client_seeds() -> Iterable[bytes]:
         yield bytes([scenario, 1]) + error(first, -32602, "Unsupported protocol version")
 
 
+ASK = {"resultType": "input_required", "inputRequests": {"a": targets.FORM, "r": targets.ROOTS}}
+URL_ASK = {
+    "resultType": "input_required",
+    "inputRequests": {
+        "u": {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"},
+        }
+    },
+    "requestState": "s",
+}
+
+
 def server_seeds() -> Iterable[bytes]:
     for scenario in range(3):
         for answer in (False, True):
             to_server, _ = converse(scenario, answer_inputs=answer)
-            for control in (0x40, 0x00, 0xC0, 0x60):
+            for control in (0x40, 0x00, 0xC0, 0x60, 0x50):
                 yield bytes([control]) + to_server
             for data in mutations(to_server.split(b"\n")[0]):
                 yield b"\x40" + data
@@ -266,11 +281,15 @@ def server_seeds() -> Iterable[bytes]:
         result(1, {"action": "accept", "content": {"city": "Oslo"}}),
         result(2, {"role": "assistant", "content": {"type": "text", "text": "w"}, "model": "m"}),
         request(10, "logging/setLevel", {"level": "debug"}),
+        request(11, "tools/call", {"name": "echo", "arguments": {"result": ASK}, "_meta": meta}),
+        request(12, "tools/call", {"name": "echo", "arguments": {"result": URL_ASK}}),
+        request(13, "tools/call", {"name": "echo", "arguments": {"result": {"content": []}}}),
         b"[]\n",
         oversize(),
     ]
     yield b"\x40" + b"".join(bodies)
     yield b"\xc0" + b"".join(bodies)
+    yield b"\x10" + b"".join(bodies)
     for body in bodies:
         yield b"\x40" + body
     for data in deep_messages():

@@ -46,6 +46,45 @@ def test_a_leg_reissued_before_it_went_out_leaves_one_leg_on_the_wire() -> None:
     assert out == [m.CallEvent(call=call, event=m.Done(result={"content": []}))]
 
 
+def test_a_call_killed_by_misuse_before_the_era_settled_still_ends_with_failed() -> None:
+    # Found by the client target: a call whose engine was killed by API misuse while
+    # its leg was held for the era (era="auto") was "ended", when the stream closed,
+    # with its moot SendRequest instead of a terminal event: the app lost the call.
+    conn = m.Connection(m.CLIENT, era="auto")
+    call = conn.call("tools/call", {"name": "t"})
+    with pytest.raises(m.LocalProtocolError):
+        conn.input_timed_out(call)  # misuse: the call is not in an input round
+    conn.receive_data(b"")
+    events = []
+    while not isinstance(event := conn.next_event(), m.ConnectionClosed):
+        events.append(event)
+    (end,) = [e for e in events if isinstance(e, m.CallEvent)]
+    assert end.call == call and isinstance(end.event, m.Failed), end
+
+
+def test_the_server_answering_the_leg_of_a_call_killed_by_misuse_is_a_late_answer() -> None:
+    # Found by the client target: once API misuse killed a call's engine, the server's
+    # answer to (or cancellation of) its leg still on the wire made next_event raise
+    # LocalProtocolError, blaming the app for the peer's message.  It is dropped now.
+    for note in (False, True):
+        conn = m.Connection(m.CLIENT, era="modern")
+        call = conn.call("tools/call", {"name": "t"})
+        conn.send(conn.next_event())  # the leg, id 1
+        with pytest.raises(m.LocalProtocolError):
+            conn.input_timed_out(call)  # misuse: the call is not in an input round
+        if note:
+            cancel = {"method": "notifications/cancelled", "params": {"requestId": 1}}
+            conn.receive_data(line({"jsonrpc": "2.0", **cancel}))
+        else:
+            conn.receive_data(line({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        assert conn.next_event() is m.NEED_DATA
+        conn.receive_data(b"")
+        events = []
+        while not isinstance(event := conn.next_event(), m.ConnectionClosed):
+            events.append(event)
+        assert [type(e.event) for e in events] == [m.Failed]
+
+
 def test_a_line_framer_may_hold_a_whole_message_and_its_carriage_return() -> None:
     # Found by the framing target: the documented read size (max_buffer_size -
     # max_message_size) overflowed the buffer by one byte when a line of exactly

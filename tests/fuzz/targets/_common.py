@@ -92,14 +92,25 @@ def drain(conn: m.Connection, on_event: Callable[[Any], None]) -> None:
     raise AssertionError("next_event never returned NEED_DATA")
 
 
-def feed_stream(conn: m.Connection, data: bytes, stream: bytes, sizes: bytes) -> Iterator[None]:
-    """Feed ``stream`` as lines in chunks, or one message per line; yield after each feed."""
-    if conn.framing == "messages":
+def feed_stream(
+    conn: m.Connection, data: bytes, stream: bytes, sizes: bytes, *, parsed: bool = False
+) -> Iterator[None]:
+    """Feed ``stream`` as lines in chunks, or one message per line; yield after each feed.
+
+    ``parsed``: each line goes through ``receive_message`` as the JSON value it holds
+    (an adapter that decoded it already), or as its text when it is not JSON.
+    """
+    if conn.framing == "messages" or parsed:
         pieces: Iterator[bytes] = iter(stream.split(b"\n"))
     else:
         pieces = chunks(stream, sizes)
     for piece in pieces:
         if conn.framing == "messages" and not piece:
             continue  # b"" means the peer closed
-        guarded(data, lambda piece=piece: conn.receive_data(piece))
+        if parsed:
+            value = guarded(data, lambda piece=piece: STDLIB.loads(piece))
+            value = piece.decode("utf-8", "replace") if value is None else value
+            guarded(data, lambda value=value: conn.receive_message(value))
+        else:
+            guarded(data, lambda piece=piece: conn.receive_data(piece))
         yield

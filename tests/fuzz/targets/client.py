@@ -41,6 +41,7 @@ class ClientApp:
         self.conn = conn
         self.data = data
         self.answer_inputs = answer_inputs
+        self.fail_inputs = False
         self.calls: set[int] = set()
         self.ended: dict[int, Any] = {}
         self.pending: list[tuple[int, str, Any]] = []  # dispatched inputs not answered
@@ -103,6 +104,9 @@ class ClientApp:
         if self.answer_inputs:
             pending, self.pending = self.pending, []
             for call, key, request in pending:
+                if self.fail_inputs:
+                    guarded(self.data, lambda c=call, k=key: self.conn.fail_input(c, k, "no"))
+                    continue
                 answer = answer_for(request)
                 guarded(self.data, lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
             if pending:
@@ -139,7 +143,9 @@ SAMPLE = {
 ROOTS = {"method": "roots/list"}
 
 
-def client_setup(scenario: int, framing: str, *, answer_inputs: bool) -> ClientApp:
+def client_setup(
+    scenario: int, framing: str, *, answer_inputs: bool, plain: bool = False
+) -> ClientApp:
     """A client with calls in flight; the same every time (ids included).
 
     0, modern: call 1 in an input round (one of its two inputs answered, one
@@ -147,6 +153,7 @@ def client_setup(scenario: int, framing: str, *, answer_inputs: bool) -> ClientA
     (its retry sent), call 4 (with progress and timeouts) waiting for its leg.
     1, auto: the ``server/discover`` probe out, calls 1 and 2 queued behind it.
     2, legacy: ``initialize`` out, calls 1 and 2 queued behind it.
+    ``plain``: then a ``tools/list`` of the app's own goes out too.
     """
     era = ("modern", "auto", "legacy")[scenario]
     conn = m.Connection(
@@ -175,6 +182,9 @@ def client_setup(scenario: int, framing: str, *, answer_inputs: bool) -> ClientA
         call, key, request = app.pending.pop(0)
         conn.provide(call, key, answer_for(request))
         app.pump()
+    if plain:
+        # A request of the app's own, next to the calls (its answer is the app's).
+        app.send(m.Request(id=conn.new_request_id(), method="tools/list"))
     app.answer_inputs = answer_inputs
     return app
 
@@ -184,30 +194,38 @@ def client(data: bytes) -> None:
     call, no event for a call after its end, and at the end of the stream every call
     ended exactly once.
 
-    Control bytes: ``data[0]`` the scenario (see :func:`client_setup`) and framing,
-    ``data[1]`` whether the app answers inputs, cancels, and how the stream is cut.
+    Control bytes: ``data[0]``: the scenario (see :func:`client_setup`), 0x40 a plain
+    request too, 0x80 whole-message framing.  ``data[1]``: 0x01 the app answers inputs
+    (0x20: it fails them instead), what it does mid-stream (0x02 cancel a call, 0x04
+    break a leg, 0x08 an input timer fires, 0x10 a leg timer fires), 0x40 messages
+    arrive parsed (``receive_message``); and how the stream is cut.
     """
     if len(data) < 2:
         return
     scenario = data[0] % 3
     framing = "messages" if data[0] & 0x80 else "lines"
-    app = client_setup(scenario, framing, answer_inputs=bool(data[1] & 1))
+    app = client_setup(
+        scenario, framing, answer_inputs=bool(data[1] & 1), plain=bool(data[0] & 0x40)
+    )
     app.data = data
+    app.fail_inputs = bool(data[1] & 0x20)
     conn = app.conn
-    for step, _ in enumerate(feed_stream(conn, data, data[2:], data[1:2])):
+    actions = {
+        1: (0x08, lambda call: conn.input_timed_out(call, now=100.0), False),
+        3: (0x02, conn.cancel, False),
+        4: (0x10, lambda call: conn.leg_timed_out(call, now=100.0), True),
+        5: (0x04, conn.leg_broken, True),
+    }
+    stream = feed_stream(conn, data, data[2:], data[1:2], parsed=bool(data[1] & 0x40))
+    for step, _ in enumerate(stream):
         app.pump()
-        if data[1] & 2 and step == 3:
-            # Cancel the lowest live call, mid-stream, as an app might.
+        if step in actions and data[1] & actions[step][0]:
+            # As an app might: on the lowest live call, or the highest.
+            _, action, highest = actions[step]
             live = sorted(app.calls - app.ended.keys())
             if live:
-                guarded(data, lambda call=live[0]: conn.cancel(call))
+                guarded(data, lambda c=live[-1 if highest else 0], act=action: act(c))
                 app.pump()
-        if data[1] & 4 and step == 5:
-            live = sorted(app.calls - app.ended.keys())
-            if live:
-                guarded(data, lambda call=live[-1]: conn.leg_broken(call))
-                app.pump()
-    assert conn.session_state is not None
     guarded(data, lambda: conn.receive_data(b""))
     app.pump()
     app.check_all_ended()

@@ -88,6 +88,16 @@ class ServerApp:
         if request.method != "tools/call":
             self.send(m.ResultResponse(id=request.id, result={}))
             return
+        arguments = (request.params or {}).get("arguments")
+        if (request.params or {}).get("name") == "echo" and isinstance(arguments, dict):
+            # An app whose result is the peer's to choose: the server's rules on what an
+            # app may send (input kinds declared, input_required only to 2026 clients)
+            # refuse what breaks them with AppResultRefused.
+            result = arguments.get("result")
+            self.send(
+                m.ResultResponse(id=request.id, result=result if isinstance(result, dict) else {})
+            )
+            return
         if info.era == "legacy":
             shim = m.server.LegacyShim(
                 weather,
@@ -134,7 +144,10 @@ def server(data: bytes) -> None:
     """A server gets arbitrary client bytes, both eras; tools run real handlers (sealed
     state, typed answers) and, for a 2025-era session, the legacy shim.
 
-    Control byte: ``data[0]``: framing, whether progress/log go out, chunk sizes.
+    Control byte: ``data[0]``: 0x80 whole-message framing, 0x40 progress and log
+    messages go out, 0x20 cacheable results, 0x10 messages arrive parsed
+    (``receive_message``); and how the stream is cut.  A ``tools/call`` of ``echo``
+    answers with its ``arguments.result``.
     """
     if len(data) < 1:
         return
@@ -151,7 +164,7 @@ def server(data: bytes) -> None:
         max_incoming=8,
     )
     app = ServerApp(conn, data, chatty=bool(data[0] & 0x40))
-    for _ in feed_stream(conn, data, data[1:], data[:1]):
+    for _ in feed_stream(conn, data, data[1:], data[:1], parsed=bool(data[0] & 0x10)):
         app.pump()
     guarded(data, lambda: conn.receive_data(b""))
     app.pump()
