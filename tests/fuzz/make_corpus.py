@@ -294,6 +294,17 @@ def server_seeds() -> Iterable[bytes]:
         yield b"\x40" + body
     for data in deep_messages():
         yield b"\x40" + data
+    # Deep values where the server reads them: arguments, a retry's answers and state.
+    head = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"weather",'
+    tail = b',"_meta":' + json.dumps(meta).encode() + b"}}\n"
+    for depth in (1000, 1025):
+        nested = deep(depth, "[")
+        for extra in (
+            b'"arguments":{"x":' + nested + b"}",
+            b'"arguments":{},"requestState":"mrtr1.k1.e30.AAAA","x":' + nested,
+            b'"arguments":{},"inputResponses":{"city":' + nested + b"}",
+        ):
+            yield b"\x40" + head + extra + tail
 
 
 def legacy_shim_seeds() -> Iterable[bytes]:
