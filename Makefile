@@ -1,6 +1,7 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
 #   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
 #   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py)
+#   make fuzz   every fuzz target for SECONDS each (default 180), then the corpus replayed under coverage
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
 
-.PHONY: test demo lint typecheck pytest bench clean conformance-deps services
+.PHONY: test demo lint typecheck pytest bench clean conformance-deps services fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,8 +49,15 @@ pytest: $(STAMP) $(CONFORMANCE) services
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# Coverage-guided fuzzing (atheris): see docs/fuzzing.md.  `make test` runs a short budget.
+SECONDS ?= 180
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz/run.py --seconds $(SECONDS)
+	$(BIN)/python tests/fuzz/replay.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_round_step.py
 
 clean:
-	rm -rf $(VENV) .conformance .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis
+	rm -rf $(VENV) .conformance .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
+		tests/fuzz/found tests/fuzz/artifacts tests/fuzz/.coverage.fuzz

@@ -196,9 +196,11 @@ class CallTable:
             engine = call.engine
             event: EngineEvent = Failed(error=error)
             if engine.state in ENGINE_TERMINAL_STATES:
-                # It ended (a cancel) before its end was handed out: that end stands.
+                # It ended (a cancel) before its end was handed out: that end stands.  A
+                # flow killed by misuse has no end queued, only moot legs: it fails.
                 while not isinstance(queued := engine.next_event(), Wait):
-                    event = queued
+                    if isinstance(queued, TERMINAL_EVENTS):
+                        event = queued
             else:
                 engine.cancel(now)  # its own events are moot
             self.end(call)
@@ -249,6 +251,9 @@ class CallTable:
         if call.progress:
             self.progress_routes[rid] = (call.id, rid)
             call.tokens.append(rid)
+        # One leg per call on the wire: a leg re-issued before the one it replaces went
+        # out (leg_broken while it was held) makes both go; the older one's answer is late.
+        self.abandon_leg(call)
         self._outgoing.add(rid, OutgoingKind.LEG, call.method, call.id)
         # A call has at most one leg in the outgoing table, its leg_id, so no answer can
         # reach a call that has ended.  (The engine issues a leg only once the last one
@@ -265,6 +270,8 @@ class CallTable:
         same leg once more with it (the event returned is that leg)."""
         call = self.calls[call_id]
         call.leg_id = None
+        if call.engine.state in ENGINE_TERMINAL_STATES:
+            return None  # the flow is over (killed by misuse): a late answer, dropped
         if isinstance(response, ErrorResponse):
             error = response.error
             retry_with = version_to_retry(error, self._modern_versions)
@@ -283,7 +290,8 @@ class CallTable:
         """The server cancelled the leg in flight: the engine re-issues it."""
         call = self.calls[call_id]
         call.leg_id = None
-        self.engine_input(call_id).leg_broken(now)
+        if call.engine.state not in ENGINE_TERMINAL_STATES:  # (over: nothing to re-issue)
+            self.engine_input(call_id).leg_broken(now)
 
     def on_progress(self, params: Mapping[str, Any]) -> Progress | InvalidMessage | None:
         """A ``notifications/progress``, routed to its call or plain request."""

@@ -17,11 +17,12 @@ Bounds: a message larger than ``max_message_size`` is never handed out.  A
 line whose size passes the bound is reported once as :class:`Oversize` (as
 soon as the bound is passed, even before its newline arrives) and then
 discarded through its newline, so the stream goes on with the next line; the
-framer therefore never holds more than ``max_message_size`` bytes of a line it
-has not seen the end of.  ``max_buffer_size`` bounds all bytes fed but not yet
-framed: feeding past it raises :class:`~mrtr_core.LocalProtocolError` (drain
-``next_frame`` until ``NEED_DATA`` between reads, and read at most
-``max_buffer_size - max_message_size`` bytes at a time to never hit it).
+framer therefore never holds more than ``max_message_size + 1`` bytes of a line
+it has not seen the end of (the one: a final ``\r``, which may start its line
+end).  ``max_buffer_size`` bounds all bytes fed but not yet framed: feeding
+past it raises :class:`~mrtr_core.LocalProtocolError` (drain ``next_frame``
+until ``NEED_DATA`` between reads, and read at most ``max_buffer_size -
+max_message_size - 1`` bytes at a time to never hit it).
 
 End of stream: call ``feed_eof()`` once the peer has closed.  A final line
 without a newline is then handed out like any other (it may well be a complete
