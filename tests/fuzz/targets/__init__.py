@@ -27,7 +27,6 @@ from ._common import (
     MAX_MESSAGE,
     MODERN,
     SERVER_INFO,
-    KnownDeepNesting,
     guarded,
     run,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "SERVER_INFO",
     "TARGETS",
     "ClientApp",
-    "KnownDeepNesting",
     "ServerApp",
     "answer_for",
     "client_setup",

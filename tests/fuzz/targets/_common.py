@@ -3,7 +3,6 @@ identities of the connection targets, and driving a connection until it waits.""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,48 +11,21 @@ import mrtr_core as m
 # --- What may come out -----------------------------------------------------------------
 
 
-class KnownDeepNesting(Exception):
-    """Stand-in for the RecursionError deep nesting still raises (see ``_known``)."""
+def guarded(action: Callable[[], Any]) -> Any:
+    """``action()``; a documented error becomes ``None``, anything else propagates.
 
-
-def _known(exc: BaseException, data: bytes) -> bool:
-    """An exception that is a known, tracked problem rather than a new find.
-
-    TODO(depth bound): remove this allowance once the codec's depth bound lands
-    (another branch is adding it); from then on deep nesting must surface as a
-    ``RemoteProtocolError`` like any other bad input, and a RecursionError is a crash.
+    Deep nesting is no exception: the codec's depth bound (``max_depth``) makes it a
+    ``RemoteProtocolError`` like any other bad input, so a ``RecursionError`` is a crash.
     """
-    return isinstance(exc, RecursionError) and _nesting(data) >= 500
-
-
-def _nesting(data: bytes) -> int:
-    """How deep ``[``/``{`` nest in ``data`` (a cheap bound; strings are not skipped)."""
-    depth = deepest = 0
-    for byte in data:
-        if byte in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in b"]}" and depth:
-            depth -= 1
-    return deepest
-
-
-def guarded(data: bytes, action: Callable[[], Any]) -> Any:
-    """``action()``; a documented error becomes ``None``, anything else propagates."""
     try:
         return action()
     except m.MrtrError:
         return None
-    except RecursionError as exc:
-        if _known(exc, data):
-            raise KnownDeepNesting from exc
-        raise
 
 
 def run(target: Callable[[bytes], None], data: bytes) -> None:
-    """Call ``target(data)`` the way the fuzzer does: a known problem is not a find."""
-    with contextlib.suppress(KnownDeepNesting):
-        target(data)
+    """Call ``target(data)`` the way the fuzzer does (kept as the one entry point)."""
+    target(data)
 
 
 def chunks(data: bytes, sizes: bytes) -> Iterator[bytes]:
@@ -108,9 +80,9 @@ def feed_stream(
         if conn.framing == "messages" and not piece:
             continue  # b"" means the peer closed
         if parsed:
-            value = guarded(data, lambda piece=piece: STDLIB.loads(piece))
+            value = guarded(lambda piece=piece: STDLIB.loads(piece))
             value = piece.decode("utf-8", "replace") if value is None else value
-            guarded(data, lambda value=value: conn.receive_message(value))
+            guarded(lambda value=value: conn.receive_message(value))
         else:
-            guarded(data, lambda piece=piece: conn.receive_data(piece))
+            guarded(lambda piece=piece: conn.receive_data(piece))
         yield

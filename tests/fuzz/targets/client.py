@@ -48,7 +48,7 @@ class ClientApp:
         self.sent: list[bytes] = []  # what went out (make_corpus.py feeds it to a server)
 
     def send(self, event: Any) -> None:
-        data = guarded(self.data, lambda: self.conn.send(event))
+        data = guarded(lambda: self.conn.send(event))
         if data:
             self.sent.append(data)
 
@@ -58,7 +58,6 @@ class ClientApp:
         if request.method == "ping":
             return {}
         shaped = guarded(
-            b"",
             lambda: m.wire.structure_input_request(
                 {"method": request.method, "params": request.params}
             ),
@@ -105,10 +104,10 @@ class ClientApp:
             pending, self.pending = self.pending, []
             for call, key, request in pending:
                 if self.fail_inputs:
-                    guarded(self.data, lambda c=call, k=key: self.conn.fail_input(c, k, "no"))
+                    guarded(lambda c=call, k=key: self.conn.fail_input(c, k, "no"))
                     continue
                 answer = answer_for(request)
-                guarded(self.data, lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
+                guarded(lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
             if pending:
                 drain(self.conn, self.on_event)
 
@@ -224,8 +223,8 @@ def client(data: bytes) -> None:
             _, action, highest = actions[step]
             live = sorted(app.calls - app.ended.keys())
             if live:
-                guarded(data, lambda c=live[-1 if highest else 0], act=action: act(c))
+                guarded(lambda c=live[-1 if highest else 0], act=action: act(c))
                 app.pump()
-    guarded(data, lambda: conn.receive_data(b""))
+    guarded(lambda: conn.receive_data(b""))
     app.pump()
     app.check_all_ended()

@@ -53,7 +53,7 @@ class ServerApp:
         self.sent: list[bytes] = []  # what went out (make_corpus.py feeds it to a client)
 
     def send(self, event: Any) -> None:
-        data = guarded(self.data, lambda: self.conn.send(event))
+        data = guarded(lambda: self.conn.send(event))
         if data:
             self.sent.append(data)
 
@@ -67,20 +67,18 @@ class ServerApp:
             self.on_request(event)
         elif isinstance(event, (m.ResultResponse, m.ErrorResponse)):
             for shim in [s for s in self.shims.values() if event.id in s.waiting_for]:
-                guarded(self.data, lambda s=shim: s.receive(event, 0.0))
+                guarded(lambda s=shim: s.receive(event, 0.0))
         elif isinstance(event, m.RequestCancelled):
             shim = self.shims.get(event.request_id)
             if shim is not None:
                 shim.cancel()
             # Anything for a cancelled request goes out as nothing.
-            sent = guarded(
-                self.data, lambda: self.conn.send(m.ResultResponse(id=event.request_id, result={}))
-            )
+            sent = guarded(lambda: self.conn.send(m.ResultResponse(id=event.request_id, result={})))
             assert sent in (b"", None), sent
 
     def on_request(self, request: m.Request) -> None:
         conn = self.conn
-        info = guarded(self.data, lambda: conn.request_info(request.id))
+        info = guarded(lambda: conn.request_info(request.id))
         assert info is not None, request  # every request handed out has its info
         if self.chatty:
             self.send(m.Progress(request_id=request.id, progress=0.5, total=1.0, message="half"))
@@ -166,7 +164,7 @@ def server(data: bytes) -> None:
     app = ServerApp(conn, data, chatty=bool(data[0] & 0x40))
     for _ in feed_stream(conn, data, data[1:], data[:1], parsed=bool(data[0] & 0x10)):
         app.pump()
-    guarded(data, lambda: conn.receive_data(b""))
+    guarded(lambda: conn.receive_data(b""))
     app.pump()
     # Once the end is handed out it stays the answer (no event comes after it).
     assert isinstance(conn.next_event(), m.ConnectionClosed)
@@ -219,7 +217,7 @@ def legacy_shim(data: bytes) -> None:
             continue
         if isinstance(event, m.server.ShimWait):
             assert event.delay > 0
-            guarded(data, lambda delay=event.delay: shim.resume(delay))
+            guarded(lambda delay=event.delay: shim.resume(delay))
             continue
         if isinstance(event, (m.server.ShimSend, m.server.ShimRun)):
             continue
@@ -229,10 +227,10 @@ def legacy_shim(data: bytes) -> None:
         if line is None:
             shim.cancel()
             continue
-        value = guarded(data, lambda line=line: STDLIB.loads(line))
+        value = guarded(lambda line=line: STDLIB.loads(line))
         if event is m.Wait.NEED_RESULT:
             outcome = value if isinstance(value, dict) else m.MrtrError("app failed")
-            guarded(data, lambda outcome=outcome: shim.leg_done(outcome))
+            guarded(lambda outcome=outcome: shim.leg_done(outcome))
         elif event is m.Wait.NEED_INPUT:
             rid = shim.waiting_for[0]
             answer: m.ResultResponse | m.ErrorResponse
@@ -241,9 +239,9 @@ def legacy_shim(data: bytes) -> None:
                 answer = m.ErrorResponse(id=rid, error=error)
             else:
                 answer = m.ResultResponse(id=rid, result=value if isinstance(value, dict) else {})
-            guarded(data, lambda answer=answer: shim.receive(answer, 0.0))
+            guarded(lambda answer=answer: shim.receive(answer, 0.0))
         else:
-            guarded(data, lambda: shim.resume(0.0))
+            guarded(lambda: shim.resume(0.0))
     else:
         raise AssertionError("the shim never finished")
     assert done <= 1, "the original request was answered twice"
