@@ -64,25 +64,29 @@ def drain(conn: m.Connection, on_event: Callable[[Any], None]) -> None:
     raise AssertionError("next_event never returned NEED_DATA")
 
 
-def feed_stream(
-    conn: m.Connection, data: bytes, stream: bytes, sizes: bytes, *, parsed: bool = False
-) -> Iterator[None]:
-    """Feed ``stream`` as lines in chunks, or one message per line; yield after each feed.
-
-    ``parsed``: each line goes through ``receive_message`` as the JSON value it holds
-    (an adapter that decoded it already), or as its text when it is not JSON.
-    """
-    if conn.framing == "messages" or parsed:
-        pieces: Iterator[bytes] = iter(stream.split(b"\n"))
+def feed_line(conn: m.Connection, line: bytes, sizes: bytes, *, parsed: bool) -> Iterator[None]:
+    """Feed one line (its ``\\n`` included, if it has one), yielding after each feed: as
+    raw bytes cut by ``sizes`` (whole for whole-message framing), or through
+    ``receive_message`` as the JSON value it holds (an adapter that decoded it
+    already), or as its text when it is not JSON."""
+    body = line.rstrip(b"\n")
+    if parsed:
+        if body:
+            value = guarded(lambda: STDLIB.loads(body))
+            value = body.decode("utf-8", "replace") if value is None else value
+            guarded(lambda: conn.receive_message(value))
+            yield
+    elif conn.framing == "messages":
+        if body:  # b"" would mean the peer closed
+            guarded(lambda: conn.receive_data(body))
+            yield
     else:
-        pieces = chunks(stream, sizes)
-    for piece in pieces:
-        if conn.framing == "messages" and not piece:
-            continue  # b"" means the peer closed
-        if parsed:
-            value = guarded(lambda piece=piece: STDLIB.loads(piece))
-            value = piece.decode("utf-8", "replace") if value is None else value
-            guarded(lambda value=value: conn.receive_message(value))
-        else:
+        for piece in chunks(line, sizes):
             guarded(lambda piece=piece: conn.receive_data(piece))
-        yield
+            yield
+
+
+def lines_of(stream: bytes) -> list[bytes]:
+    """``stream``'s lines, each with its ``\\n`` (the last one, unterminated, without)."""
+    parts = stream.split(b"\n")
+    return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])

@@ -12,9 +12,11 @@ from ._common import (
     CLIENT_INFO,
     MAX_BUFFER,
     MAX_MESSAGE,
+    MODERN,
     drain,
-    feed_stream,
+    feed_line,
     guarded,
+    lines_of,
 )
 
 
@@ -42,6 +44,8 @@ class ClientApp:
         self.data = data
         self.answer_inputs = answer_inputs
         self.fail_inputs = False
+        self.close_streams = False  # a 2025 server's requests lose their response stream
+        self.plain_id: int | None = None
         self.calls: set[int] = set()
         self.ended: dict[int, Any] = {}
         self.pending: list[tuple[int, str, Any]] = []  # dispatched inputs not answered
@@ -92,6 +96,9 @@ class ClientApp:
             self.send(event)
         elif isinstance(event, m.Request):
             # A 2025-era server's question (or ping): answer it, as an app would.
+            if self.close_streams:
+                self.conn.response_stream_closed(event.id)
+                return
             self.send(m.ResultResponse(id=event.id, result=self.reply_to(event)))
         elif isinstance(event, m.Progress) and event.call is not None:
             assert event.call in self.calls, event
@@ -143,7 +150,13 @@ ROOTS = {"method": "roots/list"}
 
 
 def client_setup(
-    scenario: int, framing: str, *, answer_inputs: bool, plain: bool = False
+    scenario: int,
+    framing: str,
+    *,
+    answer_inputs: bool,
+    plain: bool = False,
+    log_level: str | None = None,
+    names: tuple[str, str] = ("one", "two"),
 ) -> ClientApp:
     """A client with calls in flight; the same every time (ids included).
 
@@ -152,12 +165,16 @@ def client_setup(
     (its retry sent), call 4 (with progress and timeouts) waiting for its leg.
     1, auto: the ``server/discover`` probe out, calls 1 and 2 queued behind it.
     2, legacy: ``initialize`` out, calls 1 and 2 queued behind it.
-    ``plain``: then a ``tools/list`` of the app's own goes out too.
+    3, auto with only 2026-07-28 to offer: as 1, and it cannot fall back.
+    ``plain``: then a ``tools/list`` of the app's own goes out too.  ``names``: the
+    tools calls 1 and 2 call (``make_corpus.py`` picks the server target's tools).
     """
-    era = ("modern", "auto", "legacy")[scenario]
+    era = ("modern", "auto", "legacy", "auto")[scenario]
     conn = m.Connection(
         m.CLIENT,
-        era=era,
+        era=era,  # type: ignore[arg-type]
+        versions=(MODERN,) if scenario == 3 else m.protocol.ALL_VERSIONS,
+        log_level=log_level,
         framing=framing,  # type: ignore[arg-type]
         info=CLIENT_INFO,
         capabilities=ALL_CAPS,
@@ -166,8 +183,8 @@ def client_setup(
         max_finished_ids=8,
     )
     app = ClientApp(conn, b"", answer_inputs=False)
-    app.start("tools/call", "one")
-    app.start("tools/call", "two")
+    app.start("tools/call", names[0])
+    app.start("tools/call", names[1])
     if scenario == 0:
         app.start("prompts/get", "three")
         app.start("resources/read", "four", progress=True, leg_timeout=5.0, total_timeout=60.0)
@@ -183,7 +200,8 @@ def client_setup(
         app.pump()
     if plain:
         # A request of the app's own, next to the calls (its answer is the app's).
-        app.send(m.Request(id=conn.new_request_id(), method="tools/list"))
+        app.plain_id = conn.new_request_id()
+        app.send(m.Request(id=app.plain_id, method="tools/list"))
     app.answer_inputs = answer_inputs
     return app
 
@@ -193,34 +211,60 @@ def client(data: bytes) -> None:
     call, no event for a call after its end, and at the end of the stream every call
     ended exactly once.
 
-    Control bytes: ``data[0]``: the scenario (see :func:`client_setup`), 0x40 a plain
-    request too, 0x80 whole-message framing.  ``data[1]``: 0x01 the app answers inputs
-    (0x20: it fails them instead), what it does mid-stream (0x02 cancel a call, 0x04
-    break a leg, 0x08 an input timer fires, 0x10 a leg timer fires), 0x40 messages
-    arrive parsed (``receive_message``); and how the stream is cut.
+    Control bytes: ``data[0]``: the scenario (0x03, see :func:`client_setup`), 0x04
+    the client has a log level, 0x40 a plain request too, 0x80 whole-message framing.
+    ``data[1]``: 0x01 the app answers inputs (0x20: it fails them instead), what it
+    does mid-stream (0x02 cancel a call, 0x04 break a leg, 0x08 an input timer
+    fires, 0x10 a leg timer fires), 0x40 messages arrive parsed
+    (``receive_message``).  ``data[2]``: more the app does mid-stream (0x01 the
+    handshake timer fires, 0x02 it cancels its plain request, 0x04 the response
+    stream of a 2025 server's request closes instead of the app answering it),
+    0x08 parsed and raw lines alternate with no ``next_event`` between a pair,
+    0x10 the app's timers fire late (past every budget).  All three cut the stream.
     """
-    if len(data) < 2:
+    if len(data) < 3:
         return
-    scenario = data[0] % 3
+    scenario = data[0] & 0x03
     framing = "messages" if data[0] & 0x80 else "lines"
     app = client_setup(
-        scenario, framing, answer_inputs=bool(data[1] & 1), plain=bool(data[0] & 0x40)
+        scenario,
+        framing,
+        answer_inputs=bool(data[1] & 1),
+        plain=bool(data[0] & 0x40),
+        log_level="debug" if data[0] & 0x04 else None,
     )
     app.data = data
     app.fail_inputs = bool(data[1] & 0x20)
+    app.close_streams = bool(data[2] & 0x04)
     conn = app.conn
+    late = 1000.0 if data[2] & 0x10 else 100.0
     actions = {
-        1: (0x08, lambda call: conn.input_timed_out(call, now=100.0), False),
-        3: (0x02, conn.cancel, False),
-        4: (0x10, lambda call: conn.leg_timed_out(call, now=100.0), True),
-        5: (0x04, conn.leg_broken, True),
+        1: (data[1] & 0x08, lambda call: conn.input_timed_out(call, now=late), False),
+        3: (data[1] & 0x02, conn.cancel, False),
+        4: (data[1] & 0x10, lambda call: conn.leg_timed_out(call, now=late), True),
+        5: (data[1] & 0x04, conn.leg_broken, True),
     }
-    stream = feed_stream(conn, data, data[2:], data[1:2], parsed=bool(data[1] & 0x40))
-    for step, _ in enumerate(stream):
+    parsed = bool(data[1] & 0x40)
+    mixed = bool(data[2] & 0x08)
+    for step, line in enumerate(lines_of(data[3:])):
+        if mixed:
+            for _ in feed_line(conn, line, data[:3], parsed=bool(step % 2)):
+                pass
+            if not step % 2:
+                continue  # no next_event between this line and the next
+        else:
+            for _ in feed_line(conn, line, data[:3], parsed=parsed):
+                app.pump()
         app.pump()
-        if step in actions and data[1] & actions[step][0]:
+        if step in (0, 2) and data[2] & 0x01:
+            guarded(conn.handshake_timed_out)
+            app.pump()
+        if step == 1 and data[2] & 0x02 and app.plain_id is not None:
+            cancel = {"requestId": app.plain_id, "reason": "app gave up"}
+            app.send(m.Notification(method="notifications/cancelled", params=cancel))
+        enabled, action, highest = actions.get(step, (0, None, False))
+        if enabled and action is not None:
             # As an app might: on the lowest live call, or the highest.
-            _, action, highest = actions[step]
             live = sorted(app.calls - app.ended.keys())
             if live:
                 guarded(lambda c=live[-1 if highest else 0], act=action: act(c))
