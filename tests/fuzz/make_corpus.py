@@ -641,6 +641,57 @@ def headers_seeds() -> Iterable[bytes]:
     for head in heads:
         yield f"{json.dumps(schema)}\n{head}\n\n{json.dumps(body)}".encode()
     yield b'{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}\n\n\n{}'
+    # Argument values of every kind, mirrored right, wrong, encoded, missing, malformed.
+    typed = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "x-mcp-header": "S"},
+            "f": {"type": "number", "x-mcp-header": "F"},
+            "b": {"type": "boolean", "x-mcp-header": "B"},
+            "o": {"type": "object", "x-mcp-header": "O"},
+            "list": {"type": "array", "items": [{"type": "string"}], "anyOf": [{}, {}]},
+        },
+    }
+    for arguments, head in [
+        (
+            {"s": "café ", "f": 2.0, "b": False},
+            "Mcp-Param-S: =?base64?Y2Fmw6kg?=\nMcp-Param-F: 2\nMcp-Param-B: false",
+        ),
+        ({"s": "x", "f": 2.5, "b": True}, "Mcp-Param-S: y\nMcp-Param-F: 2.50\nMcp-Param-B: yes"),
+        ({"s": "x", "f": 1e300}, "Mcp-Param-S: =?base64?!!?=\nMcp-Param-F: NaN"),
+        ({"s": "x", "f": 3}, "Mcp-Param-F: three"),
+        ({"f": 3}, "Mcp-Param-S: x\nMcp-Param-F: 3"),
+        ({"s": "=?base64?eA==?="}, "Mcp-Param-S: =?base64?PT9iYXNlNjQ/ZUE9PT89?="),
+        ({"s": "\u00e9"}, "Mcp-Param-S: \u00e9"),
+        ({"o": {"k": 1}, "s": None}, "Mcp-Param-O: x"),
+        ("not an object", "Mcp-Param-S: x"),
+    ]:
+        message = {**body, "params": {**body["params"], "arguments": arguments}}
+        lines = f"Mcp-Method: tools/call\nMcp-Name: weather\n{head}"
+        yield f"{json.dumps(typed)}\n{lines}\n\n{json.dumps(message)}".encode()
+    for schema in [
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}},
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": 5}}},
+        {"type": "object", "properties": {"a": {"x-mcp-header": "A"}, "b": {"x-mcp-header": "a"}}},
+        {"type": "object", "x-mcp-header": "Top"},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"x-mcp-header": "I"}}}},
+        {"type": "object", "properties": {"a": {"oneOf": [{"x-mcp-header": "O"}]}}},
+        {"type": "object", "properties": [{"x-mcp-header": "L"}]},
+        json.loads(deep(40, "{").decode().replace('"a":', '"properties":{"a":', 1) + "}"),
+    ]:
+        yield f"{json.dumps(schema)}\nMcp-Method: tools/call\n\n{json.dumps(body)}".encode()
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "file:///a"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "p"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": 5},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
+    for message in requests:
+        for head in ("Mcp-Method: x\nMcp-Name: y", "MCP-Protocol-Version: 2025-06-18", ""):
+            yield f"\n{head}\n\n{json.dumps(message)}".encode()
     yield b"\n\n\n" + json.dumps({**body, "params": {"uri": "r", "name": 5}}).encode()
     yield deep(1000, "{") + b"\n\n\n{}"
 

@@ -248,7 +248,7 @@ def client(data: bytes) -> None:
     mixed = bool(data[2] & 0x08)
     for step, line in enumerate(lines_of(data[3:])):
         if mixed:
-            for _ in feed_line(conn, line, data[:3], parsed=bool(step % 2)):
+            for _ in feed_line(conn, line, data[:3], parsed=not step % 2):
                 pass
             if not step % 2:
                 continue  # no next_event between this line and the next

@@ -352,7 +352,7 @@ def server(data: bytes) -> None:
         if mixed:
             # Parsed and raw input on one connection, fed back to back: the inbox holds
             # the raw bytes until the parsed message before them is handed out.
-            for _ in feed_line(conn, line, data[:2], parsed=bool(index % 2)):
+            for _ in feed_line(conn, line, data[:2], parsed=not index % 2):
                 pass
             if index % 2:
                 app.pump()
