@@ -177,10 +177,13 @@ def client_seeds() -> Iterable[bytes]:
         "method": "elicitation/create",
         "params": {"mode": "url", "message": "go", "url": "https://x.test/", "elicitationId": "e"},
     }
+    sample_params = {**targets.SAMPLE["params"], "tools": [], "includeContext": "thisServer"}
+    sample_tools = {**targets.SAMPLE, "params": sample_params}
     bodies = [
         result(leg, done),
         result(leg, ask_all),
         result(leg, {"resultType": "input_required", "inputRequests": {"u": url}}),
+        result(leg, {"resultType": "input_required", "inputRequests": {"t": sample_tools}}),
         result(leg, {"resultType": "input_required", "requestState": "only"}),
         result(leg, {"resultType": "input_required"}),
         result(leg, {"resultType": "input_required", "inputRequests": {}}),
@@ -189,6 +192,8 @@ def client_seeds() -> Iterable[bytes]:
         result(leg, {"resultType": "other"}),
         error(leg, -32602, "bad params"),
         error(leg, -32601, "no such method"),
+        error(leg, -32022, "unsupported", {"supported": [targets.MODERN], "requested": "x"}),
+        error(leg, -32022, "unsupported", {"supported": ["1999-01-01"]}),
         error(leg, -32021, "missing", {"requiredCapabilities": {"elicitation": {"form": {}}}}),
         error(None, -32700, "parse error"),
         note("notifications/progress", {"progressToken": token, "progress": 1, "total": 2}),
@@ -330,7 +335,7 @@ def server_seeds() -> Iterable[bytes]:
                 first = names == ("one", "two")
                 for control in (0x40, 0x00, 0xC0, 0x60, 0x50, 0x48, 0x05) if first else (0x40,):
                     yield bytes([control, 0]) + to_server
-                for extra in (0x01, 0x02, 0x04, 0x08, 0x18) if first else (0x02, 0x18):
+                for extra in (0x01, 0x02, 0x04, 0x08, 0x18, 0x20) if first else (0x02, 0x18):
                     yield bytes([0x40, extra]) + to_server
                 for data in mutations(to_server.split(b"\n")[0]) if first else []:
                     yield b"\x40\x00" + data
@@ -480,6 +485,11 @@ def server_seeds() -> Iterable[bytes]:
             request(310, "initialize", {"protocolVersion": "1999-01-01", "capabilities": {}}),
             request(311, "initialize", init),
             request(311, "initialize", init),
+            note("notifications/initialized"),
+            request(312, "server/discover"),
+            request(313, "tools/call", {**call, "requestState": "#S2"}),
+            request(314, "tools/call", {**call, "requestState": "#S8"}),
+            request(315, "tools/call", {**call, "requestState": "m" * 800}),
         ]
     )
     for control in (b"\x40\x00", b"\xc0\x00", b"\x10\x00", b"\x08\x00", b"\x46\x00", b"\x41\x1e"):
@@ -584,6 +594,15 @@ def codec_seeds() -> Iterable[bytes]:
     yield b'{"jsonrpc":"2.0","id":1,"result":{"f":NaN}}'
     yield b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}'
     yield b'{"jsonrpc":"2.0","id":1.5,"error":{"code":1,"message":"x"}}'
+    # Each shape rule of a JSON-RPC message broken once; odd ids described in errors.
+    yield b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}'
+    yield b'{"jsonrpc":"2.0","id":1,"result":[1]}'
+    yield b'{"jsonrpc":"2.0","id":1,"method":5}'
+    yield b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}'
+    yield b'{"jsonrpc":"2.0","id":1,"error":"bad"}'
+    for rid in (b'{"a":[1,{"b":2}],"c":{}}', b"[[],[1,[2,[3]]],{}]", b"1" * 40, b"1.25e3", b"{}"):
+        yield b'{"jsonrpc":"2.0","id":' + rid + b',"result":{}}'
+        yield b'{"jsonrpc":"2.0","id":' + rid + b',"method":"tools/call"}'
 
 
 def convert_seeds() -> Iterable[bytes]:
@@ -679,6 +698,7 @@ def headers_seeds() -> Iterable[bytes]:
         {"type": "object", "properties": {"a": {"oneOf": [{"x-mcp-header": "O"}]}}},
         {"type": "object", "properties": [{"x-mcp-header": "L"}]},
         json.loads(deep(40, "{").decode().replace('"a":', '"properties":{"a":', 1) + "}"),
+        json.loads(deep(100, "{")),
     ]:
         yield f"{json.dumps(schema)}\nMcp-Method: tools/call\n\n{json.dumps(body)}".encode()
     requests = [

@@ -35,4 +35,57 @@ RULES: dict[str, str] = {
     "self._misuse(": APP_MISUSE + " (the engine's own wrapper)",
 }
 
-EXCLUSIONS: tuple[Exclusion, ...] = ()
+OPTION = "depends only on how the app configured this object, never on the peer"
+APP_CALL = "the app's own call (how and when it calls our API), not the peer's input"
+STORE = "the app's storage or environment, which no peer byte chooses"
+
+EXCLUSIONS: tuple[Exclusion, ...] = (
+    # --- Options and checks of our own arguments (beyond the raise statements) -------
+    Exclusion("engine/_engine.py", "def _check_limit", APP_MISUSE),
+    Exclusion("connection/_connection.py", "if isinstance(json, Codec) and max_depth", OPTION),
+    Exclusion("connection/_connection.py", "if capabilities is None:", OPTION),
+    Exclusion("connection/_requests.py", "if self._info is not None:", OPTION),
+    Exclusion(
+        "engine/_rounds.py",
+        "if not isinstance(response, expected):",
+        "the app answering with the wrong class: API misuse, reported through _misuse",
+    ),
+    Exclusion("server/_asking.py", "if isinstance(prompt, str):", APP_CALL),
+    # --- Encoding what we write ---------------------------------------------------------
+    Exclusion("wire/_sse.py", "def encode_sse", ENCODER),
+    Exclusion("wire/_sse.py", "def encode_sse_comment", ENCODER),
+    Exclusion("wire/_sse.py", "def _single_line", ENCODER),
+    Exclusion("wire/_codec.py", "def _default", ENCODER + " (mappings and model objects)"),
+    Exclusion("wire/_convert.py", "def unstructure_input_required", ENCODER),
+    Exclusion(
+        "wire/_convert.py",
+        "if len(reason) > _MAX_REASON:",
+        "a backstop: the conversion hooks' messages name types, never peer values",
+    ),
+    # --- The app's timing and its own API ----------------------------------------------
+    Exclusion("connection/_connection.py", "if self._calls.ever_started(call):", APP_CALL),
+    Exclusion(
+        "server/_sealing.py",
+        "def StateSealer.consume",
+        "an app-side alternative to spend_redeemed; run_handler spends through the store",
+    ),
+    # --- The environment and the app's storage ------------------------------------------
+    Exclusion("wire/_codec.py", "if orjson is None:", STORE + " (whether orjson is installed)"),
+    Exclusion(
+        "server/_validation.py",
+        "if len(_compiled) > MAX_COMPILED_SCHEMAS:",
+        STORE + " (how many distinct schemas the server app compiles)",
+    ),
+    # --- Bounded before it gets here ----------------------------------------------------
+    Exclusion(
+        "server/_sealing.py",
+        "if deeper_than(value, DEFAULT_MAX_DEPTH):",
+        "every peer value passed the codec's max_depth (128) with its envelope, so its "
+        "params are shallower than this bound",
+    ),
+    Exclusion(
+        "_errors.py",
+        'return f"<{type(value).__name__}>"',
+        "peer values are JSON: every JSON type is described above this line",
+    ),
+)

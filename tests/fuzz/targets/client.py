@@ -201,7 +201,8 @@ def client_setup(
     if plain:
         # A request of the app's own, next to the calls (its answer is the app's).
         app.plain_id = conn.new_request_id()
-        app.send(m.Request(id=app.plain_id, method="tools/list"))
+        token = {"_meta": {"progressToken": "plain"}}
+        app.send(m.Request(id=app.plain_id, method="tools/list", params=token))
     app.answer_inputs = answer_inputs
     return app
 
@@ -262,6 +263,7 @@ def client(data: bytes) -> None:
         if step == 1 and data[2] & 0x02 and app.plain_id is not None:
             cancel = {"requestId": app.plain_id, "reason": "app gave up"}
             app.send(m.Notification(method="notifications/cancelled", params=cancel))
+            app.send(m.Notification(method="notifications/roots/list_changed"))
         enabled, action, highest = actions.get(step, (0, None, False))
         if enabled and action is not None:
             # As an app might: on the lowest live call, or the highest.
@@ -272,3 +274,10 @@ def client(data: bytes) -> None:
     guarded(lambda: conn.receive_data(b""))
     app.pump()
     app.check_all_ended()
+    # What the handshake settled, as the app reads it: consistent with itself.
+    assert conn.era in (None, "modern", "legacy"), conn.era
+    if conn.era is not None:  # settled: on a version of its era (the probe's may stay)
+        assert conn.protocol_version in m.protocol.ALL_VERSIONS, conn.protocol_version
+    assert conn.peer_info is None or isinstance(conn.peer_info, dict), conn.peer_info
+    assert isinstance(conn.peer_capabilities, dict), conn.peer_capabilities
+    assert conn.session_state.value in ("closed", "failed", "error"), conn.session_state

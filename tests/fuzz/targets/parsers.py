@@ -220,6 +220,8 @@ def headers(data: bytes) -> None:
     message = guarded(lambda: STDLIB.loads(body))
     if not isinstance(message, dict):
         return
+    tool = headers_mod.called_tool(message)
+    assert tool is None or (message.get("method") == "tools/call" and isinstance(tool, str))
     fields = [tuple(line.split(":", 1)) for line in head.split("\n") if ":" in line]
     received = headers_mod.header_fields((n.strip(), v.strip()) for n, v in fields)
     guarded(lambda: headers_mod.check_request_headers(received, message, header_params=params))

@@ -31,6 +31,8 @@ LOGIN = m.server.elicit_url("Sign in first", "https://auth.example/login")
 #: The params every pooled state (``STATE_POOL``) is sealed for: a retry that splices one
 #: in matches only with these (else ``wrong_params``).
 POOL_PARAMS = {"name": "weather", "arguments": {"x": 1}}
+#: Below the connection's message bound, so a peer can send a token over it.
+MAX_TOKEN = 700
 #: The sealer's lifetimes: a clock that advances (control bit) reaches both.
 FLOW_TTL = 40.0
 STATE_TTL = 25.0
@@ -88,13 +90,17 @@ HANDLERS: dict[str, m.server.Handler] = {
 
 def make_sealer(*, entries: int = 64) -> m.server.StateSealer:
     return m.server.StateSealer(
-        {"k1": SEALER_KEY}, "k1", ttl=STATE_TTL, store=m.server.MemoryNonceStore(entries)
+        {"k1": SEALER_KEY},
+        "k1",
+        ttl=STATE_TTL,
+        store=m.server.MemoryNonceStore(entries),
+        max_token_size=MAX_TOKEN,
     )
 
 
 def _pool() -> list[str]:
     """Real sealed states of earlier flows, for the fuzzer to splice into a retry
-    (``"#S0"`` .. ``"#S7"`` in a line): valid, and valid but wrong in each way the
+    (``"#S0"`` .. ``"#S8"`` in a line): valid, and valid but wrong in each way the
     sealer checks.  Sealed with fixed nonces, so they are the same in every process."""
     sealer = make_sealer()
     other = m.server.StateSealer({"k0": OTHER_KEY}, "k0")
@@ -121,6 +127,7 @@ def _pool() -> list[str]:
         ({**flow, "v": {"round": 1}}, {"now": -1000.0, "ttl": 1.0}),  # expired
         ({"not": "our shape"}, {}),  # another app's state under our key
         ({**flow, "v": None}, {"by": other}),  # a key we do not hold
+        ({**flow, "v": {"step": "gone", "data": None}}, {}),  # a step this flow lacks
     ]:
         tokens.append(seal(value, **over))
     return tokens
@@ -157,7 +164,11 @@ class ServerApp:
         self.sent: list[bytes] = []  # what went out (make_corpus.py feeds it to a client)
 
     def send(self, event: Any) -> None:
-        data = guarded(lambda: self.conn.send(event))
+        if self.chatty:  # as an adapter that keeps the message (to trace it, say)
+            message = guarded(lambda: self.conn.send_message(event))
+            data = guarded(lambda: self.conn.encode(message)) if message is not None else None
+        else:
+            data = guarded(lambda: self.conn.send(event))
         if data:
             self.sent.append(data)
 
@@ -206,17 +217,19 @@ class ServerApp:
             self.send(
                 m.LogMessage(request_id=request.id, level="info", data={"r": 1}, logger="fuzz")
             )
+            self.send(m.LogMessage(request_id=request.id, level="debug", data="quiet"))
         if self.close_streams and isinstance(request.id, int) and request.id % 2:
             # The transport lost this request's response stream before the app answered.
             conn.response_stream_closed(request.id)
-            return
-        if request.method != "tools/call":
-            self.send(m.ResultResponse(id=request.id, result={}))
+            conn.response_stream_closed(request.id)  # a second close is a no-op
             return
         params = request.params or {}
         arguments = params.get("arguments")
         if params.get("name") == "echo" and isinstance(arguments, dict):
-            self.echo(request, arguments)
+            self.echo(request, arguments)  # (any method: prompts/get may ask too)
+            return
+        if request.method != "tools/call":
+            self.send(m.ResultResponse(id=request.id, result={}))
             return
         handler = HANDLERS.get(params.get("name"), weather)  # type: ignore[arg-type]
         if info.era == "legacy":
@@ -310,12 +323,12 @@ def server(data: bytes) -> None:
     0x01 at most two requests in flight.  ``data[1]``: 0x01 no sealer (stateless
     server), 0x02 a single-use store of two nonces, 0x04 the response stream of
     every odd request id closes before it is answered, 0x08/0x10 the clock advances
-    10/20 s per request (the sealer's states live 25 s, flows 40 s); with both, how
-    the stream is cut.
+    10/20 s per request (the sealer's states live 25 s, flows 40 s), 0x20 the server
+    has no info and no instructions; with both, how the stream is cut.
 
     The tools: ``weather`` (default), ``proven`` and ``steps``; ``echo`` answers with
     its ``arguments.result`` and first sends the client ``arguments.request``.  In a
-    line, ``"#S0"`` .. ``"#S7"`` is replaced by a real sealed state from
+    line, ``"#S0"`` .. ``"#S8"`` is replaced by a real sealed state from
     ``STATE_POOL`` and ``"#D0"`` .. ``"#D3"`` by one this server sealed earlier in
     the stream (newest first), so retries can carry real, replayed and spliced state.
     """
@@ -326,9 +339,9 @@ def server(data: bytes) -> None:
     conn = m.Connection(
         m.SERVER,
         framing=framing,  # type: ignore[arg-type]
-        info=SERVER_INFO,
+        info=None if extra & 0x20 else SERVER_INFO,
         capabilities={"tools": {}, "prompts": {}, "resources": {}, "logging": {}},
-        instructions="fuzz",
+        instructions=None if extra & 0x20 else "fuzz",
         versions=(MODERN,) if control & 0x04 else m.protocol.ALL_VERSIONS,
         log_level="warning" if control & 0x02 else None,
         cache_ttl_ms=(control & 0x20) * 100,
