@@ -116,6 +116,16 @@ def test_a_form_whose_required_names_are_not_strings_is_refused_as_misuse() -> N
     assert asked.requested_schema["required"] == ["city"]
 
 
+def test_a_form_field_whose_format_is_not_a_string_is_refused_as_misuse() -> None:
+    # Found by the schemas target: a string field's "format" given as a list or an
+    # object raised TypeError (unhashable) from the builder's keyword check.
+    for bad in ([{"const": "a", "title": "A"}], {"email": True}, 5, "ipv4"):
+        with pytest.raises(m.LocalProtocolError, match="format must be one of"):
+            m.server.elicit_form("Mail?", {"to": {"type": "string", "format": bad}})
+    asked = m.server.elicit_form("Mail?", {"to": {"type": "string", "format": "email"}})
+    assert asked.requested_schema["properties"]["to"]["format"] == "email"
+
+
 @pytest.mark.parametrize("target", list(targets.TARGETS))
 def test_every_seed_passes_its_target(target: str) -> None:
     paths = sorted((HERE / "corpus" / target).iterdir())
