@@ -158,6 +158,8 @@ def client_seeds() -> Iterable[bytes]:
             yield bytes([scenario, answer | 0x40, 0x04]) + to_client  # parsed messages
             yield bytes([scenario | 0x40, answer, 0x08]) + to_client  # parsed and raw mixed
             yield bytes([scenario, answer, 0x01]) + to_client  # the handshake timer fires
+            yield bytes([scenario | 0x08, answer | 0x02, 0x20]) + to_client  # delays waited
+            yield bytes([scenario, 0x01, 0x40]) + to_client  # cancel right after answering
     # Hand-written answers to the modern scenario's legs.
     app = targets.client_setup(0, "lines", answer_inputs=False)
     legs = sorted(app.conn.outstanding, key=str)
@@ -494,6 +496,7 @@ def server_seeds() -> Iterable[bytes]:
     )
     for control in (b"\x40\x00", b"\xc0\x00", b"\x10\x00", b"\x08\x00", b"\x46\x00", b"\x41\x1e"):
         yield from packed(control, bodies)
+    yield from special_server_seeds(meta, init)
     legacy_open = request(8, "initialize", init) + note("notifications/initialized")
     for body in bodies:
         yield b"\x40\x00" + body
@@ -512,6 +515,43 @@ def server_seeds() -> Iterable[bytes]:
             b'"arguments":{},"inputResponses":{"city":' + nested + b"}",
         ):
             yield b"\x40\x00" + head + extra + tail
+
+
+def special_server_seeds(meta: dict[str, Any], init: dict[str, Any]) -> Iterable[bytes]:
+    """The handler styles' corners, reached through pooled state, and server options."""
+    city = {"city": {"action": "accept", "content": {"city": "Oslo"}}}
+    no_roots = {**meta, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+
+    def call(rid: Any, name: str, state: str | None = None, **more: Any) -> bytes:
+        params: dict[str, Any] = {**targets.POOL_PARAMS, "name": name, "_meta": meta, **more}
+        if state is not None:
+            params["requestState"] = state
+        return request(rid, "tools/call", params)
+
+    yield b"\x40\x00" + call(1, "steps", "#S2")  # Steps stays, asking again
+    yield b"\x40\x00" + call(1, "steps", "#S2", inputResponses=city)
+    yield b"\x40\x00" + call(1, "steps", "#S2", inputResponses=city, _meta=no_roots)
+    yield b"\x40\x00" + call(1, "steps", "#S7", inputResponses=city)  # a step it lacks
+    login = {"login": {"action": "accept"}}
+    yield b"\x40\x00" + call(1, "proven", "#S8", inputResponses=login) + call(2, "proven", "#S8")
+    yield b"\x40\x00" + call(1, "weather", "#S9", inputResponses=city)  # the flow ran out
+    yield b"\x40\x01" + call(1, "weather", None, inputResponses=city)  # stateless, answered
+    legacy = request(1, "initialize", init) + note("notifications/initialized")
+    three = b"".join(request(i, "tools/call", {"name": "weather"}) for i in (2, 3, 4))
+    yield b"\x41\x00" + legacy + three  # at most two in flight
+    yield b"\x40\x40" + request(1, "server/discover", {"_meta": meta}) + legacy  # 2025 only
+    yield b"\x44\x00" + legacy  # 2026 only
+    cancel = {"name": "echo", "arguments": {"cancel": True}, "_meta": meta}
+    yield b"\x40\x00" + request(1, "tools/call", cancel) + request(1, "ping", {"_meta": meta})
+    tools_caps = {**meta, "io.modelcontextprotocol/clientCapabilities": {"sampling": {"tools": {}}}}
+    sample_tools = {
+        "method": "sampling/createMessage",
+        "params": {**targets.SAMPLE["params"], "tools": []},
+    }
+    ask = {"resultType": "input_required", "inputRequests": {"t": sample_tools}}
+    for caps in (tools_caps, meta):
+        echo = {"name": "echo", "arguments": {"result": ask}, "_meta": caps}
+        yield b"\x40\x00" + request(1, "tools/call", echo)
 
 
 def legacy_shim_seeds() -> Iterable[bytes]:
@@ -688,6 +728,10 @@ def headers_seeds() -> Iterable[bytes]:
         message = {**body, "params": {**body["params"], "arguments": arguments}}
         lines = f"Mcp-Method: tools/call\nMcp-Name: weather\n{head}"
         yield f"{json.dumps(typed)}\n{lines}\n\n{json.dumps(message)}".encode()
+    number = {"type": "object", "properties": {"f": {"type": "number", "x-mcp-header": "F"}}}
+    for value in (2.0, 2.5, 1e300, -0.0):
+        message = {**body, "params": {**body["params"], "arguments": {"f": value}}}
+        yield f"{json.dumps(number)}\nMcp-Param-F: 2\n\n{json.dumps(message)}".encode()
     for schema in [
         {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}},
         {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}},
@@ -761,6 +805,12 @@ def engine_seeds() -> Iterable[bytes]:
         for declared in (0, 1, 2, 3) if control == 0x07 else (0,):
             for flow in flows:
                 yield bytes([control, declared << 2]) + b"\n".join(flow)
+    for flow in flows[:4]:
+        yield b"\x00\x40" + b"\n".join(flow)  # cancelled before it starts
+        yield b"\x07\x80" + b"\n".join(flow)  # stored and restored before it starts
+    # An input timer bounded by the total budget, firing past it.
+    yield b"\x06\x00" + b"\n".join([step(0, ask), step(4, None, 15), step(4, None, 15)])
+    yield b"\x03\x00" + b"\n".join([step(3, None, 15), step(3, None, 15), step(3, None, 15)])
 
 
 def schemas_seeds() -> Iterable[bytes]:

@@ -53,11 +53,16 @@ def _functions(tree: ast.Module) -> dict[str, ast.AST]:
 
 
 def _statement_at(tree: ast.Module, line: int) -> ast.stmt:
-    """The outermost statement that starts on ``line``."""
+    """The outermost statement that starts on ``line``, else the innermost one that
+    spans it (a line inside a multi-line condition names its ``if``)."""
+    spanning: list[ast.stmt] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno == line:
-            return node
-    raise LookupError(line)
+        if isinstance(node, ast.stmt):
+            if node.lineno == line:
+                return node
+            if node.lineno < line <= (node.end_lineno or node.lineno):
+                spanning.append(node)
+    return max(spanning, key=lambda node: node.lineno)
 
 
 def excluded_lines(module: str, source: str) -> dict[int, str]:

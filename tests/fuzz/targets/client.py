@@ -46,6 +46,10 @@ class ClientApp:
         self.fail_inputs = False
         self.close_streams = False  # a 2025 server's requests lose their response stream
         self.plain_id: int | None = None
+        #: The app waits out a retry's delay: it sends a delayed leg at the next pump.
+        self.wait_delays = False
+        self.cancel_after_provide = False
+        self.held: list[Any] = []
         self.calls: set[int] = set()
         self.ended: dict[int, Any] = {}
         self.pending: list[tuple[int, str, Any]] = []  # dispatched inputs not answered
@@ -80,7 +84,9 @@ class ClientApp:
             assert event.call in self.calls, event
             assert event.call not in self.ended, (event, self.ended[event.call])
             inner = event.event
-            if isinstance(inner, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+            if self.wait_delays and isinstance(inner, m.SendRetry) and inner.delay > 0:
+                self.held.append(event)  # sent at the next pump, once the delay is over
+            elif isinstance(inner, (m.SendRequest, m.SendRetry, m.CancelLeg)):
                 self.send(event)
             elif isinstance(inner, m.DispatchInput):
                 self.pending.append((event.call, inner.key, inner.request))
@@ -106,6 +112,9 @@ class ClientApp:
             assert isinstance(event.error, m.MrtrError)
 
     def pump(self) -> None:
+        held, self.held = self.held, []
+        for event in held:  # (its call may have ended meanwhile: then nothing goes)
+            self.send(event)
         drain(self.conn, self.on_event)
         if self.answer_inputs:
             pending, self.pending = self.pending, []
@@ -115,6 +124,9 @@ class ClientApp:
                     continue
                 answer = answer_for(request)
                 guarded(lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
+                if self.cancel_after_provide:
+                    # Cancelled before its retry was handed out: the retry never goes.
+                    guarded(lambda c=call: self.conn.cancel(c))
             if pending:
                 drain(self.conn, self.on_event)
 
@@ -157,6 +169,7 @@ def client_setup(
     plain: bool = False,
     log_level: str | None = None,
     names: tuple[str, str] = ("one", "two"),
+    close_stream: bool = False,
 ) -> ClientApp:
     """A client with calls in flight; the same every time (ids included).
 
@@ -168,6 +181,7 @@ def client_setup(
     3, auto with only 2026-07-28 to offer: as 1, and it cannot fall back.
     ``plain``: then a ``tools/list`` of the app's own goes out too.  ``names``: the
     tools calls 1 and 2 call (``make_corpus.py`` picks the server target's tools).
+    ``close_stream``: a cancelled leg's stream is closed instead of notified.
     """
     era = ("modern", "auto", "legacy", "auto")[scenario]
     conn = m.Connection(
@@ -180,7 +194,8 @@ def client_setup(
         capabilities=ALL_CAPS,
         max_message_size=MAX_MESSAGE,
         max_buffer_size=MAX_BUFFER,
-        max_finished_ids=8,
+        max_finished_ids=3,
+        cancellation="close_stream" if close_stream else "notify",
     )
     app = ClientApp(conn, b"", answer_inputs=False)
     app.start("tools/call", names[0])
@@ -213,7 +228,8 @@ def client(data: bytes) -> None:
     ended exactly once.
 
     Control bytes: ``data[0]``: the scenario (0x03, see :func:`client_setup`), 0x04
-    the client has a log level, 0x40 a plain request too, 0x80 whole-message framing.
+    the client has a log level, 0x08 it cancels legs by closing their streams, 0x40
+    a plain request too, 0x80 whole-message framing.
     ``data[1]``: 0x01 the app answers inputs (0x20: it fails them instead), what it
     does mid-stream (0x02 cancel a call, 0x04 break a leg, 0x08 an input timer
     fires, 0x10 a leg timer fires), 0x40 messages arrive parsed
@@ -221,7 +237,9 @@ def client(data: bytes) -> None:
     handshake timer fires, 0x02 it cancels its plain request, 0x04 the response
     stream of a 2025 server's request closes instead of the app answering it),
     0x08 parsed and raw lines alternate with no ``next_event`` between a pair,
-    0x10 the app's timers fire late (past every budget).  All three cut the stream.
+    0x10 the app's timers fire late (past every budget), 0x20 the app waits out a
+    retry's delay (sends it at the next line), 0x40 it cancels a call right after
+    answering its input.  All three cut the stream.
     """
     if len(data) < 3:
         return
@@ -233,7 +251,10 @@ def client(data: bytes) -> None:
         answer_inputs=bool(data[1] & 1),
         plain=bool(data[0] & 0x40),
         log_level="debug" if data[0] & 0x04 else None,
+        close_stream=bool(data[0] & 0x08),
     )
+    app.wait_delays = bool(data[2] & 0x20)
+    app.cancel_after_provide = bool(data[2] & 0x40)
     app.data = data
     app.fail_inputs = bool(data[1] & 0x20)
     app.close_streams = bool(data[2] & 0x04)

@@ -75,8 +75,9 @@ def engine(data: bytes) -> None:
 
     Control bytes: ``data[0]``: 0x01 a leg timeout, 0x02 a total timeout, 0x04 an
     input timeout, 0x08/0x10 ``max_rounds`` (1..4), 0x20/0x40 ``max_state_only_legs``
-    (0..3), 0x80 one leg re-issue at most.  ``data[1]``: the method (``% 3``) and what
-    the client declared (``>> 2``).  Then one step per line: its first byte is the
+    (0..3), 0x80 one leg re-issue at most.  ``data[1]``: the method (``% 3``), what the
+    client declared (``>> 2 & 3``), 0x40 the app cancels before it starts, 0x80 it
+    snapshots and restores it before it starts.  Then one step per line: its first byte is the
     action (high nibble) and how many seconds pass first (low nibble); the rest of
     the line is a JSON value.  Actions: 0 the value is the leg's result (or error, if
     it has an integer ``code``) or the answer to the first pending input; 1 typed
@@ -108,7 +109,14 @@ def engine(data: bytes) -> None:
     )
     assert flow is not None
     now = 0.0
-    flow.start(now)
+    if data[1] & 0x40:
+        flow.cancel(now)  # before it started: it ends at once
+    elif data[1] & 0x80:
+        restored = _restored(flow, now, None)  # stored before it started, restored
+        assert restored is not None
+        flow = restored
+    if flow.state.value == "idle":
+        flow.start(now)
     pending: dict[str, Any] = {}
     ended = 0
     steps = iter(data[2:].split(b"\n"))

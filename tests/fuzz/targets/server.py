@@ -22,6 +22,7 @@ from ._common import (
     lines_of,
 )
 
+ALL = m.protocol.ALL_VERSIONS
 SEALER_KEY = b"fuzz-key-fuzz-key-fuzz-key-fuzz!"
 OTHER_KEY = b"another-key-another-key-another!"
 CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
@@ -100,7 +101,8 @@ def make_sealer(*, entries: int = 64) -> m.server.StateSealer:
 
 def _pool() -> list[str]:
     """Real sealed states of earlier flows, for the fuzzer to splice into a retry
-    (``"#S0"`` .. ``"#S8"`` in a line): valid, and valid but wrong in each way the
+    (``"#S0"`` .. ``"#S10"`` in a line; sealed for ``POOL_PARAMS``, with the tool's
+    name ``steps`` for 2 and 7, ``proven`` for 8): valid, and valid but wrong in each way the
     sealer checks.  Sealed with fixed nonces, so they are the same in every process."""
     sealer = make_sealer()
     other = m.server.StateSealer({"k0": OTHER_KEY}, "k0")
@@ -117,17 +119,22 @@ def _pool() -> list[str]:
         }
         return by.seal(value, **options)
 
+    steps = {**POOL_PARAMS, "name": "steps"}
+    proven = {**POOL_PARAMS, "name": "proven"}
+    login = {"login": "elicitation/create#url"}
     tokens: list[str] = []
     for value, over in [
         ({**flow, "v": {"round": 1}}, {}),  # the weather flow's first round
         ({**flow, "g": ["audit"], "q": {"tone": "sampling/createMessage"}, "v": {"round": 2}}, {}),
-        ({**flow, "v": {"step": "confirm", "data": {"n": 1}}}, {}),  # a Steps flow
+        ({**flow, "v": {"step": "confirm", "data": {"n": 1}}}, {"params": steps}),
         ({**flow, "v": {"round": 1}}, {"method": "prompts/get"}),
         ({**flow, "v": {"round": 1}}, {"principal": "someone else"}),
         ({**flow, "v": {"round": 1}}, {"now": -1000.0, "ttl": 1.0}),  # expired
         ({"not": "our shape"}, {}),  # another app's state under our key
         ({**flow, "v": None}, {"by": other}),  # a key we do not hold
-        ({**flow, "v": {"step": "gone", "data": None}}, {}),  # a step this flow lacks
+        ({**flow, "v": {"step": "gone", "data": None}}, {"params": steps}),  # no such step
+        ({**flow, "q": login, "v": None}, {"params": proven}),  # proven's login asked
+        ({**flow, "d": -1.0, "v": {"round": 1}}, {}),  # the flow's own deadline has passed
     ]:
         tokens.append(seal(value, **over))
     return tokens
@@ -276,6 +283,12 @@ class ServerApp:
                 params=params if isinstance(params, dict) else None,
             )
             self.send(outgoing)
+        if arguments.get("cancel") is True:
+            # The app ends the request without an answer (as a subscriptions/listen
+            # stream ends): a notifications/cancelled of its own, then nothing more.
+            end = {"requestId": request.id, "reason": "done"}
+            self.send(m.Notification(method="notifications/cancelled", params=end))
+            return
         result = arguments.get("result")
         response = m.ResultResponse(
             id=request.id, result=result if isinstance(result, dict) else {}
@@ -324,11 +337,12 @@ def server(data: bytes) -> None:
     server), 0x02 a single-use store of two nonces, 0x04 the response stream of
     every odd request id closes before it is answered, 0x08/0x10 the clock advances
     10/20 s per request (the sealer's states live 25 s, flows 40 s), 0x20 the server
-    has no info and no instructions; with both, how the stream is cut.
+    has no info and no instructions, 0x40 it speaks 2025 only; with both, how the
+    stream is cut.
 
     The tools: ``weather`` (default), ``proven`` and ``steps``; ``echo`` answers with
     its ``arguments.result`` and first sends the client ``arguments.request``.  In a
-    line, ``"#S0"`` .. ``"#S8"`` is replaced by a real sealed state from
+    line, ``"#S0"`` .. ``"#S10"`` is replaced by a real sealed state from
     ``STATE_POOL`` and ``"#D0"`` .. ``"#D3"`` by one this server sealed earlier in
     the stream (newest first), so retries can carry real, replayed and spliced state.
     """
@@ -342,7 +356,7 @@ def server(data: bytes) -> None:
         info=None if extra & 0x20 else SERVER_INFO,
         capabilities={"tools": {}, "prompts": {}, "resources": {}, "logging": {}},
         instructions=None if extra & 0x20 else "fuzz",
-        versions=(MODERN,) if control & 0x04 else m.protocol.ALL_VERSIONS,
+        versions=(MODERN,) if control & 0x04 else (LEGACY,) if extra & 0x40 else ALL,
         log_level="warning" if control & 0x02 else None,
         cache_ttl_ms=(control & 0x20) * 100,
         max_message_size=MAX_MESSAGE,
@@ -433,7 +447,14 @@ def legacy_shim(data: bytes) -> None:
             break
         line = next(lines, None)
         if line is None:
+            waiting = list(shim.waiting_for)
             shim.cancel()
+            # What was under way when it was cancelled still comes back, and is dropped.
+            if event is m.Wait.NEED_RESULT:
+                guarded(lambda: shim.leg_done({"content": []}))
+            for rid in waiting:
+                late = m.ResultResponse(id=rid, result={})
+                guarded(lambda late=late: shim.receive(late, 0.0))
             continue
         value = guarded(lambda line=line: STDLIB.loads(line))
         if event is m.Wait.NEED_RESULT:
