@@ -536,6 +536,7 @@ def special_server_seeds(meta: dict[str, Any], init: dict[str, Any]) -> Iterable
     yield b"\x40\x00" + call(1, "proven", "#S8", inputResponses=login) + call(2, "proven", "#S8")
     yield b"\x40\x00" + call(1, "weather", "#S9", inputResponses=city)  # the flow ran out
     yield b"\x40\x01" + call(1, "weather", None, inputResponses=city)  # stateless, answered
+    yield b"\x40\x01" + call(1, "proven") + call(2, "count")  # stateless: asks, guards
     legacy = request(1, "initialize", init) + note("notifications/initialized")
     three = b"".join(request(i, "tools/call", {"name": "weather"}) for i in (2, 3, 4))
     yield b"\x41\x00" + legacy + three  # at most two in flight
@@ -728,7 +729,7 @@ def headers_seeds() -> Iterable[bytes]:
         message = {**body, "params": {**body["params"], "arguments": arguments}}
         lines = f"Mcp-Method: tools/call\nMcp-Name: weather\n{head}"
         yield f"{json.dumps(typed)}\n{lines}\n\n{json.dumps(message)}".encode()
-    number = {"type": "object", "properties": {"f": {"type": "number", "x-mcp-header": "F"}}}
+    number = {"type": "object", "properties": {"f": {"type": "integer", "x-mcp-header": "F"}}}
     for value in (2.0, 2.5, 1e300, -0.0):
         message = {**body, "params": {**body["params"], "arguments": {"f": value}}}
         yield f"{json.dumps(number)}\nMcp-Param-F: 2\n\n{json.dumps(message)}".encode()

@@ -60,6 +60,12 @@ def proven(ctx: m.server.HandlerContext) -> Any:
     return {"content": [{"type": "text", "text": "already charged"}]}
 
 
+def count(ctx: m.server.HandlerContext) -> Any:
+    """A one-round tool with a guarded side effect and no question."""
+    done = "counted" if ctx.once("count") else "counted before"
+    return {"content": [{"type": "text", "text": done}]}
+
+
 STEPS = m.server.Steps()
 
 
@@ -86,6 +92,7 @@ HANDLERS: dict[str, m.server.Handler] = {
     "weather": weather,
     "proven": proven,
     "steps": STEPS,
+    "count": count,
 }
 
 
@@ -340,7 +347,7 @@ def server(data: bytes) -> None:
     has no info and no instructions, 0x40 it speaks 2025 only; with both, how the
     stream is cut.
 
-    The tools: ``weather`` (default), ``proven`` and ``steps``; ``echo`` answers with
+    The tools: ``weather`` (default), ``proven``, ``steps`` and ``count``; ``echo`` answers with
     its ``arguments.result`` and first sends the client ``arguments.request``.  In a
     line, ``"#S0"`` .. ``"#S10"`` is replaced by a real sealed state from
     ``STATE_POOL`` and ``"#D0"`` .. ``"#D3"`` by one this server sealed earlier in
@@ -449,6 +456,7 @@ def legacy_shim(data: bytes) -> None:
         if line is None:
             waiting = list(shim.waiting_for)
             shim.cancel()
+            shim.cancel()  # a second cancel (the client said it twice) changes nothing
             # What was under way when it was cancelled still comes back, and is dropped.
             if event is m.Wait.NEED_RESULT:
                 guarded(lambda: shim.leg_done({"content": []}))
