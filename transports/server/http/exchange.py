@@ -133,6 +133,8 @@ class HttpConnection:
         self.evicted = False
         #: The connection closes after this answer (a listen stream: it left the slots).
         self.close_after = False
+        #: A refusal went out before the request was read: close lingeringly (refusals.py).
+        self.linger = False
         self.method = b""
         try:
             self.peer: str | None = str(stream.socket.getpeername()[0])
@@ -216,8 +218,10 @@ class HttpConnection:
             self.wait_scope = None
             self.between_requests = False
         if started and self.evicted:
+            self.linger = True
             await write_refusal(self.stream, 503, "connection evicted: retry", retry_after=1)
         elif started and not server.closing:
+            self.linger = True
             await write_refusal(
                 self.stream, 408, f"the request head took longer than {server.head_timeout} s"
             )
@@ -301,6 +305,8 @@ class HttpConnection:
         """A whole response; to a ``HEAD`` request, its headers only (RFC 9110, 9.3.2)."""
         headers = [*self._response_headers(content_type, len(body)), *extra]
         head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
+        if self.h11.their_state is h11.SEND_BODY:
+            self.linger = True  # answered before the body was read: the client may be sending it
         if self.method == b"HEAD":
             await self._write(head, h11.EndOfMessage())
         else:

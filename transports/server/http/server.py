@@ -121,7 +121,7 @@ from ..driver import end_subscriptions
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
-from .refusals import refuse_busy
+from .refusals import close_lingering, refuse_busy
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -234,6 +234,8 @@ class HttpServer:
         self.address: tuple[str, int] | None = None
         self.closing = False
         self.slots = ConnectionSlots(max_connections)
+        #: Refused connections closing lingeringly (refusals.py): as many as the slots.
+        self.lingering = trio.CapacityLimiter(max_connections)
         self.listens = ListenPool(
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
@@ -296,7 +298,7 @@ class HttpServer:
         connection = HttpConnection(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
-            await refuse_busy(stream)
+            await refuse_busy(stream, self.lingering, self._request_bytes())
             return
         self._connections.add(connection)
         if self._all_closed.is_set():
@@ -310,7 +312,14 @@ class HttpServer:
             self.slots.release(connection)
             if not self._connections:
                 self._all_closed.set()
-            await trio.aclose_forcefully(stream)
+            if connection.linger:  # refused while its client was still sending
+                await close_lingering(stream, self.lingering, self._request_bytes())
+            else:
+                await trio.aclose_forcefully(stream)
+
+    def _request_bytes(self) -> int:
+        """The most a lingering close reads: one request's worth."""
+        return self.max_header_size + self.max_body_size
 
     # --- x-mcp-header annotations ---
 
