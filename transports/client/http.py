@@ -232,7 +232,8 @@ class HttpLink:
         self.retry_attempts = retry_attempts
         self.retry_max_delay = retry_max_delay
         self._slots = trio.Semaphore(max_connections)
-        self._max_idle = max_connections
+        self._returned = trio.Event()  # set when a connection goes back to the pool
+        self._pool_size = max_connections
         self._idle: list[_HttpConnection] = []
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -339,44 +340,69 @@ class HttpLink:
     async def _post(self, out: Outbound) -> None:
         """Send ``out`` and read its response, retrying what the server did not process."""
         headers = self.request_headers(out)
-        fresh = False  # a retry never goes out on a pooled connection
-        for attempt in range(1, self.retry_attempts + 1):
-            last = attempt == self.retry_attempts
-            try:
-                async with self._slots:
-                    await self._attempt(out, headers, fresh=fresh, last=last)
-                return
-            except _Stale:
-                logger.debug("%s: a kept-alive connection was closed under it, resent", out.method)
-            except _Refused as refusal:
-                if last or refusal.retry_after > self.retry_max_delay:
-                    tries = f"{attempt} attempts" if attempt > 1 else "1 attempt"
-                    raise _Failed(
-                        TransportError(
-                            f"{self.url} refused {out.method} (HTTP 503, Retry-After: "
-                            f"{refusal.retry_after} s; {tries}): {refusal.message}",
-                            kind="http",
-                            status=503,
-                        ),
-                        broken=False,
-                    ) from None
-                # Not at once (nor all together): the server said when, spread a little.
-                delay = refusal.retry_after * (1 + random.random() / 2)
-                logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
-                await trio.sleep(delay)
-            fresh = True
+        attempt = stale = 0
+        new_after = -math.inf  # no new connection before then (a refusal's Retry-After)
+        while True:
+            async with self._slots:
+                found = await self._connection(new=trio.current_time() >= new_after)
+                if found is not None:
+                    attempt += 1
+                    # A stale kept-alive connection costs no attempt: each is dropped from
+                    # the pool, so there are at most as many as the pool holds.
+                    resend_stale = self.retry_attempts > 1 and stale < self._pool_size
+                    try:
+                        await self._attempt(out, headers, *found, resend_stale=resend_stale)
+                        return
+                    except _Stale:
+                        logger.debug("%s: a kept-alive connection closed under it", out.method)
+                        attempt -= 1
+                        stale += 1
+                        continue
+                    except _Refused as refusal:
+                        if (
+                            attempt >= self.retry_attempts
+                            or refusal.retry_after > self.retry_max_delay
+                        ):
+                            raise self._refused(out, refusal, attempt) from None
+                        # The server said when; spread a little, so refused ones do not
+                        # all come back together.
+                        delay = refusal.retry_after * (1 + random.random() / 2)
+                        new_after = trio.current_time() + delay
+                        logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
+                        continue
+            # Until the server's delay is over, only a connection of ours it already holds
+            # a place for will do: wait for one to come back to the pool.
+            with trio.move_on_at(new_after):
+                await self._returned.wait()
+
+    def _refused(self, out: Outbound, refusal: _Refused, attempts: int) -> _Failed:
+        tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
+        return _Failed(
+            TransportError(
+                f"{self.url} refused {out.method} (HTTP 503, Retry-After: "
+                f"{refusal.retry_after} s; {tries}): {refusal.message}",
+                kind="http",
+                status=503,
+            ),
+            broken=False,
+        )
 
     async def _attempt(
-        self, out: Outbound, headers: list[tuple[str, str]], *, fresh: bool, last: bool
+        self,
+        out: Outbound,
+        headers: list[tuple[str, str]],
+        conn: _HttpConnection,
+        reused: bool,
+        *,
+        resend_stale: bool,
     ) -> None:
-        """One POST on one connection (a slot held); ``_Stale`` or ``_Refused`` when it may
-        go again, ``_Failed`` when it has failed."""
-        conn, reused = await self._connection(fresh=fresh)
+        """One POST on ``conn`` (a slot held); ``_Stale`` or ``_Refused`` when it may go
+        again (on another connection: this one is closed), ``_Failed`` when it failed."""
         try:
             response = await self._send(out, conn, headers)
         except _Broken as exc:
             await conn.aclose()
-            if reused and not conn.received and not last:
+            if reused and not conn.received and resend_stale:
                 raise _Stale from exc
             raise _Failed(
                 TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
@@ -392,8 +418,8 @@ class HttpLink:
                 conn.h11.start_next_cycle()
                 conn.received = False
                 self._idle.append(conn)
-                if len(self._idle) > self._max_idle:  # (retries open fresh ones)
-                    await self._idle.pop(0).aclose()
+                self._returned.set()  # (a request waiting to retry may take it)
+                self._returned = trio.Event()
             else:
                 await conn.aclose()
 
@@ -426,13 +452,16 @@ class HttpLink:
             raise failed from None
         return response
 
-    async def _connection(self, *, fresh: bool = False) -> tuple[_HttpConnection, bool]:
-        """A kept-alive connection (unless ``fresh``), or a new one; and whether it is reused."""
-        while self._idle and not fresh:
+    async def _connection(self, *, new: bool = True) -> tuple[_HttpConnection, bool] | None:
+        """A kept-alive connection, else a new one (if ``new``: else None); and whether it
+        is reused."""
+        while self._idle:
             conn = self._idle.pop()
             if not conn.stale():
                 return conn, True
             await conn.aclose()  # closed by the server while it sat here
+        if not new:
+            return None
         where = f"{self._host}:{self._port}"
         try:
             with trio.fail_after(self.connect_timeout):
