@@ -35,21 +35,23 @@ whose body is not a recognised modern error means a 2025 server, and 2025
 Streamable HTTP sessions are not supported yet: that is a clear
 ``TransportError``.
 
-Retries: a POST the server provably did not process is sent again, as it is,
-on a fresh connection, up to ``retry_attempts`` attempts in all (3; 1 turns
-retrying off).  Two cases qualify:
+Retries: a POST the server provably did not process is sent again, as it is
+(same message, same id), on another connection, up to ``retry_attempts``
+attempts in all (3; 1 turns retrying off).  Two cases qualify:
 
-* a kept-alive connection that fails before any byte of a response (the
-  server closed it while it sat in the pool: it read nothing of this
-  request).  An idle connection the server has closed is also noticed before
-  it is used, and replaced;
+* a kept-alive connection that fails before any byte of a response: the
+  server closed it while it sat in the pool, unread.  An idle connection the
+  server has closed is noticed before it is used, and dropped; neither costs
+  an attempt (there are at most as many as the pool holds);
 * a refusal that says so: HTTP 503 with ``Retry-After`` (whole seconds) and a
   JSON-RPC error of code ``SERVER_BUSY`` (-32000).  Our server writes that
   only before a request reaches the app (every slot busy, or the connection
   evicted while its request was arriving): no handler ran, no
-  ``requestState`` was spent.  The retry waits ``Retry-After`` (a little
-  more, so refused clients do not come back all at once); a server that asks
-  for more than ``retry_max_delay`` seconds is not retried.
+  ``requestState`` was spent.  ``Retry-After`` (a little more, so refused
+  requests do not all come back together) is how long to wait before a *new*
+  connection; a kept-alive connection of ours, which the server already holds
+  a place for, may carry the retry as soon as one is free.  A server that
+  asks for more than ``retry_max_delay`` seconds (5) is not retried.
 
 When the attempts are used up, the refusal is a ``TransportError`` with
 ``status=503`` and the server's message.  If sending fails (the server
@@ -109,7 +111,7 @@ class _Broken(Exception):
 
 class _Stale(Exception):
     """A kept-alive connection failed before any byte of a response: the server closed
-    it unread, so the request may go again on a fresh connection."""
+    it unread, so the request may go again on another connection."""
 
 
 class _Refused(Exception):

@@ -55,11 +55,15 @@ Bounds (every one an ``HttpServer`` option; why each default: docs/transports.md
 * ``max_connections`` (256) connections carrying requests.  A connection
   without a whole request yet (a fresh one, a head or body still arriving,
   a kept-alive one between requests) is *waiting*; when every slot is taken,
-  a newcomer evicts the connection that has waited longest (a 503 with
-  ``Retry-After`` if it had begun a request, else just the close).  A
-  connection whose request runs is never evicted; only when every slot runs
-  one is the newcomer refused: 503, ``Retry-After: 1``, a JSON-RPC error
-  with code ``SERVER_BUSY`` (-32000).
+  a newcomer evicts the connection that has waited longest, one with nothing
+  of a request yet before one whose request is arriving (a 503 with
+  ``Retry-After`` if its request had begun or it had had none yet, else,
+  kept alive between requests, just the close).  A connection whose request
+  runs is never evicted; only when every slot runs one is the newcomer
+  refused: 503, ``Retry-After: 1``, a JSON-RPC error with code
+  ``SERVER_BUSY`` (-32000).  Both refusals come before the request reaches
+  the app, so a client may send it again as it is; both close the connection
+  lingeringly (``refusals.py``), so a client still sending reads its 503.
 * ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
   (10 s) from it to the end of the head, ``body_timeout`` (60 s) for the
   body (408 past either): deadlines, not timers a trickled byte resets.
