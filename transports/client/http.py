@@ -344,38 +344,34 @@ class HttpLink:
         headers = self.request_headers(out)
         attempt = stale = 0
         new_after = -math.inf  # no new connection before then (a refusal's Retry-After)
-        while True:
-            async with self._slots:
-                found = await self._connection(new=trio.current_time() >= new_after)
-                if found is not None:
-                    attempt += 1
-                    # A stale kept-alive connection costs no attempt: each is dropped from
-                    # the pool, so there are at most as many as the pool holds.
-                    resend_stale = self.retry_attempts > 1 and stale < self._pool_size
-                    try:
-                        await self._attempt(out, headers, *found, resend_stale=resend_stale)
-                        return
-                    except _Stale:
-                        logger.debug("%s: a kept-alive connection closed under it", out.method)
-                        attempt -= 1
-                        stale += 1
-                        continue
-                    except _Refused as refusal:
-                        if (
-                            attempt >= self.retry_attempts
-                            or refusal.retry_after > self.retry_max_delay
-                        ):
-                            raise self._refused(out, refusal, attempt) from None
-                        # The server said when; spread a little, so refused ones do not
-                        # all come back together.
-                        delay = refusal.retry_after * (1 + random.random() / 2)
-                        new_after = trio.current_time() + delay
-                        logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
-                        continue
-            # Until the server's delay is over, only a connection of ours it already holds
-            # a place for will do: wait for one to come back to the pool.
-            with trio.move_on_at(new_after):
-                await self._returned.wait()
+        async with self._slots:  # one POST in progress, however many attempts it takes
+            while True:
+                # Until the server's delay is over, only a connection of ours it already
+                # holds a place for will do: wait for one to come back to the pool.
+                while (
+                    found := await self._connection(new=trio.current_time() >= new_after)
+                ) is None:
+                    with trio.move_on_at(new_after):
+                        await self._returned.wait()
+                attempt += 1
+                # A stale kept-alive connection costs no attempt: each is dropped from the
+                # pool, so there are at most as many as the pool holds.
+                resend_stale = self.retry_attempts > 1 and stale < self._pool_size
+                try:
+                    await self._attempt(out, headers, *found, resend_stale=resend_stale)
+                    return
+                except _Stale:
+                    logger.debug("%s: a kept-alive connection closed under it", out.method)
+                    attempt -= 1
+                    stale += 1
+                except _Refused as refusal:
+                    if attempt >= self.retry_attempts or refusal.retry_after > self.retry_max_delay:
+                        raise self._refused(out, refusal, attempt) from None
+                    # The server said when; spread a little, so refused ones do not all
+                    # come back together.
+                    delay = refusal.retry_after * (1 + random.random() / 2)
+                    new_after = trio.current_time() + delay
+                    logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
     def _refused(self, out: Outbound, refusal: _Refused, attempts: int) -> _Failed:
         tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
