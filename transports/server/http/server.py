@@ -55,10 +55,9 @@ Bounds (every one an ``HttpServer`` option; why each default: docs/transports.md
 * ``max_connections`` (256) connections carrying requests.  A connection
   without a whole request yet (a fresh one, a head or body still arriving,
   a kept-alive one between requests) is *waiting*; when every slot is taken,
-  a newcomer evicts the connection that has waited longest, one with nothing
-  of a request yet before one whose request is arriving (a 503 with
-  ``Retry-After`` if its request had begun or it had had none yet, else,
-  kept alive between requests, just the close).  A connection whose request
+  a newcomer evicts the connection that has waited longest, one kept alive
+  between requests before the others (a 503 with ``Retry-After`` if its
+  request had begun or it had had none yet, else just the close).  A connection whose request
   runs is never evicted; only when every slot runs one is the newcomer
   refused: 503, ``Retry-After: 1``, a JSON-RPC error with code
   ``SERVER_BUSY`` (-32000).  Both refusals come before the request reaches
