@@ -50,7 +50,15 @@ from ..wire._codec import Codec, JsonName
 from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
-from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
+from ..wire._model import (
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    ResultResponse,
+)
 from ._calls import CallTable
 from ._client_handshake import ClientHandshake
 from ._events import (
@@ -312,7 +320,9 @@ class Connection:
             if message is END_OF_STREAM:
                 return self._on_end_of_stream()
             if isinstance(message, Unreadable):
-                return self._peer.invalid(message.error, replyable=message.replyable)
+                if message.answer_to not in self._ours.table.requests:
+                    return self._peer.invalid(message.error, replyable=message.replyable)
+                message = _unreadable_answer(message)  # it ends what it answers
             if isinstance(message, Request):
                 return self._peer.on_request(message)
             if isinstance(message, Notification):
@@ -561,3 +571,15 @@ class Connection:
         self._closed = ConnectionClosed(unanswered=self._ours.unanswered())
         self._events.append(self._closed)
         return self._events.popleft()
+
+
+def _unreadable_answer(unreadable: Unreadable) -> ErrorResponse:
+    """An answer to one of our requests that could not be read (too deep, a result
+    that is not an object, ...), as the error that ends that request: waiting on
+    would wait for an answer that has already come."""
+    error = unreadable.error
+    assert unreadable.answer_to is not None
+    return ErrorResponse(
+        id=unreadable.answer_to,
+        error=ErrorObject(code=error.code, message=f"unreadable answer: {error.message}"),
+    )

@@ -29,15 +29,17 @@ from ..wire._framing import (
     NoFrame,
     Oversize,
 )
-from ..wire._model import Message
+from ..wire._model import Message, RequestId
 
 
 @attrs.frozen
 class Unreadable:
-    """A message that could not be read; ``replyable`` when it may have been a request."""
+    """A message that could not be read; ``replyable`` when it may have been a request,
+    ``answer_to`` the id it answers when it was plainly a response with a readable id."""
 
     error: RemoteProtocolError
     replyable: bool
+    answer_to: RequestId | None = None
 
 
 @attrs.frozen
@@ -107,11 +109,8 @@ class Inbox:
                 if isinstance(item, _Decoded):
                     try:
                         self._codec.check_depth(item.value)
-                    except RemoteProtocolError as exc:
-                        return Unreadable(exc, replyable=True)  # as its bytes would be
-                    try:
                         return message_from_json(item.value)
-                    except RemoteProtocolError as exc:
+                    except RemoteProtocolError as exc:  # as its bytes would be
                         return _unreadable(item.value, exc)
                 if isinstance(item, bytes):
                     self._held -= len(item)
@@ -131,10 +130,11 @@ class Inbox:
                 )
                 return Unreadable(error, replyable=True)
             try:
-                value = self._codec.loads(frame)
+                value = self._codec.parse(frame)
             except RemoteProtocolError as exc:
                 return Unreadable(exc, replyable=True)
             try:
+                self._codec.check_text_depth(frame, value)
                 return message_from_json(value)
             except RemoteProtocolError as exc:
                 return _unreadable(value, exc)
@@ -147,4 +147,12 @@ def _unreadable(value: Any, error: RemoteProtocolError) -> Unreadable:
         or ("method" in value and "id" in value)
         or ("result" not in value and "error" not in value and "method" not in value)
     )
-    return Unreadable(error, replyable=looks_like_request)
+    # A response we cannot read still names what it answers: that request must end
+    # (with this error), not wait for an answer that has come and gone.
+    looks_like_answer = (
+        isinstance(value, dict)
+        and "method" not in value
+        and ("result" in value or "error" in value)
+    )
+    answer_to = error.request_id if looks_like_answer else None
+    return Unreadable(error, replyable=looks_like_request, answer_to=answer_to)

@@ -163,22 +163,36 @@ class Codec:
         """Parse JSON text; anything unparseable, or nested deeper than ``max_depth``,
         is a -32700 RemoteProtocolError."""
         raw = data if isinstance(data, (bytes, str)) else bytes(data)
+        value = self.parse(raw)
+        self.check_text_depth(raw, value)
+        return value
+
+    def parse(self, raw: bytes | str) -> Any:
+        """Parse JSON text, not yet bounded in depth (``check_text_depth`` does that);
+        anything unparseable is a -32700 RemoteProtocolError."""
         try:
-            value = self._loads(raw)
+            return self._loads(raw)
         except (ValueError, TypeError, RecursionError) as exc:
             # JSONDecodeError and UnicodeDecodeError too; RecursionError for deep nesting
             raise RemoteProtocolError(f"parse error: {exc}", code=PARSE_ERROR) from exc
+
+    def check_text_depth(self, raw: bytes | str, value: Any) -> None:
+        """``check_depth`` of ``value`` parsed from ``raw``, walked only when the text
+        has more opening brackets than ``max_depth`` (so nearly never)."""
         if may_be_deeper(raw, self.max_depth):
             self.check_depth(value)
-        return value
 
     def check_depth(self, value: Any) -> None:
         """Refuse a value (already parsed) nested deeper than ``max_depth``: -32700,
         as ``loads`` refuses its text."""
         if deeper_than(value, self.max_depth):
+            # Parsed, so its id can be read: the request is refused, or the answer
+            # fails the request it answers, under that id rather than none.
+            raw_id = value.get("id") if isinstance(value, dict) else None
             raise RemoteProtocolError(
                 f"parse error: the message nests deeper than max_depth={self.max_depth}",
                 code=PARSE_ERROR,
+                request_id=raw_id if _valid_id(raw_id) else None,
             )
 
     def dumps(self, obj: Any) -> bytes:

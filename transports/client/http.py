@@ -35,6 +35,29 @@ whose body is not a recognised modern error means a 2025 server, and 2025
 Streamable HTTP sessions are not supported yet: that is a clear
 ``TransportError``.
 
+Retries: a POST the server provably did not process is sent again, as it is
+(same message, same id), on another connection, up to ``retry_attempts``
+attempts in all (3; 1 turns retrying off).  Two cases qualify:
+
+* a kept-alive connection that fails before any byte of a response: the
+  server closed it while it sat in the pool, unread.  An idle connection the
+  server has closed is noticed before it is used, and dropped; neither costs
+  an attempt (there are at most as many as the pool holds);
+* a refusal that says so: HTTP 503 with ``Retry-After`` (whole seconds) and a
+  JSON-RPC error of code ``SERVER_BUSY`` (-32000).  Our server writes that
+  only before a request reaches the app (every slot busy, or the connection
+  evicted while its request was arriving): no handler ran, no
+  ``requestState`` was spent.  ``Retry-After`` (a little more, so refused
+  requests do not all come back together) is how long to wait before a *new*
+  connection; a kept-alive connection of ours, which the server already holds
+  a place for, may carry the retry as soon as one is free.  A server that
+  asks for more than ``retry_max_delay`` seconds (5) is not retried.
+
+When the attempts are used up, the refusal is a ``TransportError`` with
+``status=503`` and the server's message.  If sending fails (the server
+answered and closed without reading the rest), the response it sent is still
+read: a refusal is never reported as a mere broken pipe.
+
 Bounds: ``max_connections`` POSTs at once (more wait for a connection) and as
 many idle keep-alive connections kept for reuse; a JSON body or an SSE event
 at most ``max_message_size``; an error body read up to 64 KiB.
@@ -44,6 +67,8 @@ from __future__ import annotations
 
 import logging
 import math
+import random
+import select
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -72,11 +97,30 @@ READ_SIZE = 65536
 MAX_ERROR_BODY = 64 * 1024
 #: Seconds to wait for the end of an SSE stream once its answer has arrived.
 LINGER_AFTER_ANSWER = 1.0
+#: The JSON-RPC code of a server's "not now" (-32000 to -32019 are left to servers): with
+#: HTTP 503 and ``Retry-After``, the request was refused before it was processed.
+SERVER_BUSY = -32000
+DEFAULT_RETRY_ATTEMPTS = 3
+DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
 
 
 class _Broken(Exception):
     """The connection failed under a request (after it was sent, or while sending)."""
+
+
+class _Stale(Exception):
+    """A kept-alive connection failed before any byte of a response: the server closed
+    it unread, so the request may go again on another connection."""
+
+
+class _Refused(Exception):
+    """HTTP 503 + ``Retry-After`` + ``SERVER_BUSY``: refused before it was processed."""
+
+    def __init__(self, retry_after: int, message: str) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.message = message
 
 
 class _Failed(Exception):
@@ -127,6 +171,23 @@ class _HttpConnection:
     def reusable(self) -> bool:
         return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
 
+    def stale(self) -> bool:
+        """An idle connection with something to read: the server's close (or bytes it
+        had no business sending).  Either way, not one to send a request on.  (Plain
+        TCP only: TLS may have session tickets to read, which are no reason to drop it.)"""
+        if not isinstance(self.stream, trio.SocketStream):
+            return False
+        try:
+            fileno = self.stream.socket.fileno()
+            if hasattr(select, "poll"):
+                poller = select.poll()
+                poller.register(fileno, select.POLLIN)
+                return bool(poller.poll(0))
+            readable, _, _ = select.select([fileno], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
     async def aclose(self) -> None:
         await trio.aclose_forcefully(self.stream)
 
@@ -149,10 +210,16 @@ class HttpLink:
         connect_timeout: float = 10.0,
         max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
         ssl_context: ssl.SSLContext | None = None,
+        retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
+        retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
+        if not isinstance(retry_attempts, int) or retry_attempts < 1:
+            raise ValueError("retry_attempts must be a positive integer (1: no retries)")
+        if not retry_max_delay >= 0:
+            raise ValueError("retry_max_delay must be a number of seconds, 0 or more")
         self.url = url
         self._https = parts.scheme == "https"
         self._host = parts.hostname
@@ -164,7 +231,11 @@ class HttpLink:
         self._ssl_context = ssl_context
         self.connect_timeout = connect_timeout
         self.max_message_size = max_message_size
+        self.retry_attempts = retry_attempts
+        self.retry_max_delay = retry_max_delay
         self._slots = trio.Semaphore(max_connections)
+        self._returned = trio.Event()  # set when a connection goes back to the pool
+        self._pool_size = max_connections
         self._idle: list[_HttpConnection] = []
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -269,46 +340,126 @@ class HttpLink:
                     del self._streams[out.request_id]
 
     async def _post(self, out: Outbound) -> None:
-        assert self._client is not None
+        """Send ``out`` and read its response, retrying what the server did not process."""
         headers = self.request_headers(out)
-        for attempt in (1, 2):
-            async with self._slots:
-                conn, reused = await self._connection()
+        attempt = stale = 0
+        new_after = -math.inf  # no new connection before then (a refusal's Retry-After)
+        async with self._slots:  # one POST in progress, however many attempts it takes
+            while True:
+                # Until the server's delay is over, only a connection of ours it already
+                # holds a place for will do: wait for one to come back to the pool.
+                while (
+                    found := await self._connection(new=trio.current_time() >= new_after)
+                ) is None:
+                    with trio.move_on_at(new_after):
+                        await self._returned.wait()
+                attempt += 1
+                # A stale kept-alive connection costs no attempt: each is dropped from the
+                # pool, so there are at most as many as the pool holds.
+                resend_stale = self.retry_attempts > 1 and stale < self._pool_size
                 try:
-                    await conn.send(
-                        h11.Request(method="POST", target=self._target, headers=headers)
-                    )
-                    await conn.send(h11.Data(data=out.data))
-                    await conn.send(h11.EndOfMessage())
-                    self._client.transmitted(out)  # (for the trace: it is on the wire)
-                    response = await conn.next_event()
-                    while isinstance(response, h11.InformationalResponse):
-                        response = await conn.next_event()
-                except _Broken as exc:
-                    await conn.aclose()
-                    if reused and not conn.received and attempt == 1:
-                        continue  # a stale keep-alive connection: once more on a fresh one
-                    raise _Failed(
-                        TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
-                    ) from exc
-                try:
-                    await self._read_response(out, conn, response)
-                except _Broken as exc:
-                    raise _Failed(
-                        TransportError(f"the response to {out.method} broke: {exc}"), broken=True
-                    ) from exc
-                finally:
-                    if conn.reusable() and not self._closed:
-                        conn.h11.start_next_cycle()
-                        conn.received = False
-                        self._idle.append(conn)
-                    else:
-                        await conn.aclose()
-                return
+                    await self._attempt(out, headers, *found, resend_stale=resend_stale)
+                    return
+                except _Stale:
+                    logger.debug("%s: a kept-alive connection closed under it", out.method)
+                    attempt -= 1
+                    stale += 1
+                except _Refused as refusal:
+                    if attempt >= self.retry_attempts or refusal.retry_after > self.retry_max_delay:
+                        raise self._refused(out, refusal, attempt) from None
+                    # The server said when; spread a little, so refused ones do not all
+                    # come back together.
+                    delay = refusal.retry_after * (1 + random.random() / 2)
+                    new_after = trio.current_time() + delay
+                    logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
-    async def _connection(self) -> tuple[_HttpConnection, bool]:
-        if self._idle:
-            return self._idle.pop(), True
+    def _refused(self, out: Outbound, refusal: _Refused, attempts: int) -> _Failed:
+        tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
+        return _Failed(
+            TransportError(
+                f"{self.url} refused {out.method} (HTTP 503, Retry-After: "
+                f"{refusal.retry_after} s; {tries}): {refusal.message}",
+                kind="http",
+                status=503,
+            ),
+            broken=False,
+        )
+
+    async def _attempt(
+        self,
+        out: Outbound,
+        headers: list[tuple[str, str]],
+        conn: _HttpConnection,
+        reused: bool,
+        *,
+        resend_stale: bool,
+    ) -> None:
+        """One POST on ``conn`` (a slot held); ``_Stale`` or ``_Refused`` when it may go
+        again (on another connection: this one is closed), ``_Failed`` when it failed."""
+        try:
+            response = await self._send(out, conn, headers)
+        except _Broken as exc:
+            await conn.aclose()
+            if reused and not conn.received and resend_stale:
+                raise _Stale from exc
+            raise _Failed(
+                TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
+            ) from exc
+        try:
+            await self._read_response(out, conn, response)
+        except _Broken as exc:
+            raise _Failed(
+                TransportError(f"the response to {out.method} broke: {exc}"), broken=True
+            ) from exc
+        finally:
+            if conn.reusable() and not self._closed:
+                conn.h11.start_next_cycle()
+                conn.received = False
+                self._idle.append(conn)
+                self._returned.set()  # (a request waiting to retry may take it)
+                self._returned = trio.Event()
+            else:
+                await conn.aclose()
+
+    async def _send(
+        self, out: Outbound, conn: _HttpConnection, headers: list[tuple[str, str]]
+    ) -> Any:
+        """Write the POST, then read the head of its response.
+
+        A server may answer before it has read the request (a refusal) and close: the
+        rest of our write then fails.  The answer it sent is read all the same; only
+        when there is none does the failed write stand.
+        """
+        assert self._client is not None
+        failed: _Broken | None = None
+        try:
+            await conn.send(h11.Request(method="POST", target=self._target, headers=headers))
+            await conn.send(h11.Data(data=out.data))
+            await conn.send(h11.EndOfMessage())
+        except _Broken as exc:
+            failed = exc
+        else:
+            self._client.transmitted(out)  # (for the trace: it is on the wire)
+        try:
+            response = await conn.next_event()
+            while isinstance(response, h11.InformationalResponse):
+                response = await conn.next_event()
+        except _Broken:
+            if failed is None:
+                raise
+            raise failed from None
+        return response
+
+    async def _connection(self, *, new: bool = True) -> tuple[_HttpConnection, bool] | None:
+        """A kept-alive connection, else a new one (if ``new``: else None); and whether it
+        is reused."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.stale():
+                return conn, True
+            await conn.aclose()  # closed by the server while it sat here
+        if not new:
+            return None
         where = f"{self._host}:{self._port}"
         try:
             with trio.fail_after(self.connect_timeout):
@@ -342,8 +493,9 @@ class HttpLink:
             if name == b"content-type":
                 content_type = value.decode("latin-1").split(";")[0].strip().lower()
         if out.request_id is None or status == 202:
-            await self._body(conn, MAX_ERROR_BODY)
+            body = await self._body(conn, MAX_ERROR_BODY)
             if status >= 300:
+                _check_refusal(status, response.headers, content_type, body)
                 raise _Failed(self._status_error(out, status, b""), broken=False)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
@@ -351,6 +503,7 @@ class HttpLink:
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)
+        _check_refusal(status, response.headers, content_type, body)
         if content_type.endswith("json"):
             error = _jsonrpc_error(body, out.request_id)
             if 200 <= status < 300:
@@ -427,6 +580,26 @@ class HttpLink:
         # (Only reached when lingering ran out: the connection is not reusable.)
 
 
+def _check_refusal(
+    status: int, headers: Sequence[tuple[bytes, bytes]], content_type: str, body: bytes | None
+) -> None:
+    """Raise ``_Refused`` if this is a refusal before processing: HTTP 503, ``Retry-After``
+    in whole seconds and a JSON-RPC error of code ``SERVER_BUSY``."""
+    if status != 503 or not body or not content_type.endswith("json"):
+        return
+    retry_after = next((v for k, v in headers if k == b"retry-after"), b"").strip()
+    if not retry_after.isdigit() or len(retry_after) > 6:  # (an HTTP date: not ours)
+        return
+    try:
+        value = m.wire.default_codec.loads(body)
+    except m.MrtrError:
+        return
+    error = value.get("error") if isinstance(value, dict) else None
+    if isinstance(error, dict) and error.get("code") == SERVER_BUSY:
+        message = error.get("message")
+        raise _Refused(int(retry_after), message if isinstance(message, str) else "busy")
+
+
 def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
     """``body`` when it is a JSON-RPC error response, given ``request_id`` if it has none."""
     if not body or b'"error"' not in body:
@@ -450,11 +623,16 @@ async def open_http_client(
     max_connections: int = 16,
     connect_timeout: float = 10.0,
     ssl_context: ssl.SSLContext | None = None,
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
+    retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """A :class:`~mrtr_transports.client.client.Client` for the Streamable HTTP endpoint ``url``,
     its era settled on entry.  ``headers`` go on every POST (e.g. ``Authorization``);
-    ``client.link`` is the :class:`HttpLink`.  Other options go to the ``Client``
+    ``client.link`` is the :class:`HttpLink`.  ``retry_attempts`` (3; 1: none) bounds the
+    attempts at a POST the server did not process (a stale kept-alive connection, a 503
+    ``SERVER_BUSY`` refusal), ``retry_max_delay`` (5 s) the ``Retry-After`` honoured.
+    Other options go to the ``Client``
     (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``, ``capabilities``, ...)."""
     link = HttpLink(
         url,
@@ -465,6 +643,8 @@ async def open_http_client(
             "max_message_size", m.connection.DEFAULT_MAX_MESSAGE_SIZE
         ),
         ssl_context=ssl_context,
+        retry_attempts=retry_attempts,
+        retry_max_delay=retry_max_delay,
     )
     async with open_client(link, **client_options) as client:
         yield client

@@ -137,6 +137,14 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
     ):
         help_text = f"HTTP: {what} (repeatable)"
         parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
+    for bound in HTTP_BOUNDS:
+        parser.add_argument(
+            bound.flag,
+            dest=bound.option,
+            type=bound.kind,
+            metavar="N" if bound.kind is int else "SEC",
+            help=f"HTTP: {bound.what} (default {bound.default})",
+        )
     parser.add_argument(
         "--state-keys",
         metavar="FILE|env:NAME",
@@ -151,6 +159,42 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
         "(needs --state-keys; default: in this process's memory). "
         "An unreachable store refuses guarded legs (-32603). See docs/deploying.md",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class HttpBound:
+    """One bound of the HTTP server that the command line can set (``docs/transports.md``)."""
+
+    flag: str
+    option: str  # the keyword of ``HttpServer``
+    kind: type[int] | type[float]
+    what: str
+
+    @property
+    def default(self) -> str:
+        from .http import server  # only for --help: stdio never imports the HTTP server
+
+        value = (server.HttpServer.__init__.__kwdefaults__ or {})[self.option]
+        return str(value) if self.kind is int else f"{value:g}"
+
+
+#: The HTTP server's bounds, as flags; each one is a keyword of ``HttpServer``.
+HTTP_BOUNDS = (
+    HttpBound("--max-connections", "max_connections", int, "connections served at once"),
+    HttpBound("--max-body-size", "max_body_size", int, "bytes of one request body"),
+    HttpBound("--idle-timeout", "idle_timeout", float, "wait for a request's first byte"),
+    HttpBound("--head-timeout", "head_timeout", float, "a request head, from its first byte"),
+    HttpBound("--body-timeout", "body_timeout", float, "a request body, once its head is in"),
+    HttpBound("--write-timeout", "write_timeout", float, "one write to a client that stalls"),
+    HttpBound("--max-listen-streams", "max_listen_streams", int, "listen streams in all"),
+    HttpBound(
+        "--max-listen-per-client",
+        "max_listen_streams_per_client",
+        int,
+        "listen streams of one client address",
+    ),
+    HttpBound("--listen-lifetime", "listen_lifetime", float, "how long a listen stream lasts"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +213,20 @@ class ServeOptions:
     trusted_proxies: tuple[str, ...] = ()
     state_keys: StateKeys | None = None
     single_use: str | None = None
+    #: The HTTP bounds given on the command line, as ``HttpServer`` keywords.
+    http_bounds: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
         http_only += [args.state_keys, args.single_use]
+        given = [(b, getattr(args, b.option)) for b in HTTP_BOUNDS]
+        given = [(b, value) for b, value in given if value is not None]
+        http_only += [value for _, value in given]
+        for bound, value in given:
+            if not value > 0:
+                raise UsageError(f"{bound.flag} must be more than 0")
         drain = args.drain_timeout
         host, port = DEFAULT_HOST, 0
         transport: Transport = "stdio" if args.http is None else "http"
@@ -182,8 +234,8 @@ class ServeOptions:
             host, port = parse_host_port(args.http)
         if transport == "stdio" and any(http_only):
             raise UsageError(
-                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use "
-                "only apply to --http"
+                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use and the "
+                "HTTP bounds only apply to --http"
             )
         if transport == "http" and drain is not None:
             raise UsageError("--drain-timeout only applies to --stdio")
@@ -213,6 +265,7 @@ class ServeOptions:
             trusted_proxies=proxies,
             state_keys=state_keys,
             single_use=args.single_use,
+            http_bounds=tuple((b.option, value) for b, value in given),
         )
 
 
@@ -315,6 +368,7 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> in
         "allowed_origins": options.allowed_origins or None,
         "allowed_hosts": options.allowed_hosts or None,
         "trusted_proxies": options.trusted_proxies,
+        **dict(options.http_bounds),
     }
     serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
     async with _shared_state(entry, app, options), trio.open_nursery() as nursery:

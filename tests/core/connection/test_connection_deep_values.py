@@ -112,8 +112,9 @@ def test_a_message_deeper_than_max_depth_is_a_parse_error_and_the_next_one_is_re
         ]
     assert isinstance(first, Request) and first.id == 1
     _refused(refused, DEFAULT_MAX_DEPTH)
-    answer = json.loads(conn.send(refused))  # answered as a parse error: no id to address
-    assert answer["error"]["code"] == PARSE_ERROR and "id" not in answer
+    # Parsed before its depth was measured, so the refusal is addressed to its id.
+    answer = json.loads(conn.send(refused))
+    assert answer["error"]["code"] == PARSE_ERROR and answer["id"] == 2
     assert isinstance(last, Request) and last.id == 3  # nothing lost, nothing held
 
 
@@ -148,7 +149,10 @@ def test_a_decoded_value_deeper_than_max_depth_is_refused_as_its_bytes_would_be(
     _refused(third, 10)
     _refused(fourth, 10)
     assert first.reply is not None and fourth.reply is not None
-    assert conn.send(first) == conn.send(fourth)  # the same answer, whichever way it came
+    # The same answer, whichever way it came, each under the id it could be read with.
+    answers = [json.loads(conn.send(event)) for event in (first, fourth)]
+    assert [a.pop("id") for a in answers] == [1, 3]
+    assert answers[0] == answers[1]
 
 
 def test_max_depth_comes_from_the_option_or_the_given_codec() -> None:
@@ -370,3 +374,55 @@ def test_handles_of_the_wrong_type_are_local_protocol_errors_not_type_errors() -
     assert conn.send(Progress(request_id=unhashable, progress=1)) == b""
     assert conn.send(LogMessage(request_id=unhashable, level="info", data="x")) == b""
     assert drain(conn) == [] and client.outstanding == ()
+
+
+# --- an answer that cannot be read ends what it answers ------------------------------
+
+
+def _client_with_a_leg_out(backend: str = "orjson") -> tuple[Connection, int]:
+    conn = Connection(CLIENT, era="modern", info=CLIENT_INFO, json=backend)  # type: ignore[arg-type]
+    call = conn.call("tools/call", {"name": "t"})
+    leg = conn.next_event()
+    assert isinstance(leg, CallEvent) and isinstance(leg.event, SendRequest)
+    conn.send(leg)
+    return conn, call
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'{"jsonrpc":"2.0","id":1,"result":{"deep":' + nested_text(DEFAULT_MAX_DEPTH) + b"}}",
+        b'{"jsonrpc":"2.0","id":1,"result":5}',  # readable JSON, not a result
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":1}}',  # not an error object
+    ],
+)
+def test_an_answer_to_a_leg_that_cannot_be_read_fails_the_call_at_once(
+    backend: str, answer: bytes
+) -> None:
+    # Found through `mrtr call` against a server whose result was too deep: the answer
+    # was reported as unreadable and the call waited forever for the answer it had had.
+    conn, call = _client_with_a_leg_out(backend)
+    conn.receive_data(answer + b"\n")
+    (event,) = drain(conn)
+    assert isinstance(event, CallEvent) and event.call == call, event
+    assert isinstance(event.event, Failed)
+    assert "unreadable answer" in str(event.event.error)
+    assert conn.outstanding == ()
+
+
+def test_an_unreadable_answer_to_a_plain_request_is_its_error_response() -> None:
+    conn = Connection(CLIENT, era="modern", info=CLIENT_INFO)
+    conn.send(Request(id=5, method="tools/list", params={}))
+    conn.receive_data(b'{"jsonrpc":"2.0","id":5,"result":[]}\n')
+    (event,) = drain(conn)
+    assert isinstance(event, ErrorResponse) and event.id == 5
+    assert event.error.message.startswith("unreadable answer: ")
+
+
+def test_an_unreadable_answer_to_an_id_we_never_sent_is_only_reported() -> None:
+    conn, _ = _client_with_a_leg_out()
+    conn.receive_data(b'{"jsonrpc":"2.0","id":9,"result":5}\n')
+    (event,) = drain(conn)
+    assert isinstance(event, InvalidMessage) and event.error.request_id == 9
+    assert conn.outstanding == (1,)  # the call's leg still waits for its own answer

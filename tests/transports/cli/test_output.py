@@ -1,8 +1,10 @@
 """What ``mrtr call`` writes never crashes it: any depth of result, a stdout closed early.
 
 The end-to-end tests run ``mrtr call`` against ``tests/support/deep_result_server.py``,
-a real stdio server whose result nests 1,000 lists deep (``json.dumps(indent=2)``
-recursed once per level and raised ``RecursionError``); the printer
+a real stdio server whose result nests lists as deep as asked: as deep as the
+decoder's ``max_depth`` (128) admits, printed and traced, and 1,000 deep
+(``json.dumps(indent=2)`` recursed once per level and raised ``RecursionError``),
+which now fails the call at once with one line.  The printer
 (``mrtr_transports.cli.json_text``) and the trace's redaction are also tested in
 process, far deeper.
 """
@@ -24,7 +26,10 @@ from mrtr_transports.cli.trace import REDACTED, line_text, redact
 from support.cli_run import MRTR, STDIO_EXAMPLE, mrtr
 
 DEEP_SERVER = Path(__file__).resolve().parents[2] / "support" / "deep_result_server.py"
-DEPTH = 1000
+#: The deepest result the default bound admits: the envelope, ``result`` and
+#: ``structuredContent`` are 3 levels around it (and past 64 levels the printer
+#: stops indenting, which this depth reaches).
+DEPTH = 125
 
 
 def nested_lists(depth: int, bottom: Any = "bottom") -> list[Any]:
@@ -41,7 +46,7 @@ def compact_deep_result(depth: int) -> str:
     return '{"content":[{"type":"text","text":"deep"}],"structuredContent":{"deep":' + nested + "}}"
 
 
-async def test_a_result_nested_1000_deep_is_printed_and_traced(tmp_path: Path) -> None:
+async def test_a_result_as_deep_as_the_bound_is_printed_and_traced(tmp_path: Path) -> None:
     trace = tmp_path / "trace.ndjson"
     target = "stdio:" + shlex.join([sys.executable, str(DEEP_SERVER), str(DEPTH)])
     ran = await mrtr("call", "--trace", str(trace), target, "anything", timeout=30)
@@ -50,12 +55,25 @@ async def test_a_result_nested_1000_deep_is_printed_and_traced(tmp_path: Path) -
     # The whole value, indented as json.dumps(indent=2) would for the first levels.
     assert "".join(ran.stdout.split()) == compact_deep_result(DEPTH)
     assert ran.stdout.startswith('{\n  "content": [\n    {\n      "type": "text",')
-    # Past MAX_INDENTED_DEPTH levels it goes on one line: the text grows with the
-    # depth, not with its square (a million characters at this depth).
-    assert len(ran.stdout) < 30 * DEPTH
+    # Past MAX_INDENTED_DEPTH levels it goes on one line (indenting all 125 would
+    # take over 16,000 characters of margins alone).
+    assert len(ran.stdout) < 10_000
     received = [line for line in trace.read_text().splitlines() if '"dir": "recv"' in line]
     deep_line = next(line for line in received if '"bottom"' in line)
     assert "[" * DEPTH + '"bottom"' + "]" * DEPTH in deep_line
+
+
+async def test_a_result_nested_1000_deep_fails_the_call_at_once_with_one_line() -> None:
+    # The answer is unreadable past max_depth, but its id is read: the call ends with
+    # that error (it used to wait forever for the answer it had been given).
+    target = "stdio:" + shlex.join([sys.executable, str(DEEP_SERVER), "1000"])
+    ran = await mrtr("call", target, "anything", timeout=30)
+    assert ran.returncode == 3, ran.stderr  # a JSON-RPC error ended the call
+    assert ran.stdout == ""
+    assert ran.stderr.splitlines() == [
+        "mrtr call: error -32700: unreadable answer: "
+        "parse error: the message nests deeper than max_depth=128"
+    ]
 
 
 async def test_a_stdout_closed_before_the_result_is_a_line_on_stderr_not_a_traceback() -> None:

@@ -116,6 +116,9 @@ async def test_an_app_that_cannot_be_loaded_exits_2_the_same_way_everywhere(comm
         (entry.SERVER_MODULE, ["--http", "127.0.0.1:70000"], "expected HOST:PORT"),
         (entry.SERVER_MODULE, ["--drain-timeout", "-1"], "--drain-timeout"),
         (entry.SERVER_MODULE, ["--stdio", "--log-level", "chatty"], "not a logging level"),
+        (entry.MRTR_SERVE, ["--stdio", "--max-connections", "4"], "only apply to --http"),
+        (entry.MRTR_SERVE, ["--http", "127.0.0.1:0", "--head-timeout", "0"], "--head-timeout"),
+        (entry.MRTR_SERVE, ["--http", "127.0.0.1:0", "--max-listen-per-client", "-1"], "more"),
     ],
 )
 def test_options_that_do_not_fit_are_usage_errors_before_anything_runs(
@@ -177,3 +180,35 @@ async def test_a_signal_stops_every_serve_command_with_one_line_and_no_traceback
     lines = stderr.decode().splitlines()
     assert lines[-1] == f"{prog}: {said}" and "Traceback" not in stderr.decode(), lines
     assert len(lines) == (2 if "--http" in command else 1), lines  # (and the address)
+
+
+async def test_the_http_bounds_on_the_command_line_reach_the_server() -> None:
+    # --head-timeout 0.5: a head that never completes is answered 408 in about half a
+    # second, not after the default 10 s (the bounds all travel the same table).
+    argv = ["-m", "mrtr_transports.server", "--http", "127.0.0.1:0", "--head-timeout", "0.5"]
+    process = await trio.lowlevel.open_process(
+        [sys.executable, *argv], stderr=subprocess.PIPE, cwd=ROOT, env=server_env()
+    )
+    try:
+        assert process.stderr is not None
+        said = b""
+        with trio.fail_after(20):
+            while b"listening on" not in said or not said.endswith(b"\n"):
+                said += await process.stderr.receive_some(4096)
+        port = int(said.split(b"http://127.0.0.1:")[1].split(b"/")[0])
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no end
+        started = trio.current_time()
+        answer = b""
+        with trio.fail_after(8):  # well under the default 10 s head deadline
+            while b"\r\n\r\n" not in answer:
+                chunk = await stream.receive_some(4096)
+                assert chunk, answer
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert trio.current_time() - started < 8
+        await stream.aclose()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            await process.wait()

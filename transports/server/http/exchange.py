@@ -133,6 +133,10 @@ class HttpConnection:
         self.evicted = False
         #: The connection closes after this answer (a listen stream: it left the slots).
         self.close_after = False
+        #: A refusal went out before the request was read: close lingeringly (refusals.py).
+        self.linger = False
+        #: No request has arrived on this connection yet.
+        self.fresh = True
         self.method = b""
         try:
             self.peer: str | None = str(stream.socket.getpeername()[0])
@@ -152,7 +156,7 @@ class HttpConnection:
 
     async def serve(self) -> None:
         slots = self.server.slots
-        while not self.server.closing and not self.evicted:
+        while not self.server.closing:  # (evicted: _next_request says so, and ends it)
             try:
                 request = await self._next_request()
             except h11.RemoteProtocolError as exc:
@@ -195,8 +199,12 @@ class HttpConnection:
         server = self.server
         self.method = b""
         started = bool(self.h11.trailing_data[0])  # pipelined bytes: the head has begun
+        if started:
+            server.slots.arriving(self)
         timeout = server.head_timeout if started else server.idle_timeout
         self.wait_scope = scope = trio.CancelScope(deadline=trio.current_time() + timeout)
+        if self.evicted:  # before its wait began (e.g. admitted and evicted in one burst)
+            scope.cancel()
         self.between_requests = True
         try:
             with scope:
@@ -207,17 +215,23 @@ class HttpConnection:
                             return None
                         if await self._receive() and not started:
                             started = True
+                            server.slots.arriving(self)
                             scope.deadline = trio.current_time() + server.head_timeout
                         continue
                     if isinstance(event, h11.Request):
+                        self.fresh = False
                         return event
                     return None  # ConnectionClosed, or PAUSED after a close
         finally:
             self.wait_scope = None
             self.between_requests = False
-        if started and self.evicted:
+        if self.evicted and (started or self.fresh):
+            # A fresh connection is there to send a request: it is owed the reason too
+            # (a kept-alive one between requests is just closed, as any idle one may be).
+            self.linger = True
             await write_refusal(self.stream, 503, "connection evicted: retry", retry_after=1)
         elif started and not server.closing:
+            self.linger = True
             await write_refusal(
                 self.stream, 408, f"the request head took longer than {server.head_timeout} s"
             )
@@ -301,6 +315,8 @@ class HttpConnection:
         """A whole response; to a ``HEAD`` request, its headers only (RFC 9110, 9.3.2)."""
         headers = [*self._response_headers(content_type, len(body)), *extra]
         head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
+        if self.h11.their_state is h11.SEND_BODY:
+            self.linger = True  # answered before the body was read: the client may be sending it
         if self.method == b"HEAD":
             await self._write(head, h11.EndOfMessage())
         else:

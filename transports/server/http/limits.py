@@ -7,10 +7,14 @@ Two pools, so that neither kind of client can starve the other:
   to work on (a fresh connection, a head or body still arriving, a
   kept-alive connection between requests) and *busy* while its request runs.
   When every slot is taken, a newcomer evicts the connection that has waited
-  longest; only when every slot is busy is the newcomer refused (503).  So
-  sockets that trickle a head a byte at a time, or that just sit there, can
-  delay nobody: each new connection pushes the oldest of them out, and a
-  real client, which sends its request at once, is always the youngest.
+  longest, a *kept-alive* one first (answered, and nothing of its next
+  request yet: evicting it costs its client nothing now, while evicting a
+  request on its way costs a refusal and a retry); only when every slot is
+  busy is the newcomer refused (503).  So sockets that trickle a head a byte
+  at a time, or that just sit there, can delay nobody: each new connection
+  pushes the oldest of them out, and a real client, which sends its request
+  at once, is always the youngest.  (Only connections that have had a request
+  answered go first: a flood of fresh connections cannot shield tricklers.)
 * ``ListenPool``: ``subscriptions/listen`` streams, long-lived by design, get
   their own pool of ``max_streams`` (their connections leave the connection
   slots), at most ``per_client`` of them for one client, each for at most
@@ -43,41 +47,56 @@ class ConnectionSlots:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        #: Waiting connections, the one waiting longest first.
+        #: Answered connections with nothing of their next request yet, oldest first.
+        self._kept_alive: OrderedDict[Evictable, None] = OrderedDict()
+        #: Other waiting connections (fresh, or a request arriving), oldest first.
         self._waiting: OrderedDict[Evictable, None] = OrderedDict()
         self._busy: set[Evictable] = set()
 
     def __len__(self) -> int:
-        return len(self._waiting) + len(self._busy)
+        return len(self._kept_alive) + len(self._waiting) + len(self._busy)
 
     def __contains__(self, connection: Evictable) -> bool:
-        return connection in self._waiting or connection in self._busy
+        return (
+            connection in self._kept_alive
+            or connection in self._waiting
+            or connection in self._busy
+        )
 
     def admit(self, connection: Evictable) -> bool:
-        """Give ``connection`` a slot (waiting), evicting the longest waiter if need be;
-        ``False`` when every slot is busy."""
+        """Give ``connection`` a slot (waiting), evicting the longest waiter if need be,
+        a kept-alive one first; ``False`` when every slot is busy."""
         if len(self) >= self.limit:
-            if not self._waiting:
+            waiters = self._kept_alive or self._waiting
+            if not waiters:
                 return False
-            evicted, _ = self._waiting.popitem(last=False)
+            evicted, _ = waiters.popitem(last=False)
             evicted.evict()
         self._waiting[connection] = None
         return True
 
+    def arriving(self, connection: Evictable) -> None:
+        """The first bytes of a kept-alive connection's next request: it waits as others do."""
+        if connection in self._kept_alive:
+            del self._kept_alive[connection]
+            self._waiting[connection] = None
+
     def busy(self, connection: Evictable) -> None:
         """A whole request has arrived: its connection may not be evicted until answered."""
-        if connection in self._waiting:  # not if it was evicted meanwhile
-            del self._waiting[connection]
-            self._busy.add(connection)
+        for waiters in (self._waiting, self._kept_alive):
+            if connection in waiters:  # not if it was evicted meanwhile
+                del waiters[connection]
+                self._busy.add(connection)
 
     def waiting(self, connection: Evictable) -> None:
-        """Answered: the connection waits for its next request, as the youngest waiter."""
+        """Answered: the connection waits for its next request, kept alive, the youngest."""
         if connection in self._busy:
             self._busy.discard(connection)
-            self._waiting[connection] = None
+            self._kept_alive[connection] = None
 
     def release(self, connection: Evictable) -> None:
         """The connection is closed, or has left for the listen pool (idempotent)."""
+        self._kept_alive.pop(connection, None)
         self._waiting.pop(connection, None)
         self._busy.discard(connection)
 

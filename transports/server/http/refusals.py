@@ -3,7 +3,17 @@ refusals written by hand to a connection h11 cannot answer (no request read yet)
 
 Every error the server writes has a JSON-RPC error response as its body, so a
 client always has a message to show; a refusal for lack of room carries
-``Retry-After`` and the code ``SERVER_BUSY``.
+``Retry-After`` and the code ``SERVER_BUSY``, and is always written before the
+request reaches the app (at accept, or to a connection evicted while its
+request was still arriving): a client may send that request again as it is.
+
+A refusal is often written while the client is still sending its request.
+Closing a socket with unread input makes the kernel reset the connection, and
+a reset can destroy the refusal on its way (the client sees "connection reset"
+instead of the 503).  So a connection refused before its request was read is
+closed *lingeringly* (``close_lingering``): our side ends (FIN), then what the
+client still sends is read and dropped, for at most ``LINGER_SECONDS`` and a
+request's worth of bytes, before the close.
 """
 
 from __future__ import annotations
@@ -17,8 +27,10 @@ import trio
 import mrtr_core as m
 
 __all__ = [
+    "LINGER_SECONDS",
     "SERVER_BUSY",
     "STATUS_FOR_CODE",
+    "close_lingering",
     "error_body",
     "reason_phrase",
     "refuse_busy",
@@ -41,6 +53,9 @@ STATUS_FOR_CODE = {
 SERVER_BUSY = -32000
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
+#: Seconds a refused client may go on sending (read and dropped) before the close.
+LINGER_SECONDS = 2.0
+_LINGER_READ = 65536
 
 
 def reason_phrase(status: int) -> bytes:
@@ -77,7 +92,35 @@ async def write_refusal(
             await stream.send_all(data)
 
 
-async def refuse_busy(stream: trio.SocketStream) -> None:
-    """Every connection slot is busy with a request: say so and close, unread."""
+async def close_lingering(
+    stream: trio.SocketStream, lingering: trio.CapacityLimiter, max_bytes: int
+) -> None:
+    """Close a connection whose client may still be sending: end our side, read and drop
+    what comes for at most ``LINGER_SECONDS`` and ``max_bytes``, then close.  At most
+    ``lingering.total_tokens`` connections linger at once; past that, close at once."""
+    try:
+        lingering.acquire_nowait()
+    except trio.WouldBlock:  # a flood of refused connections: each costs only its close
+        await trio.aclose_forcefully(stream)
+        return
+    try:
+        with trio.move_on_after(LINGER_SECONDS):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.send_eof()  # the refusal is complete: the client may read it all
+                dropped = 0
+                while dropped < max_bytes:
+                    data = await stream.receive_some(_LINGER_READ)
+                    if not data:
+                        break  # the client has read its refusal and closed
+                    dropped += len(data)
+    finally:
+        lingering.release()
+        await trio.aclose_forcefully(stream)
+
+
+async def refuse_busy(
+    stream: trio.SocketStream, lingering: trio.CapacityLimiter, max_bytes: int
+) -> None:
+    """Every connection slot is busy with a request: say so, and close lingeringly."""
     await write_refusal(stream, 503, "too many connections: retry later", retry_after=1)
-    await trio.aclose_forcefully(stream)
+    await close_lingering(stream, lingering, max_bytes)

@@ -55,11 +55,14 @@ Bounds (every one an ``HttpServer`` option; why each default: docs/transports.md
 * ``max_connections`` (256) connections carrying requests.  A connection
   without a whole request yet (a fresh one, a head or body still arriving,
   a kept-alive one between requests) is *waiting*; when every slot is taken,
-  a newcomer evicts the connection that has waited longest (a 503 with
-  ``Retry-After`` if it had begun a request, else just the close).  A
-  connection whose request runs is never evicted; only when every slot runs
-  one is the newcomer refused: 503, ``Retry-After: 1``, a JSON-RPC error
-  with code ``SERVER_BUSY`` (-32000).
+  a newcomer evicts the connection that has waited longest, one kept alive
+  between requests before the others (a 503 with ``Retry-After`` if its
+  request had begun or it had had none yet, else just the close).  A connection whose request
+  runs is never evicted; only when every slot runs one is the newcomer
+  refused: 503, ``Retry-After: 1``, a JSON-RPC error with code
+  ``SERVER_BUSY`` (-32000).  Both refusals come before the request reaches
+  the app, so a client may send it again as it is; both close the connection
+  lingeringly (``refusals.py``), so a client still sending reads its 503.
 * ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
   (10 s) from it to the end of the head, ``body_timeout`` (60 s) for the
   body (408 past either): deadlines, not timers a trickled byte resets.
@@ -121,7 +124,7 @@ from ..driver import end_subscriptions
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
-from .refusals import refuse_busy
+from .refusals import close_lingering, refuse_busy
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -234,6 +237,8 @@ class HttpServer:
         self.address: tuple[str, int] | None = None
         self.closing = False
         self.slots = ConnectionSlots(max_connections)
+        #: Refused connections closing lingeringly (refusals.py): as many as the slots.
+        self.lingering = trio.CapacityLimiter(max_connections)
         self.listens = ListenPool(
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
@@ -296,7 +301,7 @@ class HttpServer:
         connection = HttpConnection(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
-            await refuse_busy(stream)
+            await refuse_busy(stream, self.lingering, self._request_bytes())
             return
         self._connections.add(connection)
         if self._all_closed.is_set():
@@ -310,7 +315,14 @@ class HttpServer:
             self.slots.release(connection)
             if not self._connections:
                 self._all_closed.set()
-            await trio.aclose_forcefully(stream)
+            if connection.linger:  # refused while its client was still sending
+                await close_lingering(stream, self.lingering, self._request_bytes())
+            else:
+                await trio.aclose_forcefully(stream)
+
+    def _request_bytes(self) -> int:
+        """The most a lingering close reads: one request's worth."""
+        return self.max_header_size + self.max_body_size
 
     # --- x-mcp-header annotations ---
 
