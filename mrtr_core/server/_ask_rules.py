@@ -88,7 +88,8 @@ def _keyword_problem(kind: str, d: Mapping[str, Any]) -> str | None:
         for bound in ("minLength", "maxLength"):
             if bound in d and not _is_count(d[bound]):
                 return f"{bound} must be a non-negative integer"
-        if "format" in d and d["format"] not in STRING_FORMATS:
+        # (isinstance first: a list or an object is unhashable, and no format either)
+        if "format" in d and not (isinstance(d["format"], str) and d["format"] in STRING_FORMATS):
             return f"format must be one of {sorted(STRING_FORMATS)}"
         if "enum" in d and not _strings(d["enum"]):
             return "enum must be a list of strings"

@@ -26,6 +26,7 @@ from .._errors import (
     LocalProtocolError,
     MrtrError,
     RemoteProtocolError,
+    describe,
 )
 from ..protocol._capabilities import missing_capability
 from ..wire._convert import structure, unstructure_input_required
@@ -62,6 +63,8 @@ def elicit_form(
         check_primitive_schema(name, definition)
     schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
     needed = list(required)
+    if not all(isinstance(name, str) for name in needed):
+        raise LocalProtocolError(f"required fields are named by strings, not {describe(needed)}")
     unknown = [name for name in needed if name not in schema["properties"]]
     if unknown:
         raise LocalProtocolError(f"required fields {unknown} are not among the properties")

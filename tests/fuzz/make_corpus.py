@@ -117,13 +117,15 @@ def server_connection() -> m.Connection:
     )
 
 
-def converse(scenario: int, *, answer_inputs: bool) -> tuple[bytes, bytes]:
+def converse(
+    scenario: int, *, answer_inputs: bool, names: tuple[str, str] = ("one", "two")
+) -> tuple[bytes, bytes]:
     """The client target's setup against the server target's app, until both are quiet.
 
     Returns (what the client wrote from the start, what the server wrote after the
     client's setup); the first is a server seed, the second a client seed.
     """
-    client = targets.client_setup(scenario, "lines", answer_inputs=answer_inputs)
+    client = targets.client_setup(scenario, "lines", answer_inputs=answer_inputs, names=names)
     server = targets.ServerApp(server_connection(), b"", chatty=True)
     to_server = list(client.sent)
     to_client: list[bytes] = []
@@ -146,14 +148,18 @@ def converse(scenario: int, *, answer_inputs: bool) -> tuple[bytes, bytes]:
 
 
 def client_seeds() -> Iterable[bytes]:
-    for scenario in range(3):
+    for scenario in range(4):
         for answer in (0, 1):
             _, to_client = converse(scenario, answer_inputs=bool(answer))
             for framing in (0x00, 0x80):
-                yield bytes([scenario | framing, answer | 0x08]) + to_client
-            yield bytes([scenario, answer | 0x02 | 0x04]) + to_client  # cancel, break a leg
-            yield bytes([scenario | 0x40, answer | 0x08 | 0x10 | 0x20]) + to_client  # timers
-            yield bytes([scenario, answer | 0x40]) + to_client  # parsed messages
+                yield bytes([scenario | framing, answer | 0x08, 0]) + to_client
+            yield bytes([scenario, answer | 0x02 | 0x04, 0x01]) + to_client  # cancel, break
+            yield bytes([scenario | 0x44, answer | 0x08 | 0x10 | 0x20, 0x12]) + to_client
+            yield bytes([scenario, answer | 0x40, 0x04]) + to_client  # parsed messages
+            yield bytes([scenario | 0x40, answer, 0x08]) + to_client  # parsed and raw mixed
+            yield bytes([scenario, answer, 0x01]) + to_client  # the handshake timer fires
+            yield bytes([scenario | 0x08, answer | 0x02, 0x20]) + to_client  # delays waited
+            yield bytes([scenario, 0x01, 0x40]) + to_client  # cancel right after answering
     # Hand-written answers to the modern scenario's legs.
     app = targets.client_setup(0, "lines", answer_inputs=False)
     legs = sorted(app.conn.outstanding, key=str)
@@ -173,10 +179,13 @@ def client_seeds() -> Iterable[bytes]:
         "method": "elicitation/create",
         "params": {"mode": "url", "message": "go", "url": "https://x.test/", "elicitationId": "e"},
     }
+    sample_params = {**targets.SAMPLE["params"], "tools": [], "includeContext": "thisServer"}
+    sample_tools = {**targets.SAMPLE, "params": sample_params}
     bodies = [
         result(leg, done),
         result(leg, ask_all),
         result(leg, {"resultType": "input_required", "inputRequests": {"u": url}}),
+        result(leg, {"resultType": "input_required", "inputRequests": {"t": sample_tools}}),
         result(leg, {"resultType": "input_required", "requestState": "only"}),
         result(leg, {"resultType": "input_required"}),
         result(leg, {"resultType": "input_required", "inputRequests": {}}),
@@ -185,6 +194,8 @@ def client_seeds() -> Iterable[bytes]:
         result(leg, {"resultType": "other"}),
         error(leg, -32602, "bad params"),
         error(leg, -32601, "no such method"),
+        error(leg, -32022, "unsupported", {"supported": [targets.MODERN], "requested": "x"}),
+        error(leg, -32022, "unsupported", {"supported": ["1999-01-01"]}),
         error(leg, -32021, "missing", {"requiredCapabilities": {"elicitation": {"form": {}}}}),
         error(None, -32700, "parse error"),
         note("notifications/progress", {"progressToken": token, "progress": 1, "total": 2}),
@@ -206,27 +217,80 @@ def client_seeds() -> Iterable[bytes]:
         b"\n\n \r\n",
         oversize(),
     ]
-    for control in (b"\x00\x00", b"\x00\x01", b"\x80\x01", b"\x00\x07"):
+    for control in (b"\x00\x00\x00", b"\x00\x01\x00", b"\x80\x01\x00", b"\x00\x07\x10"):
         yield control + b"".join(bodies)
+    yield b"\x40\x41\x08" + b"".join(bodies)
     for body in bodies:
-        yield b"\x00\x01" + body
-        yield b"\x00\x09" + result(legs[1], ask_all) + result(legs[2], done) + body
+        yield b"\x00\x01\x00" + body
+        yield b"\x00\x09\x00" + result(legs[1], ask_all) + result(legs[2], done) + body
     for data in mutations(result(leg, ask_all)) + deep_messages():
-        yield b"\x00\x01" + data
-    # The 2025 handshake by hand: an initialize result, then the legs.
+        yield b"\x00\x01\x00" + data
+    yield from handshake_seeds()
+
+
+def handshake_seeds() -> Iterable[bytes]:
+    """Every shape of answer to the client's ``server/discover`` and ``initialize``."""
     init = {
         "protocolVersion": targets.LEGACY,
         "capabilities": {"tools": {}, "logging": {}},
         "serverInfo": targets.SERVER_INFO,
         "instructions": "hi",
     }
-    for scenario in (1, 2):
+    discover = {
+        "supportedVersions": [targets.MODERN],
+        "capabilities": {"tools": {}},
+        "instructions": "hi",
+        "_meta": {"io.modelcontextprotocol/serverInfo": targets.SERVER_INFO},
+    }
+    supported = {"supported": [targets.MODERN], "requested": "1999-01-01"}
+    for scenario in (1, 2, 3):
         boot = targets.client_setup(scenario, "lines", answer_inputs=False)
         (first,) = boot.conn.outstanding
-        fallback = error(first, -32601, "no server/discover") if scenario == 1 else b""
-        yield bytes([scenario, 1]) + fallback + result(first, init) + result(first + 1, init)
-        yield bytes([scenario, 1]) + result(first, {"protocolVersion": "1999-01-01"})
-        yield bytes([scenario, 1]) + error(first, -32602, "Unsupported protocol version")
+        after = first + 1
+        if scenario == 2:  # initialize is the first step
+            answers = [
+                result(first, init),
+                result(first, {**init, "serverInfo": "x", "capabilities": 5, "instructions": 1}),
+                result(first, {"protocolVersion": "1999-01-01"}),
+                result(first, {"protocolVersion": 7}),
+                error(first, -32602, "Unsupported protocol version"),
+            ]
+        else:
+            answers = [
+                result(first, discover),
+                result(first, {**discover, "_meta": 5, "capabilities": [], "instructions": 1}),
+                result(first, {"supportedVersions": [targets.LEGACY]}),  # fall back
+                result(first, {"supportedVersions": ["1999-01-01"]}),
+                result(first, {"supportedVersions": "2026-07-28"}),
+                result(first, {}),
+                error(first, -32601, "no server/discover") + result(after, init),
+                error(first, -32601, "no server/discover") + error(after, -32603, "x"),
+                error(first, -32022, "unsupported", supported) + result(after, discover),
+                error(first, -32022, "unsupported", supported) + error(after, -32022, "again"),
+                error(first, -32022, "unsupported", {"supported": ["1999-01-01"]}),
+                error(first, -32022, "unsupported", [1]),
+                error(first, -32020, "modern error"),
+                error(first, -32021, "missing", {"requiredCapabilities": {}}),
+                error(first, -32700, "parse error"),
+            ]
+        for answer in answers:
+            for control in (bytes([scenario, 1, 0]), bytes([scenario | 0x04, 0x41, 0x04])):
+                yield control + answer + result(first + 2, init) + result(first + 3, {})
+        # The handshake timer fires: before any answer, and after the fallback.
+        yield bytes([scenario, 1, 0x01]) + b"\n\n\n" + result(first, init)
+        yield (
+            bytes([scenario, 1, 0x01]) + error(first, -32601, "none") + b"\n" + result(after, init)
+        )
+        # A 2025 server's own requests, answered or with their response stream closed.
+        asks = request("s1", "ping") + request("s2", "roots/list") + request("s3", "x/y")
+        asks += request("s4", "elicitation/create", targets.FORM["params"])
+        for control in (bytes([scenario, 1, 0]), bytes([scenario, 1, 0x04])):
+            yield (
+                control
+                + result(first, init)
+                + asks
+                + note("notifications/cancelled", {"requestId": "s2"})
+            )
 
 
 ASK = {"resultType": "input_required", "inputRequests": {"a": targets.FORM, "r": targets.ROOTS}}
@@ -242,14 +306,51 @@ URL_ASK = {
 }
 
 
+def packed(control: bytes, bodies: list[bytes], limit: int = 8000) -> Iterable[bytes]:
+    """``control`` and ``bodies`` in as few seeds as fit libFuzzer's ``-max_len``."""
+    seed = control
+    for body in bodies:
+        if len(seed) + len(body) > limit and len(seed) > len(control):
+            yield seed
+            seed = control
+        seed += body
+    yield seed
+
+
+def line_with(message: dict[str, Any], *, id: Any, state: str | None = None) -> bytes:
+    """``message`` again under another id (and with another ``requestState``)."""
+    params = dict(message.get("params") or {})
+    if state is not None:
+        params["requestState"] = state
+    return line({**message, "id": id, "params": params})
+
+
+def _retry_lines(stream: bytes) -> list[bytes]:
+    return [ln + b"\n" for ln in stream.split(b"\n") if b'"requestState"' in ln]
+
+
 def server_seeds() -> Iterable[bytes]:
-    for scenario in range(3):
-        for answer in (False, True):
-            to_server, _ = converse(scenario, answer_inputs=answer)
-            for control in (0x40, 0x00, 0xC0, 0x60, 0x50):
-                yield bytes([control]) + to_server
-            for data in mutations(to_server.split(b"\n")[0]):
-                yield b"\x40" + data
+    for names in (("one", "two"), ("steps", "proven"), ("proven", "steps")):
+        for scenario in range(4):
+            for answer in (False, True):
+                to_server, _ = converse(scenario, answer_inputs=answer, names=names)
+                first = names == ("one", "two")
+                for control in (0x40, 0x00, 0xC0, 0x60, 0x50, 0x48, 0x05) if first else (0x40,):
+                    yield bytes([control, 0]) + to_server
+                for extra in (0x01, 0x02, 0x04, 0x08, 0x18, 0x20) if first else (0x02, 0x18):
+                    yield bytes([0x40, extra]) + to_server
+                for data in mutations(to_server.split(b"\n")[0]) if first else []:
+                    yield b"\x40\x00" + data
+                # A retry sent twice (the second a replay of a spent state), and again
+                # with its state swapped for the newest this server sealed.
+                for line in _retry_lines(to_server)[:1]:
+                    retry = json.loads(line)
+                    again = line_with(retry, id=f"re-{retry['id']}")
+                    twice = line_with(retry, id=f"re2-{retry['id']}")
+                    yield b"\x40\x00" + to_server + again
+                    yield b"\x40\x02" + to_server + again + twice
+                    yield b"\x40\x00" + to_server + line_with(retry, id="sp", state="#D0")
+                    yield b"\x40\x00" + to_server + line_with(retry, id="sp", state="#D1")
     meta = {
         "io.modelcontextprotocol/protocolVersion": targets.MODERN,
         "io.modelcontextprotocol/clientCapabilities": targets.ALL_CAPS,
@@ -262,6 +363,9 @@ def server_seeds() -> Iterable[bytes]:
         "capabilities": targets.ALL_CAPS,
         "clientInfo": targets.CLIENT_INFO,
     }
+    city = {"city": {"action": "accept", "content": {"city": "Oslo"}}}
+    tone = {"tone": {"role": "assistant", "content": {"type": "text", "text": "w"}, "model": "m"}}
+    login = {"login": {"action": "accept"}}
     bodies = [
         request(1, "server/discover", {"_meta": meta}),
         request(2, "tools/call", call),
@@ -287,13 +391,119 @@ def server_seeds() -> Iterable[bytes]:
         b"[]\n",
         oversize(),
     ]
-    yield b"\x40" + b"".join(bodies)
-    yield b"\xc0" + b"".join(bodies)
-    yield b"\x10" + b"".join(bodies)
+    # Every pooled sealed state spliced into a retry of the pool's params, answered.
+    for index in range(len(targets.STATE_POOL)):
+        for name, answers in (("weather", {**city, **tone}), ("steps", city), ("proven", login)):
+            params = {
+                **targets.POOL_PARAMS,
+                "name": name,
+                "requestState": f"#S{index}",
+                "inputResponses": answers,
+                "_meta": meta,
+            }
+            bodies.append(request(100 + index, "tools/call", params))
+    bodies.append(
+        request(120, "tools/call", {**targets.POOL_PARAMS, "requestState": "#S0", "_meta": meta})
+    )
+    bodies.append(
+        request(121, "tools/call", {**targets.POOL_PARAMS, "requestState": 5, "_meta": meta})
+    )
+    for token in ("a.b.c", "mrtr9.k1.x.y", "mrtr1.zz.x.y", "mrtr1.k1.!!!.y", "x" * 900, "é.a.b.c"):
+        bodies.append(request(122, "tools/call", {**call, "requestState": token}))
+    # The server's rules on what an app may send, through echo's result and request.
+    echo_results = [
+        {"resultType": "other"},
+        {"resultType": "complete", "content": []},
+        {"resultType": "input_required"},
+        {"resultType": "input_required", "inputRequests": {"x": {"method": "nope"}}},
+        {"resultType": "input_required", "inputRequests": 5},
+        {"resultType": "input_required", "inputRequests": {"u": URL_ASK["inputRequests"]["u"]}},
+        {"resultType": "input_required", "requestState": "s"},
+    ]
+    echo_requests = [
+        {"method": "ping"},
+        {"method": "roots/list"},
+        {"method": "sampling/createMessage", "params": targets.SAMPLE["params"]},
+        {"method": "elicitation/create", "params": targets.FORM["params"]},
+        {"method": "elicitation/create", "params": URL_ASK["inputRequests"]["u"]["params"]},
+        {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": "m", "url": "https://x"},
+        },
+        {"method": "elicitation/create", "params": {"mode": "carrier pigeon"}},
+        {"method": "tools/list"},
+    ]
+    bare = {**meta, "io.modelcontextprotocol/clientCapabilities": {}}
+    for index, value in enumerate(echo_results + [{"content": []}] * len(echo_requests)):
+        arguments: dict[str, Any] = {"result": value}
+        if index >= len(echo_results):
+            arguments["request"] = echo_requests[index - len(echo_results)]
+        for params in (
+            {"name": "echo", "arguments": arguments, "_meta": meta},
+            {"name": "echo", "arguments": arguments, "_meta": bare},
+            {"name": "echo", "arguments": arguments},  # 2025 era (after initialize)
+            {"name": "echo", "arguments": arguments, "_meta": meta, "requestState": "s"},
+        ):
+            bodies.append(request(200 + index, "tools/call", params))
+    bodies.extend(
+        [
+            request(300, "ping", {"_meta": meta}),
+            request(301, "initialize", {**init, "_meta": meta}),
+            request(302, "server/discover"),
+            request(
+                303,
+                "tools/call",
+                {**call, "_meta": {**meta, "io.modelcontextprotocol/protocolVersion": 5}},
+            ),
+            request(
+                304,
+                "tools/call",
+                {
+                    **call,
+                    "_meta": {**meta, "io.modelcontextprotocol/protocolVersion": "1999-01-01"},
+                },
+            ),
+            request(
+                305,
+                "tools/call",
+                {**call, "_meta": {**meta, "io.modelcontextprotocol/clientCapabilities": 5}},
+            ),
+            request(
+                306,
+                "tools/call",
+                {**call, "_meta": {**meta, "io.modelcontextprotocol/clientInfo": 5}},
+            ),
+            request(
+                307,
+                "tools/call",
+                {**call, "_meta": {**meta, "io.modelcontextprotocol/logLevel": "loud"}},
+            ),
+            request(308, "tools/call", {**call, "inputResponses": 5}),
+            request(
+                309,
+                "tools/call",
+                {**call, "inputResponses": {"city": {"action": "accept", "content": {"city": 5}}}},
+            ),
+            request(310, "initialize", {"protocolVersion": "1999-01-01", "capabilities": {}}),
+            request(311, "initialize", init),
+            request(311, "initialize", init),
+            note("notifications/initialized"),
+            request(312, "server/discover"),
+            request(313, "tools/call", {**call, "requestState": "#S2"}),
+            request(314, "tools/call", {**call, "requestState": "#S8"}),
+            request(315, "tools/call", {**call, "requestState": "m" * 800}),
+        ]
+    )
+    for control in (b"\x40\x00", b"\xc0\x00", b"\x10\x00", b"\x08\x00", b"\x46\x00", b"\x41\x1e"):
+        yield from packed(control, bodies)
+    yield from special_server_seeds(meta, init)
+    legacy_open = request(8, "initialize", init) + note("notifications/initialized")
     for body in bodies:
-        yield b"\x40" + body
+        yield b"\x40\x00" + body
+        if b'"echo"' in body:
+            yield b"\x40\x00" + legacy_open + body
     for data in deep_messages():
-        yield b"\x40" + data
+        yield b"\x40\x00" + data
     # Deep values where the server reads them: arguments, a retry's answers and state.
     head = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"weather",'
     tail = b',"_meta":' + json.dumps(meta).encode() + b"}}\n"
@@ -304,7 +514,45 @@ def server_seeds() -> Iterable[bytes]:
             b'"arguments":{},"requestState":"mrtr1.k1.e30.AAAA","x":' + nested,
             b'"arguments":{},"inputResponses":{"city":' + nested + b"}",
         ):
-            yield b"\x40" + head + extra + tail
+            yield b"\x40\x00" + head + extra + tail
+
+
+def special_server_seeds(meta: dict[str, Any], init: dict[str, Any]) -> Iterable[bytes]:
+    """The handler styles' corners, reached through pooled state, and server options."""
+    city = {"city": {"action": "accept", "content": {"city": "Oslo"}}}
+    no_roots = {**meta, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+
+    def call(rid: Any, name: str, state: str | None = None, **more: Any) -> bytes:
+        params: dict[str, Any] = {**targets.POOL_PARAMS, "name": name, "_meta": meta, **more}
+        if state is not None:
+            params["requestState"] = state
+        return request(rid, "tools/call", params)
+
+    yield b"\x40\x00" + call(1, "steps", "#S2")  # Steps stays, asking again
+    yield b"\x40\x00" + call(1, "steps", "#S2", inputResponses=city)
+    yield b"\x40\x00" + call(1, "steps", "#S2", inputResponses=city, _meta=no_roots)
+    yield b"\x40\x00" + call(1, "steps", "#S7", inputResponses=city)  # a step it lacks
+    login = {"login": {"action": "accept"}}
+    yield b"\x40\x00" + call(1, "proven", "#S8", inputResponses=login) + call(2, "proven", "#S8")
+    yield b"\x40\x00" + call(1, "weather", "#S9", inputResponses=city)  # the flow ran out
+    yield b"\x40\x01" + call(1, "weather", None, inputResponses=city)  # stateless, answered
+    yield b"\x40\x01" + call(1, "proven") + call(2, "count")  # stateless: asks, guards
+    legacy = request(1, "initialize", init) + note("notifications/initialized")
+    three = b"".join(request(i, "tools/call", {"name": "weather"}) for i in (2, 3, 4))
+    yield b"\x41\x00" + legacy + three  # at most two in flight
+    yield b"\x40\x40" + request(1, "server/discover", {"_meta": meta}) + legacy  # 2025 only
+    yield b"\x44\x00" + legacy  # 2026 only
+    cancel = {"name": "echo", "arguments": {"cancel": True}, "_meta": meta}
+    yield b"\x40\x00" + request(1, "tools/call", cancel) + request(1, "ping", {"_meta": meta})
+    tools_caps = {**meta, "io.modelcontextprotocol/clientCapabilities": {"sampling": {"tools": {}}}}
+    sample_tools = {
+        "method": "sampling/createMessage",
+        "params": {**targets.SAMPLE["params"], "tools": []},
+    }
+    ask = {"resultType": "input_required", "inputRequests": {"t": sample_tools}}
+    for caps in (tools_caps, meta):
+        echo = {"name": "echo", "arguments": {"result": ask}, "_meta": caps}
+        yield b"\x40\x00" + request(1, "tools/call", echo)
 
 
 def legacy_shim_seeds() -> Iterable[bytes]:
@@ -387,6 +635,15 @@ def codec_seeds() -> Iterable[bytes]:
     yield b'{"jsonrpc":"2.0","id":1,"result":{"f":NaN}}'
     yield b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}'
     yield b'{"jsonrpc":"2.0","id":1.5,"error":{"code":1,"message":"x"}}'
+    # Each shape rule of a JSON-RPC message broken once; odd ids described in errors.
+    yield b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}'
+    yield b'{"jsonrpc":"2.0","id":1,"result":[1]}'
+    yield b'{"jsonrpc":"2.0","id":1,"method":5}'
+    yield b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}'
+    yield b'{"jsonrpc":"2.0","id":1,"error":"bad"}'
+    for rid in (b'{"a":[1,{"b":2}],"c":{}}', b"[[],[1,[2,[3]]],{}]", b"1" * 40, b"1.25e3", b"{}"):
+        yield b'{"jsonrpc":"2.0","id":' + rid + b',"result":{}}'
+        yield b'{"jsonrpc":"2.0","id":' + rid + b',"method":"tools/call"}'
 
 
 def convert_seeds() -> Iterable[bytes]:
@@ -444,8 +701,204 @@ def headers_seeds() -> Iterable[bytes]:
     for head in heads:
         yield f"{json.dumps(schema)}\n{head}\n\n{json.dumps(body)}".encode()
     yield b'{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}\n\n\n{}'
+    # Argument values of every kind, mirrored right, wrong, encoded, missing, malformed.
+    typed = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "x-mcp-header": "S"},
+            "f": {"type": "number", "x-mcp-header": "F"},
+            "b": {"type": "boolean", "x-mcp-header": "B"},
+            "o": {"type": "object", "x-mcp-header": "O"},
+            "list": {"type": "array", "items": [{"type": "string"}], "anyOf": [{}, {}]},
+        },
+    }
+    for arguments, head in [
+        (
+            {"s": "café ", "f": 2.0, "b": False},
+            "Mcp-Param-S: =?base64?Y2Fmw6kg?=\nMcp-Param-F: 2\nMcp-Param-B: false",
+        ),
+        ({"s": "x", "f": 2.5, "b": True}, "Mcp-Param-S: y\nMcp-Param-F: 2.50\nMcp-Param-B: yes"),
+        ({"s": "x", "f": 1e300}, "Mcp-Param-S: =?base64?!!?=\nMcp-Param-F: NaN"),
+        ({"s": "x", "f": 3}, "Mcp-Param-F: three"),
+        ({"f": 3}, "Mcp-Param-S: x\nMcp-Param-F: 3"),
+        ({"s": "=?base64?eA==?="}, "Mcp-Param-S: =?base64?PT9iYXNlNjQ/ZUE9PT89?="),
+        ({"s": "\u00e9"}, "Mcp-Param-S: \u00e9"),
+        ({"o": {"k": 1}, "s": None}, "Mcp-Param-O: x"),
+        ("not an object", "Mcp-Param-S: x"),
+    ]:
+        message = {**body, "params": {**body["params"], "arguments": arguments}}
+        lines = f"Mcp-Method: tools/call\nMcp-Name: weather\n{head}"
+        yield f"{json.dumps(typed)}\n{lines}\n\n{json.dumps(message)}".encode()
+    number = {"type": "object", "properties": {"f": {"type": "integer", "x-mcp-header": "F"}}}
+    for value in (2.0, 2.5, 1e300, -0.0):
+        message = {**body, "params": {**body["params"], "arguments": {"f": value}}}
+        yield f"{json.dumps(number)}\nMcp-Param-F: 2\n\n{json.dumps(message)}".encode()
+    for schema in [
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}},
+        {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": 5}}},
+        {"type": "object", "properties": {"a": {"x-mcp-header": "A"}, "b": {"x-mcp-header": "a"}}},
+        {"type": "object", "x-mcp-header": "Top"},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"x-mcp-header": "I"}}}},
+        {"type": "object", "properties": {"a": {"oneOf": [{"x-mcp-header": "O"}]}}},
+        {"type": "object", "properties": [{"x-mcp-header": "L"}]},
+        json.loads(deep(40, "{").decode().replace('"a":', '"properties":{"a":', 1) + "}"),
+        json.loads(deep(100, "{")),
+    ]:
+        yield f"{json.dumps(schema)}\nMcp-Method: tools/call\n\n{json.dumps(body)}".encode()
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "file:///a"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "p"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": 5},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
+    for message in requests:
+        for head in ("Mcp-Method: x\nMcp-Name: y", "MCP-Protocol-Version: 2025-06-18", ""):
+            yield f"\n{head}\n\n{json.dumps(message)}".encode()
     yield b"\n\n\n" + json.dumps({**body, "params": {"uri": "r", "name": 5}}).encode()
     yield deep(1000, "{") + b"\n\n\n{}"
+
+
+def engine_seeds() -> Iterable[bytes]:
+    def step(action: int, value: Any = None, seconds: int = 0) -> bytes:
+        body = b"" if value is None else json.dumps(value).encode()
+        return bytes([action << 4 | seconds]) + body
+
+    done = {"content": [{"type": "text", "text": "ok"}]}
+    ask = {
+        "resultType": "input_required",
+        "inputRequests": {"f": targets.FORM, "s": targets.SAMPLE, "r": targets.ROOTS},
+        "requestState": "s1",
+    }
+    only_state = {"resultType": "input_required", "requestState": "again"}
+    url = URL_ASK["inputRequests"]["u"]
+    flows = [
+        [step(0, done)],
+        [step(0, ask), step(1), step(0, done)],
+        [step(0, ask), step(6, None, 2), step(1), step(0, done)],  # restored mid-round
+        [step(0, ask), step(1), step(6, None, 1), step(0, done)],  # restored mid-leg
+        [step(0, ask), step(7, {"version": 2})],  # a stored snapshot gone bad
+        [step(0, ask), step(7, {"state": "done"})],
+        [step(0, ask), step(7, {"request_state": 5})],
+        [step(0, ask), step(7, {"pending": {"x": {"method": "nope"}}})],
+        [step(0, ask), step(7, {"elapsed": "x"})],
+        [step(0, ask), step(7, {"round_elapsed": 1000})],
+        [step(0, ask), step(7, {"options": {"max_rounds": 0}})],
+        [step(0, only_state), step(0, only_state), step(0, only_state), step(0, only_state)],
+        [step(0, ask), step(1), step(0, ask), step(1), step(0, ask), step(1), step(0, ask)],
+        [step(0, ask), step(0, {"action": "accept"}), step(0, {"roots": 5}), step(2)],
+        [step(0, ask), step(4, None, 15)],
+        [step(3, None, 6), step(3, None, 6), step(0, done)],
+        [step(5), step(5), step(5), step(5), step(0, done)],
+        [step(0, ask), step(8)],
+        [step(0, {"code": -32021, "message": "m", "data": {"requiredCapabilities": {}}})],
+        [step(0, {"code": -32602, "message": "m"})],
+        [step(0, {"resultType": "input_required", "inputRequests": {"u": url}})],
+        [step(0, {"resultType": "input_required", "inputRequests": 5})],
+        [step(0, {"resultType": "input_required", "requestState": 5})],
+        [step(0, {"resultType": "input_required"})],
+        [step(0, {"resultType": "strange"})],
+        [step(0, ask, 15), step(1, None, 15), step(0, done, 15)],
+    ]
+    for control in (0x00, 0x07, 0x18, 0x60, 0x80, 0xFF):
+        for declared in (0, 1, 2, 3) if control == 0x07 else (0,):
+            for flow in flows:
+                yield bytes([control, declared << 2]) + b"\n".join(flow)
+    for flow in flows[:4]:
+        yield b"\x00\x40" + b"\n".join(flow)  # cancelled before it starts
+        yield b"\x07\x80" + b"\n".join(flow)  # stored and restored before it starts
+    # An input timer bounded by the total budget, firing past it.
+    yield b"\x06\x00" + b"\n".join([step(0, ask), step(4, None, 15), step(4, None, 15)])
+    yield b"\x03\x00" + b"\n".join([step(3, None, 15), step(3, None, 15), step(3, None, 15)])
+
+
+def schemas_seeds() -> Iterable[bytes]:
+    form = targets.SCHEMAS[0]
+    good = {"name": "Ann", "email": "ann@example.com", "born": "2000-01-31", "age": 3}
+    values: list[Any] = [
+        good,
+        {**good, "email": "not an email", "born": "2000-13-01", "when": "x"},
+        {**good, "tags": ["x", "x", "z"], "picks": ["q"], "size": "xl", "tone": "b"},
+        {"region": "eu-1", "when": "2026-07-28T00:00:00Z", "deep": {"n": [1, 2]}},
+        {"region": "EU", "deep": {"n": ["x"], "more": 1}, "other": True},
+        {"x": "s", "y": True, "z": 5},
+        [{"a": 1}, {"a": 1}],
+        [],
+        None,
+        "text",
+        1e308,
+        {"action": "accept", "content": good},
+        {"action": "accept", "content": {**good, "age": -1}},
+        {"action": "accept"},
+        {"action": "decline"},
+        {"action": "cancel", "content": 5},
+        {"action": "maybe"},
+    ]
+    for value in values:
+        for control in (0x00, 0x04):
+            yield bytes([control]) + json.dumps(value).encode()
+    yield b"\x00" + deep(1000, "[")
+    yield b"\x04" + b'{"action":"accept","content":{"name":' + deep(200, "[") + b"}}"
+    fields: list[Any] = [
+        form,
+        {"properties": form["properties"], "required": ["name", "nobody"]},
+        {"properties": form["properties"], "required": [5, {}]},
+        {"a": {"type": "object", "properties": {}}},
+        {"a": {"type": "string", "pattern": "x"}},
+        {"a": {"type": "string", "minLength": -1, "format": "ipv4"}},
+        {"a": {"type": "string", "enum": [1]}, "b": {"type": "string", "enumNames": ["x"]}},
+        {"a": {"type": "string", "oneOf": [{"const": "a"}]}},
+        {"a": {"type": "string", "enum": ["a"], "oneOf": [{"const": "a", "title": "A"}]}},
+        {"a": {"type": "string", "default": 5, "title": 5}},
+        {"a": {"type": "number", "minimum": "0"}, "b": {"type": "integer", "default": True}},
+        {"a": {"type": "boolean", "default": "yes"}},
+        {"a": {"type": "array", "items": {"type": "string"}}},
+        {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]}, "minItems": -1}},
+        {
+            "a": {
+                "type": "array",
+                "items": {"anyOf": [{"const": "x", "title": "X"}]},
+                "default": [1],
+            }
+        },
+        {"a": {"type": "array", "items": 5}},
+        {"a": {"type": ["string", "null"]}},
+        {"a": {"type": "null"}},
+        {"a": {"$ref": "#/x"}},
+        {"a": 5},
+        {"a": {"type": "string", "maxLength": 1e3}},
+        [],
+        "x",
+    ]
+    for value in fields:
+        yield b"\x01" + json.dumps(value).encode()
+    urls = [
+        "https://example.com/a?b#c",
+        "http://localhost:8080/x",
+        "http://app.localhost/x",
+        "http://127.0.0.1/x",
+        "http://[::1]:1/x",
+        "http://example.com/x",
+        "https://user:pw@example.com/",
+        "https://@example.com/",
+        "https:///path",
+        "https://example.com:99999/",
+        "https://[::1/",
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "file:///etc/passwd",
+        "https://exa mple.com/",
+        "https://example.com/\t",
+        "HTTPS://EXAMPLE.COM/",
+        "//example.com/",
+        "",
+    ]
+    for url in urls:
+        yield b"\x02" + json.dumps(url).encode()
+    yield b"\x02" + b"\xff\xfe"
+    yield b"\x02" + b"5"
 
 
 SEEDS = {
@@ -457,6 +910,8 @@ SEEDS = {
     "client": client_seeds,
     "server": server_seeds,
     "legacy_shim": legacy_shim_seeds,
+    "engine": engine_seeds,
+    "schemas": schemas_seeds,
 }
 
 

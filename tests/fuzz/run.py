@@ -38,6 +38,8 @@ TARGET_NAMES = (
     "client",
     "server",
     "legacy_shim",
+    "engine",
+    "schemas",
 )
 #: libFuzzer's largest input: room for a message over the connections' 1 KiB bound.
 MAX_LEN = 8192

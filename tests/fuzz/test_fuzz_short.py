@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run
 
-#: Seconds per target: with the subprocess's start, about 30 s for the eight targets.
+#: Seconds per target: with the subprocess's start and the seeds' first pass, about 50 s
+#: for the ten targets on a loaded machine.
 SECONDS = 2
 
 

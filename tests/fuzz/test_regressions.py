@@ -105,6 +105,27 @@ def test_a_line_framer_may_hold_a_whole_message_and_its_carriage_return() -> Non
     assert framer.next_frame() == b"xy"
 
 
+def test_a_form_whose_required_names_are_not_strings_is_refused_as_misuse() -> None:
+    # Found by the schemas target: elicit_form(..., required=[{}]) raised TypeError
+    # (unhashable dict) out of the builder; a builder lets out only LocalProtocolError.
+    fields = {"city": {"type": "string"}}
+    for required in ([{}], [5], ["city", ["city"]]):
+        with pytest.raises(m.LocalProtocolError, match="named by strings"):
+            m.server.elicit_form("Which city?", fields, required=required)
+    asked = m.server.elicit_form("Which city?", fields, required=["city"])
+    assert asked.requested_schema["required"] == ["city"]
+
+
+def test_a_form_field_whose_format_is_not_a_string_is_refused_as_misuse() -> None:
+    # Found by the schemas target: a string field's "format" given as a list or an
+    # object raised TypeError (unhashable) from the builder's keyword check.
+    for bad in ([{"const": "a", "title": "A"}], {"email": True}, 5, "ipv4"):
+        with pytest.raises(m.LocalProtocolError, match="format must be one of"):
+            m.server.elicit_form("Mail?", {"to": {"type": "string", "format": bad}})
+    asked = m.server.elicit_form("Mail?", {"to": {"type": "string", "format": "email"}})
+    assert asked.requested_schema["properties"]["to"]["format"] == "email"
+
+
 @pytest.mark.parametrize("target", list(targets.TARGETS))
 def test_every_seed_passes_its_target(target: str) -> None:
     paths = sorted((HERE / "corpus" / target).iterdir())

@@ -10,7 +10,7 @@ This package does not import atheris: the same functions run under the fuzzer
 (``fuzz_one.py``, instrumented), under ``coverage`` when the corpus is
 replayed (``replay.py``) and in ``test_regressions.py``.
 
-Input layout: the first one or two bytes are *control* bytes (which scenario,
+Input layout: the first one to three bytes are *control* bytes (which scenario,
 which framing, how the stream is cut into chunks); the rest is what the peer
 sends.  ``make_corpus.py`` writes seeds in that layout.
 """
@@ -27,13 +27,15 @@ from ._common import (
     MAX_MESSAGE,
     MODERN,
     SERVER_INFO,
-    KnownDeepNesting,
     guarded,
+    lines_of,
     run,
 )
 from .client import FORM, ROOTS, SAMPLE, ClientApp, answer_for, client, client_setup
+from .engine import engine
 from .parsers import PAYLOADS, codec, convert, framing, headers, sse
-from .server import ServerApp, legacy_shim, server
+from .schemas import SCHEMAS, SPEC_FORM_SHAPE, schemas
+from .server import POOL_PARAMS, STATE_POOL, ServerApp, legacy_shim, server
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "framing": framing,
@@ -44,6 +46,8 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "client": client,
     "server": server,
     "legacy_shim": legacy_shim,
+    "engine": engine,
+    "schemas": schemas,
 }
 
 __all__ = [
@@ -55,15 +59,19 @@ __all__ = [
     "MAX_MESSAGE",
     "MODERN",
     "PAYLOADS",
+    "POOL_PARAMS",
     "ROOTS",
     "SAMPLE",
+    "SCHEMAS",
     "SERVER_INFO",
+    "SPEC_FORM_SHAPE",
+    "STATE_POOL",
     "TARGETS",
     "ClientApp",
-    "KnownDeepNesting",
     "ServerApp",
     "answer_for",
     "client_setup",
     "guarded",
+    "lines_of",
     "run",
 ]

@@ -3,7 +3,6 @@ identities of the connection targets, and driving a connection until it waits.""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,48 +11,21 @@ import mrtr_core as m
 # --- What may come out -----------------------------------------------------------------
 
 
-class KnownDeepNesting(Exception):
-    """Stand-in for the RecursionError deep nesting still raises (see ``_known``)."""
+def guarded(action: Callable[[], Any]) -> Any:
+    """``action()``; a documented error becomes ``None``, anything else propagates.
 
-
-def _known(exc: BaseException, data: bytes) -> bool:
-    """An exception that is a known, tracked problem rather than a new find.
-
-    TODO(depth bound): remove this allowance once the codec's depth bound lands
-    (another branch is adding it); from then on deep nesting must surface as a
-    ``RemoteProtocolError`` like any other bad input, and a RecursionError is a crash.
+    Deep nesting is no exception: the codec's depth bound (``max_depth``) makes it a
+    ``RemoteProtocolError`` like any other bad input, so a ``RecursionError`` is a crash.
     """
-    return isinstance(exc, RecursionError) and _nesting(data) >= 500
-
-
-def _nesting(data: bytes) -> int:
-    """How deep ``[``/``{`` nest in ``data`` (a cheap bound; strings are not skipped)."""
-    depth = deepest = 0
-    for byte in data:
-        if byte in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in b"]}" and depth:
-            depth -= 1
-    return deepest
-
-
-def guarded(data: bytes, action: Callable[[], Any]) -> Any:
-    """``action()``; a documented error becomes ``None``, anything else propagates."""
     try:
         return action()
     except m.MrtrError:
         return None
-    except RecursionError as exc:
-        if _known(exc, data):
-            raise KnownDeepNesting from exc
-        raise
 
 
 def run(target: Callable[[bytes], None], data: bytes) -> None:
-    """Call ``target(data)`` the way the fuzzer does: a known problem is not a find."""
-    with contextlib.suppress(KnownDeepNesting):
-        target(data)
+    """Call ``target(data)`` the way the fuzzer does (kept as the one entry point)."""
+    target(data)
 
 
 def chunks(data: bytes, sizes: bytes) -> Iterator[bytes]:
@@ -92,25 +64,29 @@ def drain(conn: m.Connection, on_event: Callable[[Any], None]) -> None:
     raise AssertionError("next_event never returned NEED_DATA")
 
 
-def feed_stream(
-    conn: m.Connection, data: bytes, stream: bytes, sizes: bytes, *, parsed: bool = False
-) -> Iterator[None]:
-    """Feed ``stream`` as lines in chunks, or one message per line; yield after each feed.
-
-    ``parsed``: each line goes through ``receive_message`` as the JSON value it holds
-    (an adapter that decoded it already), or as its text when it is not JSON.
-    """
-    if conn.framing == "messages" or parsed:
-        pieces: Iterator[bytes] = iter(stream.split(b"\n"))
+def feed_line(conn: m.Connection, line: bytes, sizes: bytes, *, parsed: bool) -> Iterator[None]:
+    """Feed one line (its ``\\n`` included, if it has one), yielding after each feed: as
+    raw bytes cut by ``sizes`` (whole for whole-message framing), or through
+    ``receive_message`` as the JSON value it holds (an adapter that decoded it
+    already), or as its text when it is not JSON."""
+    body = line.rstrip(b"\n")
+    if parsed:
+        if body:
+            value = guarded(lambda: STDLIB.loads(body))
+            value = body.decode("utf-8", "replace") if value is None else value
+            guarded(lambda: conn.receive_message(value))
+            yield
+    elif conn.framing == "messages":
+        if body:  # b"" would mean the peer closed
+            guarded(lambda: conn.receive_data(body))
+            yield
     else:
-        pieces = chunks(stream, sizes)
-    for piece in pieces:
-        if conn.framing == "messages" and not piece:
-            continue  # b"" means the peer closed
-        if parsed:
-            value = guarded(data, lambda piece=piece: STDLIB.loads(piece))
-            value = piece.decode("utf-8", "replace") if value is None else value
-            guarded(data, lambda value=value: conn.receive_message(value))
-        else:
-            guarded(data, lambda piece=piece: conn.receive_data(piece))
-        yield
+        for piece in chunks(line, sizes):
+            guarded(lambda piece=piece: conn.receive_data(piece))
+            yield
+
+
+def lines_of(stream: bytes) -> list[bytes]:
+    """``stream``'s lines, each with its ``\\n`` (the last one, unterminated, without)."""
+    parts = stream.split(b"\n")
+    return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])

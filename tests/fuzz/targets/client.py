@@ -12,9 +12,11 @@ from ._common import (
     CLIENT_INFO,
     MAX_BUFFER,
     MAX_MESSAGE,
+    MODERN,
     drain,
-    feed_stream,
+    feed_line,
     guarded,
+    lines_of,
 )
 
 
@@ -42,13 +44,19 @@ class ClientApp:
         self.data = data
         self.answer_inputs = answer_inputs
         self.fail_inputs = False
+        self.close_streams = False  # a 2025 server's requests lose their response stream
+        self.plain_id: int | None = None
+        #: The app waits out a retry's delay: it sends a delayed leg at the next pump.
+        self.wait_delays = False
+        self.cancel_after_provide = False
+        self.held: list[Any] = []
         self.calls: set[int] = set()
         self.ended: dict[int, Any] = {}
         self.pending: list[tuple[int, str, Any]] = []  # dispatched inputs not answered
         self.sent: list[bytes] = []  # what went out (make_corpus.py feeds it to a server)
 
     def send(self, event: Any) -> None:
-        data = guarded(self.data, lambda: self.conn.send(event))
+        data = guarded(lambda: self.conn.send(event))
         if data:
             self.sent.append(data)
 
@@ -58,7 +66,6 @@ class ClientApp:
         if request.method == "ping":
             return {}
         shaped = guarded(
-            b"",
             lambda: m.wire.structure_input_request(
                 {"method": request.method, "params": request.params}
             ),
@@ -77,7 +84,9 @@ class ClientApp:
             assert event.call in self.calls, event
             assert event.call not in self.ended, (event, self.ended[event.call])
             inner = event.event
-            if isinstance(inner, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+            if self.wait_delays and isinstance(inner, m.SendRetry) and inner.delay > 0:
+                self.held.append(event)  # sent at the next pump, once the delay is over
+            elif isinstance(inner, (m.SendRequest, m.SendRetry, m.CancelLeg)):
                 self.send(event)
             elif isinstance(inner, m.DispatchInput):
                 self.pending.append((event.call, inner.key, inner.request))
@@ -93,6 +102,9 @@ class ClientApp:
             self.send(event)
         elif isinstance(event, m.Request):
             # A 2025-era server's question (or ping): answer it, as an app would.
+            if self.close_streams:
+                self.conn.response_stream_closed(event.id)
+                return
             self.send(m.ResultResponse(id=event.id, result=self.reply_to(event)))
         elif isinstance(event, m.Progress) and event.call is not None:
             assert event.call in self.calls, event
@@ -100,15 +112,21 @@ class ClientApp:
             assert isinstance(event.error, m.MrtrError)
 
     def pump(self) -> None:
+        held, self.held = self.held, []
+        for event in held:  # (its call may have ended meanwhile: then nothing goes)
+            self.send(event)
         drain(self.conn, self.on_event)
         if self.answer_inputs:
             pending, self.pending = self.pending, []
             for call, key, request in pending:
                 if self.fail_inputs:
-                    guarded(self.data, lambda c=call, k=key: self.conn.fail_input(c, k, "no"))
+                    guarded(lambda c=call, k=key: self.conn.fail_input(c, k, "no"))
                     continue
                 answer = answer_for(request)
-                guarded(self.data, lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
+                guarded(lambda c=call, k=key, a=answer: self.conn.provide(c, k, a))
+                if self.cancel_after_provide:
+                    # Cancelled before its retry was handed out: the retry never goes.
+                    guarded(lambda c=call: self.conn.cancel(c))
             if pending:
                 drain(self.conn, self.on_event)
 
@@ -144,7 +162,14 @@ ROOTS = {"method": "roots/list"}
 
 
 def client_setup(
-    scenario: int, framing: str, *, answer_inputs: bool, plain: bool = False
+    scenario: int,
+    framing: str,
+    *,
+    answer_inputs: bool,
+    plain: bool = False,
+    log_level: str | None = None,
+    names: tuple[str, str] = ("one", "two"),
+    close_stream: bool = False,
 ) -> ClientApp:
     """A client with calls in flight; the same every time (ids included).
 
@@ -153,22 +178,28 @@ def client_setup(
     (its retry sent), call 4 (with progress and timeouts) waiting for its leg.
     1, auto: the ``server/discover`` probe out, calls 1 and 2 queued behind it.
     2, legacy: ``initialize`` out, calls 1 and 2 queued behind it.
-    ``plain``: then a ``tools/list`` of the app's own goes out too.
+    3, auto with only 2026-07-28 to offer: as 1, and it cannot fall back.
+    ``plain``: then a ``tools/list`` of the app's own goes out too.  ``names``: the
+    tools calls 1 and 2 call (``make_corpus.py`` picks the server target's tools).
+    ``close_stream``: a cancelled leg's stream is closed instead of notified.
     """
-    era = ("modern", "auto", "legacy")[scenario]
+    era = ("modern", "auto", "legacy", "auto")[scenario]
     conn = m.Connection(
         m.CLIENT,
-        era=era,
+        era=era,  # type: ignore[arg-type]
+        versions=(MODERN,) if scenario == 3 else m.protocol.ALL_VERSIONS,
+        log_level=log_level,
         framing=framing,  # type: ignore[arg-type]
         info=CLIENT_INFO,
         capabilities=ALL_CAPS,
         max_message_size=MAX_MESSAGE,
         max_buffer_size=MAX_BUFFER,
-        max_finished_ids=8,
+        max_finished_ids=3,
+        cancellation="close_stream" if close_stream else "notify",
     )
     app = ClientApp(conn, b"", answer_inputs=False)
-    app.start("tools/call", "one")
-    app.start("tools/call", "two")
+    app.start("tools/call", names[0])
+    app.start("tools/call", names[1])
     if scenario == 0:
         app.start("prompts/get", "three")
         app.start("resources/read", "four", progress=True, leg_timeout=5.0, total_timeout=60.0)
@@ -184,7 +215,9 @@ def client_setup(
         app.pump()
     if plain:
         # A request of the app's own, next to the calls (its answer is the app's).
-        app.send(m.Request(id=conn.new_request_id(), method="tools/list"))
+        app.plain_id = conn.new_request_id()
+        token = {"_meta": {"progressToken": "plain"}}
+        app.send(m.Request(id=app.plain_id, method="tools/list", params=token))
     app.answer_inputs = answer_inputs
     return app
 
@@ -194,38 +227,78 @@ def client(data: bytes) -> None:
     call, no event for a call after its end, and at the end of the stream every call
     ended exactly once.
 
-    Control bytes: ``data[0]``: the scenario (see :func:`client_setup`), 0x40 a plain
-    request too, 0x80 whole-message framing.  ``data[1]``: 0x01 the app answers inputs
-    (0x20: it fails them instead), what it does mid-stream (0x02 cancel a call, 0x04
-    break a leg, 0x08 an input timer fires, 0x10 a leg timer fires), 0x40 messages
-    arrive parsed (``receive_message``); and how the stream is cut.
+    Control bytes: ``data[0]``: the scenario (0x03, see :func:`client_setup`), 0x04
+    the client has a log level, 0x08 it cancels legs by closing their streams, 0x40
+    a plain request too, 0x80 whole-message framing.
+    ``data[1]``: 0x01 the app answers inputs (0x20: it fails them instead), what it
+    does mid-stream (0x02 cancel a call, 0x04 break a leg, 0x08 an input timer
+    fires, 0x10 a leg timer fires), 0x40 messages arrive parsed
+    (``receive_message``).  ``data[2]``: more the app does mid-stream (0x01 the
+    handshake timer fires, 0x02 it cancels its plain request, 0x04 the response
+    stream of a 2025 server's request closes instead of the app answering it),
+    0x08 parsed and raw lines alternate with no ``next_event`` between a pair,
+    0x10 the app's timers fire late (past every budget), 0x20 the app waits out a
+    retry's delay (sends it at the next line), 0x40 it cancels a call right after
+    answering its input.  All three cut the stream.
     """
-    if len(data) < 2:
+    if len(data) < 3:
         return
-    scenario = data[0] % 3
+    scenario = data[0] & 0x03
     framing = "messages" if data[0] & 0x80 else "lines"
     app = client_setup(
-        scenario, framing, answer_inputs=bool(data[1] & 1), plain=bool(data[0] & 0x40)
+        scenario,
+        framing,
+        answer_inputs=bool(data[1] & 1),
+        plain=bool(data[0] & 0x40),
+        log_level="debug" if data[0] & 0x04 else None,
+        close_stream=bool(data[0] & 0x08),
     )
+    app.wait_delays = bool(data[2] & 0x20)
+    app.cancel_after_provide = bool(data[2] & 0x40)
     app.data = data
     app.fail_inputs = bool(data[1] & 0x20)
+    app.close_streams = bool(data[2] & 0x04)
     conn = app.conn
+    late = 1000.0 if data[2] & 0x10 else 100.0
     actions = {
-        1: (0x08, lambda call: conn.input_timed_out(call, now=100.0), False),
-        3: (0x02, conn.cancel, False),
-        4: (0x10, lambda call: conn.leg_timed_out(call, now=100.0), True),
-        5: (0x04, conn.leg_broken, True),
+        1: (data[1] & 0x08, lambda call: conn.input_timed_out(call, now=late), False),
+        3: (data[1] & 0x02, conn.cancel, False),
+        4: (data[1] & 0x10, lambda call: conn.leg_timed_out(call, now=late), True),
+        5: (data[1] & 0x04, conn.leg_broken, True),
     }
-    stream = feed_stream(conn, data, data[2:], data[1:2], parsed=bool(data[1] & 0x40))
-    for step, _ in enumerate(stream):
+    parsed = bool(data[1] & 0x40)
+    mixed = bool(data[2] & 0x08)
+    for step, line in enumerate(lines_of(data[3:])):
+        if mixed:
+            for _ in feed_line(conn, line, data[:3], parsed=not step % 2):
+                pass
+            if not step % 2:
+                continue  # no next_event between this line and the next
+        else:
+            for _ in feed_line(conn, line, data[:3], parsed=parsed):
+                app.pump()
         app.pump()
-        if step in actions and data[1] & actions[step][0]:
+        if step in (0, 2) and data[2] & 0x01:
+            guarded(conn.handshake_timed_out)
+            app.pump()
+        if step == 1 and data[2] & 0x02 and app.plain_id is not None:
+            cancel = {"requestId": app.plain_id, "reason": "app gave up"}
+            app.send(m.Notification(method="notifications/cancelled", params=cancel))
+            app.send(m.Notification(method="notifications/roots/list_changed"))
+        enabled, action, highest = actions.get(step, (0, None, False))
+        if enabled and action is not None:
             # As an app might: on the lowest live call, or the highest.
-            _, action, highest = actions[step]
             live = sorted(app.calls - app.ended.keys())
             if live:
-                guarded(data, lambda c=live[-1 if highest else 0], act=action: act(c))
+                guarded(lambda c=live[-1 if highest else 0], act=action: act(c))
                 app.pump()
-    guarded(data, lambda: conn.receive_data(b""))
+    guarded(lambda: conn.receive_data(b""))
     app.pump()
     app.check_all_ended()
+    # What the handshake settled, as the app reads it: consistent with itself.
+    assert conn.era in (None, "modern", "legacy"), conn.era
+    if conn.era is not None:  # settled: on a version of its era (the probe's may stay)
+        assert conn.protocol_version in m.protocol.ALL_VERSIONS, conn.protocol_version
+    assert conn.peer_info is None or isinstance(conn.peer_info, dict), conn.peer_info
+    assert isinstance(conn.peer_capabilities, dict), conn.peer_capabilities
+    assert conn.session_state.value in ("closed", "failed", "error"), conn.session_state

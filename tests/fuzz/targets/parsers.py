@@ -137,7 +137,7 @@ def sse(data: bytes) -> None:
     # The encoder's round trip, with the stream as the event's text.
     text = stream.decode("utf-8", "replace")
     event_type = text[: data[1] % 8] if data[1] & 1 else None
-    encoded = guarded(data, lambda: m.wire.encode_sse(text, event=event_type))
+    encoded = guarded(lambda: m.wire.encode_sse(text, event=event_type))
     if encoded is None:
         return
     back = m.wire.SseDecoder()
@@ -158,10 +158,10 @@ CODECS = [STDLIB, m.wire.Codec("auto")]
 def codec(data: bytes) -> None:
     """decode -> encode -> decode is the identity, with either JSON backend."""
     for one in CODECS:
-        message = guarded(data, lambda one=one: one.decode(data))
+        message = guarded(lambda one=one: one.decode(data))
         if message is None:
             continue
-        encoded = guarded(data, lambda one=one, message=message: one.encode(message))
+        encoded = guarded(lambda one=one, message=message: one.encode(message))
         if encoded is None:
             continue  # (values one backend reads and cannot write: documented in _codec)
         assert b"\n" not in encoded, encoded
@@ -186,24 +186,24 @@ def convert(data: bytes) -> None:
     result; whatever structures must unstructure and structure back to itself."""
     if len(data) < 1:
         return
-    value = guarded(data, lambda: STDLIB.loads(data[1:]))
+    value = guarded(lambda: STDLIB.loads(data[1:]))
     if value is None:
         return
     kind = PAYLOADS[data[0] % len(PAYLOADS)]
-    shaped = guarded(data, lambda: m.wire.structure(value, kind))
+    shaped = guarded(lambda: m.wire.structure(value, kind))
     if shaped is not None:
         assert m.wire.structure(m.wire.unstructure(shaped), kind) == shaped
-    request = guarded(data, lambda: m.wire.structure_input_request(value))
+    request = guarded(lambda: m.wire.structure_input_request(value))
     if request is not None:
         plain = m.wire.unstructure_input_request(request)
         assert m.wire.structure_input_request(plain) == request
-    result = guarded(data, lambda: m.wire.structure_input_required(value))
+    result = guarded(lambda: m.wire.structure_input_required(value))
     if result is not None:
         plain = m.wire.unstructure_input_required(result)
         assert m.wire.structure_input_required(plain) == result
     # The message classifier on the same value (a JSON-RPC object or not).
-    guarded(data, lambda: codec_mod.message_from_json(value))
-    guarded(data, lambda: convert_mod.unstructure_input_response(value))
+    guarded(lambda: codec_mod.message_from_json(value))
+    guarded(lambda: convert_mod.unstructure_input_response(value))
 
 
 # --- HTTP header checks ----------------------------------------------------------------
@@ -215,26 +215,23 @@ def headers(data: bytes) -> None:
     text = data.decode("utf-8", "replace")
     schema_line, _, rest = text.partition("\n")
     head, _, body = rest.partition("\n\n")
-    schema = guarded(data, lambda: STDLIB.loads(schema_line))
-    params = guarded(data, lambda: headers_mod.schema_header_params(schema)) if schema else None
-    message = guarded(data, lambda: STDLIB.loads(body))
+    schema = guarded(lambda: STDLIB.loads(schema_line))
+    params = guarded(lambda: headers_mod.schema_header_params(schema)) if schema else None
+    message = guarded(lambda: STDLIB.loads(body))
     if not isinstance(message, dict):
         return
+    tool = headers_mod.called_tool(message)
+    assert tool is None or (message.get("method") == "tools/call" and isinstance(tool, str))
     fields = [tuple(line.split(":", 1)) for line in head.split("\n") if ":" in line]
     received = headers_mod.header_fields((n.strip(), v.strip()) for n, v in fields)
-    guarded(
-        data, lambda: headers_mod.check_request_headers(received, message, header_params=params)
-    )
+    guarded(lambda: headers_mod.check_request_headers(received, message, header_params=params))
     # What a client would send for the same message passes the check.
     version = "2026-07-28"
     sent = guarded(
-        data,
         lambda: headers_mod.request_headers(
             message, protocol_version=version, header_params=params
         ),
     )
     if sent is not None and "id" in message and isinstance(message.get("method"), str):
         mirrored = headers_mod.header_fields(sent)
-        guarded(
-            data, lambda: headers_mod.check_request_headers(mirrored, message, header_params=params)
-        )
+        guarded(lambda: headers_mod.check_request_headers(mirrored, message, header_params=params))
