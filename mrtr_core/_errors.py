@@ -21,6 +21,10 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: A "come back later" refusal, before the request was processed (an implementation
+#: code: the spec leaves -32000 to -32019 to servers).  Sent by our HTTP server with 503
+#: and ``Retry-After``; our HTTP client retries it.
+SERVER_BUSY = -32000
 
 # How much of a value an error message shows: a few items of a couple of levels.
 _SHOWN_CHARS = 40

@@ -13,6 +13,7 @@ from .._errors import (
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
+    SERVER_BUSY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
@@ -89,6 +90,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "SERVER_BUSY",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "MRTR_METHODS",
     "ALL_VERSIONS",

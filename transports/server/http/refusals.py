@@ -49,8 +49,8 @@ STATUS_FOR_CODE = {
     m.protocol.INTERNAL_ERROR: 500,
 }
 #: JSON-RPC code of a "come back later" refusal (no place for a listen stream, no free
-#: connection): implementation-defined, as the spec leaves -32000 to -32019 to servers.
-SERVER_BUSY = -32000
+#: connection); its one home is the core's list of codes.
+SERVER_BUSY = m.protocol.SERVER_BUSY
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
 #: Seconds a refused client may go on sending (read and dropped) before the close.

@@ -1,0 +1,136 @@
+"""One HTTP/1.1 connection of the HTTP client, and how a failed exchange on it reads.
+
+A POST on a pooled connection can fail three ways that the link treats apart:
+:class:`Broken` (the connection failed under the request), :class:`Stale` (a
+kept-alive connection failed before any byte of a response: the server closed it
+unread, so the request may go again elsewhere), and :class:`Refused` (HTTP 503 with
+``Retry-After`` and a ``SERVER_BUSY`` JSON-RPC error: refused before it was
+processed, so it may go again after the delay).  ``transports/client/http.py``
+decides what to do about each.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Sequence
+from typing import Any
+
+import h11
+import trio
+
+import mrtr_core as m
+
+from .errors import TransportError
+
+READ_SIZE = 65536
+SERVER_BUSY = m.protocol.SERVER_BUSY
+
+
+class Broken(Exception):
+    """The connection failed under a request (after it was sent, or while sending)."""
+
+
+class Stale(Exception):
+    """A kept-alive connection failed before any byte of a response: the server closed
+    it unread, so the request may go again on another connection."""
+
+
+class Refused(Exception):
+    """HTTP 503 + ``Retry-After`` + ``SERVER_BUSY``: refused before it was processed."""
+
+    def __init__(self, retry_after: int, message: str) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.message = message
+
+
+class Failed(Exception):
+    """The exchange failed for good: ``error`` for the caller, ``broken`` when the
+    connection cannot be used again."""
+
+    def __init__(self, error: TransportError, *, broken: bool) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.broken = broken
+
+
+class HttpConnection:
+    """One HTTP/1.1 connection: a trio stream and its h11 state."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.received = False  # any byte of a response on this cycle
+
+    async def send(self, event: Any) -> None:
+        data = self.h11.send(event)
+        if data:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise Broken(f"sending failed: {exc}") from exc
+
+    async def next_event(self) -> Any:
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise Broken(f"bad HTTP from the server: {exc}") from exc
+            if event is h11.NEED_DATA:
+                try:
+                    data = await self.stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    raise Broken(f"the connection broke: {exc}") from exc
+                if data:
+                    self.received = True
+                try:
+                    self.h11.receive_data(bytes(data))
+                except h11.RemoteProtocolError as exc:
+                    raise Broken(f"bad HTTP from the server: {exc}") from exc
+                continue
+            if isinstance(event, h11.ConnectionClosed):
+                raise Broken("the server closed the connection")
+            return event
+
+    def reusable(self) -> bool:
+        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+
+    def stale(self) -> bool:
+        """An idle connection with something to read: the server's close (or bytes it
+        had no business sending).  Either way, not one to send a request on.  (Plain
+        TCP only: TLS may have session tickets to read, which are no reason to drop it.)"""
+        if not isinstance(self.stream, trio.SocketStream):
+            return False
+        try:
+            fileno = self.stream.socket.fileno()
+            if hasattr(select, "poll"):
+                poller = select.poll()
+                poller.register(fileno, select.POLLIN)
+                return bool(poller.poll(0))
+            readable, _, _ = select.select([fileno], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    async def aclose(self) -> None:
+        await trio.aclose_forcefully(self.stream)
+
+
+def check_refusal(
+    status: int, headers: Sequence[tuple[bytes, bytes]], content_type: str, body: bytes | None
+) -> None:
+    """Raise ``Refused`` if this is a refusal before processing: HTTP 503, ``Retry-After``
+    in whole seconds and a JSON-RPC error of code ``SERVER_BUSY``."""
+    if status != 503 or not body or not content_type.endswith("json"):
+        return
+    retry_after = next((v for k, v in headers if k == b"retry-after"), b"").strip()
+    if not retry_after.isdigit() or len(retry_after) > 6:  # (an HTTP date: not ours)
+        return
+    try:
+        value = m.wire.default_codec.loads(body)
+    except m.MrtrError:
+        return
+    error = value.get("error") if isinstance(value, dict) else None
+    if isinstance(error, dict) and error.get("code") == SERVER_BUSY:
+        message = error.get("message")
+        raise Refused(int(retry_after), message if isinstance(message, str) else "busy")
