@@ -68,7 +68,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-import select
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -88,108 +87,18 @@ from mrtr_core.protocol import (
 
 from .client import Client
 from .errors import TransportError
+from .http_connection import Broken, Failed, HttpConnection, Refused, Stale, check_refusal
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
 logger = logging.getLogger("mrtr.http")
 
-READ_SIZE = 65536
 MAX_ERROR_BODY = 64 * 1024
 #: Seconds to wait for the end of an SSE stream once its answer has arrived.
 LINGER_AFTER_ANSWER = 1.0
-#: The JSON-RPC code of a server's "not now" (-32000 to -32019 are left to servers): with
-#: HTTP 503 and ``Retry-After``, the request was refused before it was processed.
-SERVER_BUSY = -32000
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
-
-
-class _Broken(Exception):
-    """The connection failed under a request (after it was sent, or while sending)."""
-
-
-class _Stale(Exception):
-    """A kept-alive connection failed before any byte of a response: the server closed
-    it unread, so the request may go again on another connection."""
-
-
-class _Refused(Exception):
-    """HTTP 503 + ``Retry-After`` + ``SERVER_BUSY``: refused before it was processed."""
-
-    def __init__(self, retry_after: int, message: str) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.message = message
-
-
-class _Failed(Exception):
-    def __init__(self, error: TransportError, *, broken: bool) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.broken = broken
-
-
-class _HttpConnection:
-    """One HTTP/1.1 connection: a trio stream and its h11 state."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.received = False  # any byte of a response on this cycle
-
-    async def send(self, event: Any) -> None:
-        data = self.h11.send(event)
-        if data:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise _Broken(f"sending failed: {exc}") from exc
-
-    async def next_event(self) -> Any:
-        while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise _Broken(f"bad HTTP from the server: {exc}") from exc
-            if event is h11.NEED_DATA:
-                try:
-                    data = await self.stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    raise _Broken(f"the connection broke: {exc}") from exc
-                if data:
-                    self.received = True
-                try:
-                    self.h11.receive_data(bytes(data))
-                except h11.RemoteProtocolError as exc:
-                    raise _Broken(f"bad HTTP from the server: {exc}") from exc
-                continue
-            if isinstance(event, h11.ConnectionClosed):
-                raise _Broken("the server closed the connection")
-            return event
-
-    def reusable(self) -> bool:
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
-
-    def stale(self) -> bool:
-        """An idle connection with something to read: the server's close (or bytes it
-        had no business sending).  Either way, not one to send a request on.  (Plain
-        TCP only: TLS may have session tickets to read, which are no reason to drop it.)"""
-        if not isinstance(self.stream, trio.SocketStream):
-            return False
-        try:
-            fileno = self.stream.socket.fileno()
-            if hasattr(select, "poll"):
-                poller = select.poll()
-                poller.register(fileno, select.POLLIN)
-                return bool(poller.poll(0))
-            readable, _, _ = select.select([fileno], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
-
-    async def aclose(self) -> None:
-        await trio.aclose_forcefully(self.stream)
 
 
 class HttpLink:
@@ -236,7 +145,7 @@ class HttpLink:
         self._slots = trio.Semaphore(max_connections)
         self._returned = trio.Event()  # set when a connection goes back to the pool
         self._pool_size = max_connections
-        self._idle: list[_HttpConnection] = []
+        self._idle: list[HttpConnection] = []
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._discover_failure: str | None = None
@@ -329,7 +238,7 @@ class HttpLink:
         with scope:
             try:
                 await self._post(out)
-            except _Failed as failure:
+            except Failed as failure:
                 if out.method == "server/discover" and not self._discover_failure:
                     self._discover_failure = failure.error.message
                 self._client.response_failed(out, failure.error, broken=failure.broken)
@@ -360,12 +269,18 @@ class HttpLink:
                 try:
                     await self._attempt(out, headers, *found, resend_stale=resend_stale)
                     return
-                except _Stale:
+                except Stale:
                     logger.debug("%s: a kept-alive connection closed under it", out.method)
                     attempt -= 1
                     stale += 1
-                except _Refused as refusal:
-                    if attempt >= self.retry_attempts or refusal.retry_after > self.retry_max_delay:
+                except Refused as refusal:
+                    too_long = refusal.retry_after > self.retry_max_delay
+                    if found[1] and resend_stale and not too_long:
+                        # A kept-alive connection the server evicted while it was idle,
+                        # answered with a courtesy 503: a stale one, no attempt spent.
+                        attempt -= 1
+                        stale += 1
+                    elif attempt >= self.retry_attempts or too_long:
                         raise self._refused(out, refusal, attempt) from None
                     # The server said when; spread a little, so refused ones do not all
                     # come back together.
@@ -373,9 +288,9 @@ class HttpLink:
                     new_after = trio.current_time() + delay
                     logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
-    def _refused(self, out: Outbound, refusal: _Refused, attempts: int) -> _Failed:
+    def _refused(self, out: Outbound, refusal: Refused, attempts: int) -> Failed:
         tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
-        return _Failed(
+        return Failed(
             TransportError(
                 f"{self.url} refused {out.method} (HTTP 503, Retry-After: "
                 f"{refusal.retry_after} s; {tries}): {refusal.message}",
@@ -389,26 +304,26 @@ class HttpLink:
         self,
         out: Outbound,
         headers: list[tuple[str, str]],
-        conn: _HttpConnection,
+        conn: HttpConnection,
         reused: bool,
         *,
         resend_stale: bool,
     ) -> None:
-        """One POST on ``conn`` (a slot held); ``_Stale`` or ``_Refused`` when it may go
-        again (on another connection: this one is closed), ``_Failed`` when it failed."""
+        """One POST on ``conn`` (a slot held); ``Stale`` or ``Refused`` when it may go
+        again (on another connection: this one is closed), ``Failed`` when it failed."""
         try:
             response = await self._send(out, conn, headers)
-        except _Broken as exc:
+        except Broken as exc:
             await conn.aclose()
             if reused and not conn.received and resend_stale:
-                raise _Stale from exc
-            raise _Failed(
+                raise Stale from exc
+            raise Failed(
                 TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
             ) from exc
         try:
             await self._read_response(out, conn, response)
-        except _Broken as exc:
-            raise _Failed(
+        except Broken as exc:
+            raise Failed(
                 TransportError(f"the response to {out.method} broke: {exc}"), broken=True
             ) from exc
         finally:
@@ -422,7 +337,7 @@ class HttpLink:
                 await conn.aclose()
 
     async def _send(
-        self, out: Outbound, conn: _HttpConnection, headers: list[tuple[str, str]]
+        self, out: Outbound, conn: HttpConnection, headers: list[tuple[str, str]]
     ) -> Any:
         """Write the POST, then read the head of its response.
 
@@ -431,12 +346,12 @@ class HttpLink:
         when there is none does the failed write stand.
         """
         assert self._client is not None
-        failed: _Broken | None = None
+        failed: Broken | None = None
         try:
             await conn.send(h11.Request(method="POST", target=self._target, headers=headers))
             await conn.send(h11.Data(data=out.data))
             await conn.send(h11.EndOfMessage())
-        except _Broken as exc:
+        except Broken as exc:
             failed = exc
         else:
             self._client.transmitted(out)  # (for the trace: it is on the wire)
@@ -444,13 +359,13 @@ class HttpLink:
             response = await conn.next_event()
             while isinstance(response, h11.InformationalResponse):
                 response = await conn.next_event()
-        except _Broken:
+        except Broken:
             if failed is None:
                 raise
             raise failed from None
         return response
 
-    async def _connection(self, *, new: bool = True) -> tuple[_HttpConnection, bool] | None:
+    async def _connection(self, *, new: bool = True) -> tuple[HttpConnection, bool] | None:
         """A kept-alive connection, else a new one (if ``new``: else None); and whether it
         is reused."""
         while self._idle:
@@ -471,7 +386,7 @@ class HttpLink:
                 else:
                     stream = await trio.open_tcp_stream(self._host, self._port)
         except trio.TooSlowError as exc:
-            raise _Failed(
+            raise Failed(
                 TransportError(
                     f"connecting to {where} timed out after {self.connect_timeout:g} s",
                     kind="timeout",
@@ -479,13 +394,13 @@ class HttpLink:
                 broken=False,
             ) from exc
         except OSError as exc:
-            raise _Failed(
+            raise Failed(
                 TransportError(f"could not connect to {where}: {exc}", kind="connect"),
                 broken=False,
             ) from exc
-        return _HttpConnection(stream), False
+        return HttpConnection(stream), False
 
-    async def _read_response(self, out: Outbound, conn: _HttpConnection, response: Any) -> None:
+    async def _read_response(self, out: Outbound, conn: HttpConnection, response: Any) -> None:
         assert self._client is not None
         status = response.status_code
         content_type = ""
@@ -495,15 +410,15 @@ class HttpLink:
         if out.request_id is None or status == 202:
             body = await self._body(conn, MAX_ERROR_BODY)
             if status >= 300:
-                _check_refusal(status, response.headers, content_type, body)
-                raise _Failed(self._status_error(out, status, b""), broken=False)
+                check_refusal(status, response.headers, content_type, body)
+                raise Failed(self._status_error(out, status, b""), broken=False)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
             await self._read_events(out, conn)
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)
-        _check_refusal(status, response.headers, content_type, body)
+        check_refusal(status, response.headers, content_type, body)
         if content_type.endswith("json"):
             error = _jsonrpc_error(body, out.request_id)
             if 200 <= status < 300:
@@ -516,7 +431,7 @@ class HttpLink:
                 self._client.receive_data(error)
                 return
         if 200 <= status < 300:
-            raise _Failed(
+            raise Failed(
                 TransportError(
                     f"{self.url} answered {out.method} with Content-Type {content_type!r}",
                     kind="http",
@@ -524,7 +439,7 @@ class HttpLink:
                 ),
                 broken=False,
             )
-        raise _Failed(self._status_error(out, status, body or b""), broken=False)
+        raise Failed(self._status_error(out, status, body or b""), broken=False)
 
     def _status_error(self, out: Outbound, status: int, body: bytes) -> TransportError:
         snippet = body[:200].decode("utf-8", "replace").strip()
@@ -535,7 +450,7 @@ class HttpLink:
             status=status,
         )
 
-    async def _body(self, conn: _HttpConnection, limit: int) -> bytes | None:
+    async def _body(self, conn: HttpConnection, limit: int) -> bytes | None:
         """The whole body, or None if it passed ``limit`` (the rest is drained)."""
         chunks: list[bytes] = []
         size = 0
@@ -552,7 +467,7 @@ class HttpLink:
             return None
         return b"".join(chunks)
 
-    async def _read_events(self, out: Outbound, conn: _HttpConnection) -> None:
+    async def _read_events(self, out: Outbound, conn: HttpConnection) -> None:
         assert self._client is not None and out.request_id is not None
         client, request_id = self._client, out.request_id
         decoder = m.wire.SseDecoder(max_event_size=self.max_message_size)
@@ -578,26 +493,6 @@ class HttpLink:
                     deliver()
                     return
         # (Only reached when lingering ran out: the connection is not reusable.)
-
-
-def _check_refusal(
-    status: int, headers: Sequence[tuple[bytes, bytes]], content_type: str, body: bytes | None
-) -> None:
-    """Raise ``_Refused`` if this is a refusal before processing: HTTP 503, ``Retry-After``
-    in whole seconds and a JSON-RPC error of code ``SERVER_BUSY``."""
-    if status != 503 or not body or not content_type.endswith("json"):
-        return
-    retry_after = next((v for k, v in headers if k == b"retry-after"), b"").strip()
-    if not retry_after.isdigit() or len(retry_after) > 6:  # (an HTTP date: not ours)
-        return
-    try:
-        value = m.wire.default_codec.loads(body)
-    except m.MrtrError:
-        return
-    error = value.get("error") if isinstance(value, dict) else None
-    if isinstance(error, dict) and error.get("code") == SERVER_BUSY:
-        message = error.get("message")
-        raise _Refused(int(retry_after), message if isinstance(message, str) else "busy")
 
 
 def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
