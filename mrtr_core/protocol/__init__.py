@@ -2,7 +2,8 @@
 carries, the JSON-RPC and MCP error codes, the methods that may answer
 ``input_required``, the input kinds (one registry entry each: method, classes,
 capability needs, 2025-era mapping), what a server knows about one request
-(``RequestInfo``), and the Streamable HTTP header rules.
+(``RequestInfo``), the Streamable HTTP header rules, and the client-side caching
+rules (``ttlMs``/``cacheScope``).
 """
 
 from .._errors import (
@@ -17,6 +18,22 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
+from ._caching import (
+    MAX_CACHE_TTL_MS,
+    CacheEntry,
+    CacheKey,
+    CachePolicy,
+    CacheScope,
+    cache_params,
+    invalidations,
+    is_retry,
+    lookup_keys,
+    new_entry,
+    request_cacheable,
+    result_policy,
+    servable,
+    store_key,
+)
 from ._capabilities import missing_capability
 from ._headers import (
     ANNOTATION,
@@ -58,6 +75,20 @@ from ._meta import (
 )
 
 __all__ = [
+    "MAX_CACHE_TTL_MS",
+    "CacheEntry",
+    "CacheKey",
+    "CachePolicy",
+    "CacheScope",
+    "cache_params",
+    "invalidations",
+    "is_retry",
+    "lookup_keys",
+    "new_entry",
+    "request_cacheable",
+    "result_policy",
+    "servable",
+    "store_key",
     "missing_capability",
     "INPUT_KINDS",
     "InputKind",
