@@ -23,6 +23,7 @@ import trio
 
 import mrtr_core as m
 
+from .cache import ResponseCacheStore
 from .errors import TransportError
 from .inputs import InputHandler
 from .tracing import Tracer
@@ -133,3 +134,5 @@ class ClientOptions(TypedDict, total=False):
     max_message_size: int
     max_calls: int
     max_outgoing: int
+    cache: ResponseCacheStore | None
+    principal: str | None
