@@ -90,6 +90,11 @@ def make_app() -> CountingApp:
         return f"extra_{revision['tools']}"
 
     @app.tool()
+    def listening(ctx: Context) -> str:
+        """How many subscriptions/listen streams are open."""
+        return str(app.subscription_count)
+
+    @app.tool()
     def touch(ctx: Context) -> str:
         """Changes test://public (resources/updated for its subscribers)."""
         revision["public"] += 1
