@@ -152,13 +152,13 @@ async def test_a_busy_refusal_waits_for_retry_after() -> None:
             serving(app, max_listen_streams_per_client=1, listen_lifetime=1.5) as (url, _),
             open_http_client(url) as holder,
             open_http_client(url, tracer=sent.append) as client,
+            holder.listen(tools=True, reopen=False),
         ):
-            async with holder.listen(tools=True, reopen=False):
-                started = trio.current_time()
-                # Refused (429, retryAfterSeconds) while the holder's stream lives.
-                async with client.listen(tools=True, ack_timeout=15) as sub:
-                    waited = trio.current_time() - started
-                    assert sub.acknowledged == {"toolsListChanged": True}
+            started = trio.current_time()
+            # Refused (429, retryAfterSeconds) while the holder's stream lives.
+            async with client.listen(tools=True, ack_timeout=15) as sub:
+                waited = trio.current_time() - started
+                assert sub.acknowledged == {"toolsListChanged": True}
     attempts = [
         r for r in sent if r.dir == "send" and r.msg.get("method") == "subscriptions/listen"
     ]
