@@ -202,6 +202,14 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
 
+    @classmethod
+    def for_link(
+        cls, store: ResponseCacheStore, link: object, principal: str | None = None
+    ) -> ResponseCache:
+        """The cache of a client over ``link``: its server is :func:`cache_server`'s,
+        its principal ``principal`` or else :func:`default_principal`'s."""
+        return cls(store, cache_server(link), principal or default_principal(link))
+
     async def fetch(
         self,
         method: str,

@@ -42,28 +42,19 @@ import math
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import trio
 
 import mrtr_core as m
 from mrtr_core.connection import Sendable
 
-from .cache import (
-    CacheMode,
-    ResponseCache,
-    ResponseCacheStore,
-    cache_server,
-    default_principal,
-    flow_fetch,
-    plain_fetch,
-)
+from . import listen as listening
+from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
-from .listen import LIST_CHANGED, RESOURCE_UPDATED, Handler, ListKind, Notifications, Subscription
-from .listen import listen as _listen
 from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
@@ -130,12 +121,8 @@ class Client:
             else None
         )
         #: The response cache (``cache=`` a store; :mod:`~mrtr_transports.client.cache`).
-        self.cache = (
-            ResponseCache(cache, cache_server(link), principal or default_principal(link))
-            if cache is not None
-            else None
-        )
-        self._notes = Notifications(nursery, self.cache, on_notification)
+        self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
+        self._notes = listening.Notifications(nursery, self.cache, on_notification)
         self._handshake_timeout = handshake_timeout
         self._conn = m.Connection(
             m.CLIENT,
@@ -633,18 +620,20 @@ class Client:
 
     # --- Notifications and listen streams (:mod:`~mrtr_transports.client.listen`) ----------
 
-    def listen(self, **options: Any) -> AbstractAsyncContextManager[Subscription]:
+    def listen(
+        self, **options: Unpack[listening.ListenOptions]
+    ) -> AbstractAsyncContextManager[listening.Subscription]:
         """``subscriptions/listen``: ``async with client.listen(tools=True) as sub``;
         options as for :func:`mrtr_transports.client.listen.listen`."""
-        return _listen(self, **options)
+        return listening.listen(self, **options)
 
-    def on_list_changed(self, kind: ListKind, handler: Handler) -> None:
+    def on_list_changed(self, kind: listening.ListKind, handler: listening.Handler) -> None:
         """Call ``handler(notification)`` on each ``notifications/{kind}/list_changed``."""
-        self._notes.add_handler(LIST_CHANGED[kind], handler)
+        self._notes.add_handler(listening.LIST_CHANGED[kind], handler)
 
-    def on_resource_updated(self, handler: Handler) -> None:
+    def on_resource_updated(self, handler: listening.Handler) -> None:
         """Call ``handler(notification)`` on each ``notifications/resources/updated``."""
-        self._notes.add_handler(RESOURCE_UPDATED, handler)
+        self._notes.add_handler(listening.RESOURCE_UPDATED, handler)
 
     def _on_notification_event(self, note: m.Notification) -> None:
         self._notes.deliver(note)

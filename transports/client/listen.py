@@ -51,7 +51,7 @@ import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import trio
 
@@ -72,6 +72,7 @@ __all__ = [
     "SUBSCRIPTION_ID",
     "Handler",
     "ListKind",
+    "ListenOptions",
     "Notifications",
     "Subscription",
     "listen",
@@ -297,6 +298,20 @@ class Subscription:
                 return None
             return jittered
         return None
+
+
+class ListenOptions(TypedDict, total=False):
+    """The options of :func:`listen` (and ``Client.listen``)."""
+
+    tools: bool
+    prompts: bool
+    resources: bool
+    resource_uris: Collection[str]
+    reopen: bool
+    ack_timeout: float | None
+    initial_backoff: float
+    max_backoff: float
+    max_pending: int
 
 
 @asynccontextmanager
