@@ -15,7 +15,7 @@ gives them a clock, a store and a place in the client:
 * :class:`ResponseCache` is one client's view of a store: the server it talks
   to (its URL, or its command line for stdio: never the self-reported
   ``serverInfo``), the principal (the authorization context), and the clock
-  (``trio.current_time`` unless given).  ``Client(cache=store, principal=...)``
+  (``trio.current_time``, or the store's own ``clock``).  ``Client(cache=store, principal=...)``
   makes one.  Without ``principal=`` an HTTP client with an ``Authorization``
   header takes a digest of that header as its principal, so two tokens never
   share a private entry; otherwise the principal is ``""`` (one context).  A
@@ -84,7 +84,12 @@ MAX_INVALIDATED_KEYS = 1024
 
 class ResponseCacheStore(Protocol):
     """Where cached results live.  Keys and entries are the core's
-    ``CacheKey``/``CacheEntry`` (plain frozen values: a store may serialise them)."""
+    ``CacheKey``/``CacheEntry`` (plain frozen values: a store may serialise them).
+
+    The entries' times are the client's clock, ``trio.current_time`` (meaningful
+    within one ``trio.run``).  A store shared across processes must say which
+    clock its entries use with a ``clock`` attribute (e.g. ``clock = time.time``).
+    """
 
     async def get(self, key: CacheKey) -> CacheEntry | None:
         """The entry under ``key``, or ``None``."""
@@ -208,7 +213,13 @@ class ResponseCache:
     ) -> ResponseCache:
         """The cache of a client over ``link``: its server is :func:`cache_server`'s,
         its principal ``principal`` or else :func:`default_principal`'s."""
-        return cls(store, cache_server(link), principal or default_principal(link))
+        clock = getattr(store, "clock", None)  # (a store shared across processes has one)
+        return cls(
+            store,
+            cache_server(link),
+            principal or default_principal(link),
+            clock if callable(clock) else trio.current_time,
+        )
 
     async def fetch(
         self,

@@ -327,3 +327,28 @@ async def test_stdio_cache_and_invalidation() -> None:
                 assert (await sub.__anext__()).method == "notifications/tools/list_changed"
                 await client.list_tools()
                 assert (await seen_by(client)).get("tools/list") == 2
+
+
+class WallClockStore(MemoryCacheStore):
+    """A store whose entries use the wall clock (as one shared across processes would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 1_000_000.0
+
+    def clock(self) -> float:
+        return self.now
+
+
+async def test_a_store_with_its_own_clock_sets_the_time() -> None:
+    app = make_app()
+    store = WallClockStore()
+    with trio.fail_after(10):
+        async with serving(app) as url, open_http_client(url, cache=store) as client:
+            await client.request("tools/list")
+            (entry,) = store._entries.values()
+            assert entry.expires_at == store.now + 60.0  # the store's clock, not trio's
+            await client.request("tools/list")
+            store.now += 61.0  # a minute later by the store's clock: stale
+            await client.request("tools/list")
+    assert app.seen["tools/list"] == 2
