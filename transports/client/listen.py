@@ -22,7 +22,9 @@ each notification goes to
 * the handlers registered on the client (``client.on_list_changed("tools",
   handler)``, ``client.on_resource_updated(handler)``): called in the order
   notifications arrive; one that returns an awaitable runs as a task (so an
-  ``async def`` handler may ``await client.list_tools()``);
+  ``async def`` handler may ``await client.list_tools()``).  A 2025-era
+  server's unsolicited notifications (no subscription id) reach them too;
+  a 2025-era server has no listen streams (``listen`` raises its -32601);
 * the subscription itself, an async iterator of the notifications (repeats of
   one kind and URI that were not read yet coalesce into one);
 * the client's response cache, which drops what the notification made stale
@@ -139,13 +141,15 @@ class Notifications:
         meta = params.get("_meta")
         tag = meta.get(SUBSCRIPTION_ID) if isinstance(meta, Mapping) else None
         stream = self.streams.get(tag) if isinstance(tag, (str, int)) else None
-        if stream is not None:
-            if note.method == ACKNOWLEDGED:
-                stream.acknowledge(params.get("notifications"))
-            else:
+        if stream is not None and note.method == ACKNOWLEDGED:
+            stream.acknowledge(params.get("notifications"))
+        elif stream is not None or tag is None:
+            # On a stream of ours, or untagged: a 2025-era session's unsolicited notices
+            # reach the same handlers (a tag of a stream we closed is a late straggler).
+            if stream is not None:
                 stream.offer(note)
-                for handler in self.handlers.get(note.method, ()):
-                    self._run(handler, note, self._nursery)
+            for handler in self.handlers.get(note.method, ()):
+                self._run(handler, note, self._nursery)
         if self._on_notification is not None:
             self._run(self._on_notification, note, self._nursery)
 

@@ -286,3 +286,26 @@ async def test_stdio_listen_and_cancel_on_exit() -> None:
             with trio.fail_after(5):
                 while not await closed():
                     await trio.sleep(0.05)
+
+
+async def test_handlers_see_untagged_notices_but_not_closed_streams() -> None:
+    # A 2025-era session's list_changed has no subscription id: handlers see it.  One
+    # tagged with a stream that is no longer open (a straggler) is not delivered.
+    app = make_app()
+    seen: list[Any] = []
+    with trio.fail_after(10):
+        async with serving(app) as (url, _), open_http_client(url) as client:
+            client.on_list_changed("prompts", lambda note: seen.append(note.params))
+            notes = client._notes
+            notes.deliver(m.Notification(method="notifications/prompts/list_changed", params={}))
+            stale = {"_meta": {SUBSCRIPTION_ID: 12345}}
+            notes.deliver(m.Notification(method="notifications/prompts/list_changed", params=stale))
+            notes.deliver(m.Notification(method="notifications/tools/list_changed", params={}))
+
+            def boom(note: m.Notification) -> None:
+                raise RuntimeError("a handler's own bug")
+
+            client.on_list_changed("prompts", boom)  # logged, the next one still runs
+            client.on_list_changed("prompts", lambda note: seen.append("after boom"))
+            notes.deliver(m.Notification(method="notifications/prompts/list_changed"))
+    assert seen == [{}, None, "after boom"]
