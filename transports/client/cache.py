@@ -260,7 +260,7 @@ class ResponseCache:
             whole = (old_method, None)
             self._invalidated[whole] = max(when, self._invalidated.get(whole, -math.inf))
         if len(self._pending) > MAX_INVALIDATED_KEYS:  # (fold: evict whole methods instead)
-            self._pending = {(method, None): None for method, _ in self._pending}
+            self._pending = {(stale, None): None for stale, _ in self._pending}
 
     def _invalidated_at(self, method: str, params: str) -> float:
         return max(

@@ -35,9 +35,11 @@ after a graceful end (unless the stream lived under :data:`MIN_LIFETIME`
 seconds), after a backoff when it dropped (``initial_backoff`` doubling up to
 ``max_backoff``, with jitter), and after the server's ``retryAfterSeconds``
 (the JSON-RPC error's ``data``, as our HTTP server's 429/503 refusal carries
-it) when it was refused as busy.  An error that retrying cannot cure (the
-server does not know ``subscriptions/listen``: a 2025-era server) ends the
-subscription with that error; ``reopen=False`` ends it at the first end.
+it; never less than the backoff) when it was refused as busy.  A stream that
+lived :data:`MIN_LIFETIME` seconds or more resets the backoff.  An error that
+retrying cannot cure (the server does not know ``subscriptions/listen``: a
+2025-era server) ends the subscription with that error; ``reopen=False`` ends
+it at the first end.
 
 Bounds: notifications not yet read from a subscription are at most
 ``max_pending`` (by kind and URI; more are dropped with a warning, the
@@ -257,6 +259,8 @@ class Subscription:
                         on_id=self._opening,
                     )
                 except ClientError as exc:
+                    if trio.current_time() - started >= MIN_LIFETIME:
+                        backoff = self.initial_backoff  # it was healthy for a while
                     wait = self._retry_after(exc, backoff)
                     if wait is None:
                         self.error = exc
@@ -293,7 +297,9 @@ class Subscription:
             if exc.code != m.protocol.SERVER_BUSY:
                 return None  # (e.g. -32601: the server has no listen streams)
             if isinstance(after, (int, float)) and not isinstance(after, bool) and after >= 0:
-                return min(float(after), MAX_RETRY_AFTER)  # (inf -> the cap; nan fails >=)
+                # At least what the server asked (up to the cap; inf -> the cap, nan fails
+                # >=), and never less than the backoff: "0" again and again does not spin.
+                return max(min(float(after), MAX_RETRY_AFTER), jittered)
             return jittered
         if isinstance(exc, TransportError):
             if exc.kind == "closed":

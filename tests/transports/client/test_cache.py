@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import trio
-from mrtr_transports.client.cache import MemoryCacheStore, ResponseCache
+from mrtr_transports.client.cache import MAX_INVALIDATED_KEYS, MemoryCacheStore, ResponseCache
 from mrtr_transports.client.client import Client
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
@@ -352,3 +352,28 @@ async def test_a_store_with_its_own_clock_sets_the_time() -> None:
             store.now += 61.0  # a minute later by the store's clock: stale
             await client.request("tools/list")
     assert app.seen["tools/list"] == 2
+
+
+async def test_invalidation_times_are_bounded_and_fold_safely() -> None:
+    store = MemoryCacheStore()
+    now = [0.0]
+    cache = ResponseCache(store, "srv", clock=lambda: now[0])
+    hinted = {"contents": [], "ttlMs": 60_000, "cacheScope": "public"}
+
+    async def fetch() -> tuple[dict[str, Any], bool]:
+        return dict(hinted), True
+
+    await cache.fetch("resources/read", {"uri": "test://0"}, fetch)
+    now[0] += 1
+    for i in range(MAX_INVALIDATED_KEYS + 100):  # a flood of updates for distinct URIs
+        cache.invalidate("notifications/resources/updated", {"uri": f"test://{i}"})
+    assert len(cache._invalidated) <= MAX_INVALIDATED_KEYS
+    assert len(cache._pending) <= MAX_INVALIDATED_KEYS
+    # test://0's own time was folded away, into one for every resources/read: still
+    # stale (whatever the store still holds), never served.
+    key = m.protocol.cache_params({"uri": "test://0"})
+    assert ("resources/read", key) not in cache._invalidated
+    assert cache._invalidated_at("resources/read", key) == 1.0
+    now[0] += 1
+    await cache.fetch("resources/read", {"uri": "test://0"}, fetch)
+    assert cache.hits == 0 and cache.misses == 2
