@@ -91,18 +91,33 @@ async def test_no_cache_unless_asked() -> None:
 
 async def test_resource_reads_are_cached_and_expire() -> None:
     app = make_app()
+    store = ClockedStore()  # (the store's clock: no sleeping, no race with a slow machine)
     with trio.fail_after(10):
-        async with serving(app) as url, open_http_client(url, cache=MemoryCacheStore()) as client:
+        async with serving(app) as url, open_http_client(url, cache=store) as client:
             read = {"uri": "test://public"}
             await client.call("resources/read", read)
             await client.call("resources/read", read)
             assert app.seen["resources/read"] == 1
             await client.call("resources/read", {"uri": "test://short"})
+            store.now += SHORT_TTL_MS / 1000 - 0.001
             await client.call("resources/read", {"uri": "test://short"})
             assert app.seen["resources/read"] == 2
-            await trio.sleep(2 * SHORT_TTL_MS / 1000)  # past its ttl: stale, fetched again
+            store.now += 0.002  # past received + ttl: stale, fetched again
             await client.call("resources/read", {"uri": "test://short"})
             assert app.seen["resources/read"] == 3
+            await client.call("resources/read", read)  # still fresh
+            assert app.seen["resources/read"] == 3
+
+
+class ClockedStore(MemoryCacheStore):
+    """A store whose entries use its own clock (as one shared across processes would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 1_000_000.0
+
+    def clock(self) -> float:
+        return self.now
 
 
 HINTS = {"ttlMs": 60_000, "cacheScope": "public"}
@@ -329,20 +344,9 @@ async def test_stdio_cache_and_invalidation() -> None:
                 assert (await seen_by(client)).get("tools/list") == 2
 
 
-class WallClockStore(MemoryCacheStore):
-    """A store whose entries use the wall clock (as one shared across processes would)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 1_000_000.0
-
-    def clock(self) -> float:
-        return self.now
-
-
 async def test_a_store_with_its_own_clock_sets_the_time() -> None:
     app = make_app()
-    store = WallClockStore()
+    store = ClockedStore()
     with trio.fail_after(10):
         async with serving(app) as url, open_http_client(url, cache=store) as client:
             await client.request("tools/list")
