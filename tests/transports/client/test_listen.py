@@ -309,3 +309,15 @@ async def test_handlers_see_untagged_notices_but_not_closed_streams() -> None:
             client.on_list_changed("prompts", lambda note: seen.append("after boom"))
             notes.deliver(m.Notification(method="notifications/prompts/list_changed"))
     assert seen == [{}, None, "after boom"]
+
+
+async def test_a_2025_session_has_no_listen_streams() -> None:
+    with trio.fail_after(20):
+        async with open_stdio_client(stdio_argv(), env=TESTS_ON_PATH, era="legacy") as client:
+            assert client.era == "legacy"
+            with pytest.raises(CallError) as caught:
+                async with client.listen(tools=True):
+                    raise AssertionError("opened")
+            assert caught.value.code == m.protocol.METHOD_NOT_FOUND
+            # The session goes on.
+            assert (await client.call_tool("listening"))["content"][0]["text"] == "0"
