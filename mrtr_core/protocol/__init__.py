@@ -60,6 +60,7 @@ from ._meta import (
 from ._websocket import (
     CLOSE_CODES,
     DEFAULT_MAX_WEBSOCKET_MESSAGE,
+    MAX_CLOSE_REASON,
     SUBPROTOCOL,
     CloseCode,
     Fault,
@@ -67,6 +68,7 @@ from ._websocket import (
     WebSocketViolation,
     check_subprotocol,
     choose_subprotocol,
+    close_reason,
     describe_close,
 )
 
@@ -120,6 +122,7 @@ __all__ = [
     "RequestInfo",
     "CLOSE_CODES",
     "DEFAULT_MAX_WEBSOCKET_MESSAGE",
+    "MAX_CLOSE_REASON",
     "SUBPROTOCOL",
     "CloseCode",
     "Fault",
@@ -127,5 +130,6 @@ __all__ = [
     "WebSocketViolation",
     "check_subprotocol",
     "choose_subprotocol",
+    "close_reason",
     "describe_close",
 ]

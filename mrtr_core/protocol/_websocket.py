@@ -17,7 +17,8 @@ This module holds what does not depend on any socket library:
   :data:`CLOSE_CODES` maps each to the close code (RFC 6455, section 7.4) we
   send, once for both ends;
 * :func:`choose_subprotocol` (server) and :func:`check_subprotocol` (client)
-  apply the subprotocol rule; :func:`describe_close` words a close for people.
+  apply the subprotocol rule; :func:`describe_close` words a close for people,
+  :func:`close_reason` cuts a reason to fit a close frame.
 
 A peer that breaks these rules gets a :class:`WebSocketViolation` (a
 ``RemoteProtocolError``) that names the close code to send.  Broken frames
@@ -40,8 +41,10 @@ __all__ = [
     "CloseCode",
     "Fault",
     "MessageAssembler",
+    "MAX_CLOSE_REASON",
     "WebSocketViolation",
     "check_subprotocol",
+    "close_reason",
     "choose_subprotocol",
     "describe_close",
 ]
@@ -238,3 +241,15 @@ class MessageAssembler:
     def _fail(self, message: str, fault: Fault) -> None:
         self._failed = WebSocketViolation(message, fault)
         raise self._failed
+
+
+#: Bytes of a close frame's reason (RFC 6455: the frame's payload is at most 125 bytes).
+MAX_CLOSE_REASON = 123
+
+
+def close_reason(text: str) -> str:
+    """``text`` cut to fit a close frame (at most 123 bytes of UTF-8, whole characters)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= MAX_CLOSE_REASON:
+        return text
+    return data[: MAX_CLOSE_REASON - 3].decode("utf-8", "ignore") + "..."

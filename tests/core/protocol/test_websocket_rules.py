@@ -14,6 +14,7 @@ from mrtr_core.protocol import (
     WebSocketViolation,
     check_subprotocol,
     choose_subprotocol,
+    close_reason,
     describe_close,
 )
 
@@ -111,3 +112,12 @@ def test_a_lone_surrogate_is_kept_for_the_json_decoder_to_refuse() -> None:
 def test_the_bound_must_be_a_positive_int(bad: object) -> None:
     with pytest.raises(m.LocalProtocolError, match="max_message_size"):
         MessageAssembler(max_message_size=bad)  # type: ignore[arg-type]
+
+
+def test_a_close_reason_fits_a_close_frame() -> None:
+    assert close_reason("short") == "short"
+    exact = "x" * m.protocol.MAX_CLOSE_REASON
+    assert close_reason(exact) == exact
+    cut = close_reason("é" * 100)  # 200 bytes: cut between characters, never inside one
+    assert cut.endswith("...") and len(cut.encode()) <= 123
+    assert cut == "é" * 60 + "..."
