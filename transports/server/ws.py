@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import h11
@@ -92,7 +92,7 @@ from mrtr_core.protocol import (
     close_reason,
 )
 
-from .app import Outlet, ServerApp
+from .app import Outlet, ServerApp, tool_header_params
 from .driver import DEFAULT_DRAIN_TIMEOUT, _StreamDriver
 from .http.policy import AccessPolicy, Headers
 from .http.refusals import close_lingering, refuse_busy, write_refusal
@@ -240,6 +240,9 @@ class _OneConversation:
     ) -> Mapping[str, Any]:
         return await self.app.handle(request, info, outlet)
 
+    def tool_header_params(self, name: str) -> Mapping[str, Sequence[str]] | None:
+        return tool_header_params(self.app, name)
+
 
 class WsConnection:
     """One WebSocket: its handshake, its conversation, its close."""
@@ -310,7 +313,7 @@ class WsConnection:
             await self.refuse(403, refusal)
             return False
         try:
-            self.ws.initiate_upgrade_connection(event.headers, event.target)
+            self.ws.initiate_upgrade_connection(list(event.headers), event.target)
             request = next(iter(self.ws.events()))
         except WsHandshakeError as exc:
             await self.refuse(400, f"not a WebSocket upgrade: {exc}")

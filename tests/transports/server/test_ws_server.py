@@ -311,3 +311,227 @@ async def test_a_two_round_flow_with_a_sealed_state() -> None:
             assert second["resultType"] == "input_required" and "tone" in second["inputRequests"]
             assert second["requestState"].startswith("mrtr1.k1.")
             await peer.close()
+
+
+async def test_roots_sampling_and_state_only_rounds() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address)
+            roots = m.wire.ListRootsResult(roots=[m.wire.Root(uri="file:///srv/data")])
+            end, _ = await peer.call("roots", answers={"where": roots})
+            assert end.result["content"][0]["text"] == "file:///srv/data"
+            end, _ = await peer.call("ask_sampling", answers={"tone": TONE})
+            assert end.result["content"][0]["text"] == "sampled"
+            end, _ = await peer.call("pause")
+            assert end.result["content"][0]["text"] == "resumed after a state-only round"
+            await peer.close()
+
+
+async def test_asking_beyond_the_declared_capabilities_is_32021() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address, capabilities={"elicitation": {}})
+            reply = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
+            assert isinstance(reply, m.ErrorResponse)
+            assert reply.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
+            await peer.close()
+
+
+async def test_a_tampered_request_state_is_refused() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address)
+            first = await peer.request("tools/call", {"name": "trip", "arguments": {}})
+            assert isinstance(first, m.ResultResponse)
+            assert first.result["resultType"] == "input_required"
+            city = {"city": {"action": "accept", "content": {"city": "Oslo"}}}
+            retry = {"name": "trip", "arguments": {}, "inputResponses": city}
+            second = await peer.request("tools/call", retry)
+            assert isinstance(second, m.ResultResponse)
+            state = second.result["requestState"]
+            tone = {
+                "tone": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "x"},
+                    "model": "t",
+                }
+            }
+            tampered = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+            leg = {
+                "name": "trip",
+                "arguments": {},
+                "inputResponses": tone,
+                "requestState": tampered,
+            }
+            refused = await peer.request("tools/call", leg)
+            assert isinstance(refused, m.ErrorResponse), refused
+            assert refused.error.code == m.protocol.INVALID_PARAMS
+            await peer.close()
+
+
+async def test_progress_and_log_lines_reach_the_client() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address, log_level="info")
+            end, seen = await peer.call("progress", progress=True)
+            assert end.result["content"][0]["text"] == "progressed"
+            progress = [(p.progress, p.total) for p in seen if isinstance(p, m.Progress)]
+            assert progress == [(1, 3), (2, 3), (3, 3)]
+            logs = [n.params for n in seen if isinstance(n, m.Notification)]
+            assert logs == [{"level": "info", "data": {"note": "halfway"}, "logger": "srv"}]
+            await peer.close()
+
+
+async def test_cancellation_on_the_wire_stops_the_handler_and_nothing_is_answered() -> None:
+    with trio.fail_after(10):
+        app = srv_apps.TestApp()
+        async with serving(app) as (_, address):
+            peer = await open_peer(address)
+            handle = peer.conn.call("tools/call", {"name": "sleep"}, now=trio.current_time())
+            send = await peer.event()
+            assert isinstance(send.event, m.SendRequest)
+            leg = peer.conn.send(send)
+            leg_id = json.loads(leg)["id"]
+            await peer.write(leg)
+            while app.counts["started"] < 1:
+                await trio.sleep(0.01)
+            peer.conn.cancel(handle)
+            cancel = await peer.event()
+            assert isinstance(cancel.event, m.CancelLeg)
+            await peer.write(peer.conn.send(cancel))  # notifications/cancelled
+            assert (await peer.event()).event == m.Cancelled()
+            while app.counts["cancelled"] < 1:  # the handler was really stopped
+                await trio.sleep(0.01)
+            echo = await peer.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            assert isinstance(echo, m.ResultResponse)
+            await peer.close()
+        assert leg_id not in [msg.get("id") for msg in peer.received]
+
+
+async def test_a_2025_client_is_served_through_the_legacy_shim() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address, era="legacy")
+            opened = await peer.event()
+            assert isinstance(opened, m.SessionOpened) and opened.era == "legacy"
+            legacy_answers = {
+                "elicitation/create": {"action": "accept", "content": {"city": "Bergen"}},
+                "sampling/createMessage": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "wet and lovely"},
+                    "model": "test-llm",
+                },
+                "roots/list": {"roots": [{"uri": "file:///srv/data"}]},
+            }
+            end, seen = await peer.call("trip", legacy_answers=legacy_answers)
+            assert end.result["content"][0]["text"] == "Trip to Bergen: wet and lovely"
+            asked = [e.method for e in seen if isinstance(e, m.Request)]
+            assert asked == ["elicitation/create", "sampling/createMessage"]
+            end, _ = await peer.call("pause", legacy_answers=legacy_answers)
+            assert end.result["content"][0]["text"] == "resumed after a state-only round"
+            await peer.close()
+        assert all("resultType" not in msg.get("result", {}) for msg in peer.received)
+
+
+async def test_a_legacy_request_cancelled_while_the_client_is_asked() -> None:
+    with trio.fail_after(10):
+        async with serving() as (_, address):
+            peer = await open_peer(address, era="legacy")
+            assert isinstance(await peer.event(), m.SessionOpened)
+            rid = peer.conn.new_request_id()
+            call = {"name": "trip", "arguments": {}}
+            await peer.write(peer.conn.send(m.Request(id=rid, method="tools/call", params=call)))
+            question = await peer.event()
+            assert isinstance(question, m.Request) and question.method == "elicitation/create"
+            note = {"requestId": rid, "reason": "changed my mind"}
+            await peer.write(
+                peer.conn.send(m.Notification(method="notifications/cancelled", params=note))
+            )
+            assert await peer.event() == m.RequestCancelled(request_id=question.id)
+            await peer.close()
+        assert rid not in {msg.get("id") for msg in peer.received}
+
+
+# --- the end of a conversation ---
+
+
+async def test_a_client_close_cancels_its_handlers_only() -> None:
+    with trio.fail_after(10):
+        app = srv_apps.TestApp()
+        async with serving(app) as (server, address):
+            leaving = await open_peer(address)
+            staying = await open_peer(address)
+            call = {"name": "sleep", "arguments": {}}
+            await leaving.write(
+                leaving.conn.send(m.Request(id=1, method="tools/call", params=call))
+            )
+            while app.counts["started"] < 1:
+                await trio.sleep(0.01)
+            closed = await leaving.close()
+            assert closed.code == 1000
+            while app.counts["cancelled"] < 1:
+                await trio.sleep(0.01)
+            echo = await staying.request("tools/call", {"name": "echo", "arguments": {"text": "y"}})
+            assert isinstance(echo, m.ResultResponse)
+            while len(server.connections) > 1:
+                await trio.sleep(0.01)
+            await staying.close()
+
+
+async def test_one_client_leaving_does_not_end_the_listen_streams_of_others() -> None:
+    from mrtr_transports.server.driver import load_app
+
+    with trio.fail_after(10):
+        async with serving(load_app("mrtr_transports.apps.example:app")) as (_, address):
+            peers = [await open_peer(address) for _ in range(2)]
+            listen = {"notifications": {"toolsListChanged": True}}
+            for peer in peers:
+                await peer.write(
+                    peer.conn.send(m.Request(id=5, method="subscriptions/listen", params=listen))
+                )
+                ack = await peer.event()
+                assert isinstance(ack, m.Notification), ack
+                assert ack.method == "notifications/subscriptions/acknowledged"
+            await peers[0].close()
+            # The other stream is still open: the next message is our echo's answer.
+            reply = await peers[1].request(
+                "tools/call", {"name": "echo", "arguments": {"text": "still here"}}
+            )
+            assert peers[1].other == []  # no final result of its listen stream came
+            assert isinstance(reply, m.ResultResponse | m.ErrorResponse)
+            await peers[1].close()
+
+
+async def test_shutdown_closes_every_websocket_with_1001() -> None:
+    with trio.fail_after(10):
+        server = WsServer(srv_apps.TestApp())
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(server.serve)
+            peers = [await open_peer(address) for _ in range(2)]
+            nursery.cancel_scope.cancel()
+        for peer in peers:
+            closed = await peer.wait_closed()
+            assert closed.code == 1001 and "shutting down" in (closed.reason or "")
+
+
+async def test_past_max_connections_a_newcomer_gets_503() -> None:
+    with trio.fail_after(10):
+        async with serving(max_connections=2) as (server, address):
+            peers = [await open_peer(address) for _ in range(2)]
+            refused = await connect(address)
+            assert isinstance(refused, Refused) and refused.status == 503
+            assert refused.json()["error"]["code"] == m.protocol.SERVER_BUSY
+            await peers[0].close()
+            while len(server.connections) > 1:
+                await trio.sleep(0.01)
+            again = await open_peer(address)
+            await again.close()
+            await peers[1].close()
+
+
+def test_bounds_must_be_positive() -> None:
+    for option in ("max_message_size", "ping_interval", "max_connections"):
+        with pytest.raises(ValueError, match=option):
+            WsServer(srv_apps.TestApp(), **{option: 0})
+    with pytest.raises(ValueError, match="path"):
+        WsServer(srv_apps.TestApp(), path="mcp")
