@@ -111,6 +111,12 @@ class WsPeer:
         except Closed as closed:
             return closed
 
+    async def read_messages_for(self, seconds: float) -> None:
+        """Read (answering pings) for ``seconds``; the server must not close meanwhile."""
+        with trio.move_on_after(seconds):
+            closed = await self.wait_closed()
+            raise AssertionError(f"the server closed: {closed}")
+
     # --- messages, as the stdio tests' Peer ---
 
     async def event(self) -> Any:
