@@ -119,6 +119,7 @@ class WsLink:
         self._client: LinkClient | None = None
         self._closed = trio.Event()
         self._lost = False
+        self._conversing = False  # the upgrade succeeded: the reader and writer run
 
     # --- opening ---
 
@@ -142,6 +143,7 @@ class WsLink:
             raise TransportError(
                 f"no WebSocket to {self.url} within {self.connect_timeout:g} s", kind="timeout"
             )
+        self._conversing = True
         nursery.start_soon(self._write)
         nursery.start_soon(self._read)
 
@@ -300,8 +302,8 @@ class WsLink:
     async def aclose(self) -> None:
         self._outgoing.close()  # the writer sends what is queued, then our close
         stream = self._stream
-        if stream is None:
-            return
+        if stream is None or not self._conversing:
+            return  # (a failed start closed its stream)
         with trio.move_on_after(self.close_timeout):
             await self._closed.wait()  # the server's answer to our close (or its end)
         await trio.aclose_forcefully(stream)
