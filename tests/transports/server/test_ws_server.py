@@ -267,16 +267,17 @@ async def test_frames_that_break_the_framing_close_the_socket(frame: bytes, code
 
 async def test_pings_are_answered_and_a_peer_that_never_pongs_is_closed() -> None:
     with trio.fail_after(10):
-        async with serving(ping_interval=0.1, ping_timeout=0.3) as (server, address):
+        async with serving(ping_interval=0.1, ping_timeout=1.0) as (server, address):
             lively = await open_peer(address)
             silent = await open_peer(address)
             silent.answer_pings = False
-            with trio.move_on_after(0.8):
-                await lively.wait_closed()  # (reads, answering pings, for 0.8 s)
-            assert lively.closed is None and lively.pings >= 3
+            # (reads for 1.5 s, answering pings; ping_timeout is generous for a loaded machine)
+            await lively.read_messages_for(1.5)
+            assert lively.pings >= 3
             closed = await silent.wait_closed()
-            assert closed.code == 1011 and "no pong" in (closed.reason or "")
-            assert len(server.connections) == 1
+            assert closed.code == 1011 and "no pong within 1 s" in (closed.reason or "")
+            while len(server.connections) > 1:  # the silent one is dropped, the lively one stays
+                await trio.sleep(0.01)
             # Our pings are answered too.
             await lively.send_event(m_ping())
             await lively.close()
