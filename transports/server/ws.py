@@ -108,6 +108,8 @@ DEFAULT_PING_TIMEOUT = 20.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_CLOSE_TIMEOUT = 2.0
 DEFAULT_WRITE_TIMEOUT = 60.0
+_OPEN_STATE = frozenset({ConnectionState.OPEN})
+_CLOSE_STATES = frozenset({ConnectionState.OPEN, ConnectionState.REMOTE_CLOSING})
 #: Bytes of the upgrade request head (h11's bound on it).
 MAX_HANDSHAKE_SIZE = 16 * 1024
 READ_SIZE = 65536
@@ -257,6 +259,7 @@ class WsConnection:
         self.ws = WSConnection(ConnectionType.SERVER)
         self.assembler = MessageAssembler(max_message_size=server.max_message_size)
         self.send_lock = trio.Lock()
+        self.write_broken = False
         self.pong_seen = trio.Event()
         self.input_ended = False
         #: The close we sent: (code, reason); None until then.
@@ -399,7 +402,7 @@ class WsConnection:
             self.input_ended = True
             return None
         if isinstance(event, Ping):
-            await self.send_if_open(event.response())
+            await self.send(event.response())
         elif isinstance(event, Pong):
             self.pong_seen.set()
         elif isinstance(event, CloseConnection):
@@ -425,7 +428,7 @@ class WsConnection:
             self.pong_seen = trio.Event()
             with trio.move_on_after(self.server.ping_timeout):
                 try:
-                    await self.send_if_open(Ping(payload=b"%d" % count))
+                    await self.send(Ping(payload=b"%d" % count))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return  # the conversation is ending anyway
                 await self.pong_seen.wait()
@@ -441,20 +444,27 @@ class WsConnection:
 
     async def send(self, event: Event) -> None:
         """Write ``event``'s frames (one writer at a time, in order); a peer that does
-        not take them within ``write_timeout`` is dropped (``BrokenResourceError``)."""
+        not take them within ``write_timeout`` is dropped.  ``BrokenResourceError``
+        when the event may no longer be sent: after a close (only the close handshake's
+        answer may follow the peer's close), or after a write cut short."""
         async with self.send_lock:
+            allowed = _CLOSE_STATES if isinstance(event, CloseConnection) else _OPEN_STATE
+            if self.write_broken or self.ws.state not in allowed:
+                raise trio.BrokenResourceError("the WebSocket is closing")
             data = self.ws.send(event)
-            with trio.move_on_after(self.server.write_timeout) as writing:
-                await self.stream.send_all(data)
-            if writing.cancelled_caught:
+            written = False
+            try:
+                with trio.move_on_after(self.server.write_timeout):
+                    await self.stream.send_all(data)
+                    written = True
+            finally:
+                # A write cut short (the timeout, a cancellation) leaves half a frame on
+                # the wire: nothing may follow it, not even a close frame.
+                self.write_broken = not written
+            if not written:
                 log.warning("WebSocket from %s: a write took too long: dropped", self.peer)
                 await trio.aclose_forcefully(self.stream)
                 raise trio.BrokenResourceError("the peer does not read its WebSocket")
-
-    async def send_if_open(self, event: Event) -> None:
-        if self.ws.state is not ConnectionState.OPEN:
-            raise trio.BrokenResourceError("the WebSocket is closing")
-        await self.send(event)
 
     async def send_quietly(self, event: Event) -> None:
         with trio.move_on_after(self.server.close_timeout):
@@ -490,7 +500,7 @@ class _TextSender(trio.abc.SendStream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         # Our connection encodes UTF-8 JSON; after a close nothing more may go out.
-        await self.connection.send_if_open(TextMessage(data=bytes(data).decode("utf-8")))
+        await self.connection.send(TextMessage(data=bytes(data).decode("utf-8")))
 
     async def wait_send_all_might_not_block(self) -> None:
         """Writes are whole messages: nothing to wait for."""

@@ -536,3 +536,23 @@ def test_bounds_must_be_positive() -> None:
             WsServer(srv_apps.TestApp(), **{option: 0})
     with pytest.raises(ValueError, match="path"):
         WsServer(srv_apps.TestApp(), path="mcp")
+
+
+async def test_a_peer_that_stops_reading_is_dropped_after_write_timeout() -> None:
+    with trio.fail_after(30):
+        options = {"write_timeout": 0.5, "max_message_size": 2 * 1024 * 1024}
+        async with serving(**options) as (server, address):
+            stuck = await open_peer(address)
+            text = "x" * (1024 * 1024)
+            for rid in range(40):  # 40 MiB of answers: more than any socket buffer holds
+                call = {"name": "echo", "arguments": {"text": text}}
+                request = m.Request(id=rid, method="tools/call", params=call)
+                try:
+                    await stuck.write(stuck.conn.send(request))
+                except trio.BrokenResourceError:
+                    break  # dropped while we were still sending
+            while server.connections:  # ... and we never read a byte
+                await trio.sleep(0.05)
+            other = await open_peer(address)  # the server itself is fine
+            assert isinstance(await other.request("server/discover"), m.ResultResponse)
+            await other.close()
