@@ -483,7 +483,7 @@ async def test_one_client_leaving_does_not_end_the_listen_streams_of_others() ->
     from mrtr_transports.server.driver import load_app
 
     with trio.fail_after(10):
-        async with serving(load_app("mrtr_transports.apps.example:app")) as (_, address):
+        async with serving(load_app("mrtr_transports.apps.example:app")) as (server, address):
             peers = [await open_peer(address) for _ in range(2)]
             listen = {"notifications": {"toolsListChanged": True}}
             for peer in peers:
@@ -494,6 +494,8 @@ async def test_one_client_leaving_does_not_end_the_listen_streams_of_others() ->
                 assert isinstance(ack, m.Notification), ack
                 assert ack.method == "notifications/subscriptions/acknowledged"
             await peers[0].close()
+            while len(server.connections) > 1:  # its conversation is over on the server too
+                await trio.sleep(0.01)
             # The other stream is still open: the next message is our echo's answer.
             reply = await peers[1].request(
                 "tools/call", {"name": "echo", "arguments": {"text": "still here"}}
