@@ -2,7 +2,8 @@
 carries, the JSON-RPC and MCP error codes, the methods that may answer
 ``input_required``, the input kinds (one registry entry each: method, classes,
 capability needs, 2025-era mapping), what a server knows about one request
-(``RequestInfo``), and the Streamable HTTP header rules.
+(``RequestInfo``), the Streamable HTTP header rules, and
+the WebSocket rules (subprotocol, close codes, message size).
 """
 
 from .._errors import (
@@ -56,6 +57,20 @@ from ._meta import (
     Era,
     RequestInfo,
 )
+from ._websocket import (
+    CLOSE_CODES,
+    DEFAULT_MAX_WEBSOCKET_MESSAGE,
+    MAX_CLOSE_REASON,
+    SUBPROTOCOL,
+    CloseCode,
+    Fault,
+    MessageAssembler,
+    WebSocketViolation,
+    check_subprotocol,
+    choose_subprotocol,
+    close_reason,
+    describe_close,
+)
 
 __all__ = [
     "missing_capability",
@@ -105,4 +120,16 @@ __all__ = [
     "MODERN_VERSIONS",
     "Era",
     "RequestInfo",
+    "CLOSE_CODES",
+    "DEFAULT_MAX_WEBSOCKET_MESSAGE",
+    "MAX_CLOSE_REASON",
+    "SUBPROTOCOL",
+    "CloseCode",
+    "Fault",
+    "MessageAssembler",
+    "WebSocketViolation",
+    "check_subprotocol",
+    "choose_subprotocol",
+    "close_reason",
+    "describe_close",
 ]

@@ -47,7 +47,7 @@ class UsageError(Exception):
 
 
 def parse_target(target: str) -> tuple[str, str | list[str]]:
-    """``("http", url)`` or ``("stdio", argv)``; :class:`UsageError` for anything else."""
+    """``("http", url)``, ``("ws", url)`` or ``("stdio", argv)``; :class:`UsageError` else."""
     if target.startswith("stdio:"):
         try:
             argv = shlex.split(target[len("stdio:") :])
@@ -58,7 +58,11 @@ def parse_target(target: str) -> tuple[str, str | list[str]]:
         return "stdio", argv
     if re.match(r"https?://[^/\s]", target, re.IGNORECASE):
         return "http", target
-    raise UsageError(f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS...")
+    if re.match(r"ws://[^/\s]", target, re.IGNORECASE):
+        return "ws", target
+    raise UsageError(
+        f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS... or ws://..."
+    )
 
 
 def parse_json_object(text: str, what: str) -> dict[str, Any]:
@@ -166,6 +170,11 @@ async def run_call(
 
                 assert isinstance(where, list)
                 opener = open_stdio_client(where, **options)
+            elif kind == "ws":
+                from ..client.ws import open_ws_client
+
+                assert isinstance(where, str)
+                opener = open_ws_client(where, **options)
             else:
                 from ..client.http import open_http_client
 
