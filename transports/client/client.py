@@ -500,7 +500,7 @@ class Client:
             out = self._outbound(note, "notification", method=note.method)
         except m.LocalProtocolError:
             return
-        if self.link.framing == "lines":
+        if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
             self._send_out(out)
         self.link.close_stream(request_id)
 

@@ -62,6 +62,10 @@ class LinkClient(Protocol):
     def protocol_version(self) -> str | None:
         """The version in use (HTTP sends it as a header)."""
 
+    @property
+    def era(self) -> str | None:
+        """``"modern"``, ``"legacy"``, or ``None`` while the probe runs."""
+
     def receive_data(self, data: bytes | bytearray) -> None:
         """Bytes from the peer (with ``framing="messages"``: exactly one message)."""
 

@@ -433,26 +433,30 @@ async def opening_fails(server: PeerHttpServer, expected: type[E], **options: An
         json_reply({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "?"}}, 404),
     ],
 )
-async def test_a_2025_http_server_is_a_clear_transport_error(reply: Reply) -> None:
+async def test_a_refused_probe_falls_back_to_a_2025_initialize(reply: Reply) -> None:
+    # The probe's refusal is the 2025 signal: the client goes on with initialize (here
+    # refused too, so opening fails, naming initialize and the status).
     async def legacy(seen: Seen) -> Reply:
         return reply
 
     server = PeerHttpServer(legacy)
     failure = await opening_fails(server, TransportError)
     assert failure.kind == "http"
-    assert "not supported yet" in str(failure)
-    assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
+    assert f"answered initialize with HTTP {reply.status}" in str(failure)
+    assert [seen.rpc_method for seen in server.seen] == ["server/discover", "initialize"]
+    assert "mcp-protocol-version" not in server.seen[1].headers  # (its version is in the body)
 
 
 async def test_only_what_really_went_out_is_traced_as_sent() -> None:
-    # Regression: the trace had a send for `initialize`, which the link refused (2025-era
-    # HTTP is not supported), and for a POST to a port where nobody listens.
+    # Regression: the trace had a send for a message the link refused, and for a POST
+    # to a port where nobody listens.
     async def legacy(seen: Seen) -> Reply:
         return Reply(405, [], [])
 
     records: list[TraceRecord] = []
     await opening_fails(PeerHttpServer(legacy), TransportError, tracer=records.append)
-    assert [(r.dir, r.msg.get("method")) for r in records] == [("send", "server/discover")]
+    sent = [(r.dir, r.msg.get("method")) for r in records]
+    assert sent == [("send", "server/discover"), ("send", "initialize")]
 
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
