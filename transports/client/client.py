@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import metadata
 from typing import Any, Literal
 
@@ -48,6 +48,7 @@ import trio
 import mrtr_core as m
 from mrtr_core.connection import Sendable
 
+from .era import EraControl, Verdict
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
 from .inputs import InputHandler, answer_server_request
@@ -63,6 +64,7 @@ __all__ = [
     "Outbound",
     "TraceRecord",
     "Tracer",
+    "Verdict",
 ]
 
 logger = logging.getLogger("mrtr.client")
@@ -106,6 +108,7 @@ class Client:
         answer: InputHandler | None = None,
         capabilities: Mapping[str, Any] | None = None,
         era: Literal["auto", "modern", "legacy"] = "auto",
+        prior: Verdict | None = None,
         info: Mapping[str, Any] | None = None,
         tracer: Tracer | None = None,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -128,21 +131,32 @@ class Client:
         )
         self._on_notification = on_notification
         self._handshake_timeout = handshake_timeout
-        self._conn = m.Connection(
-            m.CLIENT,
-            framing=link.framing,
-            cancellation=link.cancellation,
-            era=era,
-            info=info if info is not None else _our_info(),
-            capabilities=capabilities,
-            log_level=log_level,
-            max_message_size=max_message_size,
-            max_buffer_size=max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
-            max_calls=max_calls,
-            max_outgoing=max_outgoing,
-        )
+        self._era_control = EraControl(era, prior)
+        self._connection_options: dict[str, Any] = {
+            "framing": link.framing,
+            "cancellation": link.cancellation,
+            "info": info if info is not None else _our_info(),
+            "capabilities": capabilities,
+            "log_level": log_level,
+            "max_message_size": max_message_size,
+            "max_buffer_size": max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
+            "max_calls": max_calls,
+            "max_outgoing": max_outgoing,
+        }
         self._flows: dict[int, Flow] = {}
         self._waiters: dict[m.RequestId, Waiter] = {}
+        self._closing = False
+        self._pumping = False
+        self._handshake_timer: trio.CancelScope | None = None
+        self._new_connection()
+
+    def _new_connection(self) -> None:
+        """A fresh client connection in the era the era control says (again, after a
+        wrong prior or a probe the server died of)."""
+        era = self._era_control.era
+        self._conn = m.Connection(
+            m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
+        )
         self._opened = trio.Event()
         if era == "modern":
             self._opened.set()
@@ -151,18 +165,15 @@ class Client:
         self._lost: TransportError | None = None
         self._eof_fed = False
         self._closed = False
-        self._closing = False
-        self._pumping = False
-        self._handshake_timer: trio.CancelScope | None = None
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
             pump=self._pump,
             send_out=self._send_out,
             outbound=self._outbound,
-            close_stream=link.close_stream,
+            close_stream=self.link.close_stream,
             lost=lambda: self._lost,
-            answer=answer,
+            answer=self._answer,
         )
 
     # --- What the session settled ---------------------------------------------------
@@ -188,6 +199,12 @@ class Client:
     @property
     def instructions(self) -> str | None:
         return self._instructions
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """What the client learned of the server's era (``None`` until settled): pass it
+        back as ``prior=`` to skip the probe next time (``verdict.to_json()`` to store)."""
+        return self._era_control.verdict(self._conn.era, self._conn.protocol_version)
 
     # --- Calls -------------------------------------------------------------------------
 
@@ -220,20 +237,22 @@ class Client:
         limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
         if method == "tools/call" and self.link.wants_tool_list and not self._tools_listed:
             await self._list_tools_quietly()
-        flow = functools.partial(
-            run_flow,
-            self._flow_context,
-            self._flows,
-            method,
-            params,
-            started=started,
-            limits=limits,
-            on_progress=on_progress,
-            capabilities=capabilities,
-        )
+
+        def flow() -> Awaitable[dict[str, Any]]:  # (the context of the connection in use)
+            return run_flow(
+                self._flow_context,
+                self._flows,
+                method,
+                params,
+                started=started,
+                limits=limits,
+                on_progress=on_progress,
+                capabilities=capabilities,
+            )
+
         await self._wait_open()
         try:
-            return await flow()
+            return await self._first_chance(flow)
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
@@ -284,6 +303,41 @@ class Client:
         """A plain request (no rounds): its result, or ``CallError``/``CallTimeout``/
         ``TransportError``."""
         await self._wait_open()
+        return await self._first_chance(
+            functools.partial(self._request, method, params, timeout=timeout)
+        )
+
+    async def _first_chance(self, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()``; while a modern prior is unconfirmed, a failure that is a 2025
+        server's answer starts over with a probe and sends once more (``era.py``)."""
+        control = self._era_control
+        if not control.unconfirmed:
+            return await send()
+        try:
+            result = await send()
+        except ClientError as exc:
+            era = control.after_first_failure(exc) if self._idle_but_one() else None
+            if era is None:
+                raise
+            logger.info("the remembered era failed (%s): probing the server again", exc)
+            await self._reopen()
+            await self._open()
+            return await send()
+        control.confirmed()
+        return result
+
+    def _idle_but_one(self) -> bool:
+        """Nothing in flight besides the request that just failed (safe to start over)."""
+        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
+        return not live and not self._waiters
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         conn = self._conn
         request_id = conn.new_request_id()
         waiter = Waiter(method)
@@ -533,8 +587,32 @@ class Client:
         self._opened.set()
 
     async def _open(self) -> None:
+        """Open the session; a wrong prior, or a stdio server that died of the probe, gets
+        one second chance (``era.py``)."""
         self._pump()  # the first handshake step, if any
-        await self._wait_open()
+        try:
+            await self._wait_open()
+        except ClientError as exc:
+            probing = self._conn.era is None and self._era_control.era == "auto"
+            era = self._era_control.after_open_failure(
+                exc, probing=probing, restartable=hasattr(self.link, "restart")
+            )
+            if era is None:
+                raise
+            logger.info("opening failed (%s): starting over with era=%r", exc, era)
+            await self._reopen()
+            await self._open()
+            return
+        if self._conn.era == "legacy":
+            self._era_control.confirmed()  # (initialize answered: the prior held)
+
+    async def _reopen(self) -> None:
+        """A new connection in the era control's era, over the link restarted."""
+        self._cancel_handshake_timer()
+        self._new_connection()
+        restart = getattr(self.link, "restart", None)
+        if restart is not None:
+            await restart(self, self._nursery)
 
     async def _wait_open(self) -> None:
         await self._opened.wait()

@@ -85,7 +85,8 @@ class HttpSession:
         try:
             self.id = check_session_id(raw)
         except m.RemoteProtocolError as exc:
-            raise Failed(TransportError(exc.message, kind="http", status=status), broken=False)
+            error = TransportError(exc.message, kind="http", status=status)
+            raise Failed(error, broken=False) from exc
 
     def is_expiry(self, method: str | None, status: int) -> bool:
         """A 404 to a request that carried our session id: the session is gone."""

@@ -15,7 +15,7 @@ import pytest
 import trio
 from mrtr_transports.client import http as http_client
 from mrtr_transports.client.client import Client, TraceRecord
-from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
+from mrtr_transports.client.errors import CallError, CallTimeout, ClientError, TransportError
 from mrtr_transports.client.http import open_http_client
 from support.peer_http_server import (
     DISCOVER,
@@ -440,9 +440,9 @@ async def test_a_refused_probe_falls_back_to_a_2025_initialize(reply: Reply) -> 
         return reply
 
     server = PeerHttpServer(legacy)
-    failure = await opening_fails(server, TransportError)
-    assert failure.kind == "http"
-    assert f"answered initialize with HTTP {reply.status}" in str(failure)
+    failure = await opening_fails(server, ClientError)
+    assert isinstance(failure, TransportError)
+    assert "initialize" in str(failure)  # (the JSON error's id is not initialize's)
     assert [seen.rpc_method for seen in server.seen] == ["server/discover", "initialize"]
     assert "mcp-protocol-version" not in server.seen[1].headers  # (its version is in the body)
 
