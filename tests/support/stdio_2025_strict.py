@@ -3,8 +3,9 @@
 Some 2025-era servers do exactly that with ``server/discover``; the client's
 probe must survive it.  Standard library only.  It speaks ``initialize`` (2025
 versions only), ``notifications/initialized``, ``ping``, ``tools/list`` and
-``tools/call`` of ``greet`` (-32600 before ``initialize``, as 2025 servers do), which asks the client its name with a real
-``elicitation/create`` request before answering.  Every message it reads is
+``tools/call`` of ``greet`` (-32600 before ``initialize``, as 2025 servers do),
+which asks the client its name with a real ``elicitation/create`` request
+before answering.  Every message it reads is
 appended (one JSON line) to the file named by ``MRTR_WIRE_LOG``, if set, so a
 test can see what was on the wire, across restarts.
 """

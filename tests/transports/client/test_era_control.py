@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 from mrtr_transports.client.era import EraControl
-from mrtr_transports.client.errors import CallError, TransportError
+from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.stdio import open_stdio_client
 
 import mrtr_core as m
