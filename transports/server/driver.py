@@ -259,8 +259,9 @@ async def serve_stream(
     ``cache_ttl_ms``, ...).  ``legacy_answer_timeout`` bounds how long a
     2025-era request waits for the client to answer one of our questions
     (``DEFAULT_LEGACY_ANSWER_TIMEOUT``, 300 s; ``None``: until the client answers
-    or cancels); past it the question is withdrawn and the request gets -32603.  Returns once everything is answered or cancelled; never closes
-    the streams (their owner does).
+    or cancels); past it the question is withdrawn and the request gets -32603.
+    Returns once everything is answered or cancelled; never closes the streams
+    (their owner does).
     """
     options: dict[str, Any] = {
         "info": app.info,

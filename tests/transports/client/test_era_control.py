@@ -23,7 +23,9 @@ from mrtr_transports.client.stdio import open_stdio_client
 import mrtr_core as m
 from mrtr_core.connection import Verdict
 
-STRICT = str(Path(__file__).resolve().parents[2] / "support" / "stdio_2025_strict.py")
+SUPPORT = Path(__file__).resolve().parents[2] / "support"
+STRICT = str(SUPPORT / "stdio_2025_strict.py")
+MODERN_ONLY = str(SUPPORT / "modern_only_stdio.py")
 
 
 async def answer(key: str, request: m.wire.InputRequest) -> Any:
@@ -108,15 +110,25 @@ async def test_a_wrong_modern_prior_probes_once_and_recovers(tmp_path: Path) -> 
     assert methods[:3] == ["tools/call", "server/discover", "initialize"]
 
 
-async def test_a_wrong_legacy_prior_probes_once_and_recovers(tmp_path: Path) -> None:
-    # A 2026-07-28 server that has no 2025 session any more: refuse initialize.
+async def test_a_wrong_legacy_prior_probes_once_and_recovers() -> None:
+    # A 2026-07-28-only server refuses initialize (naming its versions): the remembered
+    # 2025 era is wrong, so the client probes once and goes on in 2026-07-28.
     prior = Verdict(era="legacy", protocol_version="2025-11-25")
-    argv = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--stdio", "--no-legacy"]
-    argv += ["examples/demo_app.py"]
     with trio.fail_after(20):
-        async with open_stdio_client(argv, prior=prior, answer=answer) as client:
+        async with open_stdio_client([sys.executable, MODERN_ONLY], prior=prior) as client:
             assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
             assert client.verdict == Verdict(era="modern", protocol_version="2026-07-28")
+            result = await client.call_tool("echo", {"text": "still here"})
+            assert "still here" in json.dumps(result)
+
+
+async def test_a_2025_client_hears_the_versions_a_modern_only_server_speaks() -> None:
+    with trio.fail_after(20), pytest.raises(CallError) as caught:
+        async with open_stdio_client([sys.executable, MODERN_ONLY], era="legacy"):
+            raise AssertionError("opened a 2025 session")
+    assert caught.value.code == m.protocol.METHOD_NOT_FOUND
+    assert "2026-07-28" in caught.value.message
+    assert caught.value.data == {"supported": ["2026-07-28"]}
 
 
 def test_verdicts_round_trip_through_json_and_refuse_bad_input() -> None:
