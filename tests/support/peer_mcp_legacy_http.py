@@ -7,7 +7,8 @@ It serves the tools of ``peer_mcp_server.py`` plus two that ask the client with
 real server-to-client requests (``ctx.elicit``, ``ctx.session.create_message``)
 on the POST's SSE stream, one of which closes that stream mid-call
 (``ctx.close_sse_stream``) so the client must resume it with ``Last-Event-ID``
-(an in-memory event store gives every event an id).  The SDK serves 2025 and
+(an in-memory event store gives every event an id); ``slow`` outlasts any
+client's patience.  The SDK serves 2025 and
 2026-07-28 on one endpoint; a middleware makes it 2025-only the way a 2025 SDK
 is: a request naming a version it does not know gets HTTP 400 with a JSON-RPC
 -32600 "Unsupported protocol version".  Every request's method, path and
@@ -58,6 +59,13 @@ async def ask_across_a_break(ctx: Context) -> str:
     name = first.data.name if first.data else first.action
     color = second.data.color if second.data else second.action
     return f"name={name} color={color}"
+
+
+@server.tool()
+async def slow() -> str:
+    """Takes a minute: the client gives up first and cancels."""
+    await anyio.sleep(60)
+    return "too late"
 
 
 class MemoryEvents(EventStore):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.pairing import ALL_CAPS, SERVER_INFO
+from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
 import mrtr_core as m
 from mrtr_core.connection import Verdict
@@ -48,3 +48,24 @@ def test_a_modern_only_server_names_its_versions_to_initialize() -> None:
     assert error.code == m.protocol.METHOD_NOT_FOUND
     assert "2026-07-28" in error.message and "initialize" in error.message
     assert error.data == {"supported": ["2026-07-28"]}
+
+
+def test_a_2025_session_cancels_with_a_notification_even_over_streams() -> None:
+    # 2025 Streamable HTTP: closing a stream is not a cancellation there, so a client
+    # built for HTTP (cancellation="close_stream") still says notifications/cancelled
+    # once its session is a 2025 one.
+    client = m.Connection(
+        m.CLIENT, era="legacy", cancellation="close_stream", info=CLIENT_INFO, capabilities=ALL_CAPS
+    )
+    server = m.Connection(m.SERVER, info=SERVER_INFO, capabilities={"tools": {}})
+    handshake(client, server)
+    call = client.call("tools/call", {"name": "slow", "arguments": {}})
+    (leg,) = drain(client)
+    request = m.wire.default_codec.loads(client.send(leg))
+    client.cancel(call)
+    cancel_leg = next(e for e in drain(client) if isinstance(e.event, m.CancelLeg))
+    assert m.wire.default_codec.loads(client.send(cancel_leg)) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request["id"]},
+    }

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import trio
-from mrtr_transports.client.errors import TransportError
+from mrtr_transports.client.errors import CallTimeout, TransportError
 from mrtr_transports.client.http import open_http_client
 from support.cli_run import mrtr
 from support.peer_http_server import PeerHttpServer, Reply, Seen, json_reply, result, sse_reply
@@ -134,6 +134,18 @@ async def test_a_broken_stream_is_resumed_with_last_event_id(legacy: Legacy) -> 
     assert seen[0]["rpc"] == "initialize"  # era="legacy": no probe
     resumed = [s for s in seen if s["http"] == "GET" and s["last_event_id"]]
     assert len(resumed) == 1 and resumed[0]["last_event_id"].startswith("ev-")
+
+
+async def test_a_call_given_up_is_cancelled_with_a_notification(legacy: Legacy) -> None:
+    # 2025 HTTP: closing the stream is no cancellation; notifications/cancelled is.
+    legacy.wire()
+    with trio.fail_after(30):
+        async with open_http_client(legacy.url, era="legacy") as client:
+            with pytest.raises(CallTimeout):
+                await client.call_tool("slow", timeout=0.5)
+            assert text_of(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+    seen = [s["rpc"] for s in legacy.wire() if s["http"] == "POST"]
+    assert seen.index("notifications/cancelled") > seen.index("tools/call")
 
 
 async def test_a_legacy_prior_skips_the_probe(legacy: Legacy) -> None:
