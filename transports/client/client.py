@@ -15,6 +15,11 @@ protocol logic is the connection's; the client only connects it to trio:
 * **Calls** (``tools/call``, ``prompts/get``, ``resources/read``) run the
   connection's round engine; each is a :class:`~mrtr_transports.client.flows.Flow`
   (its timers, legs and input tasks: :mod:`~mrtr_transports.client.flows`).
+* **The era** is settled on opening (:mod:`~mrtr_transports.client.handshaking`):
+  ``era="auto"`` probes, ``"modern"``/``"legacy"`` do not, and ``prior=`` (a
+  :class:`~mrtr_core.connection.Verdict` an earlier client learned,
+  ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
+  dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
 * **A 2025-era session** hands out the server's own requests: they are
   answered through the same ``InputHandler``, the key being the method
   (:func:`~mrtr_transports.client.inputs.answer_server_request`).
@@ -51,6 +56,7 @@ from mrtr_core.connection import Sendable
 from .era import EraControl, Verdict
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
+from .handshaking import Handshaking
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
 from .tracing import TraceBook, Tracer, TraceRecord
@@ -96,7 +102,7 @@ def _our_info() -> dict[str, str]:
     return {"name": "mrtr", "version": version}
 
 
-class Client:
+class Client(Handshaking):
     """One logical MCP client over one link.  Made by ``open_stdio_client``,
     ``open_http_client`` or :func:`open_client`; see the module docstring."""
 
@@ -163,6 +169,7 @@ class Client:
         self._session_error: m.MrtrError | None = None
         self._instructions: str | None = None
         self._lost: TransportError | None = None
+        self._lost_while_probing = False
         self._eof_fed = False
         self._closed = False
         self._tools_listed = False
@@ -199,12 +206,6 @@ class Client:
     @property
     def instructions(self) -> str | None:
         return self._instructions
-
-    @property
-    def verdict(self) -> Verdict | None:
-        """What the client learned of the server's era (``None`` until settled): pass it
-        back as ``prior=`` to skip the probe next time (``verdict.to_json()`` to store)."""
-        return self._era_control.verdict(self._conn.era, self._conn.protocol_version)
 
     # --- Calls -------------------------------------------------------------------------
 
@@ -307,30 +308,6 @@ class Client:
             functools.partial(self._request, method, params, timeout=timeout)
         )
 
-    async def _first_chance(self, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()``; while a modern prior is unconfirmed, a failure that is a 2025
-        server's answer starts over with a probe and sends once more (``era.py``)."""
-        control = self._era_control
-        if not control.unconfirmed:
-            return await send()
-        try:
-            result = await send()
-        except ClientError as exc:
-            era = control.after_first_failure(exc) if self._idle_but_one() else None
-            if era is None:
-                raise
-            logger.info("the remembered era failed (%s): probing the server again", exc)
-            await self._reopen()
-            await self._open()
-            return await send()
-        control.confirmed()
-        return result
-
-    def _idle_but_one(self) -> bool:
-        """Nothing in flight besides the request that just failed (safe to start over)."""
-        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
-        return not live and not self._waiters
-
     async def _request(
         self,
         method: str,
@@ -406,6 +383,10 @@ class Client:
         """The link is gone: every live call and request fails with ``error``."""
         if self._lost is None:
             self._lost = error
+            # (the one case where a stdio child gets started again: it died of the probe)
+            self._lost_while_probing = (
+                self._conn.session_state is m.connection.SessionState.DISCOVERING
+            )
         if not self._eof_fed:
             self._eof_fed = True
             self._conn.receive_data(b"")
@@ -557,72 +538,6 @@ class Client:
         if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
             self._send_out(out)
         self.link.close_stream(request_id)
-
-    # --- The handshake ---------------------------------------------------------------
-
-    def _on_handshake_step(self, event: m.HandshakeStep) -> None:
-        message = event.message
-        self._cancel_handshake_timer()
-        request_id = message.id if isinstance(message, m.Request) else None
-        self._send_out(
-            self._outbound(message, "handshake", method=message.method, request_id=request_id)
-        )
-        if isinstance(message, m.Request) and not self._eof_fed:
-            scope = self._handshake_timer = trio.CancelScope()
-            self._nursery.start_soon(self._handshake_timeout_task, scope)
-
-    async def _handshake_timeout_task(self, scope: trio.CancelScope) -> None:
-        with scope:
-            await trio.sleep(self._handshake_timeout)
-            self._conn.handshake_timed_out()
-            self._pump()
-
-    def _cancel_handshake_timer(self) -> None:
-        if self._handshake_timer is not None:
-            self._handshake_timer.cancel()
-            self._handshake_timer = None
-
-    def _end_handshake(self) -> None:
-        self._cancel_handshake_timer()
-        self._opened.set()
-
-    async def _open(self) -> None:
-        """Open the session; a wrong prior, or a stdio server that died of the probe, gets
-        one second chance (``era.py``)."""
-        self._pump()  # the first handshake step, if any
-        try:
-            await self._wait_open()
-        except ClientError as exc:
-            probing = self._conn.era is None and self._era_control.era == "auto"
-            era = self._era_control.after_open_failure(
-                exc, probing=probing, restartable=hasattr(self.link, "restart")
-            )
-            if era is None:
-                raise
-            logger.info("opening failed (%s): starting over with era=%r", exc, era)
-            await self._reopen()
-            await self._open()
-            return
-        if self._conn.era == "legacy":
-            self._era_control.confirmed()  # (initialize answered: the prior held)
-
-    async def _reopen(self) -> None:
-        """A new connection in the era control's era, over the link restarted."""
-        self._cancel_handshake_timer()
-        self._new_connection()
-        restart = getattr(self.link, "restart", None)
-        if restart is not None:
-            await restart(self, self._nursery)
-
-    async def _wait_open(self) -> None:
-        await self._opened.wait()
-        if self._session_error is not None:
-            error = self._session_error
-            if self._lost is not None:
-                raise self._lost_error()
-            raise CallError(error.code, f"no session with the server: {error.message}", error.data)
-        if self._closed:
-            raise self._lost_error()
 
     # --- Calls: their flows ------------------------------------------------------------
 

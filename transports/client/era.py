@@ -69,7 +69,8 @@ class EraControl:
         self, error: ClientError, *, probing: bool, restartable: bool
     ) -> EraChoice | None:
         """Opening failed with ``error``: the era to start over in, or ``None`` (give up).
-        ``probing``: the only thing sent was ``server/discover``."""
+        ``probing``: the link was lost while ``server/discover`` was in flight;
+        ``restartable``: the link can start the server again (stdio)."""
         if self.unconfirmed:
             return self._forget_prior()
         died = isinstance(error, TransportError) and error.kind == "disconnect"

@@ -90,14 +90,13 @@ from .client import Client
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection, Refused, Stale, check_refusal
 from .http_sessions import HttpSession
+from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
 logger = logging.getLogger("mrtr.http")
 
 MAX_ERROR_BODY = 64 * 1024
-#: Seconds to wait for the end of an SSE stream once its answer has arrived.
-LINGER_AFTER_ANSWER = 1.0
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
@@ -478,7 +477,7 @@ class HttpLink:
                 session.initialized(self._nursery)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
-            await self._read_events(out, conn)
+            await read_answer_stream(self, out, conn)
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)
@@ -530,86 +529,6 @@ class HttpLink:
             logger.warning("dropped a response body of %d bytes (limit %d)", size, limit)
             return None
         return b"".join(chunks)
-
-    async def _read_events(self, out: Outbound, conn: HttpConnection) -> None:
-        """The SSE answer to ``out``.  In a 2025 session a stream with event ids that
-        breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
-        (bounded, see ``http_sessions``); otherwise that is the caller's ``Broken``."""
-        assert out.request_id is not None and self._client is not None
-        client, request_id = self._client, out.request_id
-        resumption = m.protocol.StreamResumption()
-        stream: HttpConnection | None = conn
-        broke: Broken | None = None
-        while True:
-            if stream is not None:
-                try:
-                    await self.read_sse(stream, resumption, stop_when=request_id)
-                    broke = None
-                except Broken as exc:
-                    broke = exc
-                finally:
-                    if stream is not conn:
-                        await stream.aclose()
-            session = self._session
-            if not client.is_waiting_for(request_id) or session is None:
-                break
-            delay = resumption.next_delay()
-            if delay is None:
-                break
-            logger.info("%s: the stream ended early; resuming in %.1f s", out.method, delay)
-            await trio.sleep(delay)
-            try:
-                opened = await session.get(resumption.last_event_id)
-            except (Broken, Failed) as exc:
-                logger.info("%s: resuming failed: %s", out.method, exc)
-                stream = None
-                continue
-            if opened is None:
-                break
-            stream = opened[0]
-        if broke is not None:
-            raise broke
-
-    async def read_sse(
-        self,
-        conn: HttpConnection,
-        resumption: m.protocol.StreamResumption,
-        *,
-        stop_when: m.RequestId | None,
-    ) -> None:
-        """Feed every event's message to the client, to the end of the stream (or, with
-        ``stop_when``, shortly after the answer to that request is in).  Raises ``Broken``."""
-        assert self._client is not None
-        client = self._client
-        decoder = m.wire.SseDecoder(max_event_size=self.max_message_size)
-
-        def deliver() -> None:
-            while isinstance(event := decoder.next_event(), (m.wire.SseEvent, m.wire.Oversize)):
-                if isinstance(event, m.wire.Oversize):
-                    logger.warning("dropped an SSE event of %d+ bytes", event.size)
-                    continue
-                resumption.saw(event.id, event.retry)
-                if event.event == "message" and event.data:
-                    client.receive_data(event.data.encode("utf-8"))
-            if (
-                stop_when is not None
-                and reading.deadline == math.inf
-                and not client.is_waiting_for(stop_when)
-            ):
-                # The answer is in: give the stream a moment to end, then stop reading.
-                reading.deadline = trio.current_time() + LINGER_AFTER_ANSWER
-
-        with trio.CancelScope() as reading:
-            while True:
-                event = await conn.next_event()
-                if isinstance(event, h11.Data):
-                    decoder.feed(event.data)
-                    deliver()
-                elif isinstance(event, h11.EndOfMessage):
-                    decoder.feed_eof()
-                    deliver()
-                    return
-        # (Only reached when lingering ran out: the connection is not reusable.)
 
 
 def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:

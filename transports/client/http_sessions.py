@@ -47,6 +47,7 @@ from mrtr_core.protocol import (
 
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
+from .http_streams import read_sse
 
 if TYPE_CHECKING:
     from .http import HttpLink
@@ -123,7 +124,7 @@ class HttpSession:
                 return  # 405 (no stream offered), or an answer that is no stream
             conn, _ = opened
             try:
-                await self.link.read_sse(conn, resumption, stop_when=None)
+                await read_sse(self.link, conn, resumption, stop_when=None)
                 return  # the server ended it: it may open another one later, we do not ask
             except Broken as exc:
                 logger.info("the GET stream of %s broke: %s", self.link.url, exc)

@@ -23,6 +23,7 @@ import trio
 
 import mrtr_core as m
 
+from .era import Verdict
 from .errors import TransportError
 from .inputs import InputHandler
 from .tracing import Tracer
@@ -129,6 +130,7 @@ class ClientOptions(TypedDict, total=False):
     answer: InputHandler | None
     capabilities: Mapping[str, Any] | None
     era: Literal["auto", "modern", "legacy"]
+    prior: Verdict | None
     info: Mapping[str, Any] | None
     tracer: Tracer | None
     handshake_timeout: float

@@ -72,6 +72,7 @@ class StdioLink:
     wants_tool_list = False
     confirms_transmission = False  # one ordered queue to the child: handed over is sent
     cancellation: Literal["notify", "close_stream"] = "notify"
+    respawns = True  # restart() starts a new child (after one died of the era probe)
 
     def __init__(
         self,
