@@ -26,6 +26,7 @@ from mrtr_core.connection import Verdict
 SUPPORT = Path(__file__).resolve().parents[2] / "support"
 STRICT = str(SUPPORT / "stdio_2025_strict.py")
 MODERN_ONLY = str(SUPPORT / "modern_only_stdio.py")
+ANSWER_TIMEOUT = str(SUPPORT / "legacy_timeout_stdio.py")
 
 
 async def answer(key: str, request: m.wire.InputRequest) -> Any:
@@ -129,6 +130,29 @@ async def test_a_2025_client_hears_the_versions_a_modern_only_server_speaks() ->
     assert caught.value.code == m.protocol.METHOD_NOT_FOUND
     assert "2026-07-28" in caught.value.message
     assert caught.value.data == {"supported": ["2026-07-28"]}
+
+
+async def test_a_question_a_2025_client_never_answers_does_not_hold_the_request() -> None:
+    # The server's legacy shim asks (elicitation/create); our handler never answers.
+    # Past the server's legacy_answer_timeout the question is withdrawn and the call
+    # fails with -32603: the request is not held for ever.
+    withdrawn = trio.Event()
+
+    async def never(key: str, request: m.wire.InputRequest) -> Any:
+        try:
+            await trio.sleep_forever()
+        finally:
+            withdrawn.set()
+
+    with trio.fail_after(20):
+        async with open_stdio_client(
+            [sys.executable, ANSWER_TIMEOUT, "0.3"], era="legacy", answer=never
+        ) as client:
+            with pytest.raises(CallError) as caught:
+                await client.call_tool("trip", {})
+            await withdrawn.wait()
+    assert caught.value.code == m.protocol.INTERNAL_ERROR
+    assert "did not answer in time" in caught.value.message
 
 
 def test_verdicts_round_trip_through_json_and_refuse_bad_input() -> None:
