@@ -236,7 +236,8 @@ class Client(Handshaking):
         """
         started = trio.current_time()
         limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
-        if method == "tools/call" and self.link.wants_tool_list and not self._tools_listed:
+        mirrors = self.link.wants_tool_list and self.era != "legacy"  # (2025: no Mcp-Param-*)
+        if method == "tools/call" and mirrors and not self._tools_listed:
             await self._list_tools_quietly()
 
         def flow() -> Awaitable[dict[str, Any]]:  # (the context of the connection in use)

@@ -251,7 +251,7 @@ def scripted_2025(session_id: Any, expire_after: int | None = None) -> PeerHttpS
 
 
 async def test_a_404_with_the_session_id_is_a_clear_session_error() -> None:
-    server = scripted_2025("sess-1", expire_after=2)  # tools/list + one call, then expiry
+    server = scripted_2025("sess-1", expire_after=1)  # one call, then expiry
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             url = await nursery.start(server.run)
