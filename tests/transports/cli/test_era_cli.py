@@ -52,7 +52,7 @@ async def test_era_legacy_and_modern_on_the_command_line(tmp_path: Path) -> None
     ran = await mrtr("call", "--era", "modern", TARGET, "greet", env=env, timeout=30)
     assert ran.returncode == 3 and "not initialized" in ran.stderr  # the server's own words
     assert methods(log) == ["tools/call"]
-    ran = await mrtr("call", "--era", "2025", TARGET, "greet", env=env)
+    ran = await mrtr("call", "--era", "2025", TARGET, "greet", env=env, timeout=30)
     assert ran.returncode == 2 and "--era" in ran.stderr
 
 

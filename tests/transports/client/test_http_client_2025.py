@@ -203,10 +203,10 @@ async def test_mrtr_call_completes_against_the_2025_server(legacy: Legacy, tmp_p
     assert "server/discover" not in [s["rpc"] for s in legacy.wire()]
     # --era legacy: no probe either; --era modern: the 2025 server refuses (its JSON-RPC
     # error in a 400: exit 3, the server's words shown).
-    ran = await mrtr(*common, "--era", "legacy", legacy.url, "add", '{"a": 4, "b": 5}')
+    ran = await mrtr(*common, "--era", "legacy", legacy.url, "add", '{"a": 4, "b": 5}', timeout=30)
     assert ran.returncode == 0 and text_of(ran.json()) == "9", ran.stderr
     assert next(s["rpc"] for s in legacy.wire()) == "initialize"
-    ran = await mrtr(*common, "--era", "modern", legacy.url, "add", '{"a": 4, "b": 5}')
+    ran = await mrtr(*common, "--era", "modern", legacy.url, "add", '{"a": 4, "b": 5}', timeout=30)
     assert ran.returncode == 3 and "Unsupported protocol version" in ran.stderr
 
 
