@@ -17,8 +17,9 @@ answer is its own POST (202).
   server's ``retry`` (:class:`mrtr_core.protocol.StreamResumption`); a
   stream that breaks is resumed with a GET carrying ``Last-Event-ID``, at most
   ``DEFAULT_RESUME_ATTEMPTS`` times in a row without a new event, waiting
-  ``retry`` (at most 30 s) before each.  A stream without event ids cannot be
-  resumed: its request fails as a broken stream.
+  ``retry`` (at most 30 s) before each.  A stream that cannot be resumed (no
+  event ids, or the attempts spent) fails its request; unlike a 2026-07-28 leg
+  it is never sent again (it may already have had its effects).
 * **Expiry.**  A 404 on a request that carries the session id means the
   server ended the session.  We do not re-initialize behind the caller's back
   (the server forgot everything the session held, and a call in flight may

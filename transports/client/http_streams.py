@@ -23,6 +23,7 @@ import trio
 
 import mrtr_core as m
 
+from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
 from .link import Outbound
 
@@ -36,9 +37,11 @@ LINGER_AFTER_ANSWER = 1.0
 
 
 async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection) -> None:
-    """The SSE answer to ``out``.  In a 2025 session a stream with event ids that
+    """The SSE answer to ``out``.  2026-07-28: a broken stream is the caller's
+    ``Broken`` (the leg is re-issued).  In a 2025 session a stream with event ids that
     breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
-    (bounded, see ``http_sessions``); otherwise that is the caller's ``Broken``."""
+    (bounded, see ``http_sessions``); when that is impossible the request fails
+    (``Failed``), never re-issued: it may already have had its effects."""
     assert out.request_id is not None and link.client is not None
     client, request_id = link.client, out.request_id
     resumption = m.protocol.StreamResumption()
@@ -71,8 +74,22 @@ async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection
         if opened is None:
             break
         stream = opened[0]
-    if broke is not None:
-        raise broke
+    if link.session is None:
+        if broke is not None:
+            raise broke
+        return
+    if client.is_waiting_for(request_id):
+        how = f"broke ({broke})" if broke is not None else "ended"
+        tried = resumption.attempts
+        raise Failed(
+            TransportError(
+                f"the answer stream to {out.method} {how} before its answer and could not be "
+                f"resumed ({'no event id to resume from' if tried == 0 else f'{tried} attempts'})"
+                "; not sent again: it may already have had its effects",
+                kind="disconnect",
+            ),
+            broken=False,
+        )
 
 
 async def read_sse(

@@ -280,3 +280,119 @@ async def test_a_malformed_session_id_is_refused(bad: bytes) -> None:
                     raise AssertionError("opened a session")
             nursery.cancel_scope.cancel()
     assert "invalid Mcp-Session-Id" in caught.value.message
+
+
+def sse_event(
+    message: dict[str, Any], event_id: str | None = None, retry: int | None = None
+) -> bytes:
+    head = (f"id: {event_id}\n" if event_id else "") + (f"retry: {retry}\n" if retry else "")
+    return (head + f"data: {json.dumps(message)}\n\n").encode()
+
+
+class Scripted2025:
+    """A 2025 session server whose ``tools/call`` and GET answers the test scripts."""
+
+    def __init__(self, on_call: Any, on_get: Any) -> None:
+        self.on_call, self.on_get = on_call, on_get
+        self.server = PeerHttpServer(self.handle)
+
+    async def handle(self, seen: Seen) -> Reply:
+        if seen.method == "GET":
+            return await self.on_get(seen)
+        if seen.method == "DELETE":
+            return Reply(200, [], [])
+        method = seen.rpc_method
+        if method == "initialize":
+            value = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1"},
+            }
+            reply = json_reply(result(seen, value))
+            reply.headers.append(("Mcp-Session-Id", "s-1"))
+            return reply
+        if method == "tools/call":
+            return await self.on_call(seen)
+        return Reply(202, [], [])  # notifications and our answers
+
+
+SSE = [("Content-Type", "text/event-stream")]
+
+
+async def test_the_get_stream_carries_server_requests_and_is_resumed() -> None:
+    gets: list[Seen] = []
+
+    async def on_get(seen: Seen) -> Reply:
+        gets.append(seen)
+        if len(gets) == 1:  # a ping on the standalone stream, then it breaks
+            ping = {"jsonrpc": "2.0", "id": "p-1", "method": "ping"}
+            return Reply(200, SSE, [sse_event(ping, "g-1", retry=50), b": more\n"], break_after=1)
+        return Reply(200, SSE, [sse_event({"jsonrpc": "2.0", "id": "p-2", "method": "ping"})])
+
+    async def on_call(seen: Seen) -> Reply:
+        return json_reply(result(seen, {"content": [{"type": "text", "text": "ok"}]}))
+
+    peer = Scripted2025(on_call, on_get)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(peer.server.run)
+            async with open_http_client(url, era="legacy") as client:
+                while len([s for s in peer.server.seen if s.body and "result" in s.body]) < 2:
+                    await trio.sleep(0.02)
+                assert text_of(await client.call_tool("t")) == "ok"
+            nursery.cancel_scope.cancel()
+    answered = [s.body for s in peer.server.seen if s.method == "POST" and "result" in s.body]
+    assert answered == [
+        {"jsonrpc": "2.0", "id": "p-1", "result": {}},
+        {"jsonrpc": "2.0", "id": "p-2", "result": {}},
+    ]
+    assert [g.headers.get("last-event-id") for g in gets] == [None, "g-1"]
+    assert all(g.headers["mcp-session-id"] == "s-1" for g in gets)
+
+
+async def test_resuming_a_broken_answer_stream_is_bounded() -> None:
+    # The call's stream breaks after one event with an id, and every resumption breaks
+    # with nothing new: three attempts (each after the server's retry), then the call fails.
+    resumed: list[Seen] = []
+
+    async def on_call(seen: Seen) -> Reply:
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}
+        return Reply(200, SSE, [sse_event(note, "c-1", retry=20), b"x"], break_after=1)
+
+    async def on_get(seen: Seen) -> Reply:
+        if "last-event-id" not in seen.headers:
+            return Reply(405, [], [])
+        resumed.append(seen)
+        return Reply(200, SSE, [b": nothing new\n\n", b"x"], break_after=1)
+
+    peer = Scripted2025(on_call, on_get)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(peer.server.run)
+            async with open_http_client(url, era="legacy") as client:
+                with pytest.raises(TransportError) as caught:
+                    await client.call_tool("t")
+            nursery.cancel_scope.cancel()
+    assert len(resumed) == 3 and {s.headers["last-event-id"] for s in resumed} == {"c-1"}
+    assert "could not be resumed (3 attempts)" in caught.value.message
+    # A 2025 request is never sent again (it may have had its effects): one tools/call.
+    assert [s.rpc_method for s in peer.server.seen].count("tools/call") == 1
+
+
+async def test_a_2025_stream_without_event_ids_fails_its_call_once() -> None:
+    async def on_call(seen: Seen) -> Reply:
+        return Reply(200, SSE, [b": working\n\n", b"x"], break_after=1)
+
+    async def on_get(seen: Seen) -> Reply:
+        return Reply(405, [], [])
+
+    peer = Scripted2025(on_call, on_get)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(peer.server.run)
+            async with open_http_client(url, era="legacy") as client:
+                with pytest.raises(TransportError) as caught:
+                    await client.call_tool("t")
+            nursery.cancel_scope.cancel()
+    assert "no event id to resume from" in caught.value.message
+    assert [s.rpc_method for s in peer.server.seen].count("tools/call") == 1
