@@ -19,6 +19,14 @@ from .._errors import (
 )
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._capabilities import missing_capability
+from ._client_sessions import (
+    LAST_EVENT_ID_HEADER,
+    MAX_SESSION_ID_LENGTH,
+    SESSION_ID_HEADER,
+    StreamResumption,
+    check_session_id,
+    session_headers,
+)
 from ._headers import (
     ANNOTATION,
     METHOD_HEADER,
@@ -73,6 +81,12 @@ from ._websocket import (
 )
 
 __all__ = [
+    "LAST_EVENT_ID_HEADER",
+    "MAX_SESSION_ID_LENGTH",
+    "SESSION_ID_HEADER",
+    "StreamResumption",
+    "check_session_id",
+    "session_headers",
     "missing_capability",
     "INPUT_KINDS",
     "InputKind",

@@ -149,6 +149,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_positive_seconds, metavar="SEC", help="budget for the whole call"
     )
     call.add_argument(
+        "--era",
+        choices=("auto", "modern", "legacy"),
+        default="auto",
+        help="auto: probe server/discover, fall back to a 2025 session (default); "
+        "modern: 2026-07-28 at once; legacy: a 2025 initialize at once",
+    )
+    call.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="remember each target's era in FILE (JSON) and skip the probe next time",
+    )
+    call.add_argument(
         "target", metavar="TARGET", help="http(s)://URL, ws://URL or stdio:COMMAND ARGS..."
     )
     call.add_argument("tool", metavar="TOOL", help="the tool's name")
