@@ -2,7 +2,8 @@
 carries, the JSON-RPC and MCP error codes, the methods that may answer
 ``input_required``, the input kinds (one registry entry each: method, classes,
 capability needs, 2025-era mapping), what a server knows about one request
-(``RequestInfo``), and the Streamable HTTP header rules.
+(``RequestInfo``), the Streamable HTTP header rules, and the 2025-era session
+rules (session ids, ``SessionTable``, SSE event ids and the ``ReplayBuffer``).
 """
 
 from .._errors import (
@@ -56,8 +57,38 @@ from ._meta import (
     Era,
     RequestInfo,
 )
+from ._replay import STANDALONE, Cursor, ReplayBuffer, ReplayLost, parse_event_id
+from ._sessions import (
+    DEFAULT_LEGACY_VERSION,
+    LAST_EVENT_ID_HEADER,
+    MAX_EVENT_ID_LENGTH,
+    MAX_SESSION_ID_LENGTH,
+    SESSION_ID_HEADER,
+    LegacyHeaders,
+    SessionRefused,
+    SessionTable,
+    is_legacy_message,
+    read_legacy_headers,
+    valid_session_id,
+)
 
 __all__ = [
+    "STANDALONE",
+    "Cursor",
+    "ReplayBuffer",
+    "ReplayLost",
+    "parse_event_id",
+    "DEFAULT_LEGACY_VERSION",
+    "LAST_EVENT_ID_HEADER",
+    "MAX_EVENT_ID_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
+    "SESSION_ID_HEADER",
+    "LegacyHeaders",
+    "SessionRefused",
+    "SessionTable",
+    "is_legacy_message",
+    "read_legacy_headers",
+    "valid_session_id",
     "missing_capability",
     "INPUT_KINDS",
     "InputKind",

@@ -38,7 +38,12 @@ import h11
 import trio
 
 import mrtr_core as m
-from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
+from mrtr_core.protocol import (
+    HeaderMismatch,
+    called_tool,
+    check_request_headers,
+    is_legacy_message,
+)
 
 from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
@@ -70,6 +75,9 @@ class ExchangeHost(Protocol):
     closing: bool
     slots: ConnectionSlots
     listens: ListenPool
+
+    #: The 2025-era side: ``sessions.SessionEndpoint`` (``post``, ``get``, ``delete``).
+    sessions: Any
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
 
@@ -364,15 +372,21 @@ class HttpConnection:
         if path != server.path:
             await self._send_error(404, f"no MCP endpoint at {path!r}: use {server.path!r}")
             return
+        json_ok, sse_ok = _accepted(headers.get_all("accept"))
+        if request.method in (b"GET", b"DELETE") and headers.get_all("mcp-session-id"):
+            if request.method == b"GET":  # a 2025-era session's stream
+                await server.sessions.get(self, headers, sse_ok)
+            else:
+                await server.sessions.delete(self, headers)
+            return
         if request.method != b"POST":
             await self._send_error(
                 405,
-                f"{request.method.decode('latin-1')} is not allowed: the 2026-07-28 endpoint "
-                "takes POST only (no sessions, no GET stream)",
-                extra=[(b"allow", b"POST")],
+                f"{request.method.decode('latin-1')} is not allowed here: POST a message "
+                "(GET and DELETE are for a 2025-era session: send its Mcp-Session-Id)",
+                extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        json_ok, sse_ok = _accepted(headers.get_all("accept"))
         if not (json_ok or sse_ok):
             await self._send_error(406, "Accept must include application/json or text/event-stream")
             return
@@ -411,6 +425,9 @@ class HttpConnection:
             message = m.wire.default_codec.loads(body)
         except m.MrtrError:
             message = None  # the connection reports what is wrong with the bytes
+        if is_legacy_message(headers.fields, message):  # 2025-era: a session's (sessions.py)
+            await server.sessions.post(self, headers, message, json_ok, sse_ok)
+            return
         if isinstance(message, Mapping):
             tool = called_tool(message)
             try:

@@ -125,6 +125,7 @@ from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
 from .refusals import close_lingering, refuse_busy
+from .sessions import SessionEndpoint
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -142,6 +143,11 @@ DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
+DEFAULT_REPLAY_EVENTS = 256
+DEFAULT_REPLAY_BYTES = 256 * 1024
+DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
 
 
 async def serve_http(
@@ -193,6 +199,11 @@ class HttpServer:
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_buffer_events: int = DEFAULT_REPLAY_EVENTS,
+        replay_buffer_bytes: int = DEFAULT_REPLAY_BYTES,
+        legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         **connection_options: Any,
     ) -> None:
@@ -202,6 +213,9 @@ class HttpServer:
             ("max_connections", max_connections),
             ("max_listen_streams", max_listen_streams),
             ("max_listen_streams_per_client", max_listen_streams_per_client),
+            ("max_sessions", max_sessions),
+            ("replay_buffer_events", replay_buffer_events),
+            ("replay_buffer_bytes", replay_buffer_bytes),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer")
@@ -211,6 +225,8 @@ class HttpServer:
             ("body_timeout", body_timeout),
             ("write_timeout", write_timeout),
             ("listen_lifetime", listen_lifetime),
+            ("session_idle_timeout", session_idle_timeout),
+            ("legacy_answer_timeout", legacy_answer_timeout),
         ):
             if not seconds > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
@@ -225,15 +241,29 @@ class HttpServer:
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
         versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
-        self.connection_options: dict[str, Any] = {
+        common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
             "instructions": app.instructions,
             **connection_options,
-            # No 2025-era sessions here: initialize is not served.
+        }
+        #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
+        self.connection_options = {
+            **common,
             "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
+        #: The connection of each 2025-era session (its initialize negotiates the version).
+        session_versions = tuple(versions)
+        self.sessions = SessionEndpoint(
+            self,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
+            replay_events=replay_buffer_events,
+            replay_bytes=replay_buffer_bytes,
+            legacy_answer_timeout=legacy_answer_timeout,
+            connection_options={**common, "versions": session_versions},
+        )
         self.address: tuple[str, int] | None = None
         self.closing = False
         self.slots = ConnectionSlots(max_connections)
@@ -272,6 +302,7 @@ class HttpServer:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await nursery.start(self.sessions.run)
                 nursery.start_soon(self._accept, listeners, nursery)
                 task_status.started(self.address)
         finally:
@@ -288,10 +319,12 @@ class HttpServer:
             self.closing = True
             self._accept_scope.cancel()
             end_subscriptions(self.app)  # open listen streams get their final result
+            self.sessions.shutting_down()  # their standalone streams end
             for connection in list(self._connections):
                 connection.shutdown()  # idle ones close now
             with trio.move_on_after(grace):
                 await self._all_closed.wait()
+            self.sessions.close_all()  # what 2025-era sessions still run is cancelled
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
         if self._nursery is not None:
