@@ -240,7 +240,7 @@ class HttpServer:
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
-        versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
+        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
         common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
