@@ -593,3 +593,8 @@ def _sampled_text(answer: m.wire.InputResponse | None) -> str:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             return str(content["text"])
     return "(no text)"
+
+
+# The 2025-11-25 leg's fixtures (test_sampling, test_elicitation, ...) register themselves
+# on this app; they live in their own module.
+from . import example_2025  # noqa: E402, F401

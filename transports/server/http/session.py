@@ -23,7 +23,7 @@ most ``legacy_answer_timeout`` seconds (past it the request gets -32603).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -37,6 +37,13 @@ from ..driver import ConnectionOutlet, Outcome, _LegacyFlow, response_for, run_a
 __all__ = ["Session", "SessionOutlet"]
 
 log = logging.getLogger("mrtr_transports.http")
+
+METHOD_NOT_FOUND = m.protocol.METHOD_NOT_FOUND
+SUBSCRIBE_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
+LISTEN = "subscriptions/listen"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+#: Most URIs one session may subscribe to.
+MAX_SUBSCRIBED_URIS = 256
 
 
 class SessionOutlet(ConnectionOutlet):
@@ -55,6 +62,33 @@ class SessionOutlet(ConnectionOutlet):
 
     async def close_sse_stream(self) -> None:
         self._cut()
+
+
+class _StandaloneOutlet:
+    """Where the session's own ``subscriptions/listen`` of the app writes: the
+    standalone stream, as 2025-era notifications (no subscription ``_meta``)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        return None
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        if method == ACKNOWLEDGED:
+            return
+        plain = {k: v for k, v in (params or {}).items() if k != "_meta"}
+        note = m.Notification(method=method, params=plain or None)
+        self._session.emit(m.protocol.STANDALONE, self._session.conn.send(note))
+
+
+def _not_found(outcome: Outcome) -> bool:
+    return isinstance(outcome, m.MrtrError) and outcome.code == METHOD_NOT_FOUND
 
 
 class Session:
@@ -85,6 +119,9 @@ class Session:
         #: A standalone GET stream was opened: its events are recorded from then on.
         self.standalone_opened = False
         self.closed = False
+        #: ``resources/subscribe`` URIs (when the session, not the app, keeps them).
+        self.subscribed: dict[str, None] = {}
+        self._listen_scope: trio.CancelScope | None = None
         self.scope = trio.CancelScope()
         self.nursery: trio.Nursery | None = None
 
@@ -165,6 +202,8 @@ class Session:
                 outcome: Outcome = m.MrtrError("cancelled by the client")
                 with scope:
                     outcome = await run_app(self.app, request, info, outlet)
+                    if request.method in SUBSCRIBE_METHODS and _not_found(outcome):
+                        outcome = self._subscribe(request)
                 response = response_for(request.id, outcome)
             self.emit(stream, send_response(conn, response)[1])  # b"" when cancelled
         finally:
@@ -172,6 +211,66 @@ class Session:
             self.buffer.finish(stream)
             self.wake()
             self._on_work(self.id, False)
+
+    # --- resources/subscribe, and the standalone stream's notifications ---
+
+    def _subscribe(self, request: m.Request) -> Outcome:
+        """``resources/subscribe`` / ``unsubscribe`` the app left to its transport: the
+        session keeps the URIs (when the app offers subscriptions) and its standalone
+        stream gets their ``notifications/resources/updated``."""
+        resources = self.app.capabilities.get("resources")
+        if not (isinstance(resources, Mapping) and resources.get("subscribe")):
+            return m.MrtrError(f"Method not found: {request.method}", code=METHOD_NOT_FOUND)
+        uri = (request.params or {}).get("uri")
+        if not isinstance(uri, str):
+            return m.MrtrError("params.uri must be a string", code=m.protocol.INVALID_PARAMS)
+        if request.method == "resources/unsubscribe":
+            self.subscribed.pop(uri, None)
+        elif uri not in self.subscribed:
+            if len(self.subscribed) >= MAX_SUBSCRIBED_URIS:
+                return m.MrtrError(
+                    f"at most {MAX_SUBSCRIBED_URIS} subscribed URIs per session",
+                    code=m.protocol.INVALID_PARAMS,
+                )
+            self.subscribed[uri] = None
+        self.restart_listen()
+        return {}
+
+    def restart_listen(self) -> None:
+        """(Re)start the app's announcements for the standalone stream, once it was opened:
+        the app's ``subscriptions/listen`` (as ``McpApp`` serves it), asked by the session."""
+        if self._listen_scope is not None:
+            self._listen_scope.cancel()
+            self._listen_scope = None
+        if self.standalone_opened and not self.closed and self.nursery is not None:
+            self._listen_scope = trio.CancelScope()
+            self.nursery.start_soon(self._listen, self._listen_scope, list(self.subscribed))
+
+    async def _listen(self, scope: trio.CancelScope, uris: list[str]) -> None:
+        wanted = {
+            "toolsListChanged": True,
+            "promptsListChanged": True,
+            "resourcesListChanged": True,
+            "resourceSubscriptions": uris,
+        }
+        request = m.Request(
+            id=f"session-{self.id[:8]}", method=LISTEN, params={"notifications": wanted}
+        )
+        info = m.protocol.RequestInfo(
+            id=request.id,
+            method=LISTEN,
+            era="modern",
+            protocol_version=m.protocol.MODERN_VERSIONS[0],
+            capabilities={},
+            client_info=None,
+            log_level=None,
+            progress_token=None,
+            retry=False,
+        )
+        with scope:
+            outcome = await run_app(self.app, request, info, _StandaloneOutlet(self))
+            if isinstance(outcome, m.MrtrError) and outcome.code != METHOD_NOT_FOUND:
+                log.warning("session %s...: no announcements: %s", self.id[:8], outcome.message)
 
     async def _run_legacy(
         self,

@@ -267,8 +267,10 @@ class SessionEndpoint:
                 )
                 return
             else:
-                session.standalone_opened = True
                 cursor = session.buffer.tail(STANDALONE)
+                if not session.standalone_opened:
+                    session.standalone_opened = True
+                    session.restart_listen()  # the app's announcements reach it from now on
         except (SessionRefused, ReplayLost) as exc:
             status = exc.status if isinstance(exc, SessionRefused) else 400
             await connection._send_error(status, exc.message, exc.code)
