@@ -3,10 +3,13 @@
 For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
 
 1. ``Host`` and ``Origin`` go to the server's ``AccessPolicy`` (403).
-2. The path (404), the method (GET, DELETE, ... -> 405 with ``Allow: POST``),
-   ``Accept`` (it must take ``application/json`` or ``text/event-stream``,
-   else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
-   body size (413).
+2. The path (404), the method (one dispatch: POST here; GET and DELETE with
+   an ``Mcp-Session-Id`` to the server's 2025-era side, ``sessions.py``; any
+   other -> 405 with ``Allow: GET, POST, DELETE``), ``Accept`` (it must take
+   ``application/json`` or ``text/event-stream``, else 406), ``Content-Type``
+   (JSON, else 415; more than one, 400) and the body size (413).  A POSTed
+   2025-era message (``mrtr_core.protocol.is_legacy_message``) goes to the
+   session side too, before step 3.
 3. The headers that mirror the body are checked against it by the core rule
    (``mrtr_core.protocol.check_request_headers``), the
    ``Mcp-Param-*`` ones with the called tool's header params, from the app

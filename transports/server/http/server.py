@@ -1,10 +1,16 @@
-"""Serve a ``ServerApp`` over Streamable HTTP, protocol revision 2026-07-28 (trio + h11).
+"""Serve a ``ServerApp`` over Streamable HTTP: 2026-07-28, and 2025-era sessions (trio + h11).
 
-The model: one endpoint (``/mcp``), POST only.  Every POST carries one
-JSON-RPC message and gets a fresh server ``mrtr_core.Connection``
-(``framing="messages"``): 2026-07-28 has no sessions, so nothing is shared
-between POSTs and the ids of different clients can never collide.  For each
-POST, in order:
+The model: one endpoint (``/mcp``) for both eras at once.  A 2026-07-28 client
+only POSTs: every POST carries one JSON-RPC message and gets a fresh server
+``mrtr_core.Connection`` (``framing="messages"``): 2026-07-28 has no sessions,
+so nothing is shared between POSTs and the ids of different clients can never
+collide.  A 2025-era client (its POST is an ``initialize``, names an
+``Mcp-Session-Id`` or says a 2025 ``MCP-Protocol-Version``, and carries no 2026
+``_meta``) gets a session: a long-lived connection of its own, SSE streams
+with event ids and ``Last-Event-ID`` resumption, the legacy shim's questions
+on each request's own stream, a standalone ``GET`` stream and ``DELETE``
+(``sessions.py``, ``session.py``; the rules: ``mrtr_core.protocol``).  For
+each 2026-07-28 POST, in order:
 
 1. ``Host`` and ``Origin`` are checked against allow-lists (DNS rebinding):
    by default only ``localhost``, ``127.0.0.1`` and ``[::1]`` on any port
@@ -14,7 +20,8 @@ POST, in order:
    ``X-Forwarded-Host`` is believed only from ``trusted_proxies`` (addresses
    or networks).  A refusal is a 403 whose message names the setting to
    change.  (More than one ``Host`` is h11's 400.)
-2. The path (404), the method (GET, DELETE, ... -> 405 with ``Allow: POST``),
+2. The path (404), the method (GET and DELETE without a session id, PUT, ...
+   -> 405 with ``Allow: GET, POST, DELETE``),
    ``Accept`` (it must take ``application/json`` or ``text/event-stream``,
    else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
    body size (413).
@@ -42,8 +49,8 @@ POST, in order:
 
 HTTP status of a JSON error answer: -32601 -> 404; -32700, -32600, -32602,
 -32020, -32021, -32022 -> 400; -32603 -> 500; any other code -> 200.
-``ping`` and ``initialize`` are 2025-era methods this endpoint does not
-serve: 404 with -32601.
+``ping`` and ``initialize`` carrying 2026 ``_meta`` are 2025-era methods in a
+2026-07-28 request: 404 with -32601.
 
 Cancellation: a client that closes the connection (or the SSE stream) while
 its request runs cancels the handler, and nothing more is sent for it.
@@ -96,16 +103,19 @@ A response the connection has produced is always written out (bounded by
 Run it: ``python -m mrtr_transports.server --http 127.0.0.1:0 --app MODULE:ATTR``
 prints ``listening on http://127.0.0.1:PORT/mcp`` on stderr when ready.
 
-Out of scope: the 2025-era HTTP transport (``Mcp-Session-Id`` sessions, the
-GET stream, ``Last-Event-ID`` resumption).  A 2025-era request (no ``_meta``)
-gets the connection's -32602 naming the 2026 version to use, and
-``initialize`` gets 404 / -32601.  ``Mcp-Session-Id`` and ``Last-Event-ID``
-headers are ignored.
+2025-era sessions are bounded too: ``max_sessions`` (256) live at once (a
+newcomer ends the one idle longest, or gets 503 when all are busy), each ending
+after ``session_idle_timeout`` (1800 s) without work, each with a replay
+buffer of ``replay_buffer_events`` (256) and ``replay_buffer_bytes`` (256 KiB);
+a question of the legacy shim waits ``legacy_answer_timeout`` (300 s) for its
+answer.  A request without 2026 ``_meta`` that is none of the 2025-era kinds
+gets the connection's -32602 naming the 2026 version to use.
 
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
 (connection slots, the listen pool), ``exchange.py`` (one TCP connection's
-h11 requests and their answers), ``refusals.py`` (error statuses and bodies),
-this module (the server object, ``serve_http``); the header rules are the core's
+h11 requests and their answers), ``sessions.py`` and ``session.py`` (the
+2025-era side), ``refusals.py`` (error statuses and bodies), this module (the
+server object, ``serve_http``); the header and session rules are the core's
 (``mrtr_core.protocol``).
 """
 
