@@ -158,6 +158,13 @@ async def test_session_ids_are_required_and_checked() -> None:
             # No MCP-Protocol-Version: 2025-03-26 is assumed, and served.
             bare = await served.post(request("ping"), [("Mcp-Session-Id", session_id)])
             assert bare.status == 200
+            # A request's answer is a stream: a client must take one.
+            json_only = await served.post(
+                request("tools/list", rid=3), in_session(session_id), accept="application/json"
+            )
+            assert json_only.status == 406 and json_only.json()["id"] == 3
+            async with streaming(served, request("tools/list", rid=3), in_session(session_id)) as s:
+                assert (await s.message() or {})["id"] == 3  # the id was released
             await trio.sleep(0.5)  # idle past session_idle_timeout
             expired = await served.post(request("ping"), in_session(session_id))
             assert expired.status == 404 and "expired" in expired.json()["error"]["message"]

@@ -152,31 +152,41 @@ class SessionEndpoint:
             return
         conn = session.conn
         conn.receive_message(dict(message))
-        event = conn.next_event(trio.current_time())
-        if isinstance(event, m.Request):
+        now = trio.current_time()
+        primary: m.Request | m.AutoReply | m.InvalidMessage | None = None
+        while (event := conn.next_event(now)) is not m.NEED_DATA:  # (one message: few events)
+            if isinstance(event, (m.Request, m.AutoReply, m.InvalidMessage)):
+                primary = event  # what this POST is answered with
+            elif isinstance(event, m.RequestCancelled):
+                session.cancel(event.request_id)
+            elif isinstance(event, (m.ResultResponse, m.ErrorResponse)) and not session.deliver(
+                event
+            ):
+                log.info("session %s...: an answer nobody waits for", session.id[:8])
+            # (SessionOpened and other notifications: nothing to do.)
+        if isinstance(primary, m.Request):
             if not sse_ok:
-                await connection._send_error(
-                    406, "Accept must include text/event-stream: a request's answer is a stream"
+                refused = m.MrtrError(
+                    "Accept must include text/event-stream: a request's answer is a stream",
+                    code=m.protocol.INVALID_REQUEST,
                 )
+                data = conn.send(m.error_response(primary.id, refused))  # releases the id
+                await connection._send_body(406, data, b"application/json")
                 return
             stream = session.buffer.open_stream()
             priming = session.buffer.record(stream, b"")
-            session.start_request(event, stream)
+            session.start_request(primary, stream)
             await self._pump(connection, session, session.buffer.start(stream), priming)
             return
-        if isinstance(event, m.AutoReply):
-            await self._send_reply(connection, event.reply, conn.send(event.reply))
+        if isinstance(primary, m.AutoReply):
+            await self._send_reply(connection, primary.reply, conn.send(primary.reply))
             return
-        if isinstance(event, m.InvalidMessage):
-            if event.reply is not None:
-                await self._send_reply(connection, event.reply, conn.send(event.reply))
-            else:
-                await connection._send_error(400, event.error.message, event.error.code)
+        if isinstance(primary, m.InvalidMessage):
+            if primary.reply is not None:
+                await self._send_reply(connection, primary.reply, conn.send(primary.reply))
+            else:  # a notification or a response the session cannot take
+                await connection._send_error(400, primary.error.message, primary.error.code)
             return
-        if isinstance(event, m.RequestCancelled):
-            session.cancel(event.request_id)
-        elif isinstance(event, (m.ResultResponse, m.ErrorResponse)) and not session.deliver(event):
-            log.info("session %s...: an answer nobody waits for: %s", session.id[:8], event)
         await connection._write(
             h11.Response(
                 status_code=202,
