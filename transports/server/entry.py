@@ -206,6 +206,15 @@ HTTP_BOUNDS = (
     ),
     HttpBound("--replay-bytes", "replay_buffer_bytes", int, "bytes of SSE events a session keeps"),
     HttpBound(
+        "--max-session-streams", "max_session_streams", int, "SSE streams of 2025-era sessions"
+    ),
+    HttpBound(
+        "--max-streams-per-session",
+        "max_streams_per_session",
+        int,
+        "open SSE streams of one 2025-era session",
+    ),
+    HttpBound(
         "--legacy-answer-timeout",
         "legacy_answer_timeout",
         float,

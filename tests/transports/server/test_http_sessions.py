@@ -18,6 +18,7 @@ from typing import Any
 import h11
 import trio
 from mrtr_transports.apps.example import app as example_app
+from mrtr_transports.server.http.limits import SessionStreams
 from test_http_server import HttpPeer, Reply, Served, serving, tool_call
 
 import mrtr_core as m
@@ -375,3 +376,45 @@ async def test_both_eras_on_one_server_at_once() -> None:
                 final = await legacy.message()
                 assert final is not None
                 assert final["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
+def test_the_session_streams_pool_counts_per_session_and_in_all() -> None:
+    pool = SessionStreams(max_streams=3, per_session=2)
+    assert pool.admit("a") is None and pool.admit("a") is None
+    assert "max_streams_per_session=2" in (pool.admit("a") or "")
+    assert pool.admit("b") is None
+    assert "max_session_streams=3" in (pool.admit("c") or "")
+    assert len(pool) == 3
+    pool.release("a")
+    pool.release("a")
+    pool.release("a")  # more releases than places change nothing
+    pool.release("nobody")
+    assert len(pool) == 1 and pool.admit("c") is None
+
+
+async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -> None:
+    with trio.fail_after(10):
+        options = {"max_streams_per_session": 1, "max_connections": 2}
+        async with serving(example_app, **options) as served:
+            session_id = await open_session(served, {"elicitation": {}})
+            question = call("test_elicitation", {"message": "wait"}, rid="w")
+            async with streaming(served, question, in_session(session_id)) as waiting:
+                asked = await waiting.message()
+                assert asked is not None
+                assert waiting.headers["connection"] == "close"  # it left the slots
+                # The session's one stream is taken: a second request is refused, retryably.
+                busy = await served.post(request("tools/list", rid=2), in_session(session_id))
+                assert busy.status == 503 and busy.headers["retry-after"] == "1"
+                assert busy.json()["error"]["code"] == m.protocol.SERVER_BUSY
+                # Other clients still find both connection slots free.
+                other = await open_session(served)
+                async with served.connect() as one, served.connect() as two:
+                    for peer in (one, two):
+                        assert (await peer.post(request("ping"), in_session(other))).status == 200
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+                assert (await served.post(answer, in_session(session_id))).status == 202
+                final = await waiting.message()
+                assert final is not None and final["id"] == "w"
+                assert await waiting.next() is None
+            while len(served.server.sessions.streams):  # its place is given back
+                await trio.sleep(0.01)

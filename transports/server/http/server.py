@@ -108,7 +108,10 @@ newcomer ends the one idle longest, or gets 503 when all are busy), each ending
 after ``session_idle_timeout`` (1800 s) without work, each with a replay
 buffer of ``replay_buffer_events`` (256) and ``replay_buffer_bytes`` (256 KiB);
 a question of the legacy shim waits ``legacy_answer_timeout`` (300 s) for its
-answer.  A request without 2026 ``_meta`` that is none of the 2025-era kinds
+answer.  Sessions' SSE streams (a request's, a GET's) live out of the
+connection slots in a pool of their own: ``max_session_streams`` (256) in all,
+``max_streams_per_session`` (16) for one session (503 with ``Retry-After``).
+A request without 2026 ``_meta`` that is none of the 2025-era kinds
 gets the connection's -32602 naming the 2026 version to use.
 
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
@@ -158,6 +161,8 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
 DEFAULT_REPLAY_EVENTS = 256
 DEFAULT_REPLAY_BYTES = 256 * 1024
 DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
+DEFAULT_MAX_SESSION_STREAMS = 256
+DEFAULT_MAX_STREAMS_PER_SESSION = 16
 
 
 async def serve_http(
@@ -214,6 +219,8 @@ class HttpServer:
         replay_buffer_events: int = DEFAULT_REPLAY_EVENTS,
         replay_buffer_bytes: int = DEFAULT_REPLAY_BYTES,
         legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
+        max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
+        max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         **connection_options: Any,
     ) -> None:
@@ -226,6 +233,8 @@ class HttpServer:
             ("max_sessions", max_sessions),
             ("replay_buffer_events", replay_buffer_events),
             ("replay_buffer_bytes", replay_buffer_bytes),
+            ("max_session_streams", max_session_streams),
+            ("max_streams_per_session", max_streams_per_session),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer")
@@ -272,6 +281,8 @@ class HttpServer:
             replay_events=replay_buffer_events,
             replay_bytes=replay_buffer_bytes,
             legacy_answer_timeout=legacy_answer_timeout,
+            max_streams=max_session_streams,
+            max_streams_per_session=max_streams_per_session,
             connection_options={**common, "versions": session_versions},
         )
         self.address: tuple[str, int] | None = None

@@ -24,6 +24,11 @@ The model (the rules themselves are the core's: ``mrtr_core.protocol``'s
   ``session_idle_timeout`` seconds without work (a running request or an
   open stream is work); a newcomer past the bound ends the session idle the
   longest, or gets 503 when every session is busy.
+* A session's streams (its requests', its GET streams) may last long (a
+  person answering a question): they leave the connection slots for a pool
+  of their own (``limits.SessionStreams``: ``max_session_streams`` in all,
+  ``max_streams_per_session`` each; 503 with ``Retry-After`` past it, before
+  the request is read), and their connections close with them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from mrtr_core.protocol import STANDALONE, Cursor, ReplayLost, SessionRefused, S
 
 from ..driver import READ_SIZE
 from .exchange import SSE_HEADERS, ExchangeHost, HttpConnection, _PeerGone
+from .limits import SessionStreams
 from .policy import Headers
 from .refusals import SERVER_BUSY, STATUS_FOR_CODE
 from .session import Session
@@ -69,6 +75,8 @@ class SessionEndpoint:
         replay_events: int,
         replay_bytes: int,
         legacy_answer_timeout: float,
+        max_streams: int,
+        max_streams_per_session: int,
         connection_options: Mapping[str, Any],
     ) -> None:
         self.server = server
@@ -76,6 +84,7 @@ class SessionEndpoint:
         self.replay_events = replay_events
         self.replay_bytes = replay_bytes
         self.legacy_answer_timeout = legacy_answer_timeout
+        self.streams = SessionStreams(max_streams, max_streams_per_session)
         self.connection_options = dict(connection_options)
         self.sessions: dict[str, Session] = {}
         self.nursery: trio.Nursery | None = None
@@ -150,6 +159,32 @@ class SessionEndpoint:
         if session is None:
             await self._initialize(connection, message, json_ok)
             return
+        # A request's stream may wait long (a person answering a question): it leaves the
+        # connection slots for the session streams' pool, and is refused (retryably) when
+        # there is no place, before the session reads it.
+        is_request = isinstance(message.get("method"), str) and "id" in message
+        if is_request:
+            refusal = self.streams.admit(session.id)
+            if refusal is not None:
+                await self._refuse_busy(connection, refusal)
+                return
+        try:
+            await self._session_message(connection, session, message, sse_ok)
+        finally:
+            if is_request:
+                self.streams.release(session.id)
+
+    async def _refuse_busy(self, connection: HttpConnection, message: str) -> None:
+        log.warning("session stream refused: %s", message)
+        await connection._send_error(503, message, SERVER_BUSY, extra=[(b"retry-after", b"1")])
+
+    async def _session_message(
+        self,
+        connection: HttpConnection,
+        session: Session,
+        message: Mapping[str, Any],
+        sse_ok: bool,
+    ) -> None:
         conn = session.conn
         conn.receive_message(dict(message))
         now = trio.current_time()
@@ -176,6 +211,8 @@ class SessionEndpoint:
             stream = session.buffer.open_stream()
             priming = session.buffer.record(stream, b"")
             session.start_request(primary, stream)
+            self.server.slots.release(connection)  # in the session streams' pool now
+            connection.close_after = True
             await self._pump(connection, session, session.buffer.start(stream), priming)
             return
         if isinstance(primary, m.AutoReply):
@@ -285,7 +322,11 @@ class SessionEndpoint:
             status = exc.status if isinstance(exc, SessionRefused) else 400
             await connection._send_error(status, exc.message, exc.code)
             return
-        # Long-lived: out of the connection slots (sessions are bounded), closed at its end.
+        refusal = self.streams.admit(session.id)
+        if refusal is not None:
+            await self._refuse_busy(connection, refusal)
+            return
+        # Long-lived: out of the connection slots (the streams' pool), closed at its end.
         self.server.slots.release(connection)
         connection.close_after = True
         self._on_work(session.id, True)
@@ -293,6 +334,7 @@ class SessionEndpoint:
             await self._pump(connection, session, cursor, None)
         finally:
             self._on_work(session.id, False)
+            self.streams.release(session.id)
 
     async def delete(self, connection: HttpConnection, headers: Headers) -> None:
         try:
