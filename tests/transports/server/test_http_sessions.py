@@ -418,3 +418,22 @@ async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -
                 assert await waiting.next() is None
             while len(served.server.sessions.streams):  # its place is given back
                 await trio.sleep(0.01)
+
+
+async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> None:
+    with trio.fail_after(10):
+        async with serving(example_app, max_streams_per_session=1) as served:
+            session_id = await open_session(served, {"elicitation": {}})
+            question = call("test_elicitation", {"message": "still there?"}, rid="left")
+            async with streaming(served, question, in_session(session_id)) as left:
+                asked = await left.message()
+                assert asked is not None
+            # Its client is gone, the request waits on: the session has no place left.
+            busy = await served.post(request("tools/list", rid=2), in_session(session_id))
+            assert busy.status == 503
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "cancel"}}
+            assert (await served.post(answer, in_session(session_id))).status == 202
+            while len(served.server.sessions.streams):  # the request ended: its place is free
+                await trio.sleep(0.01)
+            async with streaming(served, request("tools/list", rid=3), in_session(session_id)) as s:
+                assert (await s.message() or {})["id"] == 3

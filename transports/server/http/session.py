@@ -166,12 +166,15 @@ class Session:
 
     # --- requests ---
 
-    def start_request(self, request: m.Request, stream: int) -> None:
+    def start_request(
+        self, request: m.Request, stream: int, on_done: Callable[[], None] | None = None
+    ) -> None:
+        """Run ``request`` in the session; ``on_done()`` when it has ended."""
         assert self.nursery is not None
         # Registered now, so a cancellation that arrives before the task starts counts.
         self.running[request.id] = trio.CancelScope()
         self._on_work(self.id, True)
-        self.nursery.start_soon(self._run_request, request, stream)
+        self.nursery.start_soon(self._run_request, request, stream, on_done)
 
     def cancel(self, request_id: m.RequestId) -> None:
         scope = self.running.get(request_id)
@@ -186,7 +189,9 @@ class Session:
         flow.deliver(response)
         return True
 
-    async def _run_request(self, request: m.Request, stream: int) -> None:
+    async def _run_request(
+        self, request: m.Request, stream: int, on_done: Callable[[], None] | None
+    ) -> None:
         conn = self.conn
         scope = self.running[request.id]
 
@@ -211,6 +216,8 @@ class Session:
             self.buffer.finish(stream)
             self.wake()
             self._on_work(self.id, False)
+            if on_done is not None:
+                on_done()
 
     # --- resources/subscribe, and the standalone stream's notifications ---
 

@@ -24,11 +24,12 @@ The model (the rules themselves are the core's: ``mrtr_core.protocol``'s
   ``session_idle_timeout`` seconds without work (a running request or an
   open stream is work); a newcomer past the bound ends the session idle the
   longest, or gets 503 when every session is busy.
-* A session's streams (its requests', its GET streams) may last long (a
-  person answering a question): they leave the connection slots for a pool
-  of their own (``limits.SessionStreams``: ``max_session_streams`` in all,
+* A session's requests and streams may last long (a person answering a
+  question): they leave the connection slots for a pool of their own
+  (``limits.SessionStreams``: ``max_session_streams`` in all,
   ``max_streams_per_session`` each; 503 with ``Retry-After`` past it, before
-  the request is read), and their connections close with them.
+  the request is read), and their connections close with them.  A request
+  holds its place until it ends, even when its client left its stream.
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ log = logging.getLogger("mrtr_transports.http")
 SSE_RETRY_MS = 500
 #: Bytes of an SSE session id (``secrets.token_urlsafe``: about 1.3 characters each).
 SESSION_ID_BYTES = 32
+
+
+class _Place:
+    """A place in the session streams' pool, given back once."""
+
+    def __init__(self, pool: SessionStreams, session_id: str) -> None:
+        self.pool = pool
+        self.session_id = session_id
+        self.handed_over = False
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.pool.release(self.session_id)
 
 
 class SessionEndpoint:
@@ -159,20 +175,21 @@ class SessionEndpoint:
         if session is None:
             await self._initialize(connection, message, json_ok)
             return
-        # A request's stream may wait long (a person answering a question): it leaves the
-        # connection slots for the session streams' pool, and is refused (retryably) when
-        # there is no place, before the session reads it.
-        is_request = isinstance(message.get("method"), str) and "id" in message
-        if is_request:
+        # A request may wait long (a person answering a question): it holds a place in
+        # the session streams' pool until it ends (its stream has left the connection
+        # slots), and is refused, retryably, when there is none, before the session reads it.
+        place: _Place | None = None
+        if isinstance(message.get("method"), str) and "id" in message:
             refusal = self.streams.admit(session.id)
             if refusal is not None:
                 await self._refuse_busy(connection, refusal)
                 return
+            place = _Place(self.streams, session.id)
         try:
-            await self._session_message(connection, session, message, sse_ok)
+            await self._session_message(connection, session, message, sse_ok, place)
         finally:
-            if is_request:
-                self.streams.release(session.id)
+            if place is not None and not place.handed_over:
+                place.release()
 
     async def _refuse_busy(self, connection: HttpConnection, message: str) -> None:
         log.warning("session stream refused: %s", message)
@@ -184,6 +201,7 @@ class SessionEndpoint:
         session: Session,
         message: Mapping[str, Any],
         sse_ok: bool,
+        place: _Place | None,
     ) -> None:
         conn = session.conn
         conn.receive_message(dict(message))
@@ -210,7 +228,9 @@ class SessionEndpoint:
                 return
             stream = session.buffer.open_stream()
             priming = session.buffer.record(stream, b"")
-            session.start_request(primary, stream)
+            if place is not None:  # the request holds it until it ends
+                place.handed_over = True
+            session.start_request(primary, stream, place.release if place else None)
             self.server.slots.release(connection)  # in the session streams' pool now
             connection.close_after = True
             await self._pump(connection, session, session.buffer.start(stream), priming)
