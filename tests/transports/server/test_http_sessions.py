@@ -148,6 +148,8 @@ async def test_session_ids_are_required_and_checked() -> None:
     with trio.fail_after(10):
         async with serving(example_app, session_idle_timeout=0.3) as served:
             session_id = await open_session(served)
+            sse_only = await served.post(initialize(), [], accept="text/event-stream")
+            assert sse_only.status == 406 and "mcp-session-id" not in sse_only.headers
             missing = await served.post(request("tools/list"), in_session(None))
             assert missing.status == 400 and "Mcp-Session-Id" in missing.json()["error"]["message"]
             unknown = await served.post(request("tools/list"), in_session("no-such-session"))
@@ -437,3 +439,14 @@ async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> No
                 await trio.sleep(0.01)
             async with streaming(served, request("tools/list", rid=3), in_session(session_id)) as s:
                 assert (await s.message() or {})["id"] == 3
+
+
+async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_session() -> None:
+    with trio.fail_after(10):
+        async with serving(example_app, versions=("2026-07-28",), max_sessions=1) as served:
+            refused = await served.post(initialize(), [])
+            assert refused.status == 404 and "mcp-session-id" not in refused.headers
+            assert refused.json()["error"]["code"] == m.protocol.METHOD_NOT_FOUND
+            assert len(served.server.sessions.table) == 0
+            json_only = await served.post(initialize(), [], accept="text/event-stream")
+            assert json_only.status == 404  # (refused before its Accept matters)

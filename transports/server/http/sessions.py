@@ -269,7 +269,21 @@ class SessionEndpoint:
         self, connection: HttpConnection, message: Mapping[str, Any], json_ok: bool
     ) -> None:
         now = trio.current_time()
-        ending = self.table.admit(now)
+        conn = m.Connection(m.SERVER, framing="messages", **self.connection_options)
+        conn.receive_message(dict(message))
+        event = conn.next_event(now)
+        reply = event.reply if isinstance(event, (m.AutoReply, m.InvalidMessage)) else None
+        if reply is None:  # (an initialize is always answered; nothing to keep otherwise)
+            await connection._send_error(400, "initialize was not accepted")
+            return
+        data = conn.send(reply)
+        if isinstance(reply, m.ErrorResponse):  # (e.g. a server built without 2025 versions)
+            await self._send_reply(connection, reply, data)
+            return
+        if not json_ok:
+            await connection._send_error(406, "Accept must include application/json")
+            return
+        ending = self.table.admit(now)  # only now: a refused initialize ends no session
         if ending is None:
             log.warning("every session is busy: initialize refused")
             await connection._send_error(
@@ -283,22 +297,6 @@ class SessionEndpoint:
         for session_id in ending:
             log.info("session %s... ended to make room", session_id[:8])
             self.end(session_id)
-        conn = m.Connection(m.SERVER, framing="messages", **self.connection_options)
-        conn.receive_message(dict(message))
-        event = conn.next_event(now)
-        reply = event.reply if isinstance(event, (m.AutoReply, m.InvalidMessage)) else None
-        if reply is None:  # (an initialize is always answered; nothing to keep otherwise)
-            await connection._send_error(400, "initialize was not accepted")
-            return
-        data = conn.send(reply)
-        if isinstance(reply, m.ErrorResponse) or not json_ok:
-            if isinstance(reply, m.ResultResponse):
-                await connection._send_error(
-                    406, "Accept must include application/json for initialize"
-                )
-                return
-            await self._send_reply(connection, reply, data)
-            return
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         buffer = m.protocol.ReplayBuffer(self.replay_events, self.replay_bytes)
         session = Session(
@@ -309,10 +307,10 @@ class SessionEndpoint:
             legacy_answer_timeout=self.legacy_answer_timeout,
             on_work=self._on_work,
         )
+        self.table.add(session_id, now)  # before any wait: the place admit() made is ours
+        self.sessions[session_id] = session
         assert self.nursery is not None
         await self.nursery.start(session.run)
-        self.table.add(session_id, now)
-        self.sessions[session_id] = session
         extra = [(b"mcp-session-id", session_id.encode())]
         await self._send_reply(connection, reply, data, extra)
 
