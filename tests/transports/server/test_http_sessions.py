@@ -316,6 +316,8 @@ async def test_one_standalone_stream_per_session() -> None:
                 async with streaming(served, trigger, in_session(session_id)) as done:
                     await done.rest()
                 update = await first.message()
+                primed, _ = priming_of(first)  # the GET stream is primed too
+                assert primed.startswith("0-")
                 assert update == {
                     "jsonrpc": "2.0",
                     "method": "notifications/resources/updated",

@@ -41,12 +41,7 @@ import h11
 import trio
 
 import mrtr_core as m
-from mrtr_core.protocol import (
-    HeaderMismatch,
-    called_tool,
-    check_request_headers,
-    is_legacy_message,
-)
+from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
 from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
@@ -423,14 +418,14 @@ class HttpConnection:
                 400, "empty body: expected one JSON-RPC message", m.protocol.PARSE_ERROR
             )
             return
-        conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
         try:  # parsed once: the headers are checked against it, then the connection takes it
             message = m.wire.default_codec.loads(body)
         except m.MrtrError:
             message = None  # the connection reports what is wrong with the bytes
-        if is_legacy_message(headers.fields, message):  # 2025-era: a session's (sessions.py)
+        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             await server.sessions.post(self, headers, message, json_ok, sse_ok)
             return
+        conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
         if isinstance(message, Mapping):
             tool = called_tool(message)
             try:

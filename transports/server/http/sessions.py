@@ -321,6 +321,7 @@ class SessionEndpoint:
         if not sse_ok:
             await connection._send_error(406, "Accept must include text/event-stream")
             return
+        priming: str | None = None
         try:
             session, read = self._lookup(headers)
             assert session is not None
@@ -331,7 +332,8 @@ class SessionEndpoint:
                     409, "this session's standalone stream is already open: one at a time"
                 )
                 return
-            else:
+            else:  # primed like a request's stream, so a cut one can resume from the start
+                priming = session.buffer.record(STANDALONE, b"")
                 cursor = session.buffer.tail(STANDALONE)
                 if not session.standalone_opened:
                     session.standalone_opened = True
@@ -349,7 +351,7 @@ class SessionEndpoint:
         connection.close_after = True
         self._on_work(session.id, True)
         try:
-            await self._pump(connection, session, cursor, None)
+            await self._pump(connection, session, cursor, priming)
         finally:
             self._on_work(session.id, False)
             self.streams.release(session.id)
