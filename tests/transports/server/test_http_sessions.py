@@ -452,3 +452,5 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
             assert len(served.server.sessions.table) == 0
             json_only = await served.post(initialize(), [], accept="text/event-stream")
             assert json_only.status == 404  # (refused before its Accept matters)
+            batch = await served.post([initialize()], [("MCP-Protocol-Version", "2025-03-26")])
+            assert batch.status == 400 and "batches" in batch.json()["error"]["message"]
