@@ -454,3 +454,26 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
             assert json_only.status == 404  # (refused before its Accept matters)
             batch = await served.post([initialize()], [("MCP-Protocol-Version", "2025-03-26")])
             assert batch.status == 400 and "batches" in batch.json()["error"]["message"]
+
+
+async def test_the_standalone_stream_resumes_too() -> None:
+    with trio.fail_after(10):
+        async with serving(example_app) as served:
+            session_id = await open_session(served)
+            async with streaming(served, None, in_session(session_id), method="GET") as first:
+                assert first.status == 200
+                while b"\n\n" not in first.raw:  # the priming event
+                    event = await first.peer.next_event()
+                    assert isinstance(event, h11.Data)
+                    first.raw += event.data
+                primed, _ = priming_of(first)
+            await trio.sleep(0.05)  # the server notices the reader left
+            trigger = call("test_trigger_tool_change")
+            async with streaming(served, trigger, in_session(session_id)) as done:
+                await done.rest()
+            resume = in_session(session_id, ("Last-Event-ID", primed))
+            async with streaming(served, None, resume, method="GET") as again:
+                changed = await again.message()
+                assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            async with streaming(served, trigger, in_session(session_id)) as done:
+                await done.rest()  # toggled back: the example app is as it was
