@@ -2,8 +2,10 @@
 carries, the JSON-RPC and MCP error codes, the methods that may answer
 ``input_required``, the input kinds (one registry entry each: method, classes,
 capability needs, 2025-era mapping), what a server knows about one request
-(``RequestInfo``), the Streamable HTTP header rules, and
-the WebSocket rules (subprotocol, close codes, message size).
+(``RequestInfo``), the Streamable HTTP header rules, the 2025-era session
+rules (session ids, ``SessionTable``, SSE event ids and the ``ReplayBuffer``,
+what a client of a session sends and how it resumes a stream), and the
+WebSocket rules (subprotocol, close codes, message size).
 """
 
 from .._errors import (
@@ -20,9 +22,7 @@ from .._errors import (
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._capabilities import missing_capability
 from ._client_sessions import (
-    LAST_EVENT_ID_HEADER,
-    MAX_SESSION_ID_LENGTH,
-    SESSION_ID_HEADER,
+    MAX_PEER_SESSION_ID_LENGTH,
     StreamResumption,
     check_session_id,
     session_headers,
@@ -65,6 +65,20 @@ from ._meta import (
     Era,
     RequestInfo,
 )
+from ._replay import STANDALONE, Cursor, ReplayBuffer, ReplayLost, parse_event_id
+from ._sessions import (
+    DEFAULT_LEGACY_VERSION,
+    LAST_EVENT_ID_HEADER,
+    MAX_EVENT_ID_LENGTH,
+    MAX_SESSION_ID_LENGTH,
+    SESSION_ID_HEADER,
+    LegacyHeaders,
+    SessionRefused,
+    SessionTable,
+    is_legacy_message,
+    read_legacy_headers,
+    valid_session_id,
+)
 from ._websocket import (
     CLOSE_CODES,
     DEFAULT_MAX_WEBSOCKET_MESSAGE,
@@ -81,9 +95,23 @@ from ._websocket import (
 )
 
 __all__ = [
+    "STANDALONE",
+    "Cursor",
+    "ReplayBuffer",
+    "ReplayLost",
+    "parse_event_id",
+    "DEFAULT_LEGACY_VERSION",
     "LAST_EVENT_ID_HEADER",
+    "MAX_EVENT_ID_LENGTH",
     "MAX_SESSION_ID_LENGTH",
     "SESSION_ID_HEADER",
+    "LegacyHeaders",
+    "SessionRefused",
+    "SessionTable",
+    "is_legacy_message",
+    "read_legacy_headers",
+    "valid_session_id",
+    "MAX_PEER_SESSION_ID_LENGTH",
     "StreamResumption",
     "check_session_id",
     "session_headers",

@@ -20,12 +20,12 @@ from __future__ import annotations
 import attrs
 
 from .._errors import LocalProtocolError, RemoteProtocolError
+from ._sessions import SESSION_ID_HEADER, valid_session_id
 
-SESSION_ID_HEADER = "Mcp-Session-Id"
-LAST_EVENT_ID_HEADER = "Last-Event-ID"
-#: The longest session id (and event id) we accept from a server.
-MAX_SESSION_ID_LENGTH = 1024
-MAX_EVENT_ID_LENGTH = 1024
+#: The longest session id (and event id) we accept from a server: looser than the
+#: bounds on our own ids (``_sessions``), since other servers choose their own.
+MAX_PEER_SESSION_ID_LENGTH = 1024
+MAX_PEER_EVENT_ID_LENGTH = 1024
 #: Resumption attempts in a row that bring no new event before the stream is given up.
 DEFAULT_RESUME_ATTEMPTS = 3
 #: The reconnection delay without a ``retry`` field, and the most a server may ask for.
@@ -33,19 +33,15 @@ DEFAULT_RETRY_MS = 1000
 MAX_RETRY_MS = 30_000
 
 
-def _visible_ascii(text: str) -> bool:
-    return all("\x21" <= char <= "\x7e" for char in text)
-
-
 def check_session_id(raw: bytes | str) -> str:
     """The session id a server sent, or ``RemoteProtocolError`` if it is not 1 to
-    ``MAX_SESSION_ID_LENGTH`` visible ASCII characters."""
+    ``MAX_PEER_SESSION_ID_LENGTH`` visible ASCII characters."""
     text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
-    if not 0 < len(text) <= MAX_SESSION_ID_LENGTH or not _visible_ascii(text):
+    if not valid_session_id(text, MAX_PEER_SESSION_ID_LENGTH):
         shown = text[:40] + ("..." if len(text) > 40 else "")
         raise RemoteProtocolError(
             f"the server sent an invalid {SESSION_ID_HEADER} ({len(text)} characters, "
-            f"must be 1 to {MAX_SESSION_ID_LENGTH} visible ASCII): {shown!r}"
+            f"must be 1 to {MAX_PEER_SESSION_ID_LENGTH} visible ASCII): {shown!r}"
         )
     return text
 
@@ -90,8 +86,7 @@ class StreamResumption:
         if (
             event_id is not None
             and event_id != self.last_event_id
-            and 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
-            and _visible_ascii(event_id)
+            and valid_session_id(event_id, MAX_PEER_EVENT_ID_LENGTH)
         ):
             self.last_event_id = event_id
             self.attempts = 0

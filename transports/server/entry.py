@@ -210,6 +210,32 @@ HTTP_BOUNDS = (
         "listen streams of one client address",
     ),
     HttpBound("--listen-lifetime", "listen_lifetime", float, "how long a listen stream lasts"),
+    HttpBound("--max-sessions", "max_sessions", int, "2025-era sessions held at once"),
+    HttpBound(
+        "--session-idle-timeout",
+        "session_idle_timeout",
+        float,
+        "a 2025-era session without work ends after",
+    ),
+    HttpBound(
+        "--replay-events", "replay_buffer_events", int, "SSE events a session keeps to resume"
+    ),
+    HttpBound("--replay-bytes", "replay_buffer_bytes", int, "bytes of SSE events a session keeps"),
+    HttpBound(
+        "--max-session-streams", "max_session_streams", int, "SSE streams of 2025-era sessions"
+    ),
+    HttpBound(
+        "--max-streams-per-session",
+        "max_streams_per_session",
+        int,
+        "open SSE streams of one 2025-era session",
+    ),
+    HttpBound(
+        "--legacy-answer-timeout",
+        "legacy_answer_timeout",
+        float,
+        "a 2025-era client's answer to one server question",
+    ),
 )
 
 

@@ -6,17 +6,17 @@ import pytest
 
 import mrtr_core as m
 from mrtr_core.protocol import (
-    MAX_SESSION_ID_LENGTH,
+    MAX_PEER_SESSION_ID_LENGTH,
     StreamResumption,
     check_session_id,
     session_headers,
 )
-from mrtr_core.protocol._client_sessions import MAX_EVENT_ID_LENGTH, MAX_RETRY_MS
+from mrtr_core.protocol._client_sessions import MAX_PEER_EVENT_ID_LENGTH, MAX_RETRY_MS
 
 
 def test_a_session_id_is_visible_ascii_and_bounded() -> None:
     assert check_session_id(b"abc-123_~!") == "abc-123_~!"
-    assert check_session_id("x" * MAX_SESSION_ID_LENGTH) == "x" * MAX_SESSION_ID_LENGTH
+    assert check_session_id("x" * MAX_PEER_SESSION_ID_LENGTH) == "x" * MAX_PEER_SESSION_ID_LENGTH
     for bad in (b"", b"has space", b"tab\there", "caf\u00e9", b"\x7f", "x" * 1025, "a" * 5000):
         with pytest.raises(m.RemoteProtocolError) as caught:
             check_session_id(bad)
@@ -51,7 +51,7 @@ def test_resumption_needs_an_id_and_is_bounded() -> None:
 def test_resumption_ignores_ids_it_could_not_send_and_caps_the_delay() -> None:
     stream = StreamResumption()
     stream.saw("bad id", 10**9)
-    stream.saw("x" * (MAX_EVENT_ID_LENGTH + 1), None)
+    stream.saw("x" * (MAX_PEER_EVENT_ID_LENGTH + 1), None)
     stream.saw("", None)
     assert stream.last_event_id is None
     assert stream.retry_ms == MAX_RETRY_MS
