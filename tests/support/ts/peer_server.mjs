@@ -85,6 +85,16 @@ function build() {
         return text(`roots: ${uris.join(',')}`);
     });
 
+    // URL-mode elicitation: the user is sent to a page; the answer says whether they went.
+    server.registerTool('sign_in', { description: 'Asks the user to open a sign-in page.' }, async ctx => {
+        const view = inputResponse(ctx.mcpReq.inputResponses, 'login');
+        if (view.kind !== 'elicit') {
+            const login = inputRequired.elicitUrl({ message: 'Sign in to the peer', url: 'https://peer.example/login?x=1' });
+            return ask(ctx, { login }, { asked: 'login' });
+        }
+        return text(`sign-in ${view.action}`);
+    });
+
     // Three rounds; the sealed state carries what earlier rounds learnt and counts the rounds.
     server.registerTool('three_rounds', { description: 'A name, then the LLM, then the roots.' }, async ctx => {
         const state = ctx.mcpReq.requestState() ?? { round: 0 };

@@ -172,6 +172,44 @@ async def test_2025_stdio_session_answers_the_sdks_server_requests() -> None:
     assert asked.count("ListRootsRequest") == 3
 
 
+@pytest.mark.parametrize("mode", ["json", "sse"])
+async def test_2026_http_in_each_response_mode(mode: str) -> None:
+    # createMcpHandler's responseMode: "json" never streams, "sse" always does (the fixture
+    # above runs the default "auto", a JSON body unless something precedes the result).
+    records: list[TraceRecord] = []
+    with ts_http_server(mode) as url, trio.fail_after(60):
+        async with open_http_client(url, answer=answer, tracer=records.append) as client:
+            assert (client.era, client.protocol_version) == ERAS["modern"]
+            result = await client.call_tool("three_rounds")
+            assert text_of(result) == "name=Ada llm=hi-from-llm roots=file:///workspace rounds=3"
+            check_state_echoes(records, 3)
+            await common_flows(client)
+
+
+@pytest.mark.parametrize(
+    ("transport", "era"),
+    [("stdio", "modern"), ("stdio", "legacy"), ("http", "modern")],
+)
+async def test_url_elicitation(transport: str, era: str, request: pytest.FixtureRequest) -> None:
+    shown: list[m.wire.ElicitUrlRequest] = []
+
+    async def open_page(key: str, asked: m.wire.InputRequest) -> Any:
+        assert isinstance(asked, m.wire.ElicitUrlRequest)
+        shown.append(asked)
+        return m.wire.ElicitResult(action="accept")
+
+    capabilities = {"elicitation": {"url": {}}}
+    with trio.fail_after(60):
+        async with connect(
+            transport, era, request, answer=open_page, capabilities=capabilities
+        ) as client:
+            assert client.era == ERAS[era][0]
+            assert text_of(await client.call_tool("sign_in")) == "sign-in accept"
+    assert [(a.message, a.url) for a in shown] == [
+        ("Sign in to the peer", "https://peer.example/login?x=1")
+    ]
+
+
 @NEEDS_CLIENT25
 async def test_2025_http_plain_calls_and_the_sdks_stateless_legacy_limit(http_url: str) -> None:
     # The SDK serves 2025 HTTP statelessly (createMcpHandler's legacy: 'stateless'): a fresh
