@@ -15,7 +15,8 @@
 //   {"step": "call", "kind", "name", "text" | "error", "asked", "legs", "echoes"}
 // where `asked` lists the questions the handlers got, `legs` the requests sent for the call
 // and `echoes` every requestState the call received with whether the next leg echoed it
-// byte for byte.  Then {"step": "tamper", ...} (2026 only: a retry whose state was changed
+// byte for byte.  Over HTTP, {"step": "headers", ...}: a call whose arguments are mirrored
+// into headers.  Then {"step": "tamper", ...} (2026 only: a retry whose state was changed
 // by one character, sent by hand) and {"step": "done"}.
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -125,6 +126,20 @@ for (const [name, args] of TOOLS) {
 await call('prompt', 'test_input_required_result_prompt', () =>
     client.getPrompt({ name: 'test_input_required_result_prompt', arguments: {} })
 );
+
+if (target !== 'stdio') {
+    // SEP-2243: over HTTP the SDK mirrors x-mcp-header arguments into Mcp-Param-* headers
+    // (non-ASCII values base64-encoded); the server checks them against the body.
+    const headers = { step: 'headers' };
+    try {
+        await client.listTools();
+        const result = await client.callTool({ name: 'test_header_mirroring', arguments: { region: 'Zürich', verbose: true } });
+        headers.text = textOf(result);
+    } catch (error) {
+        headers.error = { code: error.code ?? null, message: String(error.message ?? error) };
+    }
+    emit(headers);
+}
 
 if (client.getProtocolEra() === 'modern') {
     // By hand: the first leg's input_required result, then a retry whose sealed state differs

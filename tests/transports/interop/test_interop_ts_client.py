@@ -73,6 +73,16 @@ def target(transport: str, request: pytest.FixtureRequest) -> list[str]:
     return [request.getfixturevalue("http_url")]
 
 
+def check_headers(run: ClientRun, transport: str) -> None:
+    """Over HTTP the SDK mirrored ``region`` into ``Mcp-Param-Region`` (base64 for non-ASCII)
+    and our server found it equal to the argument (it refuses a mismatch with -32020)."""
+    found = [record for record in run.records if record["step"] == "headers"]
+    if transport == "stdio":
+        assert found == []
+    else:
+        assert found == [{"step": "headers", "text": "region=Zürich"}]
+
+
 def check_modern(run: ClientRun) -> None:
     connect = run.step("connect")
     assert (connect["era"], connect["version"]) == ("modern", "2026-07-28")
@@ -113,16 +123,25 @@ def check_legacy(run: ClientRun) -> None:
 def test_2026_client_completes_every_mrtr_fixture(
     transport: str, request: pytest.FixtureRequest
 ) -> None:
-    check_modern(run_ts_client("2026", target(transport, request)))
+    run = run_ts_client("2026", target(transport, request))
+    check_modern(run)
+    check_headers(run, transport)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_auto_client_probes_and_picks_2026(transport: str, request: pytest.FixtureRequest) -> None:
-    check_modern(run_ts_client("auto", target(transport, request)))
+    run = run_ts_client("auto", target(transport, request))
+    check_modern(run)
+    check_headers(run, transport)
 
 
 @pytest.mark.parametrize("transport", ["stdio", pytest.param("http", marks=NEEDS_SESSIONS)])
 def test_legacy_client_is_asked_through_our_shim(
     transport: str, request: pytest.FixtureRequest
 ) -> None:
-    check_legacy(run_ts_client("legacy", target(transport, request)))
+    run = run_ts_client("legacy", target(transport, request))
+    check_legacy(run)
+    if transport == "http":  # 2025 has no header mirroring: the plain call must still work
+        assert [r for r in run.records if r["step"] == "headers"] == [
+            {"step": "headers", "text": "region=Zürich"}
+        ]
