@@ -19,10 +19,6 @@ from typing import Any
 import pytest
 from support.ts_peers import MRTR_SERVE, ClientRun, mrtr_http_server, run_ts_client
 
-NEEDS_SESSIONS = pytest.mark.xfail(
-    strict=True, reason="needs 2025 HTTP sessions (issue 12, branch sessions/client25)"
-)
-
 NAME = ["elicitation", "What is your name?"]
 #: Tool (or prompt) -> (its text, the questions the client's handlers got, in order).
 EXPECTED: dict[str, tuple[str, list[list[Any]]]] = {
@@ -135,7 +131,7 @@ def test_auto_client_probes_and_picks_2026(transport: str, request: pytest.Fixtu
     check_headers(run, transport)
 
 
-@pytest.mark.parametrize("transport", ["stdio", pytest.param("http", marks=NEEDS_SESSIONS)])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_legacy_client_is_asked_through_our_shim(
     transport: str, request: pytest.FixtureRequest
 ) -> None:

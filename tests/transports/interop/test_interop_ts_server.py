@@ -32,9 +32,6 @@ from support.ts_peers import SERVER_JS, node, ts_http_server
 
 import mrtr_core as m
 
-NEEDS_CLIENT25 = pytest.mark.xfail(
-    strict=True, reason="needs 2025 HTTP sessions (issue 12, branch sessions/client25)"
-)
 ERAS = {"modern": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 
 
@@ -210,7 +207,6 @@ async def test_url_elicitation(transport: str, era: str, request: pytest.Fixture
     ]
 
 
-@NEEDS_CLIENT25
 async def test_2025_http_plain_calls_and_the_sdks_stateless_legacy_limit(http_url: str) -> None:
     # The SDK serves 2025 HTTP statelessly (createMcpHandler's legacy: 'stateless'): a fresh
     # instance per POST, no Mcp-Session-Id, so its shim cannot send server-to-client requests
