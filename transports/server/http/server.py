@@ -121,6 +121,7 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
+from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
@@ -194,6 +195,8 @@ class HttpServer:
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        public_url: str | None = None,
+        callback_path: str = DEFAULT_CALLBACK_PATH,
         **connection_options: Any,
     ) -> None:
         for name, value in (
@@ -249,6 +252,18 @@ class HttpServer:
         self._accept_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._fixed_header_params = param_headers
+        # URL elicitation (callback.py): the app's callback route, if it has URL flows.
+        self.public_url = public_url
+        self.callback = callback_route(
+            app,
+            endpoint=path,
+            callback_path=callback_path,
+            allowed_hosts=allowed_hosts,
+            trusted_proxies=trusted_proxies,
+            public_url=public_url,
+        )
+        #: The absolute callback URL (known once serving: from ``public_url`` or the address).
+        self.callback_url: str | None = None
 
     # --- Life cycle ---
 
@@ -269,6 +284,8 @@ class HttpServer:
             listeners = listeners[:1]
         bound = listeners[0].socket.getsockname()
         self.address = (str(bound[0]), int(bound[1]))
+        if self.callback is not None:
+            self.callback_url = self._base_url() + self.callback.path
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -297,7 +314,17 @@ class HttpServer:
         if self._nursery is not None:
             await self._stopped.wait()
 
+    def _base_url(self) -> str:
+        """``public_url`` (its scheme and authority), else the listening address."""
+        if self.public_url is not None:
+            return self.public_url.rstrip("/").removesuffix(self.path.rstrip("/"))
+        assert self.address is not None
+        host, port = self.address
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # reachable from here
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        CURRENT_CALLBACK_URL.set(self.callback_url)  # this connection's task: its handlers
         connection = HttpConnection(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
