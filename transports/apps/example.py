@@ -593,3 +593,7 @@ def _sampled_text(answer: m.wire.InputResponse | None) -> str:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             return str(content["text"])
     return "(no text)"
+
+
+# The URL-elicitation demo tool lives in its own module, which registers it on this app.
+from . import example_auth as _example_auth  # noqa: E402, F401
