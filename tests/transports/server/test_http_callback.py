@@ -25,6 +25,7 @@ from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.apps.url_flows import MemoryInteractionStore, UrlFlows
 from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.http import open_http_client
+from mrtr_transports.server import entry
 from mrtr_transports.server.http.server import HttpServer
 from support.cli_run import MRTR
 
@@ -110,11 +111,13 @@ def text_of(result: Mapping[str, Any]) -> str:
 # --- a real `mrtr serve --http` ---------------------------------------------------------
 
 
-@pytest.fixture
-async def served() -> AsyncIterator[str]:
-    """``mrtr serve --http 127.0.0.1:0`` (the example app): its endpoint URL."""
+@asynccontextmanager
+async def mrtr_serve_http(*flags: str) -> AsyncIterator[str]:
+    """``mrtr serve --http 127.0.0.1:0 FLAGS`` (the example app): its endpoint URL."""
     server = await trio.lowlevel.open_process(
-        [*MRTR, "serve", "--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [*MRTR, "serve", "--http", "127.0.0.1:0", *flags],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         assert server.stderr is not None
@@ -134,6 +137,12 @@ async def served() -> AsyncIterator[str]:
         if server.returncode is None:
             server.kill()
             await server.wait()
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[str]:
+    async with mrtr_serve_http() as url:
+        yield url
 
 
 async def test_the_provider_redirect_completes_the_call(served: str) -> None:
@@ -339,3 +348,33 @@ async def test_the_public_url_names_the_callback_and_its_host_is_allowed() -> No
         local = url + "/auth/callback?" + urlencode({"code": "1", "state": query["state"][0]})
         page = await browse(local, headers={"host": "mcp.example.com"})
         assert page.status == 200
+
+
+async def test_mrtr_serve_takes_the_public_url_and_the_callback_path() -> None:
+    flags = ["--public-url", "https://mcp.example.com/", "--callback-path", "oauth/back"]
+    async with mrtr_serve_http(*flags) as url, trio.open_nursery() as nursery:
+        browser = Browser(nursery)
+        browser.follow = False
+        async with open_http_client(url, answer=browser, capabilities=URL_CAPS) as client:
+            with trio.move_on_after(2):
+                await client.call_tool("connect_provider")
+        query = parse_qs(urlsplit(browser.urls[0]).query)
+        assert query["redirect_uri"] == ["https://mcp.example.com/mcp/oauth/back"]
+        back = url + "/oauth/back?" + urlencode({"code": "1", "state": query["state"][0]})
+        assert (await browse(back, headers={"host": "mcp.example.com"})).status == 200
+        assert (await browse(url + "/auth/callback?code=1")).status == 404
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--stdio", "--public-url", "https://mcp.example.com"], "only apply to --http"),
+        (["--callback-path", "back"], "only apply to --http"),
+        (["--http", "127.0.0.1:0", "--public-url", "mcp.example.com"], "--public-url"),
+    ],
+)
+def test_callback_options_that_do_not_fit_are_usage_errors(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert entry.main(entry.MRTR_SERVE, argv) == 2
+    assert words in capsys.readouterr().err
