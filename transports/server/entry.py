@@ -36,7 +36,8 @@ traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
 the serving, so the stdout guard and open connections are closed as on any
 other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
-``--single-use``, ``--public-url``, ``--callback-path``) with stdio, or ``--drain-timeout`` with HTTP, are usage errors.
+``--single-use``, ``--public-url``, ``--callback-path``) with stdio, or
+``--drain-timeout`` with HTTP, are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line.
 """

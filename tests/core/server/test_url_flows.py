@@ -25,7 +25,9 @@ from mrtr_core.server import (
 )
 
 CALLBACK = "http://127.0.0.1:8000/mcp/auth/callback"
-PROVIDER = "https://provider.test/authorize?client_id=abc&state=theirs&redirect_uri=https%3A%2F%2Fold"
+PROVIDER = (
+    "https://provider.test/authorize?client_id=abc&state=theirs&redirect_uri=https%3A%2F%2Fold"
+)
 
 
 def query_of(url: str) -> dict[str, list[str]]:
@@ -43,9 +45,7 @@ def test_prefixes_are_fresh_and_url_safe() -> None:
 
 def test_the_url_carries_the_prefix_and_the_callback_and_keeps_the_rest() -> None:
     prefix = new_prefix()
-    url, original = rewrite_provider_url(
-        PROVIDER + "#frag", prefix=prefix, callback_url=CALLBACK
-    )
+    url, original = rewrite_provider_url(PROVIDER + "#frag", prefix=prefix, callback_url=CALLBACK)
     assert original == "theirs"
     parts = urlsplit(url)
     assert (parts.scheme, parts.netloc, parts.path, parts.fragment) == (
