@@ -40,6 +40,12 @@ POST, in order:
    only ``text/event-stream`` always gets a stream; one that accepts only JSON
    never does (its notifications are dropped).
 
+URL elicitation (``callback.py``, ``docs/url-elicitation.md``): an app with
+``url_flows`` (every ``McpApp``) also gets ``GET {path}/{callback_path}``
+(default ``/mcp/auth/callback``), where a provider sends the user's browser
+back; ``public_url`` is the URL browsers reach the server at (behind a proxy),
+from which the callback's absolute URL is made (default: the listening address).
+
 HTTP status of a JSON error answer: -32601 -> 404; -32700, -32600, -32602,
 -32020, -32021, -32022 -> 400; -32603 -> 500; any other code -> 200.
 ``ping`` and ``initialize`` are 2025-era methods this endpoint does not
@@ -104,9 +110,9 @@ headers are ignored.
 
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
 (connection slots, the listen pool), ``exchange.py`` (one TCP connection's
-h11 requests and their answers), ``refusals.py`` (error statuses and bodies),
-this module (the server object, ``serve_http``); the header rules are the core's
-(``mrtr_core.protocol``).
+h11 requests and their answers), ``callback.py`` (the URL-elicitation callback),
+``refusals.py`` (error statuses and bodies), this module (the server object,
+``serve_http``); the header rules are the core's (``mrtr_core.protocol``).
 """
 
 from __future__ import annotations
