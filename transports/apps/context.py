@@ -164,6 +164,11 @@ class Context(m.server.HandlerContext):
         ``outcome.ask`` while it is set; then ``outcome.status`` is ``"completed"``
         (``outcome.code``, ``outcome.params``), ``"declined"`` or ``"failed"``.
         Re-entrant handlers only; ``docs/url-elicitation.md``."""
+        if self._suspension is not None:
+            raise RuntimeError(
+                "ctx.ask_provider needs a re-entrant handler: its pending rounds carry only "
+                "requestState, which a continuation's wait_for does not wait out"
+            )
         return await self.app.url_flows.ask_provider(
             self, key, provider_url, message=message, state=state
         )
