@@ -307,3 +307,27 @@ def test_callback_options_that_do_not_fit_are_usage_errors(
 ) -> None:
     assert entry.main(entry.MRTR_SERVE, argv) == 2
     assert words in capsys.readouterr().err
+
+
+class BrokenStore(MemoryInteractionStore):
+    """A shared store that cannot be reached when the browser comes back."""
+
+    async def settle(self, callback: m.server.Callback, now: float) -> m.server.Interaction:
+        raise m.MrtrError("the store is unreachable")
+
+
+async def test_a_store_that_cannot_answer_is_a_503_and_the_interaction_stays_pending() -> None:
+    clock = Clock()
+    store = BrokenStore()
+    app = provider_app(clock, store=store)
+    async with app_served(app) as url, trio.open_nursery() as nursery:
+        browser = Browser(nursery)
+        browser.follow = False
+        async with open_http_client(url, answer=browser, capabilities=URL_CAPS) as client:
+            with trio.move_on_after(1):
+                await client.call_tool("connect_provider")
+        page = await browse(callback_of(browser.urls[0], code="1"))
+        assert page.status == 503 and page.headers["retry-after"] == "5"
+        prefix = parse_qs(urlsplit(browser.urls[0]).query)["state"][0].partition(".")[0]
+        pending = await store.get(prefix, clock.now)
+        assert pending is not None and pending.status is m.server.InteractionStatus.PENDING

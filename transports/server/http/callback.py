@@ -10,7 +10,10 @@ path under the endpoint is ``callback_path``, default ``auth/callback``):
   callback never settles anything twice;
 * a request that is not a provider's callback (no ``state``, neither ``code``
   nor ``error``, a parameter twice) gets 400; a query longer than
-  ``MAX_CALLBACK_QUERY`` bytes, 414; any method but GET, 405.
+  ``MAX_CALLBACK_QUERY`` bytes, 414; any method but GET, 405;
+* a store that cannot answer (an ``MrtrError`` from ``settle``) gets 503 with
+  ``Retry-After``: the interaction is still pending, and reloading the page
+  sends the same callback again.
 
 Every page is a fixed text: nothing from the query is echoed.  Its headers:
 ``text/html; charset=utf-8``, ``Cache-Control: no-store`` (the URL carries a
@@ -99,6 +102,11 @@ _GONE = (
 _BAD = (400, "Bad request", "This is not a request this server expected.")
 _TOO_LONG = (414, "Bad request", "This request is too long.")
 _METHOD = (405, "Bad request", "This address takes GET only.")
+_UNAVAILABLE = (
+    503,
+    "Try again",
+    "This server could not record the outcome just now. Reload this page in a moment.",
+)
 
 PAGE_HEADERS = [
     (b"cache-control", b"no-store"),
@@ -151,6 +159,10 @@ class CallbackRoute:
         except m.server.InteractionGone as exc:
             log.info("callback for no pending interaction: %s", exc.reason)
             await _page(connection, _GONE)
+            return
+        except m.MrtrError as exc:  # the store could not answer (a shared one unreachable)
+            log.warning("callback not recorded: %s", exc)
+            await _page(connection, _UNAVAILABLE, [(b"retry-after", b"5")])
             return
         await _page(connection, _PAGES[settled.status])
 
