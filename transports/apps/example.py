@@ -598,6 +598,6 @@ def _sampled_text(answer: m.wire.InputResponse | None) -> str:
     return "(no text)"
 
 
-# The 2025-11-25 leg's fixtures (test_sampling, test_elicitation, ...) register themselves
-# on this app; they live in their own module.
-from . import example_2025  # noqa: E402, F401
+# Fixtures that live in their own modules register themselves on this app: the
+# 2025-11-25 leg's (test_sampling, test_elicitation, ...) and the URL-elicitation demo tool.
+from . import example_2025, example_auth  # noqa: E402, F401

@@ -40,7 +40,8 @@ traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
 the serving, so the stdout guard and open connections are closed as on any
 other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
-``--single-use``) with stdio, or ``--drain-timeout`` with HTTP, are usage errors.
+``--single-use``, ``--public-url``, ``--callback-path``) with stdio, or
+``--drain-timeout`` with HTTP, are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line.
 """
@@ -137,6 +138,17 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
         f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
     )
     parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="HTTP: the URL clients and browsers reach this server at, behind a proxy "
+        "(default: the listening address); URL elicitation's callback is under it",
+    )
+    parser.add_argument(
+        "--callback-path",
+        metavar="PATH",
+        help="HTTP: URL elicitation's callback under the endpoint (default auth/callback)",
+    )
     for flag, metavar, what in (
         ("--allow-origin", "ORIGIN", "an Origin accepted besides localhost (* for any)"),
         ("--allow-host", "HOST", "a Host header accepted besides localhost"),
@@ -280,6 +292,8 @@ class ServeOptions:
     trusted_proxies: tuple[str, ...] = ()
     state_keys: StateKeys | None = None
     single_use: str | None = None
+    public_url: str | None = None
+    callback_path: str | None = None
     #: The HTTP bounds given on the command line, as ``HttpServer`` keywords.
     http_bounds: tuple[tuple[str, float], ...] = ()
     #: The WebSocket bounds given on the command line, as ``WsServer`` keywords.
@@ -289,7 +303,7 @@ class ServeOptions:
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
-        http_only += [args.state_keys, args.single_use]
+        http_only += [args.state_keys, args.single_use, args.public_url, args.callback_path]
         given = [(b, getattr(args, b.option)) for b in HTTP_BOUNDS]
         given = [(b, value) for b, value in given if value is not None]
         http_only += [value for _, value in given]
@@ -317,9 +331,15 @@ class ServeOptions:
             )
         if transport == "stdio" and any(http_only):
             raise UsageError(
-                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use and the "
-                "HTTP bounds only apply to --http"
+                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use, "
+                "--public-url, --callback-path and the HTTP bounds only apply to --http"
             )
+        if args.public_url is not None:
+            parts = urllib.parse.urlsplit(args.public_url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise UsageError(f"--public-url {args.public_url!r}: an absolute http(s) URL")
+        if transport == "ws" and (args.public_url is not None or args.callback_path is not None):
+            raise UsageError("--public-url and --callback-path only apply to --http")
         if transport != "stdio" and drain is not None:
             raise UsageError("--drain-timeout only applies to --stdio")
         if drain is not None and not drain >= 0:
@@ -348,6 +368,8 @@ class ServeOptions:
             trusted_proxies=proxies,
             state_keys=state_keys,
             single_use=args.single_use,
+            public_url=args.public_url,
+            callback_path=args.callback_path,
             http_bounds=tuple((b.option, value) for b, value in given),
             ws_bounds=tuple((b.option, value) for b, value in ws_given),
         )
@@ -456,6 +478,10 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> in
         "trusted_proxies": options.trusted_proxies,
         **dict(options.http_bounds),
     }
+    if options.public_url is not None:
+        http_options["public_url"] = options.public_url
+    if options.callback_path is not None:
+        http_options["callback_path"] = options.callback_path
     serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
     async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
         started = await nursery.start(serving)

@@ -45,6 +45,7 @@ from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_header
 
 from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
+from .callback import CallbackRoute
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers
 from .refusals import (
@@ -73,6 +74,8 @@ class ExchangeHost(Protocol):
     closing: bool
     slots: ConnectionSlots
     listens: ListenPool
+    #: The URL-elicitation callback under the endpoint (``callback.py``), if the app has one.
+    callback: CallbackRoute | None
 
     #: The 2025-era side: ``sessions.SessionEndpoint`` (``post``, ``get``, ``delete``).
     sessions: Any
@@ -361,6 +364,9 @@ class HttpConnection:
             and headers.get("transfer-encoding") is None
         ):
             self.h11.next_event()  # the EndOfMessage of an empty body: keep-alive after a refusal
+        if server.callback is not None and server.callback.matches(request.target):
+            await server.callback.serve(self, request, headers)  # its own Host/Origin rule
+            return
         refusal = server.policy.refusal(headers, self.peer)
         if refusal is not None:
             log.warning("refused: %s", refusal)

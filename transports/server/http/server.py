@@ -47,6 +47,12 @@ each 2026-07-28 POST, in order:
    only ``text/event-stream`` always gets a stream; one that accepts only JSON
    never does (its notifications are dropped).
 
+URL elicitation (``callback.py``, ``docs/url-elicitation.md``): an app with
+``url_flows`` (every ``McpApp``) also gets ``GET {path}/{callback_path}``
+(default ``/mcp/auth/callback``), where a provider sends the user's browser
+back; ``public_url`` is the URL browsers reach the server at (behind a proxy),
+from which the callback's absolute URL is made (default: the listening address).
+
 HTTP status of a JSON error answer: -32601 -> 404; -32700, -32600, -32602,
 -32020, -32021, -32022 -> 400; -32603 -> 500; any other code -> 200.
 ``ping`` and ``initialize`` carrying 2026 ``_meta`` are 2025-era methods in a
@@ -117,9 +123,9 @@ gets the connection's -32602 naming the 2026 version to use.
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
 (connection slots, the listen pool), ``exchange.py`` (one TCP connection's
 h11 requests and their answers), ``sessions.py`` and ``session.py`` (the
-2025-era side), ``refusals.py`` (error statuses and bodies), this module (the
-server object, ``serve_http``); the header and session rules are the core's
-(``mrtr_core.protocol``).
+2025-era side), ``callback.py`` (the URL-elicitation callback), ``refusals.py``
+(error statuses and bodies), this module (the server object, ``serve_http``);
+the header and session rules are the core's (``mrtr_core.protocol``).
 """
 
 from __future__ import annotations
@@ -134,6 +140,7 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
+from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
@@ -222,6 +229,8 @@ class HttpServer:
         max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
         max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        public_url: str | None = None,
+        callback_path: str = DEFAULT_CALLBACK_PATH,
         **connection_options: Any,
     ) -> None:
         for name, value in (
@@ -300,6 +309,18 @@ class HttpServer:
         self._accept_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._fixed_header_params = param_headers
+        # URL elicitation (callback.py): the app's callback route, if it has URL flows.
+        self.public_url = public_url
+        self.callback = callback_route(
+            app,
+            endpoint=path,
+            callback_path=callback_path,
+            allowed_hosts=allowed_hosts,
+            trusted_proxies=trusted_proxies,
+            public_url=public_url,
+        )
+        #: The absolute callback URL (known once serving: from ``public_url`` or the address).
+        self.callback_url: str | None = None
 
     # --- Life cycle ---
 
@@ -320,6 +341,8 @@ class HttpServer:
             listeners = listeners[:1]
         bound = listeners[0].socket.getsockname()
         self.address = (str(bound[0]), int(bound[1]))
+        if self.callback is not None:
+            self.callback_url = self._base_url() + self.callback.path
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -351,7 +374,17 @@ class HttpServer:
         if self._nursery is not None:
             await self._stopped.wait()
 
+    def _base_url(self) -> str:
+        """``public_url`` (its scheme and authority), else the listening address."""
+        if self.public_url is not None:
+            return self.public_url.rstrip("/").removesuffix(self.path.rstrip("/"))
+        assert self.address is not None
+        host, port = self.address
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # reachable from here
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        CURRENT_CALLBACK_URL.set(self.callback_url)  # this connection's task: its handlers
         connection = HttpConnection(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
