@@ -8,8 +8,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
+NODE_PEERS := tests/support/ts/node_modules/.mrtr-lock-sha256
 
-.PHONY: test demo lint typecheck pytest bench clean conformance-deps services fuzz
+.PHONY: test demo lint typecheck pytest bench clean conformance-deps node-peers services fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +24,14 @@ $(CONFORMANCE): $(STAMP) scripts/install_conformance.py
 	touch $(CONFORMANCE)
 
 conformance-deps: $(CONFORMANCE)
+
+# The official TypeScript SDK v2 (client, server, core 2.4.0; exact tree in the committed
+# package-lock.json) for the interop tests, in tests/support/ts/node_modules/ (git-ignored)
+$(NODE_PEERS): $(STAMP) scripts/install_node_peers.py tests/support/ts/package.json tests/support/ts/package-lock.json
+	$(BIN)/python scripts/install_node_peers.py
+	touch $(NODE_PEERS)
+
+node-peers: $(NODE_PEERS)
 
 # Debian's nginx and redis-server for the scale-out tests (tests/transports/scale), installed
 # with apt-get when missing; no system service is enabled or started: the tests run their
@@ -42,7 +51,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict transports
 
 # pytest exits 5 when it collected nothing: that must fail, loudly, not pass.
-pytest: $(STAMP) $(CONFORMANCE) services
+pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
 	@$(BIN)/python -m pytest --cov --cov-report=term -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
@@ -59,5 +68,5 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_round_step.py
 
 clean:
-	rm -rf $(VENV) .conformance .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
+	rm -rf $(VENV) .conformance tests/support/ts/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
 		tests/fuzz/found tests/fuzz/artifacts tests/fuzz/.coverage.fuzz

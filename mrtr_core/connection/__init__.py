@@ -32,6 +32,7 @@ from ._events import (
     SessionOpened,
 )
 from ._session import CLIENT_TRANSITIONS, SERVER_TRANSITIONS, SessionInput, SessionState
+from ._verdict import Verdict
 
 __all__ = [
     "Sendable",
@@ -60,4 +61,5 @@ __all__ = [
     "SERVER_TRANSITIONS",
     "SessionInput",
     "SessionState",
+    "Verdict",
 ]

@@ -500,7 +500,9 @@ class Connection:
                 event,
                 emit,
                 self._stamp,
-                notify_cancel=self.cancellation == "notify",
+                # A 2025 session cancels with a notification on every transport (on
+                # 2025 HTTP a closed stream is not a cancellation).
+                notify_cancel=self.cancellation == "notify" or self.era == "legacy",
                 session_open=self._session.state in _OPEN_STATES,
             )
         # The events that carry a message to send are accepted as they come.

@@ -61,7 +61,12 @@ from ._requests import (
     IncomingKind,
     IncomingState,
 )
-from ._server_rules import discover_result, finish_result, initialize_result
+from ._server_rules import (
+    discover_result,
+    finish_result,
+    initialize_result,
+    modern_only_initialize_refusal,
+)
 from ._session import Session, SessionInput, SessionState
 
 T = TypeVar("T")
@@ -228,9 +233,8 @@ class PeerRequests:
     def _on_initialize(self, request: Request) -> ConnectionEvent:
         params = request.params or {}
         if not self._legacy_versions:
-            return self._refuse(
-                request, "this server only speaks 2026-07-28: use server/discover", METHOD_NOT_FOUND
-            )
+            message, data = modern_only_initialize_refusal(self._modern_versions)
+            return self._refuse(request, message, METHOD_NOT_FOUND, data)
         requested = params.get("protocolVersion")
         capabilities = params.get("capabilities")
         client_info = params.get("clientInfo")

@@ -130,6 +130,19 @@ def check_server_request(
         )
 
 
+def modern_only_initialize_refusal(modern_versions: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The message and data of the error a 2026-07-28-only server answers ``initialize``
+    with.  The spec (versioning: "Backward Compatibility") says such a server SHOULD name
+    the versions it supports in that error, on any transport: a 2025 client has no way
+    forward, and this message may be all its user sees."""
+    versions = ", ".join(modern_versions)
+    message = (
+        f"this server does not support initialize: it speaks only protocol version(s) "
+        f"{versions} (no 2025-era sessions); upgrade the client"
+    )
+    return message, {"supported": list(modern_versions)}
+
+
 def discover_result(
     versions: Sequence[str], capabilities: Mapping[str, Any], instructions: str | None
 ) -> dict[str, Any]:

@@ -8,7 +8,7 @@ pacing of requestState-only rounds, strict retry params, and the errors a
 
 from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
-from ._engine import PACE_CAP, PACE_FIRST, RoundEngine
+from ._engine import DEFAULT_URL_WAIT, PACE_CAP, PACE_FIRST, URL_PACE_CAP, RoundEngine
 from ._events import (
     CancelInputs,
     Cancelled,
@@ -31,8 +31,10 @@ __all__ = [
     "InvalidInputRequired",
     "MissingCapability",
     "RoundLimitExceeded",
+    "DEFAULT_URL_WAIT",
     "PACE_CAP",
     "PACE_FIRST",
+    "URL_PACE_CAP",
     "RoundEngine",
     "FINISHED",
     "NEED_INPUT",

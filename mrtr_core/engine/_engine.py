@@ -28,7 +28,7 @@ from ..wire._convert import (
     unstructure_input_response,
 )
 from ..wire._inputs import INPUT_KINDS, InputRegistry
-from ..wire._model import ErrorObject, InputRequest, InputResponse
+from ..wire._model import ElicitUrlRequest, ErrorObject, InputRequest, InputResponse
 from ._events import (
     CancelInputs,
     Cancelled,
@@ -50,6 +50,11 @@ from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 #: Pacing of requestState-only legs: 50 ms, doubling, capped at 250 ms.
 PACE_FIRST = 0.05
 PACE_CAP = 0.25
+#: Legs that wait for a person at a URL (after a URL elicitation was accepted) are paced
+#: up to 1 s, and bounded by ``url_wait_timeout`` (15 minutes by default), not by
+#: ``max_state_only_legs``: a person in a browser takes minutes, a server does not.
+URL_PACE_CAP = 1.0
+DEFAULT_URL_WAIT = 900.0
 
 SNAPSHOT_VERSION = 1
 
@@ -92,6 +97,11 @@ class RoundEngine:
     answers.  ``max_rounds`` caps retries for rounds with input requests,
     ``max_state_only_legs`` the requestState-only legs of the flow, and
     ``max_leg_reissues`` the re-sends of one leg after broken streams.
+    After a round in which a URL elicitation was accepted, requestState-only legs
+    wait for the person at that URL (the server polls its own state, e.g. an OAuth
+    callback): they are not counted against ``max_state_only_legs`` but bounded by
+    ``url_wait_timeout`` seconds from the acceptance (``TimedOut(limit="input")``),
+    and paced up to :data:`URL_PACE_CAP`.
     ``input_kinds`` is the registry of input request kinds the client can take.
     """
 
@@ -108,6 +118,7 @@ class RoundEngine:
         max_state_only_legs: int = 10,
         max_leg_reissues: int = 3,
         input_kinds: InputRegistry = INPUT_KINDS,
+        url_wait_timeout: float | None = DEFAULT_URL_WAIT,
     ) -> None:
         if method not in MRTR_METHODS:
             raise LocalProtocolError(f"{describe(method)} cannot answer input_required")
@@ -119,6 +130,7 @@ class RoundEngine:
         _check_limit("max_rounds", max_rounds, integer=True)
         _check_limit("max_state_only_legs", max_state_only_legs, integer=True)
         _check_limit("max_leg_reissues", max_leg_reissues, integer=True)
+        _check_limit("url_wait_timeout", url_wait_timeout)
         if capabilities is None:
             capabilities = declared_capabilities(params) or {}
         elif not isinstance(capabilities, (dict, Mapping)):
@@ -133,6 +145,7 @@ class RoundEngine:
         self.max_state_only_legs = max_state_only_legs
         self.max_leg_reissues = max_leg_reissues
         self.input_kinds = input_kinds
+        self.url_wait_timeout = url_wait_timeout
 
         self.state = EngineState.IDLE
         self._events: deque[EngineEvent] = deque()
@@ -144,6 +157,9 @@ class RoundEngine:
         self._state_only_legs = 0
         self._reissues = 0
         self._pace: float | None = None
+        # A URL elicitation accepted in this round; since when its person is waited for.
+        self._url_accepted = False
+        self._url_wait_since: float | None = None
         # The leg in flight.
         self._leg_params: Mapping[str, Any] = params
         self._leg_is_retry = False
@@ -254,10 +270,13 @@ class RoundEngine:
             self._input_expired(now)  # too late: the answer is dropped, not sent
             return
         self._responses[key] = wire
+        if isinstance(request, ElicitUrlRequest) and wire.get("action") == "accept":
+            self._url_accepted = True
         if self._pending:
             self.state = EngineState.AWAITING_INPUT
             return
         params = build_retry_params(self.params, self._responses, self._request_state)
+        self._url_wait_since = now if self._url_accepted else None
         self._send_leg(now, params, retry=True, delay=0.0, reissue=False)
 
     def fail(self, key: str, reason: str) -> None:
@@ -314,6 +333,7 @@ class RoundEngine:
                 "max_rounds": self.max_rounds,
                 "max_state_only_legs": self.max_state_only_legs,
                 "max_leg_reissues": self.max_leg_reissues,
+                "url_wait_timeout": self.url_wait_timeout,
             },
             "state": self.state.value,
             "elapsed": now - self._started_at,
@@ -323,6 +343,8 @@ class RoundEngine:
             "state_only_legs": self._state_only_legs,
             "reissues": self._reissues,
             "pace": self._pace,
+            "url_accepted": self._url_accepted,
+            "url_waited": None if self._url_wait_since is None else now - self._url_wait_since,
             "leg_params": dict(self._leg_params),
             "leg_is_retry": self._leg_is_retry,
             "pending": {k: unstructure_input_request(v) for k, v in self._pending.items()},
@@ -382,6 +404,10 @@ class RoundEngine:
         engine._reissues = int(snap["reissues"])
         pace = snap["pace"]
         engine._pace = None if pace is None else float(pace)
+        # (absent from a snapshot of an older version: no person waited for)
+        engine._url_accepted = bool(snap.get("url_accepted", False))
+        waited = snap.get("url_waited")
+        engine._url_wait_since = None if waited is None else now - float(waited)
         engine._leg_params = dict(snap["leg_params"])
         engine._leg_is_retry = bool(snap["leg_is_retry"])
         engine._responses = dict(snap["responses"])
@@ -497,18 +523,31 @@ class RoundEngine:
                 return
             self.round += 1
             self._pace = None
+            self._url_accepted = False
+            self._url_wait_since = None
             self._pending = requests
             self._responses = {}
             self._request_state = request_state
             self._round_started_at = now
             self._open_round(now)
             return
-        self._state_only_legs += 1
-        if self._state_only_legs > self.max_state_only_legs:
-            self._fail(RoundLimitExceeded("max_state_only_legs", self.max_state_only_legs, result))
-            return
+        if self._url_wait_since is not None:
+            # Waiting for a person at a URL, not for the server: human time, not legs.
+            waited = now - self._url_wait_since
+            if self.url_wait_timeout is not None and waited > self.url_wait_timeout:
+                timed_out = TimedOut(elapsed=waited, budget=self.url_wait_timeout, limit="input")
+                self._finish(EngineState.TIMED_OUT, timed_out)
+                return
+            cap = URL_PACE_CAP
+        else:
+            self._state_only_legs += 1
+            if self._state_only_legs > self.max_state_only_legs:
+                limit = RoundLimitExceeded("max_state_only_legs", self.max_state_only_legs, result)
+                self._fail(limit)
+                return
+            cap = PACE_CAP
         self.round += 1
-        self._pace = PACE_FIRST if self._pace is None else min(self._pace * 2, PACE_CAP)
+        self._pace = PACE_FIRST if self._pace is None else min(self._pace * 2, cap)
         self._events.append(RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None))
         params = build_retry_params(self.params, None, request_state)
         self._send_leg(now, params, retry=True, delay=self._pace, reissue=False)

@@ -2,7 +2,10 @@
 carries, the JSON-RPC and MCP error codes, the methods that may answer
 ``input_required``, the input kinds (one registry entry each: method, classes,
 capability needs, 2025-era mapping), what a server knows about one request
-(``RequestInfo``), the Streamable HTTP header rules, and the client-side caching
+(``RequestInfo``), the Streamable HTTP header rules, the 2025-era session
+rules (session ids, ``SessionTable``, SSE event ids and the ``ReplayBuffer``,
+what a client of a session sends and how it resumes a stream), the WebSocket
+rules (subprotocol, close codes, message size), and the client-side caching
 rules (``ttlMs``/``cacheScope``).
 """
 
@@ -35,6 +38,12 @@ from ._caching import (
     store_key,
 )
 from ._capabilities import missing_capability
+from ._client_sessions import (
+    MAX_PEER_SESSION_ID_LENGTH,
+    StreamResumption,
+    check_session_id,
+    session_headers,
+)
 from ._headers import (
     ANNOTATION,
     METHOD_HEADER,
@@ -73,6 +82,34 @@ from ._meta import (
     Era,
     RequestInfo,
 )
+from ._replay import STANDALONE, Cursor, ReplayBuffer, ReplayLost, parse_event_id
+from ._sessions import (
+    DEFAULT_LEGACY_VERSION,
+    LAST_EVENT_ID_HEADER,
+    MAX_EVENT_ID_LENGTH,
+    MAX_SESSION_ID_LENGTH,
+    SESSION_ID_HEADER,
+    LegacyHeaders,
+    SessionRefused,
+    SessionTable,
+    is_legacy_message,
+    read_legacy_headers,
+    valid_session_id,
+)
+from ._websocket import (
+    CLOSE_CODES,
+    DEFAULT_MAX_WEBSOCKET_MESSAGE,
+    MAX_CLOSE_REASON,
+    SUBPROTOCOL,
+    CloseCode,
+    Fault,
+    MessageAssembler,
+    WebSocketViolation,
+    check_subprotocol,
+    choose_subprotocol,
+    close_reason,
+    describe_close,
+)
 
 __all__ = [
     "MAX_CACHE_TTL_MS",
@@ -89,6 +126,26 @@ __all__ = [
     "result_policy",
     "servable",
     "store_key",
+    "STANDALONE",
+    "Cursor",
+    "ReplayBuffer",
+    "ReplayLost",
+    "parse_event_id",
+    "DEFAULT_LEGACY_VERSION",
+    "LAST_EVENT_ID_HEADER",
+    "MAX_EVENT_ID_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
+    "SESSION_ID_HEADER",
+    "LegacyHeaders",
+    "SessionRefused",
+    "SessionTable",
+    "is_legacy_message",
+    "read_legacy_headers",
+    "valid_session_id",
+    "MAX_PEER_SESSION_ID_LENGTH",
+    "StreamResumption",
+    "check_session_id",
+    "session_headers",
     "missing_capability",
     "INPUT_KINDS",
     "InputKind",
@@ -136,4 +193,16 @@ __all__ = [
     "MODERN_VERSIONS",
     "Era",
     "RequestInfo",
+    "CLOSE_CODES",
+    "DEFAULT_MAX_WEBSOCKET_MESSAGE",
+    "MAX_CLOSE_REASON",
+    "SUBPROTOCOL",
+    "CloseCode",
+    "Fault",
+    "MessageAssembler",
+    "WebSocketViolation",
+    "check_subprotocol",
+    "choose_subprotocol",
+    "close_reason",
+    "describe_close",
 ]

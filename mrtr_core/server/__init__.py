@@ -1,6 +1,7 @@
 """The server's side of a round: typed asks and reading the answers, the sealed
 ``requestState``, the handler styles, and the shim that serves 2025-era
-clients with the same handlers.  See ``docs/server.md``.
+clients with the same handlers; URL elicitation through a provider that
+redirects back to the server (``docs/url-elicitation.md``).  See ``docs/server.md``.
 """
 
 from ._asking import (
@@ -46,6 +47,26 @@ from ._sealing import (
     StateSealer,
     params_digest,
 )
+from ._url_flows import (
+    DEFAULT_INTERACTION_TTL,
+    DEFAULT_MAX_INTERACTIONS,
+    INTERACTION_TRANSITIONS,
+    MAX_CALLBACK_QUERY,
+    MAX_PROVIDER_STATE,
+    BadCallback,
+    Callback,
+    Interaction,
+    InteractionEvent,
+    InteractionGone,
+    InteractionStatus,
+    InteractionStoreFull,
+    MemoryInteractions,
+    begin_interaction,
+    new_prefix,
+    read_callback,
+    rewrite_provider_url,
+    split_state,
+)
 from ._validation import CompiledSchema, SchemaProblem, compile_schema, schema_problem
 
 __all__ = [
@@ -84,6 +105,24 @@ __all__ = [
     "OpenedState",
     "StateSealer",
     "params_digest",
+    "DEFAULT_INTERACTION_TTL",
+    "DEFAULT_MAX_INTERACTIONS",
+    "MAX_CALLBACK_QUERY",
+    "MAX_PROVIDER_STATE",
+    "INTERACTION_TRANSITIONS",
+    "BadCallback",
+    "Callback",
+    "Interaction",
+    "InteractionEvent",
+    "InteractionGone",
+    "InteractionStatus",
+    "InteractionStoreFull",
+    "MemoryInteractions",
+    "begin_interaction",
+    "new_prefix",
+    "read_callback",
+    "rewrite_provider_url",
+    "split_state",
     "CompiledSchema",
     "SchemaProblem",
     "compile_schema",

@@ -99,6 +99,9 @@ def _keyword_problem(kind: str, d: Mapping[str, Any]) -> str | None:
             return 'oneOf must be a list of {"const": string, "title": string}'
         if "enum" in d and "oneOf" in d:
             return "an enum field has enum or oneOf, not both"
+        if ("enum" in d or "oneOf" in d) and {"minLength", "maxLength", "format"} & set(d):
+            # The spec's enum schemas have no such keywords (its StringSchema has them).
+            return "an enum field has no minLength, maxLength or format"
         if "default" in d and not isinstance(d["default"], str):
             return "default must be a string"
     elif kind in ("number", "integer"):

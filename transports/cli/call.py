@@ -29,11 +29,13 @@ from typing import Any, TextIO
 import trio
 
 import mrtr_core as m
+from mrtr_core.connection import Verdict
 
 from ..client import errors
 from ..client.errors import ClientError, ExitCode, exit_code_of
 from . import json_text
 from .interrupts import is_interrupt
+from .verdicts import VerdictFile
 
 #: Extra time the whole command gets past ``--timeout`` for the client to report
 #: its own, more precise, timeout before the command's backstop fires.
@@ -47,7 +49,7 @@ class UsageError(Exception):
 
 
 def parse_target(target: str) -> tuple[str, str | list[str]]:
-    """``("http", url)`` or ``("stdio", argv)``; :class:`UsageError` for anything else."""
+    """``("http", url)``, ``("ws", url)`` or ``("stdio", argv)``; :class:`UsageError` else."""
     if target.startswith("stdio:"):
         try:
             argv = shlex.split(target[len("stdio:") :])
@@ -58,7 +60,11 @@ def parse_target(target: str) -> tuple[str, str | list[str]]:
         return "stdio", argv
     if re.match(r"https?://[^/\s]", target, re.IGNORECASE):
         return "http", target
-    raise UsageError(f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS...")
+    if re.match(r"ws://[^/\s]", target, re.IGNORECASE):
+        return "ws", target
+    raise UsageError(
+        f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS... or ws://..."
+    )
 
 
 def parse_json_object(text: str, what: str) -> dict[str, Any]:
@@ -155,7 +161,12 @@ async def run_call(
         "capabilities": answerer.capabilities(),
         "info": {"name": "mrtr-cli", "version": _version()},
         "tracer": tracer,
+        "era": args.era,
     }
+    verdicts = VerdictFile(args.verdicts) if args.verdicts else None
+    if verdicts is not None and args.era == "auto":  # (an explicit --era wins)
+        options["prior"] = verdicts.prior(args.target)
+    learned: Verdict | None = None
     budget = math.inf if args.timeout is None else args.timeout
     too_long = f"timed out: the call took longer than --timeout {budget:g} s"
     result: Mapping[str, Any] | None = None
@@ -166,6 +177,11 @@ async def run_call(
 
                 assert isinstance(where, list)
                 opener = open_stdio_client(where, **options)
+            elif kind == "ws":
+                from ..client.ws import open_ws_client
+
+                assert isinstance(where, str)
+                opener = open_ws_client(where, **options)
             else:
                 from ..client.http import open_http_client
 
@@ -175,13 +191,16 @@ async def run_call(
                 remaining = None
                 if args.timeout is not None:
                     remaining = max(0.001, start + budget - trio.current_time())
-                result = await client.call_tool(
-                    args.tool,
-                    arguments,
-                    timeout=remaining,
-                    max_rounds=args.max_rounds,
-                    max_state_only_legs=args.max_state_only_legs,
-                )
+                try:
+                    result = await client.call_tool(
+                        args.tool,
+                        arguments,
+                        timeout=remaining,
+                        max_rounds=args.max_rounds,
+                        max_state_only_legs=args.max_state_only_legs,
+                    )
+                finally:
+                    learned = client.verdict  # (a wrong prior re-probes on the first request)
     except BaseException as exc:  # sorted below; the rest re-raised
         if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
             # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
@@ -198,6 +217,8 @@ async def run_call(
     finally:
         if tracer is not None:
             tracer.close()
+        if verdicts is not None and learned is not None:
+            verdicts.remember(args.target, learned)
     if backstop.cancelled_caught or result is None:
         return fail(ExitCode.TIMEOUT, too_long)
     code = ExitCode.TOOL_ERROR if result.get("isError") is True else ExitCode.RESULT

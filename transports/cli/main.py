@@ -15,7 +15,8 @@ Commands (each in its own module; docs/cli.md describes them)::
   (the same as ``python -m mrtr_transports.server --stdio`` and
   ``python -m mrtr_transports.server --http 127.0.0.1:0``);
 * ``mrtr call`` is :mod:`mrtr_transports.cli.call`.  ``TARGET`` is an
-  ``http://`` or ``https://`` URL (Streamable HTTP) or ``stdio:COMMAND
+  ``http://`` or ``https://`` URL (Streamable HTTP), a ``ws://`` URL
+  (WebSocket) or ``stdio:COMMAND
   ARGS...``, a server command split with POSIX shell-word rules
   (``stdio:"mrtr serve --stdio"``).  Its exit codes are
   :class:`mrtr_transports.client.errors.ExitCode`: 0 a result, 1 a tool error,
@@ -147,7 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument(
         "--timeout", type=_positive_seconds, metavar="SEC", help="budget for the whole call"
     )
-    call.add_argument("target", metavar="TARGET", help="http(s)://URL or stdio:COMMAND ARGS...")
+    call.add_argument(
+        "--era",
+        choices=("auto", "modern", "legacy"),
+        default="auto",
+        help="auto: probe server/discover, fall back to a 2025 session (default); "
+        "modern: 2026-07-28 at once; legacy: a 2025 initialize at once",
+    )
+    call.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="remember each target's era in FILE (JSON) and skip the probe next time",
+    )
+    call.add_argument(
+        "target", metavar="TARGET", help="http(s)://URL, ws://URL or stdio:COMMAND ARGS..."
+    )
     call.add_argument("tool", metavar="TOOL", help="the tool's name")
     call.add_argument(
         "arguments", metavar="ARGS_JSON", nargs="?", default="{}", help="a JSON object"

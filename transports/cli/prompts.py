@@ -6,8 +6,10 @@ the call keeps running while the user types); end of input at a prompt is
 (``KeyboardInterrupt``: ``mrtr call`` exits 130).  Forms are asked field by
 field from the requested schema (types, enums, defaults, required fields; an
 invalid value is asked again, at most :data:`MAX_ATTEMPTS` times).  URL mode
-shows the full URL first, then asks for consent, then waits until the user is
-done.  Sampling shows the conversation and the user types the reply.
+shows the full URL first, then asks for consent; consent is the answer, and the
+call then waits for the server (its polls are paced while the user is in the
+browser, never counted as server time).  Sampling shows the conversation and the
+user types the reply.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "HUMAN_MODEL",
     "MAX_ATTEMPTS",
     "MAX_LINE",
+    "WAITING_FOR_SERVER",
     "PromptAborted",
     "Terminal",
     "prompt_form",
@@ -43,6 +46,8 @@ MAX_LINE = 64 * 1024
 MAX_ATTEMPTS = 20
 #: The model name a typed sampling reply is sent under.
 HUMAN_MODEL = "human (mrtr call)"
+#: Said once the user consented to open a URL: the call now waits for the server.
+WAITING_FOR_SERVER = "Waiting for the server to hear back from your browser (Ctrl-C stops)..."
 
 
 class PromptAborted(Exception):
@@ -206,7 +211,8 @@ async def _ask_field(terminal: Terminal, name: str, prop: Mapping[str, Any], req
 
 
 async def prompt_url(terminal: Terminal, request: m.wire.ElicitUrlRequest) -> m.wire.ElicitResult:
-    """Show the full URL first, then ask consent, then wait until the user is done."""
+    """Show the full URL first, then ask consent; consent is the answer (``accept``), and
+    the call then waits for the server to hear that the user is done."""
     parts = urlsplit(request.url)
     terminal.say()
     terminal.say(f"The server asks you to visit a URL: {request.message}")
@@ -217,11 +223,11 @@ async def prompt_url(terminal: Terminal, request: m.wire.ElicitUrlRequest) -> m.
     )
     if choice != "yes":
         return m.wire.ElicitResult(action=choice)  # type: ignore[arg-type]
+    # Accept is consent (2026-07-28), not "finished": the server learns that from its
+    # own state (its callback), and the client polls it, paced, until it has.
     terminal.say("Open the URL above in your browser and finish there.")
-    done = await terminal.ask_choice(
-        "Done? [Enter or d]one / [c]ancel: ", {"": "done", "d": "done", "c": "cancel"}
-    )
-    return m.wire.ElicitResult(action="accept" if done == "done" else "cancel")
+    terminal.say(WAITING_FOR_SERVER)
+    return m.wire.ElicitResult(action="accept")
 
 
 def _text_of(content: Any) -> str:

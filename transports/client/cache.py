@@ -338,11 +338,11 @@ def flow_fetch(
     flow: Callable[..., Awaitable[dict[str, Any]]],
 ) -> Callable[[], Awaitable[tuple[dict[str, Any], bool]]]:
     """A call's flow for :meth:`ResponseCache.fetch`: storable only if it took no
-    retry (its result came from the first leg)."""
+    retry (its result came from the first leg of the flow that answered)."""
 
     async def fetched() -> tuple[dict[str, Any], bool]:
         rounds: list[int] = []
         result = await flow(on_rounds=rounds.append)
-        return result, rounds == [0]
+        return result, rounds[-1:] == [0]
 
     return fetched

@@ -15,6 +15,11 @@ protocol logic is the connection's; the client only connects it to trio:
 * **Calls** (``tools/call``, ``prompts/get``, ``resources/read``) run the
   connection's round engine; each is a :class:`~mrtr_transports.client.flows.Flow`
   (its timers, legs and input tasks: :mod:`~mrtr_transports.client.flows`).
+* **The era** is settled on opening (:mod:`~mrtr_transports.client.handshaking`):
+  ``era="auto"`` probes, ``"modern"``/``"legacy"`` do not, and ``prior=`` (a
+  :class:`~mrtr_core.connection.Verdict` an earlier client learned,
+  ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
+  dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
 * **A 2025-era session** hands out the server's own requests: they are
   answered through the same ``InputHandler``, the key being the method
   (:func:`~mrtr_transports.client.inputs.answer_server_request`).
@@ -39,7 +44,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import Any, Literal, Unpack
@@ -51,8 +56,10 @@ from mrtr_core.connection import Sendable
 
 from . import listen as listening
 from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
+from .era import EraControl, Verdict
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
+from .handshaking import Handshaking
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
 from .tracing import TraceBook, Tracer, TraceRecord
@@ -66,6 +73,7 @@ __all__ = [
     "Outbound",
     "TraceRecord",
     "Tracer",
+    "Verdict",
 ]
 
 logger = logging.getLogger("mrtr.client")
@@ -86,7 +94,7 @@ def _our_info() -> dict[str, str]:
     return {"name": "mrtr", "version": version}
 
 
-class Client:
+class Client(Handshaking):
     """One logical MCP client over one link.  Made by ``open_stdio_client``,
     ``open_http_client`` or :func:`open_client`; see the module docstring."""
 
@@ -98,6 +106,7 @@ class Client:
         answer: InputHandler | None = None,
         capabilities: Mapping[str, Any] | None = None,
         era: Literal["auto", "modern", "legacy"] = "auto",
+        prior: Verdict | None = None,
         info: Mapping[str, Any] | None = None,
         tracer: Tracer | None = None,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -124,41 +133,50 @@ class Client:
         self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
         self._notes = listening.Notifications(nursery, self.cache, on_notification)
         self._handshake_timeout = handshake_timeout
-        self._conn = m.Connection(
-            m.CLIENT,
-            framing=link.framing,
-            cancellation=link.cancellation,
-            era=era,
-            info=info if info is not None else _our_info(),
-            capabilities=capabilities,
-            log_level=log_level,
-            max_message_size=max_message_size,
-            max_buffer_size=max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
-            max_calls=max_calls,
-            max_outgoing=max_outgoing,
-        )
+        self._era_control = EraControl(era, prior)
+        self._connection_options: dict[str, Any] = {
+            "framing": link.framing,
+            "cancellation": link.cancellation,
+            "info": info if info is not None else _our_info(),
+            "capabilities": capabilities,
+            "log_level": log_level,
+            "max_message_size": max_message_size,
+            "max_buffer_size": max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
+            "max_calls": max_calls,
+            "max_outgoing": max_outgoing,
+        }
         self._flows: dict[int, Flow] = {}
         self._waiters: dict[m.RequestId, Waiter] = {}
+        self._closing = False
+        self._pumping = False
+        self._handshake_timer: trio.CancelScope | None = None
+        self._new_connection()
+
+    def _new_connection(self) -> None:
+        """A fresh client connection in the era the era control says (again, after a
+        wrong prior or a probe the server died of)."""
+        era = self._era_control.era
+        self._conn = m.Connection(
+            m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
+        )
         self._opened = trio.Event()
         if era == "modern":
             self._opened.set()
         self._session_error: m.MrtrError | None = None
         self._instructions: str | None = None
         self._lost: TransportError | None = None
+        self._lost_while_probing = False
         self._eof_fed = False
         self._closed = False
-        self._closing = False
-        self._pumping = False
-        self._handshake_timer: trio.CancelScope | None = None
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
             pump=self._pump,
             send_out=self._send_out,
             outbound=self._outbound,
-            close_stream=link.close_stream,
+            close_stream=self.link.close_stream,
             lost=lambda: self._lost,
-            answer=answer,
+            answer=self._answer,
         )
 
     # --- What the session settled ---------------------------------------------------
@@ -216,24 +234,31 @@ class Client:
         """
         started = trio.current_time()
         limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
-        if method == "tools/call" and self.link.wants_tool_list and not self._tools_listed:
+        mirrors = self.link.wants_tool_list and self.era != "legacy"  # (2025: no Mcp-Param-*)
+        if method == "tools/call" and mirrors and not self._tools_listed:
             await self._list_tools_quietly()
-        flow = functools.partial(
-            run_flow,
-            self._flow_context,
-            self._flows,
-            method,
-            params,
-            started=started,
-            limits=limits,
-            on_progress=on_progress,
-            capabilities=capabilities,
-        )
+
+        def flow(
+            on_rounds: Callable[[int], None] | None = None,
+        ) -> Awaitable[dict[str, Any]]:  # (the context of the connection in use)
+            return run_flow(
+                self._flow_context,
+                self._flows,
+                method,
+                params,
+                started=started,
+                limits=limits,
+                on_progress=on_progress,
+                capabilities=capabilities,
+                on_rounds=on_rounds,
+            )
+
         await self._wait_open()
         if self.cache is not None and method == "resources/read":
-            return await self.cache.fetch(method, params, flow_fetch(flow), cache)
+            first_chance = functools.partial(self._first_chance_with, flow)
+            return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)
         try:
-            return await flow()
+            return await self._first_chance(flow)
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
@@ -299,6 +324,23 @@ class Client:
         on_id: Callable[[m.RequestId], None] | None = None,
     ) -> dict[str, Any]:
         await self._wait_open()
+        return await self._first_chance(
+            functools.partial(self._request, method, params, timeout=timeout, on_id=on_id)
+        )
+
+    async def _first_chance_with(
+        self, flow: Callable[..., Awaitable[dict[str, Any]]], on_rounds: Callable[[int], None]
+    ) -> dict[str, Any]:
+        return await self._first_chance(functools.partial(flow, on_rounds))
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_id: Callable[[m.RequestId], None] | None = None,
+    ) -> dict[str, Any]:
         conn = self._conn
         request_id = conn.new_request_id()
         waiter = Waiter(method)
@@ -369,6 +411,10 @@ class Client:
         """The link is gone: every live call and request fails with ``error``."""
         if self._lost is None:
             self._lost = error
+            # (the one case where a stdio child gets started again: it died of the probe)
+            self._lost_while_probing = (
+                self._conn.session_state is m.connection.SessionState.DISCOVERING
+            )
         if not self._eof_fed:
             self._eof_fed = True
             self._conn.receive_data(b"")
@@ -517,51 +563,9 @@ class Client:
             out = self._outbound(note, "notification", method=note.method)
         except m.LocalProtocolError:
             return
-        if self.link.framing == "lines":
+        if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
             self._send_out(out)
         self.link.close_stream(request_id)
-
-    # --- The handshake ---------------------------------------------------------------
-
-    def _on_handshake_step(self, event: m.HandshakeStep) -> None:
-        message = event.message
-        self._cancel_handshake_timer()
-        request_id = message.id if isinstance(message, m.Request) else None
-        self._send_out(
-            self._outbound(message, "handshake", method=message.method, request_id=request_id)
-        )
-        if isinstance(message, m.Request) and not self._eof_fed:
-            scope = self._handshake_timer = trio.CancelScope()
-            self._nursery.start_soon(self._handshake_timeout_task, scope)
-
-    async def _handshake_timeout_task(self, scope: trio.CancelScope) -> None:
-        with scope:
-            await trio.sleep(self._handshake_timeout)
-            self._conn.handshake_timed_out()
-            self._pump()
-
-    def _cancel_handshake_timer(self) -> None:
-        if self._handshake_timer is not None:
-            self._handshake_timer.cancel()
-            self._handshake_timer = None
-
-    def _end_handshake(self) -> None:
-        self._cancel_handshake_timer()
-        self._opened.set()
-
-    async def _open(self) -> None:
-        self._pump()  # the first handshake step, if any
-        await self._wait_open()
-
-    async def _wait_open(self) -> None:
-        await self._opened.wait()
-        if self._session_error is not None:
-            error = self._session_error
-            if self._lost is not None:
-                raise self._lost_error()
-            raise CallError(error.code, f"no session with the server: {error.message}", error.data)
-        if self._closed:
-            raise self._lost_error()
 
     # --- Calls: their flows ------------------------------------------------------------
 

@@ -32,7 +32,10 @@ from typing import Any, ClassVar, Literal
 
 import mrtr_core as m
 
-TransportErrorKind = Literal["spawn", "connect", "disconnect", "timeout", "http", "closed"]
+#: ``"session"``: a 2025 HTTP server ended the session (404 to a request with its id).
+TransportErrorKind = Literal[
+    "spawn", "connect", "disconnect", "timeout", "http", "closed", "session"
+]
 
 
 class ExitCode(IntEnum):

@@ -31,9 +31,10 @@ that are not plain visible ASCII, have surrounding whitespace or look like the
 sentinel are sent as ``=?base64?{base64 of UTF-8}?=``.
 
 The era probe works as on stdio (``server/discover`` first); a 400/404/405
-whose body is not a recognised modern error means a 2025 server, and 2025
-Streamable HTTP sessions are not supported yet: that is a clear
-``TransportError``.
+whose body is not a recognised modern error means a 2025 server: the client
+then speaks 2025-11-25 Streamable HTTP, a session
+(:mod:`~mrtr_transports.client.http_sessions`: ``Mcp-Session-Id``, the GET
+stream, resumption with ``Last-Event-ID``, DELETE on close).
 
 Retries: a POST the server provably did not process is sent again, as it is
 (same message, same id), on another connection, up to ``retry_attempts``
@@ -88,14 +89,14 @@ from mrtr_core.protocol import (
 from .client import Client
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection, Refused, Stale, check_refusal
+from .http_sessions import HttpSession
+from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
 logger = logging.getLogger("mrtr.http")
 
 MAX_ERROR_BODY = 64 * 1024
-#: Seconds to wait for the end of an SSE stream once its answer has arrived.
-LINGER_AFTER_ANSWER = 1.0
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
@@ -149,6 +150,7 @@ class HttpLink:
         self._streams: dict[m.RequestId, trio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._discover_failure: str | None = None
+        self._session: HttpSession | None = None  # a 2025 session, once initialize goes out
         self._client: LinkClient | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
@@ -157,6 +159,46 @@ class HttpLink:
         self._client = client
         self._nursery = nursery
 
+    async def restart(self, client: LinkClient, nursery: trio.Nursery) -> None:
+        """A new client connection over the same endpoint (a new era): forget the last."""
+        self._session = None
+        self._discover_failure = None
+        await self.start(client, nursery)
+
+    # --- For the session (http_sessions.py) ----------------------------------------
+
+    @property
+    def client(self) -> LinkClient:
+        assert self._client is not None
+        return self._client
+
+    @property
+    def session(self) -> HttpSession | None:
+        """The 2025 session, when the era is legacy."""
+        return self._session
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def authority(self) -> str:
+        return self._authority
+
+    @property
+    def target(self) -> str:
+        return self._target
+
+    @property
+    def extra_headers(self) -> list[tuple[str, str]]:
+        return self._extra_headers
+
+    async def new_connection(self) -> HttpConnection:
+        """A new connection (never a pooled one); raises ``Failed``."""
+        found = await self._connection(new=True, pooled=False)
+        assert found is not None
+        return found[0]
+
     # --- Link --------------------------------------------------------------------
 
     def transmit(self, out: Outbound) -> None:
@@ -164,17 +206,13 @@ class HttpLink:
         if self._closed:
             return
         if out.method == "initialize":
-            why = self._discover_failure or "it offered no 2026-07-28 version"
-            self._client.link_lost(
-                TransportError(
-                    f"{self.url} is not a 2026-07-28 server ({why}); 2025-era Streamable HTTP "
-                    "(sessions) is not supported yet: use a 2026-07-28 server or stdio",
-                    kind="http",
-                )
-            )
-            return
-        if out.method == "notifications/cancelled":
-            return  # HTTP cancels by closing the request's stream, never by a message
+            if self._discover_failure:
+                logger.info("%s: %s; opening a 2025 session", self.url, self._discover_failure)
+            self._session = HttpSession(self)
+        if out.method == "notifications/cancelled" and self._session is None:
+            return  # 2026 HTTP cancels by closing the request's stream, never by a message
+        if self._session is not None and self._session.expired:
+            return  # every call already failed with the expiry
         scope = trio.CancelScope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
@@ -210,6 +248,8 @@ class HttpLink:
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.aclose()
+        if self._session is not None:
+            await self._session.end()
 
     # --- One POST ----------------------------------------------------------------------
 
@@ -218,6 +258,17 @@ class HttpLink:
         message = out.message or {}
         assert self._client is not None
         tool = called_tool(message)
+        session = self._session
+        if session is not None:  # 2025: no Mcp-* mirroring, the session headers instead
+            return [
+                ("Host", self._authority),
+                ("Accept", _ACCEPT),
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(out.data))),
+                ("User-Agent", "mrtr"),
+                *session.headers(out.method),
+                *self._extra_headers,
+            ]
         headers = [
             ("Host", self._authority),
             ("Accept", _ACCEPT),
@@ -365,10 +416,12 @@ class HttpLink:
             raise failed from None
         return response
 
-    async def _connection(self, *, new: bool = True) -> tuple[HttpConnection, bool] | None:
-        """A kept-alive connection, else a new one (if ``new``: else None); and whether it
-        is reused."""
-        while self._idle:
+    async def _connection(
+        self, *, new: bool = True, pooled: bool = True
+    ) -> tuple[HttpConnection, bool] | None:
+        """A kept-alive connection (if ``pooled``), else a new one (if ``new``: else None);
+        and whether it is reused."""
+        while pooled and self._idle:
             conn = self._idle.pop()
             if not conn.stale():
                 return conn, True
@@ -407,14 +460,24 @@ class HttpLink:
         for name, value in response.headers:
             if name == b"content-type":
                 content_type = value.decode("latin-1").split(";")[0].strip().lower()
+        session = self._session
+        if session is not None:
+            session.took_response(out.method, status, response.headers)
+            if session.is_expiry(out.method, status):
+                await self._body(conn, MAX_ERROR_BODY)
+                self._client.link_lost(session.expiry_error(out.method))
+                return
         if out.request_id is None or status == 202:
             body = await self._body(conn, MAX_ERROR_BODY)
             if status >= 300:
                 check_refusal(status, response.headers, content_type, body)
                 raise Failed(self._status_error(out, status, b""), broken=False)
+            if session is not None and out.method == "notifications/initialized":
+                assert self._nursery is not None
+                session.initialized(self._nursery)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
-            await self._read_events(out, conn)
+            await read_answer_stream(self, out, conn)
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)
@@ -466,33 +529,6 @@ class HttpLink:
             logger.warning("dropped a response body of %d bytes (limit %d)", size, limit)
             return None
         return b"".join(chunks)
-
-    async def _read_events(self, out: Outbound, conn: HttpConnection) -> None:
-        assert self._client is not None and out.request_id is not None
-        client, request_id = self._client, out.request_id
-        decoder = m.wire.SseDecoder(max_event_size=self.max_message_size)
-
-        def deliver() -> None:
-            while isinstance(event := decoder.next_event(), (m.wire.SseEvent, m.wire.Oversize)):
-                if isinstance(event, m.wire.Oversize):
-                    logger.warning("dropped an SSE event of %d+ bytes", event.size)
-                elif event.event == "message" and event.data:
-                    client.receive_data(event.data.encode("utf-8"))
-            if reading.deadline == math.inf and not client.is_waiting_for(request_id):
-                # The answer is in: give the stream a moment to end, then stop reading.
-                reading.deadline = trio.current_time() + LINGER_AFTER_ANSWER
-
-        with trio.CancelScope() as reading:
-            while True:
-                event = await conn.next_event()
-                if isinstance(event, h11.Data):
-                    decoder.feed(event.data)
-                    deliver()
-                elif isinstance(event, h11.EndOfMessage):
-                    decoder.feed_eof()
-                    deliver()
-                    return
-        # (Only reached when lingering ran out: the connection is not reusable.)
 
 
 def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:

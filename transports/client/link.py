@@ -24,6 +24,7 @@ import trio
 import mrtr_core as m
 
 from .cache import ResponseCacheStore
+from .era import Verdict
 from .errors import TransportError
 from .inputs import InputHandler
 from .tracing import Tracer
@@ -62,6 +63,10 @@ class LinkClient(Protocol):
     @property
     def protocol_version(self) -> str | None:
         """The version in use (HTTP sends it as a header)."""
+
+    @property
+    def era(self) -> str | None:
+        """``"modern"``, ``"legacy"``, or ``None`` while the probe runs."""
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Bytes from the peer (with ``framing="messages"``: exactly one message)."""
@@ -126,6 +131,7 @@ class ClientOptions(TypedDict, total=False):
     answer: InputHandler | None
     capabilities: Mapping[str, Any] | None
     era: Literal["auto", "modern", "legacy"]
+    prior: Verdict | None
     info: Mapping[str, Any] | None
     tracer: Tracer | None
     handshake_timeout: float

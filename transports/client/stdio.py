@@ -72,6 +72,7 @@ class StdioLink:
     wants_tool_list = False
     confirms_transmission = False  # one ordered queue to the child: handed over is sent
     cancellation: Literal["notify", "close_stream"] = "notify"
+    respawns = True  # restart() starts a new child (after one died of the era probe)
 
     def __init__(
         self,
@@ -102,14 +103,33 @@ class StdioLink:
         self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
         self._max_queued = max_queued
         self._client: LinkClient | None = None
+        self._stdout_ended = False
+        #: How many times the child was started (a restart after it died of the probe).
+        self.spawns = 0
 
     @property
     def stderr_tail(self) -> list[str]:
         """The last lines the child wrote to stderr."""
         return list(self._stderr_tail)
 
+    async def restart(self, client: LinkClient, nursery: trio.Nursery) -> None:
+        """A new client connection: when the child is gone (its stdout ended), start a new
+        one; a live child keeps serving (line framing starts afresh on a new connection)."""
+        if not self._stdout_ended:
+            return
+        old = self.process
+        if old is not None and old.returncode is None:
+            self._signal(signal.SIGKILL)  # (stdout closed, still running: not a server)
+            await old.wait()
+        self._stderr_tail.clear()
+        self._stderr_done = trio.Event()
+        self._outgoing, self._queued = trio.open_memory_channel[bytes](self._max_queued)
+        self._stdout_ended = False
+        await self.start(client, nursery)
+
     async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
         self._client = client
+        self.spawns += 1
         try:
             self.process = await trio.lowlevel.open_process(
                 self.argv,
@@ -193,6 +213,7 @@ class StdioLink:
                 self._client.receive_data(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
+        self._stdout_ended = True
         # The child closed stdout: it is exiting (or misbehaving). Report how it ended.
         with trio.move_on_after(self.exit_wait):
             await self.process.wait()

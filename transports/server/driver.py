@@ -90,6 +90,9 @@ log = logging.getLogger("mrtr_transports.serve")
 READ_SIZE = 65536
 #: How long handlers may run on once the peer has closed its input (seconds).
 DEFAULT_DRAIN_TIMEOUT = 1.0
+#: Seconds a 2025-era request waits for the client to answer one of our questions
+#: (a person may be answering an elicitation: minutes, not seconds; never for ever).
+DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
 #: Messages waiting for the writer before senders wait.
 OUTBOX_SIZE = 64
 
@@ -247,7 +250,7 @@ async def serve_stream(
     send_stream: trio.abc.SendStream,
     *,
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
-    legacy_answer_timeout: float | None = None,
+    legacy_answer_timeout: float | None = DEFAULT_LEGACY_ANSWER_TIMEOUT,
     **connection_options: Any,
 ) -> None:
     """Serve ``app`` on one newline-delimited connection until the peer closes its input.
@@ -255,9 +258,10 @@ async def serve_stream(
     ``connection_options`` go to ``mrtr_core.Connection`` (bounds, ``json``,
     ``cache_ttl_ms``, ...).  ``legacy_answer_timeout`` bounds how long a
     2025-era request waits for the client to answer one of our questions
-    (``None``: until the client answers or cancels); past it the request gets
-    -32603.  Returns once everything is answered or cancelled; never closes
-    the streams (their owner does).
+    (``DEFAULT_LEGACY_ANSWER_TIMEOUT``, 300 s; ``None``: until the client answers
+    or cancels); past it the question is withdrawn and the request gets -32603.
+    Returns once everything is answered or cancelled; never closes the streams
+    (their owner does).
     """
     options: dict[str, Any] = {
         "info": app.info,

@@ -2,9 +2,9 @@
 
 ::
 
-    mrtr serve [--stdio | --http HOST:PORT] [OPTIONS]
-    python -m mrtr_transports serve [--stdio | --http HOST:PORT] [OPTIONS]
-    python -m mrtr_transports.server [--stdio | --http HOST:PORT] [OPTIONS]
+    mrtr serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [OPTIONS]
+    python -m mrtr_transports serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [OPTIONS]
+    python -m mrtr_transports.server [--stdio | --http HOST:PORT | --ws HOST:PORT] [OPTIONS]
 
 They are one entry (an :class:`Entry` says only how it is called) with one set
 of options, and run the same steps, in this order:
@@ -20,7 +20,11 @@ of options, and run the same steps, in this order:
    2 with a message that says what to fix;
 5. serve: stdio until the end of stdin; HTTP until Ctrl-C or SIGTERM, announcing
    ``listening on http://HOST:PORT/PATH`` on stderr once it accepts
-   connections (``mrtr serve: listening on ...`` for ``mrtr serve``).
+   connections (``mrtr serve: listening on ...`` for ``mrtr serve``); WebSocket
+   (``--ws``, :mod:`~mrtr_transports.server.ws`) likewise, with ``ws://HOST:PORT/PATH``.
+   ``--path``, ``--allow-*``, ``--trusted-proxy`` and ``--max-connections`` apply to
+   it as to HTTP; ``--max-message-size``, ``--ping-interval`` and ``--ping-timeout``
+   only to it.
 
 Shared state (HTTP only; ``docs/deploying.md``): several ``mrtr serve --http``
 workers behind one load balancer serve any leg of any flow when they seal with
@@ -36,7 +40,8 @@ traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
 the serving, so the stdout guard and open connections are closed as on any
 other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
 ``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
-``--single-use``) with stdio, or ``--drain-timeout`` with HTTP, are usage errors.
+``--single-use``, ``--public-url``, ``--callback-path``) with stdio, or
+``--drain-timeout`` with HTTP, are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line.
 """
@@ -82,7 +87,7 @@ DEFAULT_APP = "mrtr_transports.apps.example:app"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PATH = "/mcp"
 
-Transport = Literal["stdio", "http"]
+Transport = Literal["stdio", "http", "ws"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
     where.add_argument(
         "--http", metavar="HOST:PORT", help="serve Streamable HTTP (port 0: any free port)"
     )
+    where.add_argument(
+        "--ws", metavar="HOST:PORT", help="serve MCP over WebSocket (port 0: any free port)"
+    )
     parser.add_argument(
         "--app", default=DEFAULT_APP, metavar="MODULE:ATTR", help=f"the ServerApp ({DEFAULT_APP})"
     )
@@ -130,6 +138,17 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
         f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
     )
     parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="HTTP: the URL clients and browsers reach this server at, behind a proxy "
+        "(default: the listening address); URL elicitation's callback is under it",
+    )
+    parser.add_argument(
+        "--callback-path",
+        metavar="PATH",
+        help="HTTP: URL elicitation's callback under the endpoint (default auth/callback)",
+    )
     for flag, metavar, what in (
         ("--allow-origin", "ORIGIN", "an Origin accepted besides localhost (* for any)"),
         ("--allow-host", "HOST", "a Host header accepted besides localhost"),
@@ -138,12 +157,21 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
         help_text = f"HTTP: {what} (repeatable)"
         parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help_text)
     for bound in HTTP_BOUNDS:
+        where_applies = "HTTP, WebSocket" if bound.option == "max_connections" else "HTTP"
         parser.add_argument(
             bound.flag,
             dest=bound.option,
             type=bound.kind,
             metavar="N" if bound.kind is int else "SEC",
-            help=f"HTTP: {bound.what} (default {bound.default})",
+            help=f"{where_applies}: {bound.what} (default {bound.default})",
+        )
+    for ws_bound in WS_BOUNDS:
+        parser.add_argument(
+            ws_bound.flag,
+            dest=f"ws_{ws_bound.option}",
+            type=ws_bound.kind,
+            metavar="N" if ws_bound.kind is int else "SEC",
+            help=f"WebSocket: {ws_bound.what} (default {ws_bound.default})",
         )
     parser.add_argument(
         "--state-keys",
@@ -194,6 +222,57 @@ HTTP_BOUNDS = (
         "listen streams of one client address",
     ),
     HttpBound("--listen-lifetime", "listen_lifetime", float, "how long a listen stream lasts"),
+    HttpBound("--max-sessions", "max_sessions", int, "2025-era sessions held at once"),
+    HttpBound(
+        "--session-idle-timeout",
+        "session_idle_timeout",
+        float,
+        "a 2025-era session without work ends after",
+    ),
+    HttpBound(
+        "--replay-events", "replay_buffer_events", int, "SSE events a session keeps to resume"
+    ),
+    HttpBound("--replay-bytes", "replay_buffer_bytes", int, "bytes of SSE events a session keeps"),
+    HttpBound(
+        "--max-session-streams", "max_session_streams", int, "SSE streams of 2025-era sessions"
+    ),
+    HttpBound(
+        "--max-streams-per-session",
+        "max_streams_per_session",
+        int,
+        "open SSE streams of one 2025-era session",
+    ),
+    HttpBound(
+        "--legacy-answer-timeout",
+        "legacy_answer_timeout",
+        float,
+        "a 2025-era client's answer to one server question",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WsBound:
+    """One bound of the WebSocket server that the command line can set."""
+
+    flag: str
+    option: str  # the keyword of ``WsServer``
+    kind: type[int] | type[float]
+    what: str
+
+    @property
+    def default(self) -> str:
+        from . import ws  # only for --help
+
+        value = (ws.WsServer.__init__.__kwdefaults__ or {})[self.option]
+        return str(value) if self.kind is int else f"{value:g}"
+
+
+#: The WebSocket server's own bounds, as flags (``--max-connections`` is shared with HTTP).
+WS_BOUNDS = (
+    WsBound("--max-message-size", "max_message_size", int, "bytes of one message"),
+    WsBound("--ping-interval", "ping_interval", float, "seconds between keep-alive pings"),
+    WsBound("--ping-timeout", "ping_timeout", float, "seconds a pong may take"),
 )
 
 
@@ -213,31 +292,55 @@ class ServeOptions:
     trusted_proxies: tuple[str, ...] = ()
     state_keys: StateKeys | None = None
     single_use: str | None = None
+    public_url: str | None = None
+    callback_path: str | None = None
     #: The HTTP bounds given on the command line, as ``HttpServer`` keywords.
     http_bounds: tuple[tuple[str, float], ...] = ()
+    #: The WebSocket bounds given on the command line, as ``WsServer`` keywords.
+    ws_bounds: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
-        http_only += [args.state_keys, args.single_use]
+        http_only += [args.state_keys, args.single_use, args.public_url, args.callback_path]
         given = [(b, getattr(args, b.option)) for b in HTTP_BOUNDS]
         given = [(b, value) for b, value in given if value is not None]
         http_only += [value for _, value in given]
         for bound, value in given:
             if not value > 0:
                 raise UsageError(f"{bound.flag} must be more than 0")
+        ws_given = [(b, getattr(args, f"ws_{b.option}")) for b in WS_BOUNDS]
+        ws_given = [(b, value) for b, value in ws_given if value is not None]
+        for ws_bound, value in ws_given:
+            if not value > 0:
+                raise UsageError(f"{ws_bound.flag} must be more than 0")
         drain = args.drain_timeout
         host, port = DEFAULT_HOST, 0
         transport: Transport = "stdio" if args.http is None else "http"
         if args.http is not None:
             host, port = parse_host_port(args.http)
+        if args.ws is not None:
+            transport = "ws"
+            host, port = parse_host_port(args.ws, flag="--ws")
+            if any(b.option != "max_connections" for b, _ in given):
+                raise UsageError("of the HTTP bounds only --max-connections applies to --ws")
+        elif ws_given:
+            raise UsageError(
+                "--max-message-size, --ping-interval and --ping-timeout only apply to --ws"
+            )
         if transport == "stdio" and any(http_only):
             raise UsageError(
-                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use and the "
-                "HTTP bounds only apply to --http"
+                "--path, --allow-*, --trusted-proxy, --state-keys, --single-use, "
+                "--public-url, --callback-path and the HTTP bounds only apply to --http"
             )
-        if transport == "http" and drain is not None:
+        if args.public_url is not None:
+            parts = urllib.parse.urlsplit(args.public_url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise UsageError(f"--public-url {args.public_url!r}: an absolute http(s) URL")
+        if transport == "ws" and (args.public_url is not None or args.callback_path is not None):
+            raise UsageError("--public-url and --callback-path only apply to --http")
+        if transport != "stdio" and drain is not None:
             raise UsageError("--drain-timeout only applies to --stdio")
         if drain is not None and not drain >= 0:
             raise UsageError("--drain-timeout must be a number of seconds, 0 or more")
@@ -265,7 +368,10 @@ class ServeOptions:
             trusted_proxies=proxies,
             state_keys=state_keys,
             single_use=args.single_use,
+            public_url=args.public_url,
+            callback_path=args.callback_path,
             http_bounds=tuple((b.option, value) for b, value in given),
+            ws_bounds=tuple((b.option, value) for b, value in ws_given),
         )
 
 
@@ -301,11 +407,11 @@ def check_single_use(url: str, state_keys: StateKeys | None) -> None:
         ) from exc
 
 
-def parse_host_port(text: str) -> tuple[str, int]:
+def parse_host_port(text: str, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``; :class:`UsageError`."""
     host, sep, port_text = text.rpartition(":")
     if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise UsageError(f"--http {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
+        raise UsageError(f"{flag} {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
     return host.strip("[]"), int(port_text)
 
 
@@ -341,6 +447,8 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
                 )
             if options.transport == "stdio":
                 serving = functools.partial(_serve_stdio, app, options)
+            elif options.transport == "ws":
+                serving = functools.partial(_serve_ws, entry, app, options)
             else:
                 serving = functools.partial(_serve_http, entry, app, options)
             stop_on = (signal.SIGINT, signal.SIGTERM)
@@ -370,11 +478,35 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> in
         "trusted_proxies": options.trusted_proxies,
         **dict(options.http_bounds),
     }
+    if options.public_url is not None:
+        http_options["public_url"] = options.public_url
+    if options.callback_path is not None:
+        http_options["callback_path"] = options.callback_path
     serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
     async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
         started = await nursery.start(serving)
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{entry.announce}listening on {url}\n")
+        sys.stderr.flush()
+    return ExitCode.RESULT
+
+
+async def _serve_ws(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
+    from .ws import serve_ws
+
+    ws_options: dict[str, Any] = {
+        "path": options.path,
+        "allowed_origins": options.allowed_origins or None,
+        "allowed_hosts": options.allowed_hosts or None,
+        "trusted_proxies": options.trusted_proxies,
+        **dict(options.http_bounds),  # (only --max-connections gets here)
+        **dict(options.ws_bounds),
+    }
+    serving = functools.partial(serve_ws, app, options.host, options.port, **ws_options)
+    async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
+        host, port = await nursery.start(serving)
+        shown = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"{entry.announce}listening on ws://{shown}:{port}{options.path}\n")
         sys.stderr.flush()
     return ExitCode.RESULT
 

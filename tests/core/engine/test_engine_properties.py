@@ -40,9 +40,9 @@ TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
 SENDS = (m.SendRequest, m.SendRetry)
 
 
-def pace(n: int) -> float:
+def pace(n: int, cap: float = m.engine.PACE_CAP) -> float:
     """The delay of the n-th (0-based) requestState-only leg since the last input round."""
-    return min(m.engine.PACE_FIRST * 2**n, m.engine.PACE_CAP)
+    return min(m.engine.PACE_FIRST * 2**n, cap)
 
 
 def strip(params: dict[str, Any]) -> dict[str, Any]:
@@ -458,6 +458,11 @@ class Run:
         self.last_input_required: dict[str, Any] | None = None
         self.input_retries = 0
         self.state_only_retries = 0
+        # A URL elicitation accepted in this round; since when its person is waited for
+        # (the state-only legs after it are human time: not counted, bounded in seconds).
+        self.url_accepted = False
+        self.url_wait_since: float | None = None
+        self.url_wait_retries = 0
 
     # --- helpers ---
 
@@ -608,7 +613,8 @@ class Run:
         with_answers = [ev for ev in retries if "inputResponses" in ev.params]
         assert len(with_answers) == self.input_retries <= self.opts["max_rounds"]
         state_only = len(retries) - len(with_answers)
-        assert state_only == self.state_only_retries <= self.opts["max_state_only_legs"]
+        assert state_only == self.state_only_retries + self.url_wait_retries
+        assert self.state_only_retries <= self.opts["max_state_only_legs"]
         return self
 
     def next_action(self) -> Action:
@@ -750,6 +756,8 @@ class Run:
                 return wait
         self.round += 1
         self.pace_n = 0
+        self.url_accepted = False
+        self.url_wait_since = None
         keys = tuple(requests)
         rem = self.remaining(self.now)
         wait_for = min_opt(self.opts["input_timeout"], rem)
@@ -775,8 +783,18 @@ class Run:
         return wait
 
     def state_only_leg(self, result: dict[str, Any], events: list[Any], wait: m.Wait) -> m.Wait:
-        self.state_only += 1
-        if self.state_only > self.opts["max_state_only_legs"]:
+        url_wait = self.url_wait_since is not None
+        if self.url_wait_since is not None:
+            waited = self.now - self.url_wait_since
+            if waited > m.engine.DEFAULT_URL_WAIT:
+                assert events == [
+                    m.TimedOut(elapsed=waited, budget=m.engine.DEFAULT_URL_WAIT, limit="input")
+                ]
+                self.finish(events, "timed_out", ("url",))
+                return wait
+        else:
+            self.state_only += 1
+        if not url_wait and self.state_only > self.opts["max_state_only_legs"]:
             assert len(events) == 1, events
             self.expect_failed(
                 events,
@@ -786,7 +804,7 @@ class Run:
             )
             return wait
         self.round += 1
-        delay = pace(self.pace_n)
+        delay = pace(self.pace_n, m.engine.URL_PACE_CAP if url_wait else m.engine.PACE_CAP)
         self.pace_n += 1
         assert events[0] == m.RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None)
         if self.spent(self.now, reserve=delay):
@@ -796,7 +814,10 @@ class Run:
         self.expect_send(events[1:], kind=m.SendRetry, params=None, delay=delay, reissue=False)
         assert self.leg is not None
         self.check_retry_params(self.leg.params, answers=None, state=result["requestState"])
-        self.state_only_retries += 1
+        if url_wait:
+            self.url_wait_retries += 1
+        else:
+            self.state_only_retries += 1
         return wait
 
     # --- a round waits for answers ---
@@ -870,6 +891,8 @@ class Run:
             self.expect_input_expired(events, self.pending)
             return wait
         self.answers[key] = wire
+        if request_kind(raw) == "elicitation/create#url" and wire["action"] == "accept":
+            self.url_accepted = True
         if self.pending:
             assert events == []
             assert wait is m.engine.NEED_INPUT
@@ -877,6 +900,7 @@ class Run:
         if self.spent(t):
             self.expect_total_timeout(events, wait)
             return wait
+        self.url_wait_since = t if self.url_accepted else None
         self.expect_send(events, kind=m.SendRetry, params=None, delay=0.0, reissue=False)
         assert self.leg is not None
         self.check_retry_params(
@@ -900,6 +924,8 @@ class Run:
         elapsed = snap["elapsed"]
         self.engine = m.RoundEngine.restore(snap, later)
         self.started = later - float(elapsed)
+        if self.url_wait_since is not None:  # stored as time waited: rebased like the rest
+            self.url_wait_since += self.offset
         self.now = later
         self.identity = False  # the state went through JSON: equal, no longer the same str
         events, new_wait = self.drain()

@@ -617,6 +617,8 @@ def test_elicit_form_accepts_each_primitive_schema(definition: dict[str, Any]) -
             "not both",
         ),
         ({"type": "string", "default": 1}, "default"),
+        ({"type": "string", "maxLength": 9, "oneOf": [{"const": "a", "title": "A"}]}, "no minL"),
+        ({"type": "string", "enum": ["a"], "format": "email"}, "no minLength"),
         ({"type": "number", "maximum": "9"}, "maximum"),
         ({"type": "integer", "minimum": True}, "minimum"),
         ({"type": "boolean", "default": "yes"}, "default"),

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import pytest
 import trio
-from mrtr_transports.client import http as http_client
+from mrtr_transports.client import http_streams
 from mrtr_transports.client.client import Client, TraceRecord
-from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
+from mrtr_transports.client.errors import CallError, CallTimeout, ClientError, TransportError
 from mrtr_transports.client.http import open_http_client
 from support.peer_http_server import (
     DISCOVER,
@@ -309,7 +309,7 @@ async def test_a_leg_timeout_closes_the_stream() -> None:
 async def test_a_stream_left_open_after_its_answer_is_closed_soon(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(http_client, "LINGER_AFTER_ANSWER", 0.05)
+    monkeypatch.setattr(http_streams, "LINGER_AFTER_ANSWER", 0.05)
 
     async def tools_call(seen: Seen, count: int) -> Reply:
         return sse_reply([result(seen, text("answered"))], hold=True)
@@ -433,26 +433,32 @@ async def opening_fails(server: PeerHttpServer, expected: type[E], **options: An
         json_reply({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "?"}}, 404),
     ],
 )
-async def test_a_2025_http_server_is_a_clear_transport_error(reply: Reply) -> None:
+async def test_a_refused_probe_falls_back_to_a_2025_initialize(reply: Reply) -> None:
+    # The probe's refusal is the 2025 signal: the client goes on with initialize (here
+    # refused too, so opening fails, naming initialize and the status).
     async def legacy(seen: Seen) -> Reply:
         return reply
 
     server = PeerHttpServer(legacy)
-    failure = await opening_fails(server, TransportError)
-    assert failure.kind == "http"
-    assert "not supported yet" in str(failure)
-    assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
+    failure = await opening_fails(server, ClientError)
+    if isinstance(failure, CallError):  # the JSON-RPC error, when its id is initialize's
+        assert failure.code == -32601
+    else:
+        assert isinstance(failure, TransportError) and "initialize" in str(failure)
+    assert [seen.rpc_method for seen in server.seen] == ["server/discover", "initialize"]
+    assert "mcp-protocol-version" not in server.seen[1].headers  # (its version is in the body)
 
 
 async def test_only_what_really_went_out_is_traced_as_sent() -> None:
-    # Regression: the trace had a send for `initialize`, which the link refused (2025-era
-    # HTTP is not supported), and for a POST to a port where nobody listens.
+    # Regression: the trace had a send for a message the link refused, and for a POST
+    # to a port where nobody listens.
     async def legacy(seen: Seen) -> Reply:
         return Reply(405, [], [])
 
     records: list[TraceRecord] = []
     await opening_fails(PeerHttpServer(legacy), TransportError, tracer=records.append)
-    assert [(r.dir, r.msg.get("method")) for r in records] == [("send", "server/discover")]
+    sent = [(r.dir, r.msg.get("method")) for r in records]
+    assert sent == [("send", "server/discover"), ("send", "initialize")]
 
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]

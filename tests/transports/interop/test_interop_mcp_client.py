@@ -171,3 +171,110 @@ def test_stdio_server_with_the_legacy_client_through_the_shim() -> None:
         assert answers.logs == [("info", {"note": "halfway"}), ("debug", "too chatty")]
 
     anyio.run(main)
+
+
+# --- 2025-era sessions over HTTP --------------------------------------------------------------
+
+
+def test_http_server_with_the_legacy_client_through_the_shim(http_url: str) -> None:
+    """``initialize``, ``Mcp-Session-Id``, the shim's questions on each POST's SSE stream."""
+
+    async def main() -> None:
+        answers = Answers()
+        with anyio.fail_after(15):
+            async with answers.client(http_url, mode="legacy") as client:
+                assert client.protocol_version == "2025-11-25"
+                await exercise(client, answers)
+        assert answers.logs == [("info", {"note": "halfway"}), ("debug", "too chatty")]
+
+    anyio.run(main)
+
+
+@pytest.fixture(scope="module")
+def example_url() -> Iterator[str]:
+    """``mrtr serve --http`` with its default app (the conformance fixtures)."""
+    argv = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--http", "127.0.0.1:0"]
+    process = subprocess.Popen(argv, cwd=ROOT, env=server_env(), stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    try:
+        ready, _, _ = select.select([process.stderr], [], [], 15.0)
+        assert ready, "mrtr serve --http did not start within 15 s"
+        line = process.stderr.readline().decode()
+        assert "listening on http://127.0.0.1:" in line, line
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        yield line.split()[-1]
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+class FixtureAnswers:
+    """What the conformance fixtures ask, answered as a person and a model would."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params.message)
+        fields = getattr(params, "requested_schema", {}).get("properties", {})
+        content: dict[str, Any] = {}
+        for name, schema in fields.items():
+            content[name] = {"boolean": True, "string": f"my {name}"}.get(schema.get("type"))
+        return types.ElicitResult(action="accept", content=content)
+
+    async def sample(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.asked.append("sampling")
+        content = types.TextContent(type="text", text="Paris")
+        return types.CreateMessageResult(role="assistant", content=content, model="test-llm")
+
+    async def roots(self, context: Any) -> types.ListRootsResult:
+        self.asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
+
+
+def test_the_mrtr_fixtures_reach_a_legacy_client_through_the_shim(example_url: str) -> None:
+    async def main() -> None:
+        answers = FixtureAnswers()
+        client = Client(
+            example_url,
+            mode="legacy",
+            elicitation_callback=answers.elicit,
+            sampling_callback=answers.sample,
+            list_roots_callback=answers.roots,
+        )
+        with anyio.fail_after(30):
+            async with client:
+                assert client.protocol_version == "2025-11-25"
+
+                async def tool(name: str) -> str:
+                    return text_of(await client.call_tool(f"test_input_required_result_{name}", {}))
+
+                assert await tool("elicitation") == "Hello, my name!"
+                assert await tool("sampling") == "The model answered: Paris"
+                assert await tool("list_roots") == "Client roots: file:///work"
+                assert await tool("request_state") == "state-ok: confirmed=True"
+                assert await tool("multiple_inputs") == "Paris my name (1 roots)"
+                assert await tool("multi_round") == "my name likes my color."
+                assert await tool("tampered_state") == "state verified"
+                assert await tool("capabilities") == "answered: sample, ask"
+                prompt = await client.get_prompt("test_input_required_result_prompt", {})
+                message = prompt.messages[0].content
+                assert isinstance(message, types.TextContent)
+                assert message.text == "Use this context: my context"
+        assert answers.asked.count("sampling") == 3
+        assert "Step 2: What is your favorite color?" in answers.asked
+
+    anyio.run(main)
+
+
+def test_auto_mode_still_picks_2026_on_the_same_server(example_url: str) -> None:
+    async def main() -> None:
+        with anyio.fail_after(15):
+            async with Client(example_url, mode="auto") as client:
+                assert client.protocol_version == "2026-07-28"
+                simple = await client.call_tool("test_simple_text", {})
+                assert text_of(simple) == "This is a simple text response for testing."
+
+    anyio.run(main)

@@ -109,7 +109,7 @@ async def test_head_gets_the_headers_of_a_get_and_no_body(
                     assert head.headers.keys() == get.headers.keys()
                     assert int(head.headers["content-length"]) > 0
                     if status == 405:
-                        assert head.headers["allow"] == "POST"
+                        assert head.headers["allow"] == "GET, POST, DELETE"
                     # Nothing more was written: the next request on the connection parses.
                     assert (await peer.post(tool_call("echo", {"text": "next"}))).status == 200
             # Refused before the path (Origin) or after (Accept): still no body.

@@ -255,12 +255,12 @@ async def test_notification_gets_202_and_no_body() -> None:
             assert (reply.status, reply.body) == (202, b"")
 
 
-async def test_only_post_is_allowed() -> None:
+async def test_get_and_delete_need_a_session_and_nothing_else_is_allowed() -> None:
     with trio.fail_after(5):
         async with serving() as served, served.connect() as peer:
-            for method in ("GET", "DELETE", "PUT"):
+            for method in ("GET", "DELETE", "PUT"):  # (no Mcp-Session-Id)
                 reply = await peer.post(method=method, accept="text/event-stream")
-                assert reply.status == 405 and reply.headers["allow"] == "POST"
+                assert reply.status == 405 and reply.headers["allow"] == "GET, POST, DELETE"
             # The connection was kept alive through the refusals.
             assert (await peer.post(tool_call("echo"))).status == 200
             missing = await served.post(tool_call("echo"), target="/other")

@@ -8,6 +8,7 @@ connection sends is what goes down stdin, what it reads is every byte of stdout.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 import trio
 import trio.testing
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
+from mrtr_transports.server import driver
 from mrtr_transports.server.driver import AppSpecError, load_app, serve_stream
 from support import srv_apps
 
@@ -438,6 +440,12 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             )
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
+
+
+def test_the_legacy_answer_timeout_is_on_by_default() -> None:
+    # A question nobody answers must not hold a 2025 request for ever, unless asked to.
+    default = inspect.signature(serve_stream).parameters["legacy_answer_timeout"].default
+    assert default == driver.DEFAULT_LEGACY_ANSWER_TIMEOUT == 300.0
 
 
 async def test_bad_app_spec_exits_with_a_clear_message() -> None:

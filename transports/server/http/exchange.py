@@ -3,10 +3,13 @@
 For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
 
 1. ``Host`` and ``Origin`` go to the server's ``AccessPolicy`` (403).
-2. The path (404), the method (GET, DELETE, ... -> 405 with ``Allow: POST``),
-   ``Accept`` (it must take ``application/json`` or ``text/event-stream``,
-   else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
-   body size (413).
+2. The path (404), the method (one dispatch: POST here; GET and DELETE with
+   an ``Mcp-Session-Id`` to the server's 2025-era side, ``sessions.py``; any
+   other -> 405 with ``Allow: GET, POST, DELETE``), ``Accept`` (it must take
+   ``application/json`` or ``text/event-stream``, else 406), ``Content-Type``
+   (JSON, else 415; more than one, 400) and the body size (413).  A POSTed
+   2025-era message (``mrtr_core.protocol.is_legacy_message``) goes to the
+   session side too, before step 3.
 3. The headers that mirror the body are checked against it by the core rule
    (``mrtr_core.protocol.check_request_headers``), the
    ``Mcp-Param-*`` ones with the called tool's header params, from the app
@@ -42,6 +45,7 @@ from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_header
 
 from ..app import ServerApp
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
+from .callback import CallbackRoute
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers
 from .refusals import (
@@ -70,6 +74,11 @@ class ExchangeHost(Protocol):
     closing: bool
     slots: ConnectionSlots
     listens: ListenPool
+    #: The URL-elicitation callback under the endpoint (``callback.py``), if the app has one.
+    callback: CallbackRoute | None
+
+    #: The 2025-era side: ``sessions.SessionEndpoint`` (``post``, ``get``, ``delete``).
+    sessions: Any
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
 
@@ -355,6 +364,9 @@ class HttpConnection:
             and headers.get("transfer-encoding") is None
         ):
             self.h11.next_event()  # the EndOfMessage of an empty body: keep-alive after a refusal
+        if server.callback is not None and server.callback.matches(request.target):
+            await server.callback.serve(self, request, headers)  # its own Host/Origin rule
+            return
         refusal = server.policy.refusal(headers, self.peer)
         if refusal is not None:
             log.warning("refused: %s", refusal)
@@ -364,15 +376,21 @@ class HttpConnection:
         if path != server.path:
             await self._send_error(404, f"no MCP endpoint at {path!r}: use {server.path!r}")
             return
+        json_ok, sse_ok = _accepted(headers.get_all("accept"))
+        if request.method in (b"GET", b"DELETE") and headers.get_all("mcp-session-id"):
+            if request.method == b"GET":  # a 2025-era session's stream
+                await server.sessions.get(self, headers, sse_ok)
+            else:
+                await server.sessions.delete(self, headers)
+            return
         if request.method != b"POST":
             await self._send_error(
                 405,
-                f"{request.method.decode('latin-1')} is not allowed: the 2026-07-28 endpoint "
-                "takes POST only (no sessions, no GET stream)",
-                extra=[(b"allow", b"POST")],
+                f"{request.method.decode('latin-1')} is not allowed here: POST a message "
+                "(GET and DELETE are for a 2025-era session: send its Mcp-Session-Id)",
+                extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        json_ok, sse_ok = _accepted(headers.get_all("accept"))
         if not (json_ok or sse_ok):
             await self._send_error(406, "Accept must include application/json or text/event-stream")
             return
@@ -406,11 +424,14 @@ class HttpConnection:
                 400, "empty body: expected one JSON-RPC message", m.protocol.PARSE_ERROR
             )
             return
-        conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
         try:  # parsed once: the headers are checked against it, then the connection takes it
             message = m.wire.default_codec.loads(body)
         except m.MrtrError:
             message = None  # the connection reports what is wrong with the bytes
+        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
+            await server.sessions.post(self, headers, message, json_ok, sse_ok)
+            return
+        conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
         if isinstance(message, Mapping):
             tool = called_tool(message)
             try:

@@ -21,6 +21,13 @@ Two pools, so that neither kind of client can starve the other:
   ``lifetime`` seconds.  A refusal says when to come back: when the oldest of
   the streams in the way reaches its lifetime.
 
+* ``SessionStreams``: the SSE streams of 2025-era sessions (a request's
+  stream, which may wait minutes for a person to answer the legacy shim's
+  question, and the GET streams), out of the connection slots too: at most
+  ``max_streams`` in all and ``per_session`` for one session, so no session,
+  and no number of sessions, can take the slots that other clients' requests
+  need.  Past either: 503 with ``Retry-After: 1``.
+
 No I/O here: the server asks, these answer; time is passed in.
 """
 
@@ -32,7 +39,14 @@ from typing import Protocol
 
 import attrs
 
-__all__ = ["ConnectionSlots", "Evictable", "Lease", "ListenPool", "ListenRefusal"]
+__all__ = [
+    "ConnectionSlots",
+    "Evictable",
+    "Lease",
+    "ListenPool",
+    "ListenRefusal",
+    "SessionStreams",
+]
 
 
 class Evictable(Protocol):
@@ -171,3 +185,39 @@ class ListenPool:
 def _seconds_until(leases: list[Lease], now: float) -> int:
     """Whole seconds until the first of ``leases`` ends (at least 1)."""
     return max(1, math.ceil(min(lease.deadline for lease in leases) - now))
+
+
+class SessionStreams:
+    """Open SSE streams of 2025-era sessions: ``max_streams`` in all, ``per_session`` each."""
+
+    def __init__(self, max_streams: int, per_session: int) -> None:
+        self.max_streams = max_streams
+        self.per_session = per_session
+        self._held: dict[str, int] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def admit(self, session_id: str) -> str | None:
+        """Take a place for one more stream of the session; or why not (the 503 message)."""
+        own = self._held.get(session_id, 0)
+        if own >= self.per_session:
+            return (
+                f"this session already has {own} open streams "
+                f"(max_streams_per_session={self.per_session}): retry when one ends"
+            )
+        if self._count >= self.max_streams:
+            return f"the server holds max_session_streams={self.max_streams} streams: retry later"
+        self._held[session_id] = own + 1
+        self._count += 1
+        return None
+
+    def release(self, session_id: str) -> None:
+        own = self._held.get(session_id, 0)
+        if own:
+            self._count -= 1
+            if own == 1:
+                del self._held[session_id]
+            else:
+                self._held[session_id] = own - 1

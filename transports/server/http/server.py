@@ -1,10 +1,16 @@
-"""Serve a ``ServerApp`` over Streamable HTTP, protocol revision 2026-07-28 (trio + h11).
+"""Serve a ``ServerApp`` over Streamable HTTP: 2026-07-28, and 2025-era sessions (trio + h11).
 
-The model: one endpoint (``/mcp``), POST only.  Every POST carries one
-JSON-RPC message and gets a fresh server ``mrtr_core.Connection``
-(``framing="messages"``): 2026-07-28 has no sessions, so nothing is shared
-between POSTs and the ids of different clients can never collide.  For each
-POST, in order:
+The model: one endpoint (``/mcp``) for both eras at once.  A 2026-07-28 client
+only POSTs: every POST carries one JSON-RPC message and gets a fresh server
+``mrtr_core.Connection`` (``framing="messages"``): 2026-07-28 has no sessions,
+so nothing is shared between POSTs and the ids of different clients can never
+collide.  A 2025-era client (its POST is an ``initialize``, names an
+``Mcp-Session-Id`` or says a 2025 ``MCP-Protocol-Version``, and carries no 2026
+``_meta``) gets a session: a long-lived connection of its own, SSE streams
+with event ids and ``Last-Event-ID`` resumption, the legacy shim's questions
+on each request's own stream, a standalone ``GET`` stream and ``DELETE``
+(``sessions.py``, ``session.py``; the rules: ``mrtr_core.protocol``).  For
+each 2026-07-28 POST, in order:
 
 1. ``Host`` and ``Origin`` are checked against allow-lists (DNS rebinding):
    by default only ``localhost``, ``127.0.0.1`` and ``[::1]`` on any port
@@ -14,7 +20,8 @@ POST, in order:
    ``X-Forwarded-Host`` is believed only from ``trusted_proxies`` (addresses
    or networks).  A refusal is a 403 whose message names the setting to
    change.  (More than one ``Host`` is h11's 400.)
-2. The path (404), the method (GET, DELETE, ... -> 405 with ``Allow: POST``),
+2. The path (404), the method (GET and DELETE without a session id, PUT, ...
+   -> 405 with ``Allow: GET, POST, DELETE``),
    ``Accept`` (it must take ``application/json`` or ``text/event-stream``,
    else 406), ``Content-Type`` (JSON, else 415; more than one, 400) and the
    body size (413).
@@ -40,10 +47,16 @@ POST, in order:
    only ``text/event-stream`` always gets a stream; one that accepts only JSON
    never does (its notifications are dropped).
 
+URL elicitation (``callback.py``, ``docs/url-elicitation.md``): an app with
+``url_flows`` (every ``McpApp``) also gets ``GET {path}/{callback_path}``
+(default ``/mcp/auth/callback``), where a provider sends the user's browser
+back; ``public_url`` is the URL browsers reach the server at (behind a proxy),
+from which the callback's absolute URL is made (default: the listening address).
+
 HTTP status of a JSON error answer: -32601 -> 404; -32700, -32600, -32602,
 -32020, -32021, -32022 -> 400; -32603 -> 500; any other code -> 200.
-``ping`` and ``initialize`` are 2025-era methods this endpoint does not
-serve: 404 with -32601.
+``ping`` and ``initialize`` carrying 2026 ``_meta`` are 2025-era methods in a
+2026-07-28 request: 404 with -32601.
 
 Cancellation: a client that closes the connection (or the SSE stream) while
 its request runs cancels the handler, and nothing more is sent for it.
@@ -96,17 +109,23 @@ A response the connection has produced is always written out (bounded by
 Run it: ``python -m mrtr_transports.server --http 127.0.0.1:0 --app MODULE:ATTR``
 prints ``listening on http://127.0.0.1:PORT/mcp`` on stderr when ready.
 
-Out of scope: the 2025-era HTTP transport (``Mcp-Session-Id`` sessions, the
-GET stream, ``Last-Event-ID`` resumption).  A 2025-era request (no ``_meta``)
-gets the connection's -32602 naming the 2026 version to use, and
-``initialize`` gets 404 / -32601.  ``Mcp-Session-Id`` and ``Last-Event-ID``
-headers are ignored.
+2025-era sessions are bounded too: ``max_sessions`` (256) live at once (a
+newcomer ends the one idle longest, or gets 503 when all are busy), each ending
+after ``session_idle_timeout`` (1800 s) without work, each with a replay
+buffer of ``replay_buffer_events`` (256) and ``replay_buffer_bytes`` (256 KiB);
+a question of the legacy shim waits ``legacy_answer_timeout`` (300 s) for its
+answer.  Sessions' SSE streams (a request's, a GET's) live out of the
+connection slots in a pool of their own: ``max_session_streams`` (256) in all,
+``max_streams_per_session`` (16) for one session (503 with ``Retry-After``).
+A request without 2026 ``_meta`` that is none of the 2025-era kinds
+gets the connection's -32602 naming the 2026 version to use.
 
 The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
 (connection slots, the listen pool), ``exchange.py`` (one TCP connection's
-h11 requests and their answers), ``refusals.py`` (error statuses and bodies),
-this module (the server object, ``serve_http``); the header rules are the core's
-(``mrtr_core.protocol``).
+h11 requests and their answers), ``sessions.py`` and ``session.py`` (the
+2025-era side), ``callback.py`` (the URL-elicitation callback), ``refusals.py``
+(error statuses and bodies), this module (the server object, ``serve_http``);
+the header and session rules are the core's (``mrtr_core.protocol``).
 """
 
 from __future__ import annotations
@@ -121,10 +140,12 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
+from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
 from .refusals import close_lingering, refuse_busy
+from .sessions import SessionEndpoint
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -142,6 +163,13 @@ DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
+DEFAULT_REPLAY_EVENTS = 256
+DEFAULT_REPLAY_BYTES = 256 * 1024
+DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
+DEFAULT_MAX_SESSION_STREAMS = 256
+DEFAULT_MAX_STREAMS_PER_SESSION = 16
 
 
 async def serve_http(
@@ -193,7 +221,16 @@ class HttpServer:
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_buffer_events: int = DEFAULT_REPLAY_EVENTS,
+        replay_buffer_bytes: int = DEFAULT_REPLAY_BYTES,
+        legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
+        max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
+        max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        public_url: str | None = None,
+        callback_path: str = DEFAULT_CALLBACK_PATH,
         **connection_options: Any,
     ) -> None:
         for name, value in (
@@ -202,6 +239,11 @@ class HttpServer:
             ("max_connections", max_connections),
             ("max_listen_streams", max_listen_streams),
             ("max_listen_streams_per_client", max_listen_streams_per_client),
+            ("max_sessions", max_sessions),
+            ("replay_buffer_events", replay_buffer_events),
+            ("replay_buffer_bytes", replay_buffer_bytes),
+            ("max_session_streams", max_session_streams),
+            ("max_streams_per_session", max_streams_per_session),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer")
@@ -211,6 +253,8 @@ class HttpServer:
             ("body_timeout", body_timeout),
             ("write_timeout", write_timeout),
             ("listen_lifetime", listen_lifetime),
+            ("session_idle_timeout", session_idle_timeout),
+            ("legacy_answer_timeout", legacy_answer_timeout),
         ):
             if not seconds > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
@@ -224,16 +268,32 @@ class HttpServer:
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
-        versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
-        self.connection_options: dict[str, Any] = {
+        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
+        common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
             "instructions": app.instructions,
             **connection_options,
-            # No 2025-era sessions here: initialize is not served.
+        }
+        #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
+        self.connection_options = {
+            **common,
             "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
+        #: The connection of each 2025-era session (its initialize negotiates the version).
+        session_versions = tuple(versions)
+        self.sessions = SessionEndpoint(
+            self,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
+            replay_events=replay_buffer_events,
+            replay_bytes=replay_buffer_bytes,
+            legacy_answer_timeout=legacy_answer_timeout,
+            max_streams=max_session_streams,
+            max_streams_per_session=max_streams_per_session,
+            connection_options={**common, "versions": session_versions},
+        )
         self.address: tuple[str, int] | None = None
         self.closing = False
         self.slots = ConnectionSlots(max_connections)
@@ -249,6 +309,18 @@ class HttpServer:
         self._accept_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._fixed_header_params = param_headers
+        # URL elicitation (callback.py): the app's callback route, if it has URL flows.
+        self.public_url = public_url
+        self.callback = callback_route(
+            app,
+            endpoint=path,
+            callback_path=callback_path,
+            allowed_hosts=allowed_hosts,
+            trusted_proxies=trusted_proxies,
+            public_url=public_url,
+        )
+        #: The absolute callback URL (known once serving: from ``public_url`` or the address).
+        self.callback_url: str | None = None
 
     # --- Life cycle ---
 
@@ -269,9 +341,12 @@ class HttpServer:
             listeners = listeners[:1]
         bound = listeners[0].socket.getsockname()
         self.address = (str(bound[0]), int(bound[1]))
+        if self.callback is not None:
+            self.callback_url = self._base_url() + self.callback.path
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await nursery.start(self.sessions.run)
                 nursery.start_soon(self._accept, listeners, nursery)
                 task_status.started(self.address)
         finally:
@@ -288,16 +363,28 @@ class HttpServer:
             self.closing = True
             self._accept_scope.cancel()
             end_subscriptions(self.app)  # open listen streams get their final result
+            self.sessions.shutting_down()  # their standalone streams end
             for connection in list(self._connections):
                 connection.shutdown()  # idle ones close now
             with trio.move_on_after(grace):
                 await self._all_closed.wait()
+            self.sessions.close_all()  # what 2025-era sessions still run is cancelled
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
         if self._nursery is not None:
             await self._stopped.wait()
 
+    def _base_url(self) -> str:
+        """``public_url`` (its scheme and authority), else the listening address."""
+        if self.public_url is not None:
+            return self.public_url.rstrip("/").removesuffix(self.path.rstrip("/"))
+        assert self.address is not None
+        host, port = self.address
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # reachable from here
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        CURRENT_CALLBACK_URL.set(self.callback_url)  # this connection's task: its handlers
         connection = HttpConnection(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)

@@ -1,0 +1,161 @@
+"""SSE event ids and the replay buffer of one 2025-era session (sans-IO).
+
+The model.  Every SSE stream of a session (one per POSTed request, and the
+standalone ``GET`` stream) gets a number, and every event on it an id
+``"{stream}-{seq}"``, ``seq`` counting every event of the session.  What is
+sent is recorded here first, and a writer reads it from here: a live
+connection reads as events arrive, and a client whose stream was cut resumes
+with ``Last-Event-ID`` (a ``GET``) and reads what came after that id on that
+stream, then the rest live, until the stream is finished.  A stream's events
+never show on another stream, and the buffer is per session, so no session
+can read another's.
+
+Bounds: at most ``max_events`` events and ``max_bytes`` bytes of data in
+all; past either, the oldest events go (the newest one always stays, however
+large, so a live reader still gets it).  A reader whose next event went is
+told so (:class:`ReplayLost`): the client cannot get a gapless stream any more
+and the HTTP server refuses the resumption (its request is lost to it).
+A finished stream is forgotten with its last event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+
+from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+
+__all__ = ["STANDALONE", "Cursor", "ReplayBuffer", "ReplayLost", "parse_event_id"]
+
+#: The standalone GET stream's number.
+STANDALONE = 0
+
+
+class ReplayLost(RemoteProtocolError):
+    """A ``Last-Event-ID`` (or a reader's place) this buffer cannot continue from."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=INVALID_REQUEST)
+
+
+def parse_event_id(value: str) -> tuple[int, int]:
+    """``"{stream}-{seq}"`` -> (stream, seq); :class:`ReplayLost` when it is not one."""
+    stream, sep, seq = value.partition("-")
+    if not (sep and stream.isdigit() and seq.isdigit() and len(value) <= 40):
+        raise ReplayLost(f"Last-Event-ID {value[:40]!r} is not an event id of this server")
+    return int(stream), int(seq)
+
+
+@attrs.frozen
+class Cursor:
+    """A reader's place: the stream, and the last ``seq`` it has."""
+
+    stream: int
+    seq: int
+
+
+@attrs.define
+class _Stream:
+    finished: bool = False
+    #: The highest seq of this stream dropped from the buffer (0: none).
+    lost: int = 0
+    #: Events of this stream in the buffer.
+    held: int = 0
+
+
+class ReplayBuffer:
+    """The events of one session's SSE streams, bounded by count and bytes."""
+
+    def __init__(self, max_events: int, max_bytes: int) -> None:
+        if max_events < 1 or max_bytes < 1:
+            raise LocalProtocolError("max_events and max_bytes must be positive")
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._events: deque[tuple[int, int, bytes]] = deque()  # (stream, seq, data)
+        self._bytes = 0
+        self._seq = 0
+        self._next_stream = STANDALONE + 1
+        self._streams: dict[int, _Stream] = {STANDALONE: _Stream()}
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(events, bytes) held."""
+        return len(self._events), self._bytes
+
+    def open_stream(self) -> int:
+        """A new stream's number."""
+        stream = self._next_stream
+        self._next_stream += 1
+        self._streams[stream] = _Stream()
+        return stream
+
+    def record(self, stream: int, data: bytes) -> str:
+        """Keep one event of ``stream`` (``b""``: a priming event); its id."""
+        state = self._streams.get(stream)
+        if state is None or state.finished:
+            raise LocalProtocolError(f"stream {stream} is not open")
+        self._seq += 1
+        self._events.append((stream, self._seq, data))
+        state.held += 1
+        self._bytes += len(data)
+        while len(self._events) > 1 and (
+            len(self._events) > self.max_events or self._bytes > self.max_bytes
+        ):
+            self._drop_oldest()
+        return f"{stream}-{self._seq}"
+
+    def _drop_oldest(self) -> None:
+        stream, seq, data = self._events.popleft()
+        self._bytes -= len(data)
+        state = self._streams[stream]
+        state.lost = seq
+        state.held -= 1
+        if state.finished and state.held == 0 and stream != STANDALONE:
+            del self._streams[stream]
+
+    def finish(self, stream: int) -> None:
+        """No more events on ``stream`` (its response was recorded)."""
+        state = self._streams.get(stream)
+        if state is not None and stream != STANDALONE:
+            state.finished = True
+            if state.held == 0:
+                del self._streams[stream]
+
+    def start(self, stream: int) -> Cursor:
+        """A reader from the beginning of ``stream``."""
+        return Cursor(stream, 0)
+
+    def tail(self, stream: int) -> Cursor:
+        """A reader of what ``stream`` records from now on."""
+        return Cursor(stream, self._seq)
+
+    def resume(self, last_event_id: str) -> Cursor:
+        """A reader after ``last_event_id``; :class:`ReplayLost` when that is not possible."""
+        stream, seq = parse_event_id(last_event_id)
+        state = self._streams.get(stream)
+        if state is None or seq > self._seq:
+            raise ReplayLost(
+                f"Last-Event-ID {last_event_id!r}: no such stream in this session "
+                "(finished and forgotten, or never opened)"
+            )
+        if seq < state.lost:
+            raise ReplayLost(
+                f"Last-Event-ID {last_event_id!r}: later events of that stream are no "
+                "longer held (the session's replay buffer is full)"
+            )
+        return Cursor(stream, seq)
+
+    def read(self, cursor: Cursor) -> tuple[list[tuple[str, bytes]], Cursor, bool]:
+        """The events after ``cursor`` as (id, data), the new cursor, and whether the
+        stream is finished with nothing more to read."""
+        state = self._streams.get(cursor.stream)
+        if state is None or cursor.seq < state.lost:  # (a reader that read all saw done)
+            raise ReplayLost(f"events of stream {cursor.stream} were dropped before being read")
+        found = [
+            (f"{stream}-{seq}", data)
+            for stream, seq, data in self._events
+            if stream == cursor.stream and seq > cursor.seq
+        ]
+        last = int(found[-1][0].partition("-")[2]) if found else cursor.seq
+        return found, Cursor(cursor.stream, last), state.finished

@@ -1,0 +1,53 @@
+"""The example app's URL-elicitation tool: ``connect_provider`` (``docs/url-elicitation.md``).
+
+It sends the user to a (demo) OAuth-style provider with ``ctx.ask_provider``
+and finishes when the provider's redirect reaches the server's callback
+(``{endpoint}/auth/callback``).  The provider here is a placeholder
+(``provider.example`` does not exist): a test, or a person trying it, plays the
+browser by opening the ``redirect_uri`` of the URL shown with its ``state`` and
+a ``code``.  Registered on :mod:`~mrtr_transports.apps.example`'s app (imported
+at its end), so ``mrtr serve --http`` serves it.  It needs the client's
+``elicitation.url`` capability and an HTTP server (stdio has no callback).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import Context
+from .example import app
+from .results import tool_error
+
+#: The demo provider's authorization URL: the server rewrites ``state`` and
+#: ``redirect_uri``; the provider's own ``state`` comes back in ``provider_state``.
+PROVIDER_URL = (
+    "https://provider.example/authorize?response_type=code&client_id=mrtr-example"
+    "&scope=read&state=demo-state&redirect_uri=https%3A%2F%2Fplaceholder.invalid%2F"
+)
+
+
+@app.tool(
+    "connect_provider",
+    description=(
+        "Signs in to a demo OAuth-style provider through URL elicitation: shows a sign-in "
+        "URL, then completes when the provider redirects back to this server's callback."
+    ),
+)
+async def connect_provider(ctx: Context) -> Any:
+    outcome = await ctx.ask_provider(
+        "sign_in", PROVIDER_URL, message="Sign in to the demo provider to connect it."
+    )
+    if outcome.ask is not None:
+        return outcome.ask  # the URL round, or a requestState-only poll while pending
+    if outcome.status == "completed":
+        # A real app exchanges the code at the provider's token endpoint here.
+        code = outcome.code or ""
+        return (
+            f"Connected: the provider returned an authorization code ending in {code[-4:]!r} "
+            f"(provider state {outcome.provider_state!r})."
+        )
+    if outcome.status == "declined":
+        if outcome.error == "access_denied":
+            return tool_error("The sign-in was declined at the provider.")
+        return tool_error("The sign-in page was not opened: the user did not consent.")
+    return tool_error(f"The provider reported an error: {str(outcome.error)[:100]}")

@@ -1,0 +1,336 @@
+"""The WebSocket client (the SEP-1288 draft): one conversation on one socket, wsproto on trio.
+
+The model: like stdio, one long conversation.  :class:`WsLink` opens a TCP
+connection to ``ws://HOST:PORT/PATH``, upgrades it offering the subprotocol
+``mcp`` (and refuses a server that does not select it), then carries the
+client's ``Connection(framing="messages")``: every message it hands over goes
+out as one text message, in order, through one writer task (a bounded queue,
+so the client's pump never blocks); every text message that comes in (its
+fragments joined and bounded by the core's ``MessageAssembler``) is one
+message for the connection.  Cancellation goes on the wire as
+``notifications/cancelled`` (``cancellation="notify"``), as on stdio.
+
+Failures are :class:`~mrtr_transports.client.errors.TransportError`: no
+connection (``kind="connect"``, or ``"timeout"`` past ``connect_timeout``),
+an upgrade refused (``"http"``, with the HTTP ``status`` and the server's
+JSON-RPC message when its body has one), and a conversation that ends
+(``"disconnect"``, naming the close code and reason the server sent, e.g.
+``1001 (going away)``).  A binary message or a message past
+``max_message_size`` from the server closes the socket (1003, 1009) and fails
+every call in flight.
+
+The server pings (keep-alive); the client answers every ping and sends none
+of its own.  Shutdown (``aclose``): what is queued is sent, then our close
+(1000); the server's answer is awaited for at most ``close_timeout``.
+
+Out of scope: ``wss://`` (TLS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, Unpack
+from urllib.parse import urlsplit
+
+import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Event,
+    Ping,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import RemoteProtocolError as WsHandshakeError
+
+import mrtr_core as m
+from mrtr_core.protocol import (
+    SUBPROTOCOL,
+    Fault,
+    MessageAssembler,
+    WebSocketViolation,
+    check_subprotocol,
+    close_reason,
+    describe_close,
+)
+
+from .client import Client
+from .errors import TransportError
+from .link import ClientOptions, LinkClient, Outbound
+from .opening import open_client
+
+__all__ = ["WsLink", "open_ws_client"]
+
+READ_SIZE = 65536
+#: Bytes of the server's refusal body kept for the error message.
+MAX_REFUSAL_BODY = 16 * 1024
+
+
+class WsLink:
+    """A WebSocket to an MCP server as the client's link (see the module docstring)."""
+
+    framing: Literal["lines", "messages"] = "messages"
+    needs_messages = False
+    wants_tool_list = False
+    confirms_transmission = False  # one ordered queue to the socket: handed over is sent
+    cancellation: Literal["notify", "close_stream"] = "notify"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        connect_timeout: float = 10.0,
+        close_timeout: float = 2.0,
+        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
+        max_queued: int = 4096,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme == "wss":
+            raise ValueError(f"{url!r}: wss:// (TLS) is not supported; use ws:// behind a proxy")
+        if parts.scheme != "ws" or not parts.hostname:
+            raise ValueError(f"{url!r}: expected ws://HOST[:PORT]/PATH")
+        self.url = url
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.authority = shown if parts.port is None else f"{shown}:{parts.port}"
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        pairs = headers.items() if isinstance(headers, Mapping) else (headers or ())
+        self.headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in pairs]
+        self.connect_timeout = connect_timeout
+        self.close_timeout = close_timeout
+        self.assembler = MessageAssembler(max_message_size=max_message_size)
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        #: The server's close frame, (code, reason), once it came.
+        self.close_received: tuple[int, str | None] | None = None
+        self._stream: trio.SocketStream | None = None
+        self._send_lock = trio.Lock()
+        self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
+        self._max_queued = max_queued
+        self._client: LinkClient | None = None
+        self._closed = trio.Event()
+        self._lost = False
+        self._conversing = False  # the upgrade succeeded: the reader and writer run
+
+    # --- opening ---
+
+    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+        self._client = client
+        with trio.move_on_after(self.connect_timeout) as connecting:
+            try:
+                self._stream = await trio.open_tcp_stream(self.host, self.port)
+            except OSError as exc:
+                raise TransportError(
+                    f"could not connect to {self.url}: {exc.strerror or exc}", kind="connect"
+                ) from exc
+            try:
+                await self._upgrade(self._stream)
+            except BaseException:
+                await trio.aclose_forcefully(self._stream)
+                raise
+        if connecting.cancelled_caught:
+            if self._stream is not None:
+                await trio.aclose_forcefully(self._stream)
+            raise TransportError(
+                f"no WebSocket to {self.url} within {self.connect_timeout:g} s", kind="timeout"
+            )
+        self._conversing = True
+        nursery.start_soon(self._write)
+        nursery.start_soon(self._read)
+
+    async def _upgrade(self, stream: trio.SocketStream) -> None:
+        request = Request(
+            host=self.authority,
+            target=self.target,
+            subprotocols=[SUBPROTOCOL],
+            extra_headers=self.headers,
+        )
+        await stream.send_all(self.ws.send(request))
+        status: int | None = None
+        body = b""
+        while True:
+            data = await stream.receive_some(READ_SIZE)
+            try:
+                self.ws.receive_data(data or None)
+                events = list(self.ws.events())
+            except WsHandshakeError as exc:
+                raise TransportError(
+                    f"{self.url}: not a WebSocket upgrade answer: {exc}", kind="http"
+                ) from exc
+            for event in events:
+                if isinstance(event, AcceptConnection):
+                    try:
+                        check_subprotocol(event.subprotocol)
+                    except m.RemoteProtocolError as exc:
+                        raise TransportError(f"{self.url}: {exc.message}", kind="http") from exc
+                    return
+                if isinstance(event, RejectConnection):
+                    status = event.status_code
+                    if not event.has_body:
+                        raise self._refused(status, body)
+                elif isinstance(event, RejectData):
+                    if len(body) < MAX_REFUSAL_BODY:
+                        body += event.data[: MAX_REFUSAL_BODY - len(body)]
+                    if event.body_finished:
+                        raise self._refused(status, body)
+            if not data:
+                raise TransportError(
+                    f"{self.url}: the server closed the connection during the upgrade",
+                    kind="disconnect",
+                )
+
+    def _refused(self, status: int | None, body: bytes) -> TransportError:
+        """An upgrade refusal, with the JSON-RPC message of its body when it has one."""
+        message = f"{self.url}: the server refused the WebSocket (HTTP {status})"
+        try:
+            error = json.loads(body)["error"]
+            message += f": {error['message']}"
+        except (ValueError, KeyError, TypeError):
+            pass
+        return TransportError(message, kind="http", status=status)
+
+    # --- the conversation ---
+
+    def transmit(self, out: Outbound) -> None:
+        try:
+            self._outgoing.send_nowait(out.data)
+        except trio.WouldBlock:
+            self._lose(
+                f"the server is not reading its WebSocket ({self._max_queued} messages waiting)"
+            )
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # shutting down
+
+    def close_stream(self, request_id: m.RequestId) -> None:
+        """Nothing to close on a shared socket: the cancellation went out as a message."""
+
+    def tools_listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools  # no headers: x-mcp-header annotations may be ignored
+
+    async def _send(self, event: Event) -> None:
+        assert self._stream is not None
+        async with self._send_lock:
+            if self.ws.state is not ConnectionState.OPEN and not isinstance(event, CloseConnection):
+                raise trio.BrokenResourceError("the WebSocket is closing")
+            await self._stream.send_all(self.ws.send(event))
+
+    async def _write(self) -> None:
+        try:
+            async with self._queued:
+                async for data in self._queued:
+                    await self._send(TextMessage(data=data.decode("utf-8")))
+            # aclose(): everything queued is out; now our close.
+            if self.ws.state is ConnectionState.OPEN:
+                await self._send(CloseConnection(code=1000))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass  # the reader reports how the conversation ended
+
+    async def _read(self) -> None:
+        assert self._stream is not None and self._client is not None
+        stream = self._stream
+        try:
+            while self.ws.state is not ConnectionState.CLOSED:
+                try:
+                    data = await stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = b""
+                self.ws.receive_data(data or None)
+                for event in self.ws.events():
+                    await self._on_event(event)
+        finally:
+            self._closed.set()
+        ended = self.close_received
+        why = (
+            "the connection ended without a close frame"
+            if ended is None or ended[0] == 1006
+            else f"the server closed the WebSocket: {describe_close(*ended)}"
+        )
+        self._lose(why)
+
+    async def _on_event(self, event: Event) -> None:
+        assert self._client is not None
+        try:
+            if isinstance(event, TextMessage):
+                message = self.assembler.receive_text(
+                    event.data, message_finished=event.message_finished
+                )
+                if message:
+                    self._client.receive_data(message)
+                return
+            if isinstance(event, BytesMessage):
+                self.assembler.receive_binary()
+        except WebSocketViolation as exc:
+            await self._close(exc.fault, exc.message)
+            self._lose(f"{self.url}: {exc.message} (closed with {int(exc.close_code)})")
+            return
+        if isinstance(event, Ping):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self._send(event.response())
+        elif isinstance(event, CloseConnection):
+            if self.ws.state is ConnectionState.OPEN:  # wsproto found broken frames
+                fault = Fault.INVALID_UTF8 if event.code == 1007 else Fault.BROKEN_FRAMING
+                await self._close(fault, event.reason or "")
+                self._lose(f"{self.url}: {describe_close(event.code, event.reason)}")
+                return
+            self.close_received = (event.code, event.reason)
+            if self.ws.state is ConnectionState.REMOTE_CLOSING:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._send(event.response())
+
+    async def _close(self, fault: Fault, reason: str) -> None:
+        if self.ws.state is ConnectionState.OPEN:
+            code = m.protocol.CLOSE_CODES[fault]
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self._send(CloseConnection(code=code, reason=close_reason(reason)))
+
+    def _lose(self, message: str) -> None:
+        if not self._lost and self._client is not None:
+            self._lost = True
+            self._client.link_lost(TransportError(message, kind="disconnect"))
+
+    # --- shutdown ---
+
+    async def aclose(self) -> None:
+        self._outgoing.close()  # the writer sends what is queued, then our close
+        stream = self._stream
+        if stream is None or not self._conversing:
+            return  # (a failed start closed its stream)
+        with trio.move_on_after(self.close_timeout):
+            await self._closed.wait()  # the server's answer to our close (or its end)
+        await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def open_ws_client(
+    url: str,
+    *,
+    headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+    connect_timeout: float = 10.0,
+    close_timeout: float = 2.0,
+    **client_options: Unpack[ClientOptions],
+) -> AsyncIterator[Client]:
+    """A :class:`~mrtr_transports.client.client.Client` over a WebSocket to ``url``
+    (``ws://HOST:PORT/PATH``), its era settled on entry.  ``headers`` go on the
+    upgrade request (``Origin``, ``Authorization``); ``client.link`` is the
+    :class:`WsLink`.  Other options go to the ``Client``
+    (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``, ``era``, ...)."""
+    link = WsLink(
+        url,
+        headers=headers,
+        connect_timeout=connect_timeout,
+        close_timeout=close_timeout,
+        max_message_size=client_options.get(
+            "max_message_size", m.connection.DEFAULT_MAX_MESSAGE_SIZE
+        ),
+    )
+    async with open_client(link, **client_options) as client:
+        yield client
