@@ -4,8 +4,9 @@ carries, the JSON-RPC and MCP error codes, the methods that may answer
 capability needs, 2025-era mapping), what a server knows about one request
 (``RequestInfo``), the Streamable HTTP header rules, the 2025-era session
 rules (session ids, ``SessionTable``, SSE event ids and the ``ReplayBuffer``,
-what a client of a session sends and how it resumes a stream), and the
-WebSocket rules (subprotocol, close codes, message size).
+what a client of a session sends and how it resumes a stream), the WebSocket
+rules (subprotocol, close codes, message size), and the client-side caching
+rules (``ttlMs``/``cacheScope``).
 """
 
 from .._errors import (
@@ -20,6 +21,22 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..wire._inputs import INPUT_KINDS, InputKind, InputRegistry
+from ._caching import (
+    MAX_CACHE_TTL_MS,
+    CacheEntry,
+    CacheKey,
+    CachePolicy,
+    CacheScope,
+    cache_params,
+    invalidations,
+    is_retry,
+    lookup_keys,
+    new_entry,
+    request_cacheable,
+    result_policy,
+    servable,
+    store_key,
+)
 from ._capabilities import missing_capability
 from ._client_sessions import (
     MAX_PEER_SESSION_ID_LENGTH,
@@ -95,6 +112,20 @@ from ._websocket import (
 )
 
 __all__ = [
+    "MAX_CACHE_TTL_MS",
+    "CacheEntry",
+    "CacheKey",
+    "CachePolicy",
+    "CacheScope",
+    "cache_params",
+    "invalidations",
+    "is_retry",
+    "lookup_keys",
+    "new_entry",
+    "request_cacheable",
+    "result_policy",
+    "servable",
+    "store_key",
     "STANDALONE",
     "Cursor",
     "ReplayBuffer",

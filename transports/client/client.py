@@ -45,14 +45,17 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import trio
 
 import mrtr_core as m
 from mrtr_core.connection import Sendable
 
+from . import listen as listening
+from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
@@ -81,17 +84,6 @@ DEFAULT_CAPABILITIES: Mapping[str, Any] = {"elicitation": {}, "sampling": {}, "r
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 #: Pages of ``tools/list`` followed before giving up.
 MAX_TOOL_PAGES = 100
-
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 
 def _our_info() -> dict[str, str]:
@@ -123,6 +115,8 @@ class Client(Handshaking):
         max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
         max_calls: int = m.connection.DEFAULT_MAX_CALLS,
         max_outgoing: int = m.connection.DEFAULT_MAX_IN_FLIGHT,
+        cache: ResponseCacheStore | None = None,
+        principal: str | None = None,
     ) -> None:
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
@@ -135,7 +129,9 @@ class Client(Handshaking):
             if tracer is not None
             else None
         )
-        self._on_notification = on_notification
+        #: The response cache (``cache=`` a store; :mod:`~mrtr_transports.client.cache`).
+        self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
+        self._notes = listening.Notifications(nursery, self.cache, on_notification)
         self._handshake_timeout = handshake_timeout
         self._era_control = EraControl(era, prior)
         self._connection_options: dict[str, Any] = {
@@ -221,6 +217,7 @@ class Client(Handshaking):
         max_state_only_legs: int = 10,
         on_progress: Callable[[m.Progress], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        cache: CacheMode = "use",
     ) -> dict[str, Any]:
         """Run a multi round-trip call (``tools/call``, ``prompts/get``,
         ``resources/read``) to its end and return the complete result.
@@ -232,7 +229,8 @@ class Client(Handshaking):
         either the call ends with ``RoundCapExceeded`` naming it.  Raises
         ``CallError``, ``CallTimeout``, ``RoundCapExceeded``,
         ``TransportError`` or ``InputUnavailable``.  ``capabilities`` replaces
-        the client's for this call.
+        the client's for this call.  ``cache``: how the response cache is used for
+        ``resources/read``, if there is one (a result that took rounds is never stored).
         """
         started = trio.current_time()
         limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
@@ -240,7 +238,9 @@ class Client(Handshaking):
         if method == "tools/call" and mirrors and not self._tools_listed:
             await self._list_tools_quietly()
 
-        def flow() -> Awaitable[dict[str, Any]]:  # (the context of the connection in use)
+        def flow(
+            on_rounds: Callable[[int], None] | None = None,
+        ) -> Awaitable[dict[str, Any]]:  # (the context of the connection in use)
             return run_flow(
                 self._flow_context,
                 self._flows,
@@ -250,9 +250,13 @@ class Client(Handshaking):
                 limits=limits,
                 on_progress=on_progress,
                 capabilities=capabilities,
+                on_rounds=on_rounds,
             )
 
         await self._wait_open()
+        if self.cache is not None and method == "resources/read":
+            first_chance = functools.partial(self._first_chance_with, flow)
+            return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)
         try:
             return await self._first_chance(flow)
         except CallError as exc:
@@ -264,7 +268,7 @@ class Client(Handshaking):
             ):
                 raise
             logger.info("header mismatch on tools/call: listing tools again and retrying once")
-            await self._list_tools_quietly()
+            await self._list_tools_quietly(cache="refresh")
             return await flow()
 
     async def call_tool(
@@ -274,14 +278,15 @@ class Client(Handshaking):
         params = {"name": name, "arguments": dict(arguments or {})}
         return await self.call("tools/call", params, **call_options)
 
-    async def list_tools(self) -> list[dict[str, Any]]:
+    async def list_tools(self, *, cache: CacheMode = "use") -> list[dict[str, Any]]:
         """Every tool of ``tools/list`` (all pages).  Over HTTP the tools whose
         ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
         the rest are kept for mirroring arguments into ``Mcp-Param-*`` headers."""
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
-            result = await self.request("tools/list", {"cursor": cursor} if cursor else None)
+            page_params = {"cursor": cursor} if cursor else None
+            result = await self.request("tools/list", page_params, cache=cache)
             page = result.get("tools")
             if not isinstance(page, list):
                 raise CallError(
@@ -301,13 +306,32 @@ class Client(Handshaking):
         params: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
+        cache: CacheMode = "use",
     ) -> dict[str, Any]:
         """A plain request (no rounds): its result, or ``CallError``/``CallTimeout``/
-        ``TransportError``."""
+        ``TransportError``.  ``cache``: how the response cache is used, if there is one."""
+        fetch = functools.partial(self._plain_request, method, params, timeout=timeout)
+        if self.cache is None:
+            return await fetch()
+        return await self.cache.fetch(method, params, plain_fetch(fetch), cache)
+
+    async def _plain_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_id: Callable[[m.RequestId], None] | None = None,
+    ) -> dict[str, Any]:
         await self._wait_open()
         return await self._first_chance(
-            functools.partial(self._request, method, params, timeout=timeout)
+            functools.partial(self._request, method, params, timeout=timeout, on_id=on_id)
         )
+
+    async def _first_chance_with(
+        self, flow: Callable[..., Awaitable[dict[str, Any]]], on_rounds: Callable[[int], None]
+    ) -> dict[str, Any]:
+        return await self._first_chance(functools.partial(flow, on_rounds))
 
     async def _request(
         self,
@@ -315,11 +339,14 @@ class Client(Handshaking):
         params: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
+        on_id: Callable[[m.RequestId], None] | None = None,
     ) -> dict[str, Any]:
         conn = self._conn
         request_id = conn.new_request_id()
         waiter = Waiter(method)
         self._waiters[request_id] = waiter
+        if on_id is not None:
+            on_id(request_id)
         started = trio.current_time()
         try:
             sent = None if params is None else dict(params)
@@ -571,9 +598,9 @@ class Client(Handshaking):
         else:
             self.link_lost(error)
 
-    async def _list_tools_quietly(self) -> None:
+    async def _list_tools_quietly(self, cache: CacheMode = "use") -> None:
         try:
-            await self.list_tools()
+            await self.list_tools(cache=cache)
         except CallError as exc:  # a server without tools/list: call without mirroring
             logger.warning("tools/list failed (%s): Mcp-Param headers cannot be mirrored", exc)
             self._tools_listed = True
@@ -595,15 +622,22 @@ class Client(Handshaking):
         if failure is not None and flow is not None:
             flow.fail(failure)
 
-    # --- Notifications ---------------------------------------------------------------
+    # --- Notifications and listen streams (:mod:`~mrtr_transports.client.listen`) ----------
+
+    def listen(
+        self, **options: Unpack[listening.ListenOptions]
+    ) -> AbstractAsyncContextManager[listening.Subscription]:
+        """``subscriptions/listen``: ``async with client.listen(tools=True) as sub``;
+        options as for :func:`mrtr_transports.client.listen.listen`."""
+        return listening.listen(self, **options)
+
+    def on_list_changed(self, kind: listening.ListKind, handler: listening.Handler) -> None:
+        """Call ``handler(notification)`` on each ``notifications/{kind}/list_changed``."""
+        self._notes.add_handler(listening.LIST_CHANGED[kind], handler)
+
+    def on_resource_updated(self, handler: listening.Handler) -> None:
+        """Call ``handler(notification)`` on each ``notifications/resources/updated``."""
+        self._notes.add_handler(listening.RESOURCE_UPDATED, handler)
 
     def _on_notification_event(self, note: m.Notification) -> None:
-        if note.method == "notifications/message":
-            params = note.params or {}
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-            logger.log(level, "server log [%s]: %s", params.get("logger"), params.get("data"))
-        if self._on_notification is not None:
-            try:
-                self._on_notification(note)
-            except Exception:
-                logger.exception("the on_notification callback failed")
+        self._notes.deliver(note)

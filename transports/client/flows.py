@@ -94,10 +94,12 @@ async def run_flow(
     limits: CallLimits,
     on_progress: Callable[[m.Progress], None] | None,
     capabilities: Mapping[str, Any] | None,
+    on_rounds: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run one call to its end (registered in ``flows`` meanwhile); its complete result.
 
-    ``started`` is when the caller's whole-flow budget (``limits.timeout``) began.
+    ``started`` is when the caller's whole-flow budget (``limits.timeout``) began;
+    ``on_rounds`` is told the rounds it took (0: one leg, no retry) when it ends.
     """
     conn = ctx.conn
     timeout = limits.timeout
@@ -136,6 +138,8 @@ async def run_flow(
                     ctx.pump()
                 flows.pop(flow.call, None)
         nursery.cancel_scope.cancel()
+    if on_rounds is not None:
+        on_rounds(flow.round)
     return flow.result()
 
 

@@ -23,6 +23,7 @@ import trio
 
 import mrtr_core as m
 
+from .cache import ResponseCacheStore
 from .era import Verdict
 from .errors import TransportError
 from .inputs import InputHandler
@@ -139,3 +140,5 @@ class ClientOptions(TypedDict, total=False):
     max_message_size: int
     max_calls: int
     max_outgoing: int
+    cache: ResponseCacheStore | None
+    principal: str | None
