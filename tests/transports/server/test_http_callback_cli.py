@@ -88,9 +88,9 @@ async def test_url_wait_timeout_ends_a_wait_the_person_never_finishes(tmp_path: 
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"elicitation/create#url": "accept"}))
     async with mrtr_serve_http() as target:
+        argv = [*MRTR, "call", "--answers", str(answers), "--url-wait-timeout", "1"]
         process = await trio.lowlevel.open_process(
-            [*MRTR, "call", "--answers", str(answers), "--url-wait-timeout", "1", target]
-            + ["connect_provider"],
+            [*argv, target, "connect_provider"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
