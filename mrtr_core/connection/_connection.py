@@ -37,7 +37,7 @@ from .._errors import (
     describe,
 )
 from .._wait import NEED_DATA, Wait
-from ..engine._engine import RoundEngine
+from ..engine._engine import DEFAULT_URL_WAIT, RoundEngine
 from ..protocol._meta import (
     ALL_VERSIONS,
     LEGACY_VERSIONS,
@@ -376,6 +376,7 @@ class Connection:
         max_rounds: int = 10,
         max_state_only_legs: int = 10,
         max_leg_reissues: int = 3,
+        url_wait_timeout: float | None = DEFAULT_URL_WAIT,
     ) -> int:
         """Start a multi round-trip flow for ``tools/call``, ``prompts/get`` or
         ``resources/read``; returns its handle (the ``call`` of its ``CallEvent``s).
@@ -383,7 +384,8 @@ class Connection:
         Capabilities: ``capabilities``, else the ones in ``params["_meta"]``,
         else the connection's.  ``progress=True`` puts a progress token on every
         leg; progress comes out as ``Progress(call=...)``.  Legs wait until the
-        era is settled.
+        era is settled.  ``url_wait_timeout`` bounds the wait for a person after an
+        accepted URL elicitation (see ``RoundEngine``).
         """
         if self.role is not CLIENT:
             raise LocalProtocolError("only a client connection makes calls")
@@ -405,6 +407,7 @@ class Connection:
             max_rounds=max_rounds,
             max_state_only_legs=max_state_only_legs,
             max_leg_reissues=max_leg_reissues,
+            url_wait_timeout=url_wait_timeout,
             input_kinds=self.input_kinds,
         )
         engine.start(self._now)

@@ -198,6 +198,7 @@ async def run_call(
                         timeout=remaining,
                         max_rounds=args.max_rounds,
                         max_state_only_legs=args.max_state_only_legs,
+                        url_wait_timeout=args.url_wait_timeout,
                     )
                 finally:
                     learned = client.verdict  # (a wrong prior re-probes on the first request)

@@ -7,6 +7,7 @@ Commands (each in its own module; docs/cli.md describes them)::
                [--allow-host HOST ...] [--trusted-proxy CIDR ...]
     mrtr call [--answers FILE] [--answer KEY=JSON ...] [--decline-all] [--root URI ...]
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
+              [--url-wait-timeout SEC]
               TARGET TOOL [ARGS_JSON]
     mrtr state inspect --key [ID:]SECRET [--key ...] [--key-id ID] [--method M]
               [--params JSON] [--principal P] [--now SECONDS] TOKEN
@@ -39,6 +40,8 @@ import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
+
+from mrtr_core.engine import DEFAULT_URL_WAIT
 
 from ..client.errors import ExitCode
 from ..server.entry import MRTR_SERVE
@@ -147,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument(
         "--timeout", type=_positive_seconds, metavar="SEC", help="budget for the whole call"
+    )
+    call.add_argument(
+        "--url-wait-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_URL_WAIT,
+        metavar="SEC",
+        help="after you consent to open a URL, how long to wait for the server to see "
+        f"the interaction finish (default {DEFAULT_URL_WAIT:g})",
     )
     call.add_argument(
         "--era",

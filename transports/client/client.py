@@ -215,6 +215,7 @@ class Client(Handshaking):
         input_timeout: float | None = None,
         max_rounds: int = 10,
         max_state_only_legs: int = 10,
+        url_wait_timeout: float | None = m.engine.DEFAULT_URL_WAIT,
         on_progress: Callable[[m.Progress], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         cache: CacheMode = "use",
@@ -226,14 +227,18 @@ class Client(Handshaking):
         per leg, ``input_timeout`` the time per round for the answers.
         ``max_rounds`` caps the rounds that ask for input, ``max_state_only_legs``
         the legs in a row that carry only ``requestState`` (no answers): past
-        either the call ends with ``RoundCapExceeded`` naming it.  Raises
+        either the call ends with ``RoundCapExceeded`` naming it; after an accepted
+        URL elicitation the state-only legs wait for a person instead, bounded by
+        ``url_wait_timeout`` seconds (``CallTimeout``, ``None``: no bound).  Raises
         ``CallError``, ``CallTimeout``, ``RoundCapExceeded``,
         ``TransportError`` or ``InputUnavailable``.  ``capabilities`` replaces
         the client's for this call.  ``cache``: how the response cache is used for
         ``resources/read``, if there is one (a result that took rounds is never stored).
         """
         started = trio.current_time()
-        limits = CallLimits(timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs)
+        limits = CallLimits(
+            timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs, url_wait_timeout
+        )
         mirrors = self.link.wants_tool_list and self.era != "legacy"  # (2025: no Mcp-Param-*)
         if method == "tools/call" and mirrors and not self._tools_listed:
             await self._list_tools_quietly()

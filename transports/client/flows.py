@@ -64,6 +64,7 @@ class CallLimits:
     input_timeout: float | None = None
     max_rounds: int = 10
     max_state_only_legs: int = 10
+    url_wait_timeout: float | None = m.engine.DEFAULT_URL_WAIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ async def run_flow(
                 input_timeout=limits.input_timeout,
                 max_rounds=limits.max_rounds,
                 max_state_only_legs=limits.max_state_only_legs,
+                url_wait_timeout=limits.url_wait_timeout,
             )
         except m.LocalProtocolError as exc:
             flow.override = ClientError(f"cannot start {method}: {exc}")

@@ -30,10 +30,16 @@ which arguments the client mirrors into ``Mcp-Param-*`` headers
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import mrtr_core as m
+
+log = logging.getLogger("mrtr_transports.serve")
+
+#: What one leg of an app came to: its result mapping, or the ``MrtrError`` it raised.
+Outcome = Mapping[str, Any] | m.MrtrError
 
 
 class Outlet(Protocol):
@@ -84,3 +90,30 @@ def tool_header_params(app: ServerApp, name: str) -> Mapping[str, Sequence[str]]
     (one written before it existed, matching ``ServerApp`` by shape)."""
     method = getattr(app, "tool_header_params", None)
     return None if method is None else method(name)
+
+
+async def run_app(
+    app: ServerApp, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+) -> Outcome:
+    """One leg of ``app``: its result mapping, or the ``MrtrError`` it raised.
+
+    Any other exception is logged and becomes -32603 "Internal error" (its
+    text stays in the log: it may hold what the client should not see).
+    Cancellation passes through.
+    """
+    try:
+        result = await app.handle(request, info, outlet)
+    except m.MrtrError as exc:
+        return exc
+    except Exception:
+        log.exception("the app failed on %s (request id %r)", request.method, request.id)
+        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
+    if not isinstance(result, Mapping):
+        log.error(
+            "the app returned %s for %s (request id %r), not a result mapping",
+            type(result).__name__,
+            request.method,
+            request.id,
+        )
+        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
+    return result

@@ -22,7 +22,7 @@ transport shares:
   the replies of ``InvalidMessage``), runs each request in its own task,
   cancels a handler when ``notifications/cancelled`` names its request (no
   response goes out for it), and serves 2025-era clients through
-  ``mrtr_core.server.LegacyShim``: each ``input_required`` round of the app becomes
+  ``mrtr_core.server.LegacyShim`` (``legacy.py``): each ``input_required`` round of the app becomes
   real server-to-client requests, whose answers the driver routes back to the
   waiting request.
 
@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -71,7 +70,8 @@ import trio
 import mrtr_core as m
 from mrtr_core import AppResultRefused
 
-from .app import Outlet, ServerApp
+from .app import Outcome, Outlet, ServerApp, run_app
+from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT, LegacyFlow, run_legacy
 
 __all__ = [
     "READ_SIZE",
@@ -90,14 +90,10 @@ log = logging.getLogger("mrtr_transports.serve")
 READ_SIZE = 65536
 #: How long handlers may run on once the peer has closed its input (seconds).
 DEFAULT_DRAIN_TIMEOUT = 1.0
-#: Seconds a 2025-era request waits for the client to answer one of our questions
-#: (a person may be answering an elicitation: minutes, not seconds; never for ever).
-DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
 #: Messages waiting for the writer before senders wait.
 OUTBOX_SIZE = 64
 
 Write = Callable[[bytes], Awaitable[None]]
-Outcome = Mapping[str, Any] | m.MrtrError
 
 
 # --- Loading an app ------------------------------------------------------------------
@@ -181,33 +177,6 @@ class ConnectionOutlet(Outlet):
         await self._write(self._conn.send(note))
 
 
-async def run_app(
-    app: ServerApp, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
-) -> Outcome:
-    """One leg of ``app``: its result mapping, or the ``MrtrError`` it raised.
-
-    Any other exception is logged and becomes -32603 "Internal error" (its
-    text stays in the log: it may hold what the client should not see).
-    Cancellation passes through.
-    """
-    try:
-        result = await app.handle(request, info, outlet)
-    except m.MrtrError as exc:
-        return exc
-    except Exception:
-        log.exception("the app failed on %s (request id %r)", request.method, request.id)
-        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
-    if not isinstance(result, Mapping):
-        log.error(
-            "the app returned %s for %s (request id %r), not a result mapping",
-            type(result).__name__,
-            request.method,
-            request.id,
-        )
-        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
-    return result
-
-
 def response_for(request_id: m.RequestId, outcome: Outcome) -> m.ResultResponse | m.ErrorResponse:
     if isinstance(outcome, m.MrtrError):
         return m.error_response(request_id, outcome)
@@ -274,25 +243,6 @@ async def serve_stream(
     await driver.serve(receive_stream)
 
 
-class _LegacyFlow:
-    """The answers the client sends to one legacy request's questions, as they come."""
-
-    def __init__(self) -> None:
-        # Bounded by the questions of one round (the shim's waiting_for).
-        self.inbox: deque[m.ResultResponse | m.ErrorResponse] = deque()
-        self.arrived = trio.Event()
-
-    def deliver(self, response: m.ResultResponse | m.ErrorResponse) -> None:
-        self.inbox.append(response)
-        self.arrived.set()
-
-    async def next_answer(self) -> m.ResultResponse | m.ErrorResponse:
-        while not self.inbox:
-            self.arrived = trio.Event()
-            await self.arrived.wait()
-        return self.inbox.popleft()
-
-
 class _StreamDriver:
     def __init__(
         self,
@@ -312,7 +262,7 @@ class _StreamDriver:
         self.slots = trio.Semaphore(conn.max_incoming)
         # Both bounded by the connection's max_incoming / max_outgoing.
         self.running: dict[m.RequestId, trio.CancelScope] = {}
-        self.questions: dict[m.RequestId, _LegacyFlow] = {}  # our request id -> its flow
+        self.questions: dict[m.RequestId, LegacyFlow] = {}  # our request id -> its flow
         self.legacy_waits: set[trio.CancelScope] = set()
         # Bytes go out through one writer task, in the order the connection produced
         # them; a request cancelled while it hands over its bytes can never cut a line
@@ -425,7 +375,19 @@ class _StreamDriver:
         scope = self.running[request.id]
         try:
             if info.era == "legacy" and request.method in m.protocol.MRTR_METHODS:
-                await self.run_legacy(request, info, outlet, scope)
+                response = await run_legacy(
+                    self.app,
+                    conn,
+                    request,
+                    info,
+                    outlet,
+                    scope,
+                    questions=self.questions,
+                    write=self.write,
+                    next_answer=self.wait_for_answer,
+                    unanswered=self.unanswered,
+                )
+                await self.write(send_response(conn, response)[1])
                 return
             outcome: Outcome = m.MrtrError("cancelled by the client")
             with scope:
@@ -437,77 +399,10 @@ class _StreamDriver:
             del self.running[request.id]
             self.slots.release()  # its response is with the writer (or never will be)
 
-    async def run_legacy(
-        self,
-        request: m.Request,
-        info: m.protocol.RequestInfo,
-        outlet: Outlet,
-        scope: trio.CancelScope,
-    ) -> None:
-        """A 2025-era request: the shim asks the client with real requests between legs."""
-        conn = self.conn
-        shim = m.server.LegacyShim(
-            None, request, info, new_id=conn.new_request_id, sealer=None, principal=None
-        )
-        flow = _LegacyFlow()
-        response: m.ResultResponse | m.ErrorResponse | None = None
-        refusal: m.ErrorResponse | None = None
-        with scope:
-            shim.start(trio.current_time())
-            try:
-                response = await self.drive_shim(shim, flow, info, outlet)
-            except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
-                log.warning("cannot ask the client: %s", exc.message)
-                refused = m.ErrorObject(
-                    code=m.protocol.INTERNAL_ERROR, message=exc.message, data=exc.data
-                )
-                refusal = m.ErrorResponse(id=request.id, error=refused)
-        if response is None:  # cancelled, refused, or the client never answered
-            shim.cancel()
-            while not isinstance(event := shim.next_event(), m.Wait):
-                if isinstance(event, m.server.ShimSend):  # withdraw our open questions
-                    await self.write(conn.send(event.message))
-            for rid in [rid for rid, waiting in self.questions.items() if waiting is flow]:
-                del self.questions[rid]
-            if refusal is None:
-                why = "closed its input" if self.input_closed else "did not answer in time"
-                error = m.MrtrError(f"the client {why}: the server's questions went unanswered")
-                refusal = m.error_response(request.id, error)
-            response = refusal  # (nothing goes out when the client cancelled)
-        await self.write(send_response(conn, response)[1])
+    def unanswered(self) -> str:
+        return "closed its input" if self.input_closed else "did not answer in time"
 
-    async def drive_shim(
-        self,
-        shim: m.server.LegacyShim,
-        flow: _LegacyFlow,
-        info: m.protocol.RequestInfo,
-        outlet: Outlet,
-    ) -> m.ResultResponse | m.ErrorResponse | None:
-        conn = self.conn
-        while True:
-            event = shim.next_event()
-            if event is m.Wait.NEED_INPUT:  # every question is out: wait for the answers
-                answer = await self.wait_for_answer(flow)
-                if answer is None:
-                    return None
-                shim.receive(answer, trio.current_time())
-            elif isinstance(event, m.server.ShimRun):
-                shim.leg_done(await run_app(self.app, event.request, info, outlet))
-            elif isinstance(event, m.server.ShimSend):
-                message = event.message
-                data = conn.send(message)  # AppResultRefused and others: see run_legacy
-                if isinstance(message, m.Request):
-                    self.questions[message.id] = flow
-                await self.write(data)
-            elif isinstance(event, m.server.ShimWait):
-                await trio.sleep(event.delay)
-                shim.resume(trio.current_time())
-            else:
-                # (The driver runs each ShimRun at once, so NEED_RESULT never shows.)
-                assert isinstance(event, m.server.ShimDone), event
-                return event.response
-
-    async def wait_for_answer(self, flow: _LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:
+    async def wait_for_answer(self, flow: LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:
         """The next answer; ``None`` at the end of input or past ``legacy_answer_timeout``."""
         if self.input_closed and not flow.inbox:
             return None

@@ -96,6 +96,7 @@ from .app import Outlet, ServerApp, tool_header_params
 from .driver import DEFAULT_DRAIN_TIMEOUT, _StreamDriver
 from .http.policy import AccessPolicy, Headers
 from .http.refusals import close_lingering, refuse_busy, write_refusal
+from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 
 __all__ = ["WsServer", "serve_ws"]
 
@@ -134,7 +135,7 @@ class WsServer:
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
-        legacy_answer_timeout: float | None = None,
+        legacy_answer_timeout: float | None = DEFAULT_LEGACY_ANSWER_TIMEOUT,
         **connection_options: Any,
     ) -> None:
         for name, value in (

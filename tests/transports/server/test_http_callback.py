@@ -20,7 +20,7 @@ import trio
 from mrtr_transports.apps import example_auth
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.apps.url_flows import MemoryInteractionStore, UrlFlows
-from mrtr_transports.client.errors import CallError
+from mrtr_transports.client.errors import CallError, CallTimeout
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.server import entry
 from mrtr_transports.server.http.server import HttpServer
@@ -103,6 +103,23 @@ async def test_the_provider_redirect_completes_the_call(served: str) -> None:
     # The same redirect again (a replay, a reload): gone.
     replay = await browse(callback_of(shown, code="c0de-XYZW"))
     assert replay.status == 410 and b"expired or was already used" in replay.body
+
+
+async def test_the_wait_for_a_person_is_bounded_by_url_wait_timeout(served: str) -> None:
+    # The person consents but never comes back from the provider: the client stops
+    # polling after url_wait_timeout, not after max_state_only_legs or the call's timeout.
+    async with trio.open_nursery() as nursery:
+        browser = Browser(nursery)
+        browser.follow = False
+        async with open_http_client(served, answer=browser, capabilities=URL_CAPS) as client:
+            started = trio.current_time()
+            with pytest.raises(CallTimeout) as caught:
+                await client.call_tool(
+                    "connect_provider", timeout=60, max_state_only_legs=1, url_wait_timeout=1.0
+                )
+    assert caught.value.limit == "input" and caught.value.budget == 1.0
+    assert trio.current_time() - started < 30
+    assert len(browser.urls) == 1
 
 
 async def test_access_denied_at_the_provider_is_a_declined_sign_in(served: str) -> None:

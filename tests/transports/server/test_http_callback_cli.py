@@ -82,3 +82,18 @@ async def test_an_answers_file_consents_in_advance_and_the_url_is_still_shown(
         code, out = await _stdout_of(process)
     assert code == 1, out  # a tool error: the sign-in was declined
     assert "declined at the provider" in json.loads(out)["content"][0]["text"]
+
+
+async def test_url_wait_timeout_ends_a_wait_the_person_never_finishes(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"elicitation/create#url": "accept"}))
+    async with mrtr_serve_http() as target:
+        argv = [*MRTR, "call", "--answers", str(answers), "--url-wait-timeout", "1"]
+        process = await trio.lowlevel.open_process(
+            [*argv, target, "connect_provider"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        code, out = await _stdout_of(process, timeout=30)
+    assert code == 4, out  # a time limit ran out (the browser never came back)

@@ -24,6 +24,8 @@ import trio.testing
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
 from mrtr_transports.server import driver
 from mrtr_transports.server.driver import AppSpecError, load_app, serve_stream
+from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.ws import WsServer
 from support import srv_apps
 
 import mrtr_core as m
@@ -444,8 +446,10 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
 
 def test_the_legacy_answer_timeout_is_on_by_default() -> None:
     # A question nobody answers must not hold a 2025 request for ever, unless asked to.
-    default = inspect.signature(serve_stream).parameters["legacy_answer_timeout"].default
-    assert default == driver.DEFAULT_LEGACY_ANSWER_TIMEOUT == 300.0
+    # The same default on every transport that serves 2025 clients.
+    for serving in (serve_stream, WsServer, HttpServer):
+        default = inspect.signature(serving).parameters["legacy_answer_timeout"].default
+        assert default == driver.DEFAULT_LEGACY_ANSWER_TIMEOUT == 300.0, serving
 
 
 async def test_bad_app_spec_exits_with_a_clear_message() -> None:

@@ -43,8 +43,8 @@ import trio
 import mrtr_core as m
 from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
-from ..app import ServerApp
-from ..driver import READ_SIZE, ConnectionOutlet, response_for, run_app, send_response
+from ..app import ServerApp, run_app
+from ..driver import READ_SIZE, ConnectionOutlet, response_for, send_response
 from .callback import CallbackRoute
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers

@@ -140,6 +140,7 @@ import mrtr_core as m
 
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
+from ..legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
@@ -167,7 +168,6 @@ DEFAULT_MAX_SESSIONS = 256
 DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
 DEFAULT_REPLAY_EVENTS = 256
 DEFAULT_REPLAY_BYTES = 256 * 1024
-DEFAULT_LEGACY_ANSWER_TIMEOUT = 300.0
 DEFAULT_MAX_SESSION_STREAMS = 256
 DEFAULT_MAX_STREAMS_PER_SESSION = 16
 

@@ -29,10 +29,10 @@ from typing import Any
 import trio
 
 import mrtr_core as m
-from mrtr_core import AppResultRefused
 
-from ..app import ServerApp
-from ..driver import ConnectionOutlet, Outcome, _LegacyFlow, response_for, run_app, send_response
+from ..app import Outcome, ServerApp, run_app
+from ..driver import ConnectionOutlet, response_for, send_response
+from ..legacy import LegacyFlow, run_legacy
 
 __all__ = ["Session", "SessionOutlet"]
 
@@ -113,7 +113,7 @@ class Session:
         #: Set (and replaced) whenever something was recorded or a reader must look again.
         self.changed = trio.Event()
         self.running: dict[m.RequestId, trio.CancelScope] = {}
-        self.questions: dict[m.RequestId, _LegacyFlow] = {}  # our request id -> its flow
+        self.questions: dict[m.RequestId, LegacyFlow] = {}  # our request id -> its flow
         #: The reader of each stream (a newer one replaces it), by stream number.
         self.readers: dict[int, object] = {}
         #: A standalone GET stream was opened: its events are recorded from then on.
@@ -202,7 +202,18 @@ class Session:
             info = conn.request_info(request.id)
             outlet = SessionOutlet(conn, request.id, write, lambda: self.cut(stream))
             if request.method in m.protocol.MRTR_METHODS:
-                response = await self._run_legacy(request, info, outlet, scope, write)
+                response = await run_legacy(
+                    self.app,
+                    conn,
+                    request,
+                    info,
+                    outlet,
+                    scope,
+                    questions=self.questions,
+                    write=write,
+                    next_answer=self._next_answer,
+                    unanswered=lambda: "did not answer in time",
+                )
             else:
                 outcome: Outcome = m.MrtrError("cancelled by the client")
                 with scope:
@@ -279,75 +290,7 @@ class Session:
             if isinstance(outcome, m.MrtrError) and outcome.code != METHOD_NOT_FOUND:
                 log.warning("session %s...: no announcements: %s", self.id[:8], outcome.message)
 
-    async def _run_legacy(
-        self,
-        request: m.Request,
-        info: m.protocol.RequestInfo,
-        outlet: SessionOutlet,
-        scope: trio.CancelScope,
-        write: Any,
-    ) -> m.ResultResponse | m.ErrorResponse:
-        """A 2025-era MRTR request: the shim asks the client with real requests between legs."""
-        shim = m.server.LegacyShim(
-            None, request, info, new_id=self.conn.new_request_id, sealer=None, principal=None
-        )
-        flow = _LegacyFlow()
-        response: m.ResultResponse | m.ErrorResponse | None = None
-        refusal: m.ErrorResponse | None = None
-        with scope:
-            shim.start(trio.current_time())
-            try:
-                response = await self._drive_shim(shim, flow, info, outlet, write)
-            except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
-                log.warning("cannot ask the client: %s", exc.message)
-                refused = m.ErrorObject(
-                    code=m.protocol.INTERNAL_ERROR, message=exc.message, data=exc.data
-                )
-                refusal = m.ErrorResponse(id=request.id, error=refused)
-        if response is not None:
-            return response
-        shim.cancel()  # cancelled, refused, or the client never answered
-        while not isinstance(event := shim.next_event(), m.Wait):
-            if isinstance(event, m.server.ShimSend):  # withdraw our open questions
-                await write(self.conn.send(event.message))
-        for rid in [rid for rid, waiting in self.questions.items() if waiting is flow]:
-            del self.questions[rid]
-        if refusal is None:
-            error = m.MrtrError(
-                "the client did not answer in time: the server's questions went unanswered"
-            )
-            refusal = m.error_response(request.id, error)
-        return refusal  # (nothing goes out when the client cancelled)
-
-    async def _drive_shim(
-        self,
-        shim: m.server.LegacyShim,
-        flow: _LegacyFlow,
-        info: m.protocol.RequestInfo,
-        outlet: SessionOutlet,
-        write: Any,
-    ) -> m.ResultResponse | m.ErrorResponse | None:
-        while True:
-            event = shim.next_event()
-            if event is m.Wait.NEED_INPUT:  # every question is out: wait for the answers
-                answer = None
-                with trio.move_on_after(self.legacy_answer_timeout):
-                    answer = await flow.next_answer()
-                if answer is None:
-                    return None
-                shim.receive(answer, trio.current_time())
-            elif isinstance(event, m.server.ShimRun):
-                shim.leg_done(await run_app(self.app, event.request, info, outlet))
-            elif isinstance(event, m.server.ShimSend):
-                message = event.message
-                data = self.conn.send(message)  # AppResultRefused and others: see _run_legacy
-                if isinstance(message, m.Request):
-                    self.questions[message.id] = flow
-                await write(data)
-            elif isinstance(event, m.server.ShimWait):
-                await trio.sleep(event.delay)
-                shim.resume(trio.current_time())
-            else:
-                # (Each ShimRun runs at once, so NEED_RESULT never shows.)
-                assert isinstance(event, m.server.ShimDone), event
-                return event.response
+    async def _next_answer(self, flow: LegacyFlow) -> m.ResultResponse | m.ErrorResponse | None:
+        with trio.move_on_after(self.legacy_answer_timeout):
+            return await flow.next_answer()
+        return None
