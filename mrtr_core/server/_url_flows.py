@@ -115,12 +115,13 @@ def new_prefix() -> str:
 def split_state(value: str) -> tuple[str, str | None]:
     """A returned ``state`` as (our prefix, the provider's own state or ``None``).
 
-    Raises :class:`BadCallback` when it does not start with a prefix we could
-    have made.
+    Raises :class:`InteractionGone` (``unknown``) when it does not start with a
+    prefix we could have made: to the browser, a state we never issued is as
+    unknown as one that expired (410), and saying which would help a prober.
     """
     prefix, dot, original = value.partition(".")
     if not _PREFIX.fullmatch(prefix):
-        raise BadCallback("the state does not carry this server's routing prefix")
+        raise InteractionGone("unknown")
     return prefix, original if dot else None
 
 

@@ -99,9 +99,10 @@ def test_urls_that_cannot_be_rewritten_are_refused(
 
 
 @pytest.mark.parametrize("state", ["", "short.x", "a" * 31 + "!", "x" * 33])
-def test_a_state_without_our_prefix_is_a_bad_callback(state: str) -> None:
-    with pytest.raises(BadCallback):
+def test_a_state_without_our_prefix_is_unknown(state: str) -> None:
+    with pytest.raises(InteractionGone) as caught:
         split_state(state)
+    assert caught.value.data == {"reason": "unknown"}
 
 
 # --- the callback -------------------------------------------------------------------------

@@ -166,12 +166,15 @@ async def test_what_is_not_a_pending_callback(served: str) -> None:
     callback = served + "/auth/callback"
     unknown = await browse(callback + "?" + urlencode({"code": "1", "state": "A" * 32}))
     assert unknown.status == 410
+    # A state we could never have issued is just as unknown (the issue's own probe).
+    foreign = await browse(callback + "?" + urlencode({"code": "1", "state": "nope"}))
+    assert foreign.status == 410
     assert unknown.headers["content-type"] == "text/html; charset=utf-8"
     bad = await browse(callback + "?code=1")  # no state
     assert bad.status == 400 and b"code=1" not in bad.body
     hostile = "<script>alert(1)</script>"
     echoed = await browse(callback + "?" + urlencode({"code": hostile, "state": hostile}))
-    assert echoed.status == 400 and b"<script>" not in echoed.body
+    assert echoed.status == 410 and b"<script>" not in echoed.body
     too_long = await browse(callback + "?code=" + "x" * (m.server.MAX_CALLBACK_QUERY + 1))
     assert too_long.status == 414
     posted = await browse(callback + "?code=1&state=" + "A" * 32, method="POST")

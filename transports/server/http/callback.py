@@ -6,8 +6,8 @@ path under the endpoint is ``callback_path``, default ``auth/callback``):
 * a pending interaction's state settles it (``code`` -> completed,
   ``error=access_denied`` -> declined, another ``error`` -> failed) and gets a
   short page, 200;
-* an unknown, already used or expired state gets 410 (Gone): a replayed
-  callback never settles anything twice;
+* an unknown (one we never issued, whatever its shape), already used or
+  expired state gets 410 (Gone): a replayed callback never settles anything twice;
 * a request that is not a provider's callback (no ``state``, neither ``code``
   nor ``error``, a parameter twice) gets 400; a query longer than
   ``MAX_CALLBACK_QUERY`` bytes, 414; any method but GET, 405;
