@@ -176,7 +176,8 @@ def read_callback(query: str | bytes) -> Callback:
 
     Raises :class:`BadCallback` past :data:`MAX_CALLBACK_QUERY` bytes, for bytes
     that are not UTF-8, a parameter given twice, a missing ``state``, or neither
-    ``code`` nor ``error``.
+    ``code`` nor ``error``; :class:`InteractionGone` for a ``state`` without a
+    routing prefix this server could have made.
     """
     if len(query) > MAX_CALLBACK_QUERY:
         raise BadCallback(f"the callback's query is longer than {MAX_CALLBACK_QUERY} bytes")

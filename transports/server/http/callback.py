@@ -149,13 +149,12 @@ class CallbackRoute:
             await _page(connection, _TOO_LONG)
             return
         try:
-            callback = m.server.read_callback(query)
+            callback = m.server.read_callback(query)  # (a state we never issued: gone)
+            settled = await self.target.settle(callback, self.target.now())
         except m.server.BadCallback as exc:
             log.info("bad callback request: %s", exc)
             await _page(connection, _BAD)
             return
-        try:
-            settled = await self.target.settle(callback, self.target.now())
         except m.server.InteractionGone as exc:
             log.info("callback for no pending interaction: %s", exc.reason)
             await _page(connection, _GONE)
