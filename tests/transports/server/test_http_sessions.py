@@ -447,11 +447,12 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
     with trio.fail_after(10):
         async with serving(example_app, versions=("2026-07-28",), max_sessions=1) as served:
             refused = await served.post(initialize(), [])
-            assert refused.status == 404 and "mcp-session-id" not in refused.headers
+            assert refused.status == 400 and "mcp-session-id" not in refused.headers
             assert refused.json()["error"]["code"] == m.protocol.METHOD_NOT_FOUND
+            assert refused.json()["error"]["data"] == {"supported": ["2026-07-28"]}
             assert len(served.server.sessions.table) == 0
             json_only = await served.post(initialize(), [], accept="text/event-stream")
-            assert json_only.status == 404  # (refused before its Accept matters)
+            assert json_only.status == 400  # (refused before its Accept matters)
             batch = await served.post([initialize()], [("MCP-Protocol-Version", "2025-03-26")])
             assert batch.status == 400 and "batches" in batch.json()["error"]["message"]
 

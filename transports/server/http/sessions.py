@@ -278,7 +278,9 @@ class SessionEndpoint:
             return
         data = conn.send(reply)
         if isinstance(reply, m.ErrorResponse):  # (e.g. a server built without 2025 versions)
-            await self._send_reply(connection, reply, data)
+            # Always 400, whatever the code: the spec's versioning page has a 2026-only
+            # HTTP server reject a 2025 initialize with 400 (the error names its versions).
+            await connection._send_body(400, data, b"application/json", [])
             return
         if not json_ok:
             await connection._send_error(406, "Accept must include application/json")
