@@ -1005,7 +1005,7 @@ def url_callback_seeds() -> Iterable[bytes]:
         b"state=PREFIX&code=\xc3\xa9",
         b"state=PREFIX&%zz=1&code",
         b"state=PREFIX;code=1",
-        b"state=PREFIX&code=" + b"x" * 7900,
+        b"state=PREFIX&code=" + b"x" * 6900,
         b"",
     ]
     providers = [
