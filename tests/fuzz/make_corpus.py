@@ -802,6 +802,23 @@ def engine_seeds() -> Iterable[bytes]:
         [step(0, {"resultType": "strange"})],
         [step(0, ask, 15), step(1, None, 15), step(0, done, 15)],
     ]
+    # A URL elicitation accepted (or declined): the requestState-only legs after it wait
+    # for a person (not counted against max_state_only_legs, bounded by url_wait_timeout).
+    accept, decline = {"action": "accept"}, {"action": "decline"}
+    url_only = {"resultType": "input_required", "requestState": "waiting"}
+    start = [step(0, URL_ASK), step(0, accept)]
+    url_flows = [
+        [*start, *[step(0, url_only, 2)] * 5, step(0, done)],
+        [*start, *[step(0, url_only, 15)] * 4],
+        [step(0, URL_ASK), step(0, decline), *[step(0, url_only)] * 5, step(0, done)],
+        [*start, step(0, url_only, 5), step(6, None, 5), *[step(0, url_only, 15)] * 2],
+        [*start, step(0, url_only), step(7, {"url_waited": 19.5}), step(0, url_only, 1)],
+        [*start, step(0, url_only), step(0, ask), step(1), step(0, url_only), step(0, done)],
+    ]
+    for url_flow in url_flows:
+        for control in (0x00, 0x07, 0x60):
+            for option in (0x00, 0x10, 0x90):
+                yield bytes([control, option]) + b"\n".join(url_flow)
     for control in (0x00, 0x07, 0x18, 0x60, 0x80, 0xFF):
         for declared in (0, 1, 2, 3) if control == 0x07 else (0,):
             for flow in flows:
