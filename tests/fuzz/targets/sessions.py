@@ -199,6 +199,12 @@ def client_sessions(data: bytes) -> None:
         assert sessions_mod.valid_session_id(session_id, client_mod.MAX_PEER_SESSION_ID_LENGTH)
         headers = client_mod.session_headers(session_id, "2025-11-25", method="tools/call")
         assert headers[0] == (sessions_mod.SESSION_ID_HEADER, session_id)
+        assert client_mod.session_headers(session_id, "2025-11-25", method="initialize") == []
+        assert client_mod.session_headers(session_id, None, method=None) == headers[:1]
+    else:  # (no session: only the version goes)
+        assert [n for n, _ in client_mod.session_headers(None, "2025-11-25", method="x")] == [
+            "MCP-Protocol-Version"
+        ]
     # (the same value given as text, as an adapter whose library decoded it)
     guarded(lambda: client_mod.check_session_id(raw.decode("latin-1")))
     resumption = client_mod.StreamResumption(max_attempts=data[0] % 8)

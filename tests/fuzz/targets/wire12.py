@@ -148,6 +148,31 @@ def url_callback(data: bytes) -> None:
         assert settled.status_at(now) is settled.status
         back = flows.Interaction.from_json(settled.to_json())
         assert back == settled, (back, settled)
+    # The same callback against the interaction itself (a store other than the memory
+    # table: it hands out expired entries too, and settle() must refuse them).
+    for interaction in pending:
+        if interaction.id == callback.prefix:
+            moved = guarded(lambda i=interaction: i.settle(callback, now))
+            assert (moved is None) == (now >= interaction.expires_at), (moved, now)
+    # More flows begin meanwhile (the table holds 4): expired entries make room, live
+    # ones never do.
+    for offset, ttl in ((0.0, 1.0), (0.0, 30.0), (0.0, 1.0), (2.0, 30.0), (2.0, 30.0)):
+        at = now + offset
+        begun = guarded(lambda at=at, ttl=ttl: _begin(provider, at, ttl))
+        if begun is not None:
+            live = [i for i in pending if at < i.expires_at and table.get(i.id, at)]
+            if guarded(lambda b=begun, at=at: table.register(b, at) or True) is None:
+                assert len(table) == table.max_entries and len(live) <= table.max_entries
+            else:
+                pending.append(begun)
+
+
+def _begin(provider: str | None, now: float, ttl: float) -> flows.Interaction:
+    url = provider or "https://provider.example/authorize?client_id=c"
+    interaction, _ = flows.begin_interaction(
+        url, key="k", callback_url=CALLBACK_URL, flow="f", principal=None, now=now, ttl=ttl
+    )
+    return interaction
 
 
 def _check_rewritten(url: str, interaction: flows.Interaction) -> None:
