@@ -937,6 +937,8 @@ def http_sessions_seeds() -> Iterable[bytes]:
         b"Mcp-Session-Id: s\nLast-Event-ID: " + b"9" * 65 + b"\n",
         b"Mcp-Session-Id: s\nLast-Event-ID: 0-1\nLast-Event-ID: 0-2\n",
         b"MCP-Protocol-Version: 2025-03-26\nLast-Event-ID: 1-\n",
+        b"Mcp-Session-Id: abc\nLast-Event-ID: 1-1\n",
+        b"Mcp-Session-Id: abc\nMCP-Protocol-Version: 1999-01-01\n",
     ]
     ops = [
         b"a\x00\x00\na\x01\x00\nl\x01\x00\nl\x01\x01\nlxxnope\nb\x00\x00\nx\x30\x00\nl\x00\x00\n"
@@ -947,6 +949,8 @@ def http_sessions_seeds() -> Iterable[bytes]:
         + b"".join(b"r\x01" + bytes([65 + i]) * (i * 8) + b"\n" for i in range(20))
         + b"G\x00\nG\x13\nc\x00\nc\x01\nf\x01\nG\x05\nc\x02\n",
         b"a\x00\x00\nb\x00\x00\nb\x00\x00\na\x00\x00\na\x3f\x00\ne\x3f\x00\na\x00\x00\n",
+        # A finished stream whose events are dropped later; the standalone never finishes.
+        b"o\nr\x01a\nf\x01\nf\x00\n" + (b"r\x00" + b"x" * 40 + b"\n") * 20 + b"G\x00\nc\x00\n",
     ]
     for body in bodies:
         for head in heads:
