@@ -42,7 +42,9 @@ class ReplayLost(RemoteProtocolError):
 def parse_event_id(value: str) -> tuple[int, int]:
     """``"{stream}-{seq}"`` -> (stream, seq); :class:`ReplayLost` when it is not one."""
     stream, sep, seq = value.partition("-")
-    if not (sep and stream.isdigit() and seq.isdigit() and len(value) <= 40):
+    # (ASCII first: str.isdigit() is also true of "\u00b2", which int() refuses, and of
+    # other scripts' digits, which int() reads: ids we never sent)
+    if not (sep and value.isascii() and stream.isdigit() and seq.isdigit() and len(value) <= 40):
         raise ReplayLost(f"Last-Event-ID {value[:40]!r} is not an event id of this server")
     return int(stream), int(seq)
 

@@ -802,6 +802,23 @@ def engine_seeds() -> Iterable[bytes]:
         [step(0, {"resultType": "strange"})],
         [step(0, ask, 15), step(1, None, 15), step(0, done, 15)],
     ]
+    # A URL elicitation accepted (or declined): the requestState-only legs after it wait
+    # for a person (not counted against max_state_only_legs, bounded by url_wait_timeout).
+    accept, decline = {"action": "accept"}, {"action": "decline"}
+    url_only = {"resultType": "input_required", "requestState": "waiting"}
+    start = [step(0, URL_ASK), step(0, accept)]
+    url_flows = [
+        [*start, *[step(0, url_only, 2)] * 5, step(0, done)],
+        [*start, *[step(0, url_only, 15)] * 4],
+        [step(0, URL_ASK), step(0, decline), *[step(0, url_only)] * 5, step(0, done)],
+        [*start, step(0, url_only, 5), step(6, None, 5), *[step(0, url_only, 15)] * 2],
+        [*start, step(0, url_only), step(7, {"url_waited": 19.5}), step(0, url_only, 1)],
+        [*start, step(0, url_only), step(0, ask), step(1), step(0, url_only), step(0, done)],
+    ]
+    for url_flow in url_flows:
+        for control in (0x00, 0x07, 0x60):
+            for option in (0x00, 0x10, 0x90):
+                yield bytes([control, option]) + b"\n".join(url_flow)
     for control in (0x00, 0x07, 0x18, 0x60, 0x80, 0xFF):
         for declared in (0, 1, 2, 3) if control == 0x07 else (0,):
             for flow in flows:
@@ -901,6 +918,132 @@ def schemas_seeds() -> Iterable[bytes]:
     yield b"\x02" + b"5"
 
 
+# --- Issue 12: 2025-era HTTP sessions, WebSocket, the URL callback ---------------------
+
+
+def http_sessions_seeds() -> Iterable[bytes]:
+    init = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    call = request(1, "tools/call", {"name": "weather"})
+    meta = {m.protocol.META_PROTOCOL_VERSION: targets.MODERN}
+    modern = request(2, "tools/call", {"name": "w", "_meta": meta})
+    bodies = [init, call, modern, note("notifications/initialized"), b"[1]\n", b"not json\n"]
+    heads = [
+        b"",
+        b"Mcp-Session-Id: abc\nMCP-Protocol-Version: 2025-11-25\n",
+        b"mcp-session-id: abc\nmcp-session-id: abd\n",
+        b"Mcp-Session-Id: " + b"x" * 129 + b"\n",
+        b"Mcp-Session-Id: a b\nMCP-Protocol-Version: 2025-06-18\nLast-Event-ID: 1-3\n",
+        b"Mcp-Session-Id: \xff\xb2\nMCP-Protocol-Version: 1999-01-01\n",
+        b"Mcp-Session-Id: s\nLast-Event-ID: " + b"9" * 65 + b"\n",
+        b"Mcp-Session-Id: s\nLast-Event-ID: 0-1\nLast-Event-ID: 0-2\n",
+        b"MCP-Protocol-Version: 2025-03-26\nLast-Event-ID: 1-\n",
+        b"Mcp-Session-Id: abc\nLast-Event-ID: 1-1\n",
+        b"Mcp-Session-Id: abc\nMCP-Protocol-Version: 1999-01-01\n",
+    ]
+    ops = [
+        b"a\x00\x00\na\x01\x00\nl\x01\x00\nl\x01\x01\nlxxnope\nb\x00\x00\nx\x30\x00\nl\x00\x00\n"
+        b"e\x00\x00\nd\x00\x01\na\x3f\x00\na\x3f\x00\na\x00\x00\n",
+        b"o\no\nr\x01first\nr\x02second\nr\x00standalone\nG\x00\nG\x01\nc\x00\nf\x01\n"
+        b"c\x00\nR1-1\nR0-0\nR2-99\nR-1\nR\xb2-1\nR1-\xb9\nR\xd9\xa1-1\nRabc\nR99-1\nc\x01\n",
+        b"o\n"
+        + b"".join(b"r\x01" + bytes([65 + i]) * (i * 8) + b"\n" for i in range(20))
+        + b"G\x00\nG\x13\nc\x00\nc\x01\nf\x01\nG\x05\nc\x02\n",
+        b"a\x00\x00\nb\x00\x00\nb\x00\x00\na\x00\x00\na\x3f\x00\ne\x3f\x00\na\x00\x00\n",
+        # A finished stream whose events are dropped later; the standalone never finishes.
+        b"o\nr\x01a\nf\x01\nf\x00\n" + (b"r\x00" + b"x" * 40 + b"\n") * 20 + b"G\x00\nc\x00\n",
+    ]
+    for body in bodies:
+        for head in heads:
+            for control in (b"\x00\x00", b"\x01\x21", b"\x06\xff"):
+                yield control + body + head + b"\n" + ops[len(head) % len(ops)]
+    for one in ops:
+        for control in (b"\x00\x00", b"\x02\x10", b"\x0e\x3f", b"\x00\xf3"):
+            yield control + call + b"Mcp-Session-Id: s\n\n" + one
+
+
+#: (attempts in a row, then how the stream is cut)
+CLIENT_SESSION_CONTROLS = (b"\x03\x00\x01\x3f\x05", b"\x00" + b"\x07" * 4, b"\x07" + b"\x3f" * 4)
+
+
+def client_sessions_seeds() -> Iterable[bytes]:
+    streams = [
+        b"id: 1-1\nretry: 1500\ndata: {}\n\nid: 1-2\ndata: x\n\n",
+        b"retry: 99999999\ndata: a\n\nid: a b\ndata: b\n\nid:\ndata: c\n\nid: 1-3\n\n",
+        b"id: " + b"e" * 1025 + b"\ndata: big\n\nid: ok\nretry: 0\ndata: d\n\n",
+        b"id: \xc3\xa9\ndata: x\n\nid: same\ndata: 1\n\nid: same\ndata: 2\n\n",
+        b"data: no id\n\n: comment\n\n",
+    ]
+    ids = [b"abc", b"", b"a b", b"\xff\xfe", b"x" * 1024, b"x" * 1025, b"\x7f", b"!~"]
+    for stream in streams:
+        for sid in ids:
+            for control in CLIENT_SESSION_CONTROLS:
+                yield control + sid + b"\n" + stream
+
+
+def websocket_seeds() -> Iterable[bytes]:
+    _, to_client = converse(0, answer_inputs=True)
+    messages = to_client.splitlines()[:6]
+    frames = [b"F" + one for one in messages]
+    halves = [b"f" + one[: len(one) // 2] + b"\x00F" + one[len(one) // 2 :] for one in messages]
+    extra = [
+        b"Smcp",
+        b"Smcp.auth.token, mcp",
+        b"SMCP,  mcp-x",
+        b"S",
+        b"smcp",
+        b"sMCP",
+        b"s",
+        b"C\x03\xe8bye",
+        b"C\x03\xf1too big",
+        b"C\x0f\xa0app",
+        b"C\x00\x01",
+        b"C",
+        b"C\x03\xe9" + "é".encode() * 70,
+        b"F\xc3\xa9\xed\xa0\x80",
+        b"B\x01\x02",
+        b"Fafter",
+    ]
+    bodies = [b"\x00".join(frames), b"\x00".join(halves), b"\x00".join(extra)]
+    for body in bodies:
+        for control in (b"\xff\x01", b"\xff\x00", b"\x10\x01", b"\x00\x00"):
+            yield control + body
+    yield b"\x08\x01" + b"\x00".join([b"fabcd", b"fefgh", b"Fi", b"Fok"])
+
+
+def url_callback_seeds() -> Iterable[bytes]:
+    queries = [
+        b"state=PREFIX&code=abc",
+        b"state=PREFIX.xyz&code=abc&iss=https%3A%2F%2Fp",
+        b"state=PREFIX&error=access_denied&error_description=no",
+        b"state=PREFIX&error=server_error",
+        b"state=PREFIX",
+        b"code=abc",
+        b"state=PREFIX&state=PREFIX&code=1",
+        b"state=PREFIX&code=1&code=2",
+        b"state=short&code=1",
+        b"state=" + b"A" * 32 + b"&code=1",
+        b"state=PREFIX&code=%ff%fe",
+        b"state=PREFIX&code=\xc3\xa9",
+        b"state=PREFIX&%zz=1&code",
+        b"state=PREFIX;code=1",
+        b"state=PREFIX&code=" + b"x" * 6900,
+        b"",
+    ]
+    providers = [
+        b"",
+        b"https://provider.example/authorize?client_id=c&state=xyz&redirect_uri=https://a/b\n",
+        b"https://provider.example/authorize?state=a&state=b\n",
+        b"https://provider.example/a?x=1#frag\n",
+        b"http://127.0.0.1:9/authorize?response_type=code\n",
+        b"http://evil.example/\n",
+        b"https://p.example/?state=" + b"s" * 1025 + b"\n",
+    ]
+    for number, provider in enumerate(providers):
+        for query in queries if number < 2 else queries[:-2]:  # (the long one twice only)
+            for control in (0x03, 0x23, 0x2F, 0x43, 0x83) + ((0x00, 0x02, 0x13) * (number < 2)):
+                yield bytes([control]) + provider + query
+
+
 SEEDS = {
     "framing": framing_seeds,
     "sse": sse_seeds,
@@ -912,11 +1055,17 @@ SEEDS = {
     "legacy_shim": legacy_shim_seeds,
     "engine": engine_seeds,
     "schemas": schemas_seeds,
+    "http_sessions": http_sessions_seeds,
+    "client_sessions": client_sessions_seeds,
+    "websocket": websocket_seeds,
+    "url_callback": url_callback_seeds,
 }
 
 
-def main() -> None:
+def main(names: list[str] | None = None) -> None:
     for name, make in SEEDS.items():
+        if names and name not in names:
+            continue
         folder = CORPUS / name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -928,4 +1077,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

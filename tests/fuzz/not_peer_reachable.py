@@ -56,6 +56,16 @@ EXCLUSIONS: tuple[Exclusion, ...] = (
     Exclusion("wire/_sse.py", "def encode_sse_comment", ENCODER),
     Exclusion("wire/_sse.py", "def _single_line", ENCODER),
     Exclusion("wire/_codec.py", "def _default", ENCODER + " (mappings and model objects)"),
+    Exclusion(
+        "protocol/_client_sessions.py",
+        "def session_headers",
+        ENCODER + " (the headers of our own request, for the method we send)",
+    ),
+    Exclusion(
+        "protocol/_websocket.py",
+        "def close_reason",
+        ENCODER + " (the reason of a close frame we send)",
+    ),
     Exclusion("wire/_convert.py", "def unstructure_input_required", ENCODER),
     Exclusion(
         "wire/_convert.py",

@@ -40,6 +40,10 @@ TARGET_NAMES = (
     "legacy_shim",
     "engine",
     "schemas",
+    "http_sessions",
+    "client_sessions",
+    "websocket",
+    "url_callback",
 )
 #: libFuzzer's largest input: room for a message over the connections' 1 KiB bound.
 MAX_LEN = 8192

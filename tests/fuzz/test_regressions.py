@@ -126,6 +126,20 @@ def test_a_form_field_whose_format_is_not_a_string_is_refused_as_misuse() -> Non
     assert asked.requested_schema["properties"]["to"]["format"] == "email"
 
 
+def test_a_last_event_id_with_a_digit_int_refuses_is_not_an_event_id() -> None:
+    # Found by the http_sessions target's seeds: a Last-Event-ID of "\xb2-1" (a latin-1
+    # header byte, as the HTTP server decodes it) passed str.isdigit(), then int("²")
+    # raised ValueError out of ReplayBuffer.resume.  Event ids are ASCII now.
+    read = m.protocol.read_legacy_headers({"mcp-session-id": ["s"], "last-event-id": ["\xb2-1"]})
+    assert read.last_event_id == "\u00b2-1"
+    buffer = m.protocol.ReplayBuffer(max_events=4, max_bytes=64)
+    assert buffer.record(buffer.open_stream(), b"x") == "1-1"
+    for bad in (read.last_event_id, "1-\u00b9", "\u0661-1"):
+        with pytest.raises(m.protocol.ReplayLost, match="not an event id"):
+            buffer.resume(bad)
+    assert buffer.resume("1-1") == m.protocol.Cursor(1, 1)
+
+
 @pytest.mark.parametrize("target", list(targets.TARGETS))
 def test_every_seed_passes_its_target(target: str) -> None:
     paths = sorted((HERE / "corpus" / target).iterdir())

@@ -41,6 +41,19 @@ def test_ids_that_are_not_ours(bad: str) -> None:
         parse_event_id(bad)
 
 
+@pytest.mark.parametrize("bad", ["\u00b2-1", "1-\u00b9", "\u0661-1", "1-\uff11"])
+def test_ids_with_digits_that_are_not_ascii_are_not_ours(bad: str) -> None:
+    # U+00B2 (a latin-1 header byte) is a digit to str.isdigit() but not to int(): it
+    # raised ValueError; Arabic-Indic and fullwidth digits are digits to both, and were
+    # read as ids we never sent.
+    with pytest.raises(ReplayLost, match="not an event id"):
+        parse_event_id(bad)
+    buffer = ReplayBuffer(max_events=10, max_bytes=1000)
+    buffer.record(buffer.open_stream(), b"a")  # (stream 1, seq 1 exists)
+    with pytest.raises(ReplayLost, match="not an event id"):
+        buffer.resume(bad)
+
+
 def test_unknown_or_future_ids_cannot_be_resumed() -> None:
     buffer = ReplayBuffer(max_events=10, max_bytes=1000)
     stream = buffer.open_stream()

@@ -36,6 +36,8 @@ from .engine import engine
 from .parsers import PAYLOADS, codec, convert, framing, headers, sse
 from .schemas import SCHEMAS, SPEC_FORM_SHAPE, schemas
 from .server import POOL_PARAMS, STATE_POOL, ServerApp, legacy_shim, server
+from .sessions import client_sessions, http_sessions
+from .wire12 import url_callback, websocket
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "framing": framing,
@@ -48,6 +50,10 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "legacy_shim": legacy_shim,
     "engine": engine,
     "schemas": schemas,
+    "http_sessions": http_sessions,
+    "client_sessions": client_sessions,
+    "websocket": websocket,
+    "url_callback": url_callback,
 }
 
 __all__ = [

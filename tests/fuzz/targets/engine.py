@@ -76,8 +76,9 @@ def engine(data: bytes) -> None:
     Control bytes: ``data[0]``: 0x01 a leg timeout, 0x02 a total timeout, 0x04 an
     input timeout, 0x08/0x10 ``max_rounds`` (1..4), 0x20/0x40 ``max_state_only_legs``
     (0..3), 0x80 one leg re-issue at most.  ``data[1]``: the method (``% 3``), what the
-    client declared (``>> 2 & 3``), 0x40 the app cancels before it starts, 0x80 it
-    snapshots and restores it before it starts.  Then one step per line: its first byte is the
+    client declared (``>> 2 & 3``), 0x10 a ``url_wait_timeout`` of 20 s (else the
+    default), 0x40 the app cancels before it starts, 0x80 it snapshots and restores it
+    before it starts.  Then one step per line: its first byte is the
     action (high nibble) and how many seconds pass first (low nibble); the rest of
     the line is a JSON value.  Actions: 0 the value is the leg's result (or error, if
     it has an integer ``code``) or the answer to the first pending input; 1 typed
@@ -105,6 +106,7 @@ def engine(data: bytes) -> None:
             max_rounds=1 + (control >> 3) % 4,
             max_state_only_legs=(control >> 5) % 4,
             max_leg_reissues=1 if control & 0x80 else 3,
+            url_wait_timeout=20.0 if data[1] & 0x10 else m.engine.DEFAULT_URL_WAIT,
         )
     )
     assert flow is not None
