@@ -57,6 +57,7 @@ from ._headers import (
     MissingHeader,
     ReceivedHeaders,
     RepeatedHeader,
+    accepted_media,
     called_tool,
     check_request_headers,
     decode_header_value,
@@ -112,6 +113,7 @@ from ._websocket import (
 )
 
 __all__ = [
+    "accepted_media",
     "MAX_CACHE_TTL_MS",
     "CacheEntry",
     "CacheKey",

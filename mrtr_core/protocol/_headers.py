@@ -470,3 +470,29 @@ def check_request_headers(
         arguments = params.get("arguments")
         for name, path in header_params.items():
             check.param(name, path, arguments)
+
+
+def accepted_media(accept_values: Sequence[str]) -> tuple[bool, bool]:
+    """What a request's ``Accept`` values take: (``application/json``,
+    ``text/event-stream``), wildcards included; no ``Accept`` takes both.  A media
+    range with ``q=0`` (or a ``q`` that is not a positive number) is refused."""
+    if not accept_values:
+        return True, True
+    json_ok = sse_ok = False
+    for value in accept_values:
+        for item in value.split(","):
+            media, *parameters = (part.strip() for part in item.split(";"))
+            quality = 1.0
+            for parameter in parameters:
+                key, _, raw = parameter.partition("=")
+                if key.strip().lower() == "q":
+                    try:
+                        quality = float(raw)
+                    except ValueError:
+                        quality = 0.0
+            if not quality > 0:  # (also NaN)
+                continue
+            media = media.lower()
+            json_ok = json_ok or media in ("application/json", "application/*", "*/*")
+            sse_ok = sse_ok or media in ("text/event-stream", "text/*", "*/*")
+    return json_ok, sse_ok

@@ -20,6 +20,9 @@ protocol logic is the connection's; the client only connects it to trio:
   :class:`~mrtr_core.connection.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
+* **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
+  for their answer and are cancelled when given up
+  (:mod:`~mrtr_transports.client.requests`).
 * **A 2025-era session** hands out the server's own requests: they are
   answered through the same ``InputHandler``, the key being the method
   (:func:`~mrtr_transports.client.inputs.answer_server_request`).
@@ -43,7 +46,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
@@ -55,13 +57,13 @@ import mrtr_core as m
 from mrtr_core.connection import Sendable
 
 from . import listen as listening
-from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
+from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch
 from .era import EraControl, Verdict
-from .errors import CallError, CallTimeout, ClientError, TransportError
+from .errors import CallError, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
-from .handshaking import Handshaking
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
+from .requests import PlainRequests
 from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
@@ -82,8 +84,6 @@ logger = logging.getLogger("mrtr.client")
 DEFAULT_CAPABILITIES: Mapping[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 #: Seconds a handshake request (``server/discover``, ``initialize``) may take.
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
-#: Pages of ``tools/list`` followed before giving up.
-MAX_TOOL_PAGES = 100
 
 
 def _our_info() -> dict[str, str]:
@@ -94,7 +94,7 @@ def _our_info() -> dict[str, str]:
     return {"name": "mrtr", "version": version}
 
 
-class Client(Handshaking):
+class Client(PlainRequests):
     """One logical MCP client over one link.  Made by ``open_stdio_client``,
     ``open_http_client`` or :func:`open_client`; see the module docstring."""
 
@@ -283,99 +283,10 @@ class Client(Handshaking):
         params = {"name": name, "arguments": dict(arguments or {})}
         return await self.call("tools/call", params, **call_options)
 
-    async def list_tools(self, *, cache: CacheMode = "use") -> list[dict[str, Any]]:
-        """Every tool of ``tools/list`` (all pages).  Over HTTP the tools whose
-        ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
-        the rest are kept for mirroring arguments into ``Mcp-Param-*`` headers."""
-        tools: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            page_params = {"cursor": cursor} if cursor else None
-            result = await self.request("tools/list", page_params, cache=cache)
-            page = result.get("tools")
-            if not isinstance(page, list):
-                raise CallError(
-                    m.protocol.INVALID_PARAMS, "the tools/list result has no 'tools' list"
-                )
-            tools.extend(dict(tool) for tool in page if isinstance(tool, Mapping))
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                break
-        kept = self.link.tools_listed(tools)
-        self._tools_listed = True
-        return kept
-
-    async def request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cache: CacheMode = "use",
-    ) -> dict[str, Any]:
-        """A plain request (no rounds): its result, or ``CallError``/``CallTimeout``/
-        ``TransportError``.  ``cache``: how the response cache is used, if there is one."""
-        fetch = functools.partial(self._plain_request, method, params, timeout=timeout)
-        if self.cache is None:
-            return await fetch()
-        return await self.cache.fetch(method, params, plain_fetch(fetch), cache)
-
-    async def _plain_request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_id: Callable[[m.RequestId], None] | None = None,
-    ) -> dict[str, Any]:
-        await self._wait_open()
-        return await self._first_chance(
-            functools.partial(self._request, method, params, timeout=timeout, on_id=on_id)
-        )
-
     async def _first_chance_with(
         self, flow: Callable[..., Awaitable[dict[str, Any]]], on_rounds: Callable[[int], None]
     ) -> dict[str, Any]:
         return await self._first_chance(functools.partial(flow, on_rounds))
-
-    async def _request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_id: Callable[[m.RequestId], None] | None = None,
-    ) -> dict[str, Any]:
-        conn = self._conn
-        request_id = conn.new_request_id()
-        waiter = Waiter(method)
-        self._waiters[request_id] = waiter
-        if on_id is not None:
-            on_id(request_id)
-        started = trio.current_time()
-        try:
-            sent = None if params is None else dict(params)
-            request = m.Request(id=request_id, method=method, params=sent)
-            try:
-                out = self._outbound(request, "plain", method=method, request_id=request_id)
-            except m.LocalProtocolError as exc:
-                raise ClientError(f"cannot send {method}: {exc}") from exc
-            self._send_out(out)
-            with trio.move_on_after(math.inf if timeout is None else timeout):
-                await waiter.event.wait()
-        finally:
-            self._waiters.pop(request_id, None)
-            if not waiter.event.is_set():
-                self._abandon(request_id)
-        if waiter.error is not None:
-            raise waiter.error
-        response = waiter.response
-        if response is None:
-            raise CallTimeout(trio.current_time() - started, timeout, "total")
-        if isinstance(response, m.ErrorResponse):
-            error = response.error
-            raise CallError(error.code, error.message, error.data)
-        return dict(response.result)
 
     async def aclose(self) -> None:
         """Fail what is still running with ``TransportError(kind="closed")`` and shut
@@ -559,19 +470,6 @@ class Client(Handshaking):
             return self._lost.copy()
         return TransportError("the server closed the connection", kind="disconnect")
 
-    def _abandon(self, request_id: m.RequestId) -> None:
-        """Give up on a plain request: cancel it on the wire (stdio) or close its stream."""
-        if self._eof_fed or not self.is_waiting_for(request_id):
-            return
-        note = m.Notification(method="notifications/cancelled", params={"requestId": request_id})
-        try:  # (also forgets the id, so a late answer is dropped)
-            out = self._outbound(note, "notification", method=note.method)
-        except m.LocalProtocolError:
-            return
-        if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
-            self._send_out(out)
-        self.link.close_stream(request_id)
-
     # --- Calls: their flows ------------------------------------------------------------
 
     def _on_call_event(self, event: m.CallEvent) -> None:
@@ -587,12 +485,6 @@ class Client(Handshaking):
         if flow is not None:
             flow.fail(error)
 
-    def _fail_plain(self, request_id: m.RequestId, error: ClientError) -> None:
-        waiter = self._waiters.get(request_id)
-        if waiter is not None:
-            waiter.settle(error=error)
-        self._abandon(request_id)
-
     def _stream_broke(self, out: Outbound, error: TransportError) -> None:
         if out.kind == "leg":
             flow = self._flows.get(out.call) if out.call is not None else None
@@ -602,13 +494,6 @@ class Client(Handshaking):
             self._fail_plain(out.request_id, error)
         else:
             self.link_lost(error)
-
-    async def _list_tools_quietly(self, cache: CacheMode = "use") -> None:
-        try:
-            await self.list_tools(cache=cache)
-        except CallError as exc:  # a server without tools/list: call without mirroring
-            logger.warning("tools/list failed (%s): Mcp-Param headers cannot be mirrored", exc)
-            self._tools_listed = True
 
     # --- A 2025-era server's requests ------------------------------------------------
 

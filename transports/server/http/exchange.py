@@ -100,30 +100,6 @@ SSE_HEADERS = [
 ]
 
 
-def _accepted(accept_values: Sequence[str]) -> tuple[bool, bool]:
-    """(accepts application/json, accepts text/event-stream); no Accept accepts both."""
-    if not accept_values:
-        return True, True
-    json_ok = sse_ok = False
-    for value in accept_values:
-        for item in value.split(","):
-            media, *parameters = (part.strip() for part in item.split(";"))
-            quality = 1.0
-            for parameter in parameters:
-                key, _, raw = parameter.partition("=")
-                if key.strip().lower() == "q":
-                    try:
-                        quality = float(raw)
-                    except ValueError:
-                        quality = 0.0
-            if quality <= 0:
-                continue
-            media = media.lower()
-            json_ok = json_ok or media in ("application/json", "application/*", "*/*")
-            sse_ok = sse_ok or media in ("text/event-stream", "text/*", "*/*")
-    return json_ok, sse_ok
-
-
 class _PeerGone(Exception):
     """The client closed the connection."""
 
@@ -376,7 +352,7 @@ class HttpConnection:
         if path != server.path:
             await self._send_error(404, f"no MCP endpoint at {path!r}: use {server.path!r}")
             return
-        json_ok, sse_ok = _accepted(headers.get_all("accept"))
+        json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
         if request.method in (b"GET", b"DELETE") and headers.get_all("mcp-session-id"):
             if request.method == b"GET":  # a 2025-era session's stream
                 await server.sessions.get(self, headers, sse_ok)
