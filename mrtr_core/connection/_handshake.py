@@ -75,8 +75,18 @@ def read_discover_result(
     result: Mapping[str, Any], modern: Sequence[str], legacy: Sequence[str]
 ) -> Settled | Literal["fall back"] | MrtrError:
     """A ``server/discover`` result: the modern era, a fallback to initialize (it offers
-    only 2025 versions), or a failure (it offers nothing we speak)."""
+    only 2025 versions, or it is no ``DiscoverResult`` at all), or a failure (it
+    offers versions, none of which we speak).
+
+    A result without a ``supportedVersions`` list is a 2025 server answering a
+    method it does not know its own way (some answer any request with ``{}``):
+    the spec's compatibility matrix lets a legacy server "process an
+    era-ambiguous method under legacy semantics", and only a recognised modern
+    answer keeps a dual-era client from falling back.
+    """
     offered = result.get("supportedVersions")
+    if not isinstance(offered, list):
+        return FALL_BACK
     version = choose_version(offered, modern)
     if version is None:
         if choose_version(offered, legacy):

@@ -287,6 +287,9 @@ class HttpLink:
     async def _exchange(self, out: Outbound, scope: trio.CancelScope) -> None:
         assert self._client is not None
         with scope:
+            session = self._session
+            if session is not None and out.kind in ("plain", "leg"):  # (not the handshake)
+                await session.standalone_ready()  # see HttpSession.standalone_ready
             try:
                 await self._post(out)
             except Failed as failure:

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mrtr.http")
 
 _SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
+#: The longest a session's request waits for the GET stream to open (seconds).
+STANDALONE_WAIT = 5.0
 
 
 class HttpSession:
@@ -67,6 +69,8 @@ class HttpSession:
         self.id: str | None = None
         self.expired = False
         self._listening = False
+        #: Set once the GET stream's first attempt is answered (a stream, 405, a failure).
+        self.standalone_settled = trio.Event()
 
     # --- Headers and responses -----------------------------------------------------
 
@@ -108,19 +112,36 @@ class HttpSession:
     def initialized(self, nursery: trio.Nursery) -> None:
         """``notifications/initialized`` was accepted: open the GET stream (once)."""
         if self._listening or self.link.closed:
+            self.standalone_settled.set()
             return
         self._listening = True
         nursery.start_soon(self._listen)
 
+    async def standalone_ready(self) -> None:
+        """Wait (at most ``STANDALONE_WAIT`` seconds) until the GET stream is open or
+        known not to be: a server may send its requests on that stream, unrelated to any
+        POST (the spec allows it; the official TypeScript server's ``elicitInput`` does),
+        and one sent before the stream exists is lost, so a session's requests wait."""
+        with trio.move_on_after(STANDALONE_WAIT):
+            await self.standalone_settled.wait()
+
     async def _listen(self) -> None:
         resumption = StreamResumption()
         last_id: str | None = None
+        try:
+            await self._listen_on(resumption, last_id)
+        finally:
+            self.standalone_settled.set()
+
+    async def _listen_on(self, resumption: StreamResumption, last_id: str | None) -> None:
         while not self.link.closed and not self.expired:
             try:
                 opened = await self.get(last_id)
             except (Failed, Broken) as exc:
                 logger.info("the GET stream of %s failed: %s", self.link.url, exc)
                 return
+            finally:
+                self.standalone_settled.set()
             if opened is None:
                 return  # 405 (no stream offered), or an answer that is no stream
             conn, _ = opened

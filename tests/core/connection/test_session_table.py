@@ -592,10 +592,27 @@ def test_client_discover_result_without_a_modern_but_with_a_legacy_version_initi
 @pytest.mark.parametrize(
     "result",
     [
-        {"supportedVersions": ["1999-01-01"], "capabilities": {}},
-        {"supportedVersions": [], "capabilities": {}},
+        {},  # a 2025 server that answers any request it does not know with {}
         {"capabilities": {}},
         {"supportedVersions": MODERN},  # a string, not a list
+    ],
+)
+def test_client_probe_answered_by_no_discover_result_falls_back_to_initialize(
+    result: Any,
+) -> None:
+    client = _auto_client()
+    probe, _ = _send_probe(client)
+    (step,) = feed(client, _result_line(probe.id, result), "whole")
+    assert isinstance(step, HandshakeStep) and step.message.method == "initialize"
+    client.send(step.message)
+    assert client.session_state is S.INITIALIZING
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"supportedVersions": ["1999-01-01"], "capabilities": {}},
+        {"supportedVersions": [], "capabilities": {}},
         {"supportedVersions": [{"v": MODERN}]},
     ],
 )

