@@ -81,7 +81,7 @@ class FloorClient:
         return result
 
     def call_tool(self, name: str, answer: Any) -> dict[str, Any]:
-        """``answer(key, request)`` fills in each input request, as the real clients' callbacks do."""
+        """``answer(key, request)`` fills in each input request, like the real callbacks."""
         params: dict[str, Any] = {"name": name, "arguments": {}}
         result = self.leg(params)
         while result.get("resultType") == "input_required":
