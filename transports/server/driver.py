@@ -60,8 +60,11 @@ waits for the writer like any other message).
 
 from __future__ import annotations
 
+import errno
+import functools
 import importlib
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -205,6 +208,39 @@ def send_response(
 # --- A connection over a byte stream -------------------------------------------------
 
 
+def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
+    """``stream.receive_some(READ_SIZE)``; for a pipe (``FdStream``) read directly.
+
+    ``FdStream.receive_some`` yields to the scheduler before every read, even when
+    bytes wait; per message that is a pass of the run loop.  Here a read yields only
+    by waiting for the pipe, or, when the last read found bytes without waiting, by
+    one checkpoint first (so a flood of input still lets the request tasks run).
+    """
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return functools.partial(stream.receive_some, READ_SIZE)
+    waited = True
+
+    async def receive() -> bytes:
+        nonlocal waited
+        if not waited:
+            await trio.lowlevel.checkpoint()
+        waited = False
+        while True:
+            try:
+                return os.read(stream.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                waited = True
+                await trio.lowlevel.wait_readable(stream.fileno())
+            except OSError as exc:
+                raise (
+                    trio.ClosedResourceError()
+                    if exc.errno == errno.EBADF
+                    else trio.BrokenResourceError()
+                ) from exc
+
+    return receive
+
+
 def end_subscriptions(app: ServerApp) -> None:
     """Shutdown: let an app that can (``close_subscriptions()``, as ``McpApp`` has)
     end its open listen streams with their final result."""
@@ -268,6 +304,11 @@ class _StreamDriver:
         # them; a request cancelled while it hands over its bytes can never cut a line
         # in half.  At most OUTBOX_SIZE messages wait (then writers wait: backpressure).
         self.outbox, self.outgoing = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        # Messages handed to the outbox and not yet written to the end.  While it is 0 a
+        # pipe's bytes go out at once (``os.write``, no hop through the writer task);
+        # whatever the pipe does not take goes to the outbox, so the order holds.
+        self.queued = 0
+        self.out_pipe = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
         self.output_broken = False
         self.input_closed = False
         self.draining = False  # the end of input was read: the drain time runs
@@ -275,21 +316,56 @@ class _StreamDriver:
         self.everything: trio.CancelScope | None = None
 
     async def write(self, data: bytes) -> None:
-        if data and not self.output_broken:
+        """Hand ``data`` (whole messages) to the writer; a checkpoint, like any trio send."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self.put(data)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def put(self, data: bytes) -> None:
+        """Hand ``data`` over without a checkpoint when it can go at once (the last thing
+        a request task does): written to a pipe directly while nothing is queued, else
+        queued for the writer (waiting while ``OUTBOX_SIZE`` messages are queued)."""
+        if not data or self.output_broken:
+            return
+        if self.queued == 0 and self.out_pipe is not None:
+            try:
+                written = os.write(self.out_pipe.fileno(), data)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self.output_lost(exc)
+                return
+            if written == len(data):
+                return
+            # The rest goes first in line, at once: a cancellation can never cut it off.
+            self.queued += 1
+            self.outbox.send_nowait(data[written:])
+            return
+        self.queued += 1
+        try:
             await self.outbox.send(data)
+        except BaseException:
+            self.queued -= 1
+            raise
+
+    def output_lost(self, exc: BaseException) -> None:
+        # The peer stopped reading: nobody can get an answer any more.
+        if isinstance(exc, OSError) and exc.errno == errno.EBADF:
+            exc = trio.ClosedResourceError()
+        self.output_broken = True
+        log.info("output closed by the peer: stopping (%r)", exc)
+        assert self.everything is not None
+        self.everything.cancel()
 
     async def writer(self) -> None:
         async for data in self.outgoing:
-            if self.output_broken:
-                continue
             try:
-                await self.send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                # The peer stopped reading: nobody can get an answer any more.
-                self.output_broken = True
-                log.info("output closed by the peer: stopping")
-                assert self.everything is not None
-                self.everything.cancel()
+                if not self.output_broken:
+                    await self.send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self.output_lost(exc)
+            finally:
+                self.queued -= 1
 
     async def serve(self, receive_stream: trio.abc.ReceiveStream) -> None:
         async with trio.open_nursery() as outer:
@@ -316,11 +392,12 @@ class _StreamDriver:
 
     async def read_loop(self, receive_stream: trio.abc.ReceiveStream) -> None:
         conn = self.conn
+        receive = _receiver(receive_stream)
         while not self.output_broken:
             event = conn.next_event(trio.current_time())
             if event is m.NEED_DATA:
                 try:
-                    data = await receive_stream.receive_some(READ_SIZE)
+                    data = await receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:
@@ -342,16 +419,19 @@ class _StreamDriver:
             # not reading.  Stop reading too (its requests wait in the pipe) until one
             # is handed over.  (While the slots are held by handlers still running,
             # the connection refuses requests past max_incoming and never gets here.)
-            await self.slots.acquire()
+            try:
+                self.slots.acquire_nowait()  # (no checkpoint: the read loop has its own)
+            except trio.WouldBlock:
+                await self.slots.acquire()
             # Registered now, so a cancellation that arrives before the task starts counts.
             self.running[event.id] = trio.CancelScope()
             self.nursery.start_soon(self.run_request, event)
         elif isinstance(event, m.AutoReply):
-            await self.write(conn.send(event.reply))
+            await self.put(conn.send(event.reply))
         elif isinstance(event, m.InvalidMessage):
             log.warning("bad input: %s", event.error.message)
             if event.reply is not None:
-                await self.write(conn.send(event.reply))
+                await self.put(conn.send(event.reply))
         elif isinstance(event, m.RequestCancelled):
             scope = self.running.get(event.request_id)
             if scope is not None:
@@ -387,14 +467,14 @@ class _StreamDriver:
                     next_answer=self.wait_for_answer,
                     unanswered=self.unanswered,
                 )
-                await self.write(send_response(conn, response)[1])
+                await self.put(send_response(conn, response)[1])
                 return
             outcome: Outcome = m.MrtrError("cancelled by the client")
             with scope:
                 outcome = await run_app(self.app, request, info, outlet)
             # Cancelled by the client: the connection sends nothing for it (b""), but
             # sending the outcome releases the request's id.
-            await self.write(send_response(conn, response_for(request.id, outcome))[1])
+            await self.put(send_response(conn, response_for(request.id, outcome))[1])
         finally:
             del self.running[request.id]
             self.slots.release()  # its response is with the writer (or never will be)
