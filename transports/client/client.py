@@ -258,7 +258,8 @@ class Client(PlainRequests):
                 on_rounds=on_rounds,
             )
 
-        await self._wait_open()
+        if not self._opened.is_set() or self._session_error is not None or self._closed:
+            await self._wait_open()  # (open: no pass of the run loop, the call waits anyway)
         if self.cache is not None and method == "resources/read":
             first_chance = functools.partial(self._first_chance_with, flow)
             return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)

@@ -260,20 +260,20 @@ class StdioLink:
     async def _read_pipe(self, stdout: trio.lowlevel.FdStream) -> None:
         """Read the child's stdout to its end, directly: ``FdStream.receive_some`` yields
         to the scheduler before every read, a pass of the run loop per message.  Here a
-        read yields by waiting for the pipe, or (after a read that found bytes without
-        waiting) by one checkpoint, so a flood from the child still lets callers run."""
+        read yields by waiting for the pipe, or by one checkpoint when it found bytes
+        without waiting twice in a row, so a flood from the child still lets callers run."""
         assert self._client is not None
         waited = True
         while True:
-            if not waited:
-                await trio.lowlevel.checkpoint()
-            waited = False
             try:
                 data = os.read(stdout.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
             except BlockingIOError:
                 waited = True
                 await trio.lowlevel.wait_readable(stdout.fileno())
                 continue
+            if not waited:  # bytes twice in a row without waiting: let the others run first
+                await trio.lowlevel.checkpoint()
+            waited = False
             if not data:
                 return
             self._client.receive_data(data)

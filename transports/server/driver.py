@@ -213,8 +213,8 @@ def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | 
 
     ``FdStream.receive_some`` yields to the scheduler before every read, even when
     bytes wait; per message that is a pass of the run loop.  Here a read yields only
-    by waiting for the pipe, or, when the last read found bytes without waiting, by
-    one checkpoint first (so a flood of input still lets the request tasks run).
+    by waiting for the pipe, or by one checkpoint when it found bytes without waiting
+    twice in a row (so a flood of input still lets the request tasks run).
     """
     if not isinstance(stream, trio.lowlevel.FdStream):
         return functools.partial(stream.receive_some, READ_SIZE)
@@ -222,21 +222,20 @@ def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | 
 
     async def receive() -> bytes:
         nonlocal waited
-        if not waited:
-            await trio.lowlevel.checkpoint()
-        waited = False
         while True:
             try:
-                return os.read(stream.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
+                data = os.read(stream.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
             except BlockingIOError:
                 waited = True
                 await trio.lowlevel.wait_readable(stream.fileno())
+                continue
             except OSError as exc:
-                raise (
-                    trio.ClosedResourceError()
-                    if exc.errno == errno.EBADF
-                    else trio.BrokenResourceError()
-                ) from exc
+                closed = exc.errno == errno.EBADF
+                raise trio.ClosedResourceError() if closed else trio.BrokenResourceError() from exc
+            if not waited:  # bytes twice in a row without waiting: let the others run first
+                await trio.lowlevel.checkpoint()
+            waited = False
+            return data
 
     return receive
 
