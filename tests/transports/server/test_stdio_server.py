@@ -241,6 +241,35 @@ async def test_requests_run_concurrently() -> None:
             assert done.result["content"][0]["text"] == "slow done"
 
 
+async def test_answers_bigger_than_the_pipe_arrive_whole_among_small_ones() -> None:
+    # An answer goes straight to the pipe while nothing waits; what the pipe does not
+    # take (here: most of 400 KB, with nobody reading for a while) waits for the writer
+    # task, and every answer after it waits behind it: whole lines, each exactly once.
+    big = "x" * 400_000
+    with trio.fail_after(20):
+        async with open_server() as peer:
+            ids = []
+            for n in range(30):
+                rid = peer.conn.new_request_id()
+                ids.append(rid)
+                text = big if n % 10 == 0 else f"small {n}"
+                call = {"name": "echo", "arguments": {"text": text}}
+                await peer.write(
+                    peer.conn.send(m.Request(id=rid, method="tools/call", params=call))
+                )
+            await trio.sleep(0.3)  # the server fills the pipe and queues the rest
+            replies: dict[Any, Any] = {}
+            while len(replies) < len(ids):  # (concurrent requests: in any order)
+                event = await peer.event()
+                assert isinstance(event, m.ResultResponse), event
+                replies[event.id] = event.result["content"][0]["text"]
+            assert replies == {
+                rid: big if n % 10 == 0 else f"small {n}" for n, rid in enumerate(ids)
+            }
+            answered = [msg["id"] for msg in peer.stdout_messages()]
+            assert sorted(answered) == sorted(ids)
+
+
 async def test_handler_output_goes_to_stderr_never_stdout() -> None:
     with trio.fail_after(5):
         async with open_server() as peer:
