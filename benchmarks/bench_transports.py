@@ -39,7 +39,10 @@ only, 10 ms resolution: ``n/a`` elsewhere).  Wall time beyond their sum is waiti
 (wake-ups, the kernel's pipe and socket work); with two or more CPUs they overlap.
 
 Run: ``.venv/bin/python benchmarks/bench_transports.py [--calls N] [--repeats R]
-[--transport stdio|http] [--side mrtr|mcp|ts|floor] [--quick]`` (a minute or two
+[--transport stdio|http] [--side mrtr|mcp|ts|floor] [--quick] [--baseline PYTHON]``
+(``--baseline`` adds a side ``base``: our client and server run by another
+interpreter, e.g. ``/path/to/main/.venv/bin/python``, so a change is measured
+before/after in one interleaved run) (a minute or two
 with the defaults; ``--quick`` is a short noisy run).  The TypeScript side needs
 ``make node-peers``.  Not a test: timings never pass or fail.
 """
@@ -344,7 +347,7 @@ def work_floor(transport: str, warmup: int) -> None:
 class Worker:
     """One side's worker process for one transport, driven batch by batch."""
 
-    def __init__(self, side: str, transport: str, warmup: int) -> None:
+    def __init__(self, side: str, transport: str, warmup: int, python: str) -> None:
         self.side = side
         self.server: subprocess.Popen[bytes] | None = None
         if side == "ts":
@@ -355,9 +358,10 @@ class Worker:
                 url, self.server = ts_http_server()
                 target = ["http", url, str(self.server.pid)]
             argv = [str(node()), script, str(warmup), *target]
-        else:
-            argv = [sys.executable, __file__, "--worker", side, "--transport", transport]
-            argv += ["--warmup", str(warmup)]
+        else:  # ("base": our side under another interpreter, e.g. main's venv)
+            worker = "mrtr" if side == "base" else side
+            argv = [python if side == "base" else sys.executable, __file__, "--worker", worker]
+            argv += ["--transport", transport, "--warmup", str(warmup)]
         pipe = subprocess.PIPE
         self.process = subprocess.Popen(argv, cwd=ROOT, stdin=pipe, stdout=pipe, text=True)
         self.meta: dict[str, Any] = {}
@@ -440,14 +444,14 @@ def _cpu(us: float | None, width: int) -> str:
 
 
 def run_transport(
-    transport: str, sides: list[str], warmup: int, calls: int, repeats: int
+    transport: str, sides: list[str], warmup: int, calls: int, repeats: int, baseline: str
 ) -> dict[str, Any]:
     """Every side's batches for one transport, interleaved; per side, per tool."""
     sides = [side for side in sides if side != "floor" or transport == "stdio"]
     workers: list[Worker] = []
     try:
         for side in sides:
-            worker = Worker(side, transport, warmup)
+            worker = Worker(side, transport, warmup, baseline)
             workers.append(worker)
             worker.ready()  # one at a time: the warm-ups do not compete either
         results: dict[str, dict[str, list[list[float | None]]]] = {
@@ -502,6 +506,12 @@ def main() -> int:
     parser.add_argument("--transport", choices=("stdio", "http"), action="append")
     parser.add_argument("--side", choices=SIDES, action="append", help="default: all")
     parser.add_argument("--quick", action="store_true", help="a short noisy run")
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="add side 'base': our client and server run by this interpreter (another "
+        "checkout's venv, e.g. main's), for before/after ratios in one run",
+    )
     parser.add_argument("--worker", choices=("mrtr", "mcp", "floor"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
@@ -517,6 +527,8 @@ def main() -> int:
         return 0
 
     sides = args.side or list(SIDES)
+    if args.baseline:
+        sides.insert(1, "base")
     print(machine(("mrtr", "mcp", "trio", "h11", "uvicorn", "orjson")))
     if "ts" in sides:
         print(ts_versions())
@@ -528,7 +540,9 @@ def main() -> int:
     started = time.perf_counter()
     metas: dict[str, Any] = {}
     for transport in transports:
-        run = run_transport(transport, sides, args.warmup, args.calls, args.repeats)
+        run = run_transport(
+            transport, sides, args.warmup, args.calls, args.repeats, args.baseline or ""
+        )
         metas.update(run["meta"])
         report(transport, sides, run)
     took = time.perf_counter() - started
