@@ -218,11 +218,19 @@ class Flow:
 
     # --- Its tasks ---------------------------------------------------------------------
 
-    def spawn(self, run: Callable[..., Awaitable[None]], *args: Any) -> None:
-        """Run ``run(*args)`` in a task of this flow (see the module docstring)."""
-        scope = trio.CancelScope()
+    def spawn(
+        self,
+        run: Callable[..., Awaitable[None]],
+        *args: Any,
+        scope: trio.CancelScope | None = None,
+    ) -> trio.CancelScope:
+        """Run ``run(*args)`` in a task of this flow (see the module docstring), under
+        ``scope`` (a new one by default), which cancels it; returns that scope."""
+        if scope is None:
+            scope = trio.CancelScope()
         self.tasks.add(scope)
         self.ctx.nursery.start_soon(self._task, scope, run, args)
+        return scope
 
     async def _task(
         self, scope: trio.CancelScope, run: Callable[..., Awaitable[None]], args: tuple[Any, ...]
@@ -382,15 +390,12 @@ class Flow:
             self._send_leg(event)
 
     def _arm(self, delay: float, fire: Callable[[], None]) -> trio.CancelScope:
-        scope = trio.CancelScope()
-        self.spawn(self._timer, scope, delay, fire)
-        return scope
+        return self.spawn(self._timer, delay, fire)
 
-    async def _timer(self, scope: trio.CancelScope, delay: float, fire: Callable[[], None]) -> None:
-        with scope:
-            await trio.sleep(max(delay, 0.0))
-            if not self.finished.is_set():
-                fire()
+    async def _timer(self, delay: float, fire: Callable[[], None]) -> None:
+        await trio.sleep(max(delay, 0.0))
+        if not self.finished.is_set():
+            fire()
 
     @staticmethod
     def _disarm(scope: trio.CancelScope | None) -> None:
@@ -434,33 +439,29 @@ class Flow:
         if self.ctx.answer is None:
             self._fail_input(step.key, "this client has no input handler")
             return
-        scope = self.inputs[step.key] = trio.CancelScope()
-        self.spawn(self._run_input, step.key, step.request, scope)
+        self.inputs[step.key] = self.spawn(self._run_input, step.key, step.request)
 
-    async def _run_input(
-        self, key: str, request: m.wire.InputRequest, scope: trio.CancelScope
-    ) -> None:
+    async def _run_input(self, key: str, request: m.wire.InputRequest) -> None:
         answer_input = self.ctx.answer
         assert answer_input is not None
-        with scope:
-            try:
-                answer = await answer_input(key, request)
-            except InputUnavailable as exc:
-                self._fail_input(key, exc.reason)
-                return
-            except Exception as exc:
-                self.cause = exc
-                self._fail_input(key, f"the input handler failed: {exc!r}")
-                return
-            problem = answer_problem(request, answer)
-            if problem is not None:
-                self._fail_input(key, problem)
-                return
-            if self.inputs_open and key in self.pending:
-                self.pending.discard(key)
-                self.inputs.pop(key, None)
-                self.ctx.conn.provide(self.call, key, answer, trio.current_time())
-                self.ctx.pump()
+        try:
+            answer = await answer_input(key, request)
+        except InputUnavailable as exc:
+            self._fail_input(key, exc.reason)
+            return
+        except Exception as exc:
+            self.cause = exc
+            self._fail_input(key, f"the input handler failed: {exc!r}")
+            return
+        problem = answer_problem(request, answer)
+        if problem is not None:
+            self._fail_input(key, problem)
+            return
+        if self.inputs_open and key in self.pending:
+            self.pending.discard(key)
+            self.inputs.pop(key, None)
+            self.ctx.conn.provide(self.call, key, answer, trio.current_time())
+            self.ctx.pump()
 
     def _fail_input(self, key: str, reason: str) -> None:
         if self.inputs_open and key in self.pending:
