@@ -26,13 +26,17 @@ transport shares:
   real server-to-client requests, whose answers the driver routes back to the
   waiting request.
 
-Concurrency and bounds: one task per request, and a request holds one of
-``max_incoming`` (1024) slots from the moment it is read until its response
+Concurrency and bounds: each request runs at once in the task that read it,
+as far as it goes without waiting; a request that has to wait keeps that task
+(a new one takes over reading), so in effect one task per waiting request, and
+none at all for the legs most apps answer straight away.  A request holds one
+of ``max_incoming`` (1024) slots from the moment it is read until its response
 is handed to the writer, not merely until the connection has encoded it.
-Writes go through one writer task, whole messages in the order the
-connection produced them (at most ``OUTBOX_SIZE``, 64, wait; then senders
-wait): a handler cancelled while it hands over its bytes can never cut a line
-in half, and what the connection produced reaches the peer.  So when the peer
+Writes are whole messages in the order the connection produced them: written
+to a pipe at once while nothing is queued, otherwise (and what a full pipe did
+not take, first in line) through one writer task (at most ``OUTBOX_SIZE``, 64,
+wait; then senders wait): a handler cancelled while it hands over its bytes can
+never cut a line in half, and what the connection produced reaches the peer.  So when the peer
 stops reading our output, answered requests wait in their slots, and once
 every slot is taken the read loop waits for one before it reads on: the
 backpressure reaches the peer through its own input pipe, and memory stays
@@ -60,12 +64,14 @@ waits for the writer like any other message).
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import functools
 import importlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 import trio
@@ -208,6 +214,27 @@ def send_response(
 # --- A connection over a byte stream -------------------------------------------------
 
 
+@types.coroutine
+def _carry_on(
+    context: contextvars.Context, coro: Coroutine[Any, Any, None], trap: Any
+) -> Generator[Any, Any, None]:
+    """Carry on running ``coro`` (which yielded ``trap`` to the run loop) in the task
+    that awaits this: trio's answers to its traps go back into it, in ``context``."""
+    while True:
+        try:
+            answer = yield trap
+        except BaseException as exc:  # (trio throws Cancelled and the like into the task)
+            try:
+                trap = context.run(coro.throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                trap = context.run(coro.send, answer)
+            except StopIteration:
+                return
+
+
 def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
     """``stream.receive_some(READ_SIZE)``; for a pipe (``FdStream``) read directly.
 
@@ -312,6 +339,8 @@ class _StreamDriver:
         self.input_closed = False
         self.draining = False  # the end of input was read: the drain time runs
         self.nursery: trio.Nursery | None = None  # the request tasks
+        self.receive: Callable[[], Awaitable[bytes | bytearray]] | None = None
+        self.input_ended = trio.Event()  # the read loop has ended (whichever task ran it)
         self.everything: trio.CancelScope | None = None
 
     async def write(self, data: bytes) -> None:
@@ -372,7 +401,9 @@ class _StreamDriver:
             outer.start_soon(self.writer)
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
-                await self.read_loop(receive_stream)
+                self.receive = _receiver(receive_stream)
+                nursery.start_soon(self.read_loop)
+                await self.input_ended.wait()
                 # End of input: no answers to our questions can come any more, and
                 # what still runs (and the writing of its answers) gets drain_timeout.
                 self.start_draining()
@@ -389,43 +420,73 @@ class _StreamDriver:
             assert self.everything is not None
             self.everything.deadline = trio.current_time() + self.drain_timeout
 
-    async def read_loop(self, receive_stream: trio.abc.ReceiveStream) -> None:
+    async def read_loop(self) -> None:
+        """Read and dispatch until the input ends (then set ``input_ended``), unless this
+        task became a request's (``start_request``): a new task has taken over reading."""
         conn = self.conn
-        receive = _receiver(receive_stream)
-        while not self.output_broken:
-            event = conn.next_event(trio.current_time())
-            if event is m.NEED_DATA:
-                try:
-                    data = await receive()
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                if not data:
-                    # The drain time starts now, not when the connection says it is
-                    # closed: replying to what is left (a last line without its
-                    # newline) waits for the writer, which may never get to write.
-                    self.start_draining()
-                conn.receive_data(data)
-                continue
-            if isinstance(event, m.ConnectionClosed):
-                return
-            await self.dispatch(event)
+        assert self.receive is not None
+        receive = self.receive
+        handed_over = False
+        try:
+            while not self.output_broken:
+                event = conn.next_event(trio.current_time())
+                if event is m.NEED_DATA:
+                    try:
+                        data = await receive()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                    if not data:
+                        # The drain time starts now, not when the connection says it is
+                        # closed: replying to what is left (a last line without its
+                        # newline) waits for the writer, which may never get to write.
+                        self.start_draining()
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, m.ConnectionClosed):
+                    return
+                if isinstance(event, m.Request):
+                    handed_over = await self.start_request(event)
+                    if handed_over:
+                        return
+                    continue
+                await self.dispatch(event)
+        finally:
+            if not handed_over:
+                self.input_ended.set()
+
+    async def start_request(self, request: m.Request) -> bool:
+        """Run ``request`` at once in this task, as far as it goes without waiting; True
+        when it had to wait: this task then carries it to its end and a new task reads on.
+
+        Most legs never wait (the app answers, the answer goes straight to the pipe), and
+        running them here saves a task and a pass of the run loop each.  The request runs
+        in a copy of the context, as a task of its own would; it enters its cancel scope
+        itself, so a ``notifications/cancelled`` finds it whichever task carries it.
+        """
+        assert self.nursery is not None
+        # Every slot taken means answered requests wait for the writer: the peer is not
+        # reading.  Stop reading too (its requests wait in the pipe) until one is handed
+        # over.  (While the slots are held by handlers still running, the connection
+        # refuses requests past max_incoming and never gets here.)
+        try:
+            self.slots.acquire_nowait()  # (no checkpoint: the read loop has its own)
+        except trio.WouldBlock:
+            await self.slots.acquire()
+        # Registered now, so a cancellation that arrives before it runs counts.
+        self.running[request.id] = trio.CancelScope()
+        context = contextvars.copy_context()
+        coro = self.run_request(request)
+        try:
+            trap = context.run(coro.send, None)
+        except StopIteration:
+            return False
+        self.nursery.start_soon(self.read_loop)
+        await _carry_on(context, coro, trap)
+        return True
 
     async def dispatch(self, event: Any) -> None:
         conn = self.conn
-        if isinstance(event, m.Request):
-            assert self.nursery is not None
-            # Every slot taken means answered requests wait for the writer: the peer is
-            # not reading.  Stop reading too (its requests wait in the pipe) until one
-            # is handed over.  (While the slots are held by handlers still running,
-            # the connection refuses requests past max_incoming and never gets here.)
-            try:
-                self.slots.acquire_nowait()  # (no checkpoint: the read loop has its own)
-            except trio.WouldBlock:
-                await self.slots.acquire()
-            # Registered now, so a cancellation that arrives before the task starts counts.
-            self.running[event.id] = trio.CancelScope()
-            self.nursery.start_soon(self.run_request, event)
-        elif isinstance(event, m.AutoReply):
+        if isinstance(event, m.AutoReply):
             await self.put(conn.send(event.reply))
         elif isinstance(event, m.InvalidMessage):
             log.warning("bad input: %s", event.error.message)
