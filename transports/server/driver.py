@@ -371,10 +371,13 @@ class _StreamDriver:
             return
         self.queued += 1
         try:
-            await self.outbox.send(data)
-        except BaseException:
-            self.queued -= 1
-            raise
+            self.outbox.send_nowait(data)  # (no checkpoint while the outbox has room)
+        except trio.WouldBlock:
+            try:
+                await self.outbox.send(data)
+            except BaseException:
+                self.queued -= 1
+                raise
 
     def output_lost(self, exc: BaseException) -> None:
         # The peer stopped reading: nobody can get an answer any more.
