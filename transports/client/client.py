@@ -171,6 +171,7 @@ class Client(PlainRequests):
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
+            nursery=self._nursery,
             pump=self._pump,
             send_out=self._send_out,
             outbound=self._outbound,
@@ -258,7 +259,8 @@ class Client(PlainRequests):
                 on_rounds=on_rounds,
             )
 
-        await self._wait_open()
+        if not self._opened.is_set() or self._session_error is not None or self._closed:
+            await self._wait_open()  # (open: no pass of the run loop, the call waits anyway)
         if self.cache is not None and method == "resources/read":
             first_chance = functools.partial(self._first_chance_with, flow)
             return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)
@@ -500,8 +502,10 @@ class Client(PlainRequests):
     def _start_server_request(self, request: m.Request) -> None:
         live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
         flow = live[0] if len(live) == 1 else None  # the call it belongs to, when clear
-        nursery = flow.nursery if flow is not None else self._nursery
-        nursery.start_soon(self._answer_server_request, request, flow)
+        if flow is not None:
+            flow.spawn(self._answer_server_request, request, flow)
+        else:
+            self._nursery.start_soon(self._answer_server_request, request, flow)
 
     async def _answer_server_request(self, request: m.Request, flow: Flow | None) -> None:
         budget = flow.input_timeout if flow is not None else None

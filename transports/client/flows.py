@@ -19,8 +19,13 @@ once:
   result or the :mod:`~mrtr_transports.client.errors` error to raise.
 
 Timers are trio's (``trio.current_time()``, fed back as ``now=`` and the
-``*_timed_out`` inputs).  Each flow has its own nursery: at most two timers,
-one delayed leg, and one task per input key of the current round.
+``*_timed_out`` inputs).  A flow's tasks (at most two timers, one delayed leg,
+and one task per input key of the current round) run in the client's nursery,
+each under a cancel scope of the flow's: when the call ends, :func:`run_flow`
+cancels them and waits until they have ended, as a nursery of its own would,
+without a nursery's pass of the run loop per call (a call that started no task,
+a plain one-leg call, costs none).  What a task raises (a bug: input handlers'
+exceptions are caught) is raised by :func:`run_flow`, never in the client's nursery.
 
 A plain request (``Client.request``: one leg, no rounds) is only a
 :class:`Waiter` for its answer.
@@ -29,7 +34,7 @@ A plain request (``Client.request``: one leg, no rounds) is only a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +79,8 @@ class FlowContext:
     conn: m.Connection
     #: Drain the connection's events (after every input to it).
     pump: Callable[[], None]
+    #: Where the flows' tasks run (the client's nursery; see the module docstring).
+    nursery: trio.Nursery
     #: Hand a message to the link (traced).
     send_out: Callable[[Outbound], None]
     #: An event through the connection, as the link's ``Outbound`` (kind, then fields).
@@ -107,9 +114,9 @@ async def run_flow(
     budget = None if timeout is None else timeout - (trio.current_time() - started)
     if budget is not None and budget <= 0:
         raise CallTimeout(trio.current_time() - started, timeout, "total")
-    async with trio.open_nursery() as nursery:
-        flow = Flow(ctx, nursery, trio.current_time(), on_progress, limits.input_timeout)
-        flow.total_budget, flow.total_started = timeout, started
+    flow = Flow(ctx, trio.current_time(), on_progress, limits.input_timeout)
+    flow.total_budget, flow.total_started = timeout, started
+    try:
         try:
             flow.call = conn.call(
                 method,
@@ -130,7 +137,7 @@ async def run_flow(
         else:
             flows[flow.call] = flow
             if budget is not None:
-                nursery.start_soon(flow.total_timer, budget)
+                flow.spawn(flow.total_timer, budget)
             try:
                 ctx.pump()
                 await flow.finished.wait()
@@ -139,7 +146,8 @@ async def run_flow(
                     conn.cancel(flow.call, trio.current_time())
                     ctx.pump()
                 flows.pop(flow.call, None)
-        nursery.cancel_scope.cancel()
+    finally:
+        await flow.end_tasks()
     if on_rounds is not None:
         on_rounds(flow.round)
     return flow.result()
@@ -161,13 +169,15 @@ class Flow:
         "leg_out",
         "leg_timer",
         "lost",
-        "nursery",
         "on_progress",
         "outcome",
         "override",
         "pending",
         "round",
         "started",
+        "task_error",
+        "tasks",
+        "tasks_ended",
         "total_budget",
         "total_started",
     )
@@ -175,14 +185,16 @@ class Flow:
     def __init__(
         self,
         ctx: FlowContext,
-        nursery: trio.Nursery,
         started: float,
         on_progress: Callable[[m.Progress], None] | None,
         input_timeout: float | None,
     ) -> None:
         self.ctx = ctx
         self.call = 0
-        self.nursery = nursery
+        # The flow's tasks: one cancel scope each, while it runs.
+        self.tasks: set[trio.CancelScope] = set()
+        self.tasks_ended: trio.Event | None = None
+        self.task_error: BaseException | None = None
         self.started = started
         self.on_progress = on_progress
         self.input_timeout = input_timeout
@@ -203,6 +215,51 @@ class Flow:
         # The caller's whole-flow budget and when it started (before any tools/list).
         self.total_budget: float | None = None
         self.total_started = started
+
+    # --- Its tasks ---------------------------------------------------------------------
+
+    def spawn(
+        self,
+        run: Callable[..., Awaitable[None]],
+        *args: Any,
+        scope: trio.CancelScope | None = None,
+    ) -> trio.CancelScope:
+        """Run ``run(*args)`` in a task of this flow (see the module docstring), under
+        ``scope`` (a new one by default), which cancels it; returns that scope."""
+        if scope is None:
+            scope = trio.CancelScope()
+        self.tasks.add(scope)
+        self.ctx.nursery.start_soon(self._task, scope, run, args)
+        return scope
+
+    async def _task(
+        self, scope: trio.CancelScope, run: Callable[..., Awaitable[None]], args: tuple[Any, ...]
+    ) -> None:
+        try:
+            with scope:
+                await run(*args)
+        except trio.Cancelled:
+            raise  # the client's nursery is being cancelled: so is this task
+        except BaseException as exc:  # a bug; raised by run_flow (not in the client's nursery)
+            if self.task_error is None:
+                self.task_error = exc
+            self.fail(ClientError(f"the call's task failed: {exc!r}"))
+        finally:
+            self.tasks.discard(scope)
+            if not self.tasks and self.tasks_ended is not None:
+                self.tasks_ended.set()
+
+    async def end_tasks(self) -> None:
+        """Cancel the flow's tasks and wait until they have ended (as a nursery's end
+        would; no pass of the run loop when there are none)."""
+        if self.tasks:
+            self.tasks_ended = trio.Event()
+            for scope in self.tasks:
+                scope.cancel()
+            with trio.CancelScope(shield=True):
+                await self.tasks_ended.wait()
+        if self.task_error is not None:
+            raise self.task_error
 
     # --- The outcome -------------------------------------------------------------------
 
@@ -265,7 +322,7 @@ class Flow:
             self.round = step.round
             self._close_inputs()
             if step.delay > 0:
-                self.nursery.start_soon(self._send_leg_later, event, step.delay)
+                self.spawn(self._send_leg_later, event, step.delay)
             else:
                 self._send_leg(event)
         elif isinstance(step, m.CancelLeg):
@@ -333,15 +390,12 @@ class Flow:
             self._send_leg(event)
 
     def _arm(self, delay: float, fire: Callable[[], None]) -> trio.CancelScope:
-        scope = trio.CancelScope()
-        self.nursery.start_soon(self._timer, scope, delay, fire)
-        return scope
+        return self.spawn(self._timer, delay, fire)
 
-    async def _timer(self, scope: trio.CancelScope, delay: float, fire: Callable[[], None]) -> None:
-        with scope:
-            await trio.sleep(max(delay, 0.0))
-            if not self.finished.is_set():
-                fire()
+    async def _timer(self, delay: float, fire: Callable[[], None]) -> None:
+        await trio.sleep(max(delay, 0.0))
+        if not self.finished.is_set():
+            fire()
 
     @staticmethod
     def _disarm(scope: trio.CancelScope | None) -> None:
@@ -385,33 +439,29 @@ class Flow:
         if self.ctx.answer is None:
             self._fail_input(step.key, "this client has no input handler")
             return
-        scope = self.inputs[step.key] = trio.CancelScope()
-        self.nursery.start_soon(self._run_input, step.key, step.request, scope)
+        self.inputs[step.key] = self.spawn(self._run_input, step.key, step.request)
 
-    async def _run_input(
-        self, key: str, request: m.wire.InputRequest, scope: trio.CancelScope
-    ) -> None:
+    async def _run_input(self, key: str, request: m.wire.InputRequest) -> None:
         answer_input = self.ctx.answer
         assert answer_input is not None
-        with scope:
-            try:
-                answer = await answer_input(key, request)
-            except InputUnavailable as exc:
-                self._fail_input(key, exc.reason)
-                return
-            except Exception as exc:
-                self.cause = exc
-                self._fail_input(key, f"the input handler failed: {exc!r}")
-                return
-            problem = answer_problem(request, answer)
-            if problem is not None:
-                self._fail_input(key, problem)
-                return
-            if self.inputs_open and key in self.pending:
-                self.pending.discard(key)
-                self.inputs.pop(key, None)
-                self.ctx.conn.provide(self.call, key, answer, trio.current_time())
-                self.ctx.pump()
+        try:
+            answer = await answer_input(key, request)
+        except InputUnavailable as exc:
+            self._fail_input(key, exc.reason)
+            return
+        except Exception as exc:
+            self.cause = exc
+            self._fail_input(key, f"the input handler failed: {exc!r}")
+            return
+        problem = answer_problem(request, answer)
+        if problem is not None:
+            self._fail_input(key, problem)
+            return
+        if self.inputs_open and key in self.pending:
+            self.pending.discard(key)
+            self.inputs.pop(key, None)
+            self.ctx.conn.provide(self.call, key, answer, trio.current_time())
+            self.ctx.pump()
 
     def _fail_input(self, key: str, reason: str) -> None:
         if self.inputs_open and key in self.pending:

@@ -102,6 +102,11 @@ class StdioLink:
         self._stderr_done = trio.Event()
         self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
         self._max_queued = max_queued
+        # Messages queued for the writer task and not yet written to the end.  While it is
+        # 0 a message goes to the child's stdin at once (``os.write``, no task hop); what
+        # the pipe does not take is queued, so the order holds.
+        self._in_queue = 0
+        self._input_done = False  # stdin closed (or the child stopped reading it)
         self._client: LinkClient | None = None
         self._stdout_ended = False
         #: How many times the child was started (a restart after it died of the probe).
@@ -124,6 +129,8 @@ class StdioLink:
         self._stderr_tail.clear()
         self._stderr_done = trio.Event()
         self._outgoing, self._queued = trio.open_memory_channel[bytes](self._max_queued)
+        self._in_queue = 0
+        self._input_done = False
         self._stdout_ended = False
         await self.start(client, nursery)
 
@@ -150,8 +157,23 @@ class StdioLink:
         nursery.start_soon(self._read_stdout)
 
     def transmit(self, out: Outbound) -> None:
+        data = out.data
+        if self._input_done:
+            return  # shutting down, or the child stopped reading (its exit is reported)
+        stdin = self.process.stdin if self.process is not None else None
+        if self._in_queue == 0 and isinstance(stdin, trio.lowlevel.FdStream):
+            try:
+                written = os.write(stdin.fileno(), data)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._input_done = True  # the stdout reader reports how the child ended
+                return
+            if written == len(data):
+                return
+            data = data[written:]
         try:
-            self._outgoing.send_nowait(out.data)
+            self._outgoing.send_nowait(data)
         except trio.WouldBlock:
             assert self._client is not None
             self._client.link_lost(
@@ -163,6 +185,8 @@ class StdioLink:
             )
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass  # shutting down
+        else:
+            self._in_queue += 1
 
     def close_stream(self, request_id: m.RequestId) -> None:
         """Nothing to close on a shared stream: the cancellation went out as a message."""
@@ -172,7 +196,8 @@ class StdioLink:
 
     async def aclose(self) -> None:
         process = self.process
-        self._outgoing.close()  # the writer sends what is queued, then closes stdin
+        self._input_done = True  # nothing more is written directly ...
+        self._outgoing.close()  # ... the writer sends what is queued, then closes stdin
         if process is None:
             return
         with trio.move_on_after(self.close_timeout):
@@ -198,8 +223,9 @@ class StdioLink:
             async with self._queued:
                 async for data in self._queued:
                     await stdin.send_all(data)
+                    self._in_queue -= 1
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass  # the child stopped reading; the stdout reader reports its exit
+            self._input_done = True  # the child stopped reading: the stdout reader says how
         finally:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stdin)
@@ -209,8 +235,11 @@ class StdioLink:
         assert self._client is not None
         stdout = self.process.stdout
         try:
-            while data := await stdout.receive_some(READ_SIZE):
-                self._client.receive_data(data)
+            if isinstance(stdout, trio.lowlevel.FdStream):
+                await self._read_pipe(stdout)
+            else:  # pragma: no cover - pipes are FdStreams on every platform we run on
+                while data := await stdout.receive_some(READ_SIZE):
+                    self._client.receive_data(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         self._stdout_ended = True
@@ -227,6 +256,27 @@ class StdioLink:
                 exit_status=status,
             )
         )
+
+    async def _read_pipe(self, stdout: trio.lowlevel.FdStream) -> None:
+        """Read the child's stdout to its end, directly: ``FdStream.receive_some`` yields
+        to the scheduler before every read, a pass of the run loop per message.  Here a
+        read yields by waiting for the pipe, or by one checkpoint when it found bytes
+        without waiting twice in a row, so a flood from the child still lets callers run."""
+        assert self._client is not None
+        waited = True
+        while True:
+            try:
+                data = os.read(stdout.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                waited = True
+                await trio.lowlevel.wait_readable(stdout.fileno())
+                continue
+            if not waited:  # bytes twice in a row without waiting: let the others run first
+                await trio.lowlevel.checkpoint()
+            waited = False
+            if not data:
+                return
+            self._client.receive_data(data)
 
     async def _read_stderr(self) -> None:
         assert self.process is not None and self.process.stderr is not None

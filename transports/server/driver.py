@@ -26,13 +26,17 @@ transport shares:
   real server-to-client requests, whose answers the driver routes back to the
   waiting request.
 
-Concurrency and bounds: one task per request, and a request holds one of
-``max_incoming`` (1024) slots from the moment it is read until its response
+Concurrency and bounds: each request runs at once in the task that read it,
+as far as it goes without waiting; a request that has to wait keeps that task
+(a new one takes over reading), so in effect one task per waiting request, and
+none at all for the legs most apps answer straight away.  A request holds one
+of ``max_incoming`` (1024) slots from the moment it is read until its response
 is handed to the writer, not merely until the connection has encoded it.
-Writes go through one writer task, whole messages in the order the
-connection produced them (at most ``OUTBOX_SIZE``, 64, wait; then senders
-wait): a handler cancelled while it hands over its bytes can never cut a line
-in half, and what the connection produced reaches the peer.  So when the peer
+Writes are whole messages in the order the connection produced them: written
+to a pipe at once while nothing is queued, otherwise (and what a full pipe did
+not take, first in line) through one writer task (at most ``OUTBOX_SIZE``, 64,
+wait; then senders wait): a handler cancelled while it hands over its bytes can
+never cut a line in half, and what the connection produced reaches the peer.  So when the peer
 stops reading our output, answered requests wait in their slots, and once
 every slot is taken the read loop waits for one before it reads on: the
 backpressure reaches the peer through its own input pipe, and memory stays
@@ -60,9 +64,14 @@ waits for the writer like any other message).
 
 from __future__ import annotations
 
+import contextvars
+import errno
+import functools
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import os
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 import trio
@@ -205,6 +214,59 @@ def send_response(
 # --- A connection over a byte stream -------------------------------------------------
 
 
+@types.coroutine
+def _carry_on(
+    context: contextvars.Context, coro: Coroutine[Any, Any, None], trap: Any
+) -> Generator[Any, Any, None]:
+    """Carry on running ``coro`` (which yielded ``trap`` to the run loop) in the task
+    that awaits this: trio's answers to its traps go back into it, in ``context``."""
+    while True:
+        try:
+            answer = yield trap
+        except BaseException as exc:  # (trio throws Cancelled and the like into the task)
+            try:
+                trap = context.run(coro.throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                trap = context.run(coro.send, answer)
+            except StopIteration:
+                return
+
+
+def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
+    """``stream.receive_some(READ_SIZE)``; for a pipe (``FdStream``) read directly.
+
+    ``FdStream.receive_some`` yields to the scheduler before every read, even when
+    bytes wait; per message that is a pass of the run loop.  Here a read yields only
+    by waiting for the pipe, or by one checkpoint when it found bytes without waiting
+    twice in a row (so a flood of input still lets the request tasks run).
+    """
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return functools.partial(stream.receive_some, READ_SIZE)
+    waited = True
+
+    async def receive() -> bytes:
+        nonlocal waited
+        while True:
+            try:
+                data = os.read(stream.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                waited = True
+                await trio.lowlevel.wait_readable(stream.fileno())
+                continue
+            except OSError as exc:
+                closed = exc.errno == errno.EBADF
+                raise trio.ClosedResourceError() if closed else trio.BrokenResourceError() from exc
+            if not waited:  # bytes twice in a row without waiting: let the others run first
+                await trio.lowlevel.checkpoint()
+            waited = False
+            return data
+
+    return receive
+
+
 def end_subscriptions(app: ServerApp) -> None:
     """Shutdown: let an app that can (``close_subscriptions()``, as ``McpApp`` has)
     end its open listen streams with their final result."""
@@ -268,28 +330,73 @@ class _StreamDriver:
         # them; a request cancelled while it hands over its bytes can never cut a line
         # in half.  At most OUTBOX_SIZE messages wait (then writers wait: backpressure).
         self.outbox, self.outgoing = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        # Messages handed to the outbox and not yet written to the end.  While it is 0 a
+        # pipe's bytes go out at once (``os.write``, no hop through the writer task);
+        # whatever the pipe does not take goes to the outbox, so the order holds.
+        self.queued = 0
+        self.out_pipe = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
         self.output_broken = False
         self.input_closed = False
         self.draining = False  # the end of input was read: the drain time runs
         self.nursery: trio.Nursery | None = None  # the request tasks
+        self.receive: Callable[[], Awaitable[bytes | bytearray]] | None = None
+        self.input_ended = trio.Event()  # the read loop has ended (whichever task ran it)
         self.everything: trio.CancelScope | None = None
 
     async def write(self, data: bytes) -> None:
-        if data and not self.output_broken:
-            await self.outbox.send(data)
+        """Hand ``data`` (whole messages) to the writer; a checkpoint, like any trio send."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self.put(data)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def put(self, data: bytes) -> None:
+        """Hand ``data`` over without a checkpoint when it can go at once (the last thing
+        a request task does): written to a pipe directly while nothing is queued, else
+        queued for the writer (waiting while ``OUTBOX_SIZE`` messages are queued)."""
+        if not data or self.output_broken:
+            return
+        if self.queued == 0 and self.out_pipe is not None:
+            try:
+                written = os.write(self.out_pipe.fileno(), data)  # (-1 once closed: EBADF)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self.output_lost(exc)
+                return
+            if written == len(data):
+                return
+            # The rest goes first in line, at once: a cancellation can never cut it off.
+            self.queued += 1
+            self.outbox.send_nowait(data[written:])
+            return
+        self.queued += 1
+        try:
+            self.outbox.send_nowait(data)  # (no checkpoint while the outbox has room)
+        except trio.WouldBlock:
+            try:
+                await self.outbox.send(data)
+            except BaseException:
+                self.queued -= 1
+                raise
+
+    def output_lost(self, exc: BaseException) -> None:
+        # The peer stopped reading: nobody can get an answer any more.
+        if isinstance(exc, OSError) and exc.errno == errno.EBADF:
+            exc = trio.ClosedResourceError()
+        self.output_broken = True
+        log.info("output closed by the peer: stopping (%r)", exc)
+        assert self.everything is not None
+        self.everything.cancel()
 
     async def writer(self) -> None:
         async for data in self.outgoing:
-            if self.output_broken:
-                continue
             try:
-                await self.send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                # The peer stopped reading: nobody can get an answer any more.
-                self.output_broken = True
-                log.info("output closed by the peer: stopping")
-                assert self.everything is not None
-                self.everything.cancel()
+                if not self.output_broken:
+                    await self.send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self.output_lost(exc)
+            finally:
+                self.queued -= 1
 
     async def serve(self, receive_stream: trio.abc.ReceiveStream) -> None:
         async with trio.open_nursery() as outer:
@@ -297,7 +404,9 @@ class _StreamDriver:
             outer.start_soon(self.writer)
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
-                await self.read_loop(receive_stream)
+                self.receive = _receiver(receive_stream)
+                nursery.start_soon(self.read_loop)
+                await self.input_ended.wait()
                 # End of input: no answers to our questions can come any more, and
                 # what still runs (and the writing of its answers) gets drain_timeout.
                 self.start_draining()
@@ -314,44 +423,78 @@ class _StreamDriver:
             assert self.everything is not None
             self.everything.deadline = trio.current_time() + self.drain_timeout
 
-    async def read_loop(self, receive_stream: trio.abc.ReceiveStream) -> None:
+    async def read_loop(self) -> None:
+        """Read and dispatch until the input ends (then set ``input_ended``), unless this
+        task became a request's (``start_request``): a new task has taken over reading."""
         conn = self.conn
-        while not self.output_broken:
-            event = conn.next_event(trio.current_time())
-            if event is m.NEED_DATA:
-                try:
-                    data = await receive_stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                if not data:
-                    # The drain time starts now, not when the connection says it is
-                    # closed: replying to what is left (a last line without its
-                    # newline) waits for the writer, which may never get to write.
-                    self.start_draining()
-                conn.receive_data(data)
-                continue
-            if isinstance(event, m.ConnectionClosed):
-                return
-            await self.dispatch(event)
+        assert self.receive is not None
+        receive = self.receive
+        handed_over = False
+        try:
+            while not self.output_broken:
+                event = conn.next_event(trio.current_time())
+                if event is m.NEED_DATA:
+                    try:
+                        data = await receive()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                    if not data:
+                        # The drain time starts now, not when the connection says it is
+                        # closed: replying to what is left (a last line without its
+                        # newline) waits for the writer, which may never get to write.
+                        self.start_draining()
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, m.ConnectionClosed):
+                    return
+                if isinstance(event, m.Request):
+                    handed_over = await self.start_request(event)
+                    if handed_over:
+                        return
+                    continue
+                await self.dispatch(event)
+        finally:
+            if not handed_over:
+                self.input_ended.set()
+
+    async def start_request(self, request: m.Request) -> bool:
+        """Run ``request`` at once in this task, as far as it goes without waiting; True
+        when it had to wait: this task then carries it to its end and a new task reads on.
+
+        Most legs never wait (the app answers, the answer goes straight to the pipe), and
+        running them here saves a task and a pass of the run loop each.  The request runs
+        in a copy of the context, as a task of its own would; it enters its cancel scope
+        itself, so a ``notifications/cancelled`` finds it whichever task carries it.
+        """
+        assert self.nursery is not None
+        # Every slot taken means answered requests wait for the writer: the peer is not
+        # reading.  Stop reading too (its requests wait in the pipe) until one is handed
+        # over.  (While the slots are held by handlers still running, the connection
+        # refuses requests past max_incoming and never gets here.)
+        try:
+            self.slots.acquire_nowait()  # (no checkpoint: the read loop has its own)
+        except trio.WouldBlock:
+            await self.slots.acquire()
+        # Registered now, so a cancellation that arrives before it runs counts.
+        self.running[request.id] = trio.CancelScope()
+        context = contextvars.copy_context()
+        coro = self.run_request(request)
+        try:
+            trap = context.run(coro.send, None)
+        except StopIteration:
+            return False
+        self.nursery.start_soon(self.read_loop)
+        await _carry_on(context, coro, trap)
+        return True
 
     async def dispatch(self, event: Any) -> None:
         conn = self.conn
-        if isinstance(event, m.Request):
-            assert self.nursery is not None
-            # Every slot taken means answered requests wait for the writer: the peer is
-            # not reading.  Stop reading too (its requests wait in the pipe) until one
-            # is handed over.  (While the slots are held by handlers still running,
-            # the connection refuses requests past max_incoming and never gets here.)
-            await self.slots.acquire()
-            # Registered now, so a cancellation that arrives before the task starts counts.
-            self.running[event.id] = trio.CancelScope()
-            self.nursery.start_soon(self.run_request, event)
-        elif isinstance(event, m.AutoReply):
-            await self.write(conn.send(event.reply))
+        if isinstance(event, m.AutoReply):
+            await self.put(conn.send(event.reply))
         elif isinstance(event, m.InvalidMessage):
             log.warning("bad input: %s", event.error.message)
             if event.reply is not None:
-                await self.write(conn.send(event.reply))
+                await self.put(conn.send(event.reply))
         elif isinstance(event, m.RequestCancelled):
             scope = self.running.get(event.request_id)
             if scope is not None:
@@ -387,14 +530,14 @@ class _StreamDriver:
                     next_answer=self.wait_for_answer,
                     unanswered=self.unanswered,
                 )
-                await self.write(send_response(conn, response)[1])
+                await self.put(send_response(conn, response)[1])
                 return
             outcome: Outcome = m.MrtrError("cancelled by the client")
             with scope:
                 outcome = await run_app(self.app, request, info, outlet)
             # Cancelled by the client: the connection sends nothing for it (b""), but
             # sending the outcome releases the request's id.
-            await self.write(send_response(conn, response_for(request.id, outcome))[1])
+            await self.put(send_response(conn, response_for(request.id, outcome))[1])
         finally:
             del self.running[request.id]
             self.slots.release()  # its response is with the writer (or never will be)

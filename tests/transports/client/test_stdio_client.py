@@ -196,3 +196,62 @@ async def test_progress_env_cwd_and_trace(tmp_path: Path) -> None:
     assert len(notes) == 2 and notes[0].flow == notes[1].flow is not None
     answers = [r for r in received if "result" in r.msg]
     assert [r.flow for r in answers] == [1, 2] and [r.round for r in answers] == [0, 0]
+
+
+def _client_tasks(client: Any) -> set[str]:
+    """The names of the tasks running in the client's nursery (the link's, the flows')."""
+    return {task.name.rsplit(".", 1)[-1] for task in client._nursery.child_tasks}
+
+
+async def test_a_calls_tasks_end_with_it() -> None:
+    # A call's timers and input tasks run in the client's nursery (no nursery per call):
+    # none of them outlives the call, whichever way it ends.
+    with trio.fail_after(10):
+        async with open_stdio_client(peer(), era="modern", answer=answer) as client:
+            link_tasks = _client_tasks(client)
+            assert link_tasks == {"_read_stderr", "_write_stdin", "_read_stdout"}
+            result = await client.call_tool("ask", leg_timeout=5, input_timeout=5, timeout=5)
+            assert result["content"][0]["text"] == "Hello Ada"
+            assert _client_tasks(client) == link_tasks
+            with pytest.raises(CallTimeout):
+                await client.call_tool("slow", {"seconds": 0.4}, leg_timeout=0.1, timeout=5)
+            assert _client_tasks(client) == link_tasks
+            # A caller that gives up (its own cancel scope) takes the call's tasks along.
+            with trio.move_on_after(0.1):
+                await client.call_tool("slow", {"seconds": 0.4}, leg_timeout=5, timeout=5)
+            assert _client_tasks(client) == link_tasks
+
+
+class HandlerBug(BaseException):
+    """Not an ``Exception``: the input task does not turn it into ``InputUnavailable``."""
+
+
+async def test_a_bug_in_a_calls_task_is_raised_by_the_call_not_in_the_client() -> None:
+    async def broken(key: str, request: m.wire.InputRequest) -> Any:
+        raise HandlerBug("the input handler blew up")
+
+    with trio.fail_after(10):
+        async with open_stdio_client(peer(), era="modern", answer=broken) as client:
+            with pytest.raises(HandlerBug):
+                await client.call_tool("ask")
+            # The client (its nursery, the link) carries on.
+            assert (await client.call_tool("echo", {"n": 3}))["content"][0]["text"] == '{"n": 3}'
+            assert _client_tasks(client) == {"_read_stderr", "_write_stdin", "_read_stdout"}
+
+
+async def test_many_calls_in_a_row_and_at_once() -> None:
+    # The direct pipe paths (no writer hop, no checkpoint per read) under both shapes of
+    # load: sequential two-leg calls, and concurrent ones whose lines share reads.
+    with trio.fail_after(30):
+        async with open_stdio_client(peer(), era="modern", answer=answer) as client:
+            for _ in range(50):
+                assert (await client.call_tool("ask"))["content"][0]["text"] == "Hello Ada"
+            texts: list[str] = []
+
+            async def one(n: int) -> None:
+                texts.append((await client.call_tool("echo", {"n": n}))["content"][0]["text"])
+
+            async with trio.open_nursery() as nursery:
+                for n in range(200):
+                    nursery.start_soon(one, n)
+            assert sorted(texts) == sorted(f'{{"n": {n}}}' for n in range(200))

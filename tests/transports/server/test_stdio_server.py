@@ -7,6 +7,7 @@ connection sends is what goes down stdin, what it reads is every byte of stdout.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import json
@@ -239,6 +240,35 @@ async def test_requests_run_concurrently() -> None:
             done = await peer.response(slow)
             assert isinstance(done, m.ResultResponse)
             assert done.result["content"][0]["text"] == "slow done"
+
+
+async def test_answers_bigger_than_the_pipe_arrive_whole_among_small_ones() -> None:
+    # An answer goes straight to the pipe while nothing waits; what the pipe does not
+    # take (here: most of 400 KB, with nobody reading for a while) waits for the writer
+    # task, and every answer after it waits behind it: whole lines, each exactly once.
+    big = "x" * 400_000
+    with trio.fail_after(20):
+        async with open_server() as peer:
+            ids = []
+            for n in range(30):
+                rid = peer.conn.new_request_id()
+                ids.append(rid)
+                text = big if n % 10 == 0 else f"small {n}"
+                call = {"name": "echo", "arguments": {"text": text}}
+                await peer.write(
+                    peer.conn.send(m.Request(id=rid, method="tools/call", params=call))
+                )
+            await trio.sleep(0.3)  # the server fills the pipe and queues the rest
+            replies: dict[Any, Any] = {}
+            while len(replies) < len(ids):  # (concurrent requests: in any order)
+                event = await peer.event()
+                assert isinstance(event, m.ResultResponse), event
+                replies[event.id] = event.result["content"][0]["text"]
+            assert replies == {
+                rid: big if n % 10 == 0 else f"small {n}" for n, rid in enumerate(ids)
+            }
+            answered = [msg["id"] for msg in peer.stdout_messages()]
+            assert sorted(answered) == sorted(ids)
 
 
 async def test_handler_output_goes_to_stderr_never_stdout() -> None:
@@ -487,3 +517,64 @@ def test_load_app_names_what_is_wrong() -> None:
     ]:
         with pytest.raises(AppSpecError, match=words):
             load_app(spec)
+
+
+SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("SEEN", default="nothing")
+
+
+class ContextApp:
+    """Each call records its tool name in a context variable; ``wait`` sleeps first."""
+
+    info: Mapping[str, Any] = {"name": "ctx", "version": "1"}
+    capabilities: Mapping[str, Any] = {"tools": {}}
+    instructions = None
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Any] = {}
+
+    async def handle(self, request: m.Request, info: Any, outlet: Any) -> Mapping[str, Any]:
+        assert request.params is not None
+        name = request.params["name"]
+        seen = SEEN.get()
+        SEEN.set(name)
+        self.tasks[name] = trio.lowlevel.current_task()
+        if name.startswith("wait"):
+            await trio.sleep(0.2)
+        return {"content": [{"type": "text", "text": f"{name} saw {seen}, then {SEEN.get()}"}]}
+
+
+async def test_requests_run_at_once_or_in_a_task_of_their_own_each_in_its_own_context() -> None:
+    # A leg that never waits runs in the task that read it; one that waits keeps that
+    # task while a new one reads on.  Either way the request has its own context (as a
+    # task of its own has): what one sets is not seen by the next.
+    app = ContextApp()
+    with trio.fail_after(5):
+        to_server, server_input = trio.testing.memory_stream_one_way_pair()
+        server_output, from_server = trio.testing.memory_stream_one_way_pair()
+        peer = Peer(client_connection("modern", CAPS), to_server, from_server)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_stream, app, server_input, server_output)
+            first = await peer.request("tools/call", {"name": "quick1", "arguments": {}})
+            assert isinstance(first, m.ResultResponse)
+            assert first.result["content"][0]["text"] == "quick1 saw nothing, then quick1"
+            waiting = peer.conn.new_request_id()
+            call = {"name": "wait", "arguments": {}}
+            await peer.write(
+                peer.conn.send(m.Request(id=waiting, method="tools/call", params=call))
+            )
+            # While `wait` sleeps, reading goes on (in another task) and answers others.
+            second = await peer.request("tools/call", {"name": "quick2", "arguments": {}})
+            assert isinstance(second, m.ResultResponse)
+            assert second.result["content"][0]["text"] == "quick2 saw nothing, then quick2"
+            assert peer.other == []  # quick2 overtook wait
+            slow = await peer.response(waiting)
+            assert isinstance(slow, m.ResultResponse)
+            assert slow.result["content"][0]["text"] == "wait saw nothing, then wait"
+            third = await peer.request("tools/call", {"name": "quick3", "arguments": {}})
+            assert isinstance(third, m.ResultResponse)
+            assert third.result["content"][0]["text"] == "quick3 saw nothing, then quick3"
+            await to_server.aclose()  # end of input: serve_stream returns
+    # quick1 ran in the reading task, which then carried `wait`; quick2 and quick3 ran
+    # in the task that took over reading.
+    assert app.tasks["quick1"] is app.tasks["wait"]
+    assert app.tasks["quick2"] is app.tasks["quick3"] is not app.tasks["wait"]
