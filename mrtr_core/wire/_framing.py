@@ -130,14 +130,31 @@ class LineFramer(_Bounded):
 
     def next_frame(self) -> Frame:
         buf = self._buf
+        newline = buf.find(b"\n", self._scanned)
+        # The usual line first, in one test: complete, within the bound, starting with
+        # "{" (so not blank) and not ending in \r.  Everything else takes the long way.
+        if (
+            0 < newline <= self.max_message_size
+            and buf[0] == 0x7B
+            and buf[newline - 1] != 0x0D
+            and not self._discarding
+        ):
+            line = bytes(buf[:newline])
+            del buf[: newline + 1]
+            self._scanned = 0
+            return line
+        return self._next_frame(newline)
+
+    def _next_frame(self, newline: int) -> Frame:
+        buf = self._buf
         while True:
-            newline = buf.find(b"\n", self._scanned)
             if newline < 0:
                 return self._no_newline()
             if self._discarding:
                 del buf[: newline + 1]
                 self._scanned = 0
                 self._discarding = False
+                newline = buf.find(b"\n")
                 continue
             self._scanned = 0
             if newline > self.max_message_size:
@@ -153,6 +170,7 @@ class LineFramer(_Bounded):
             # Cheap test first: a message starts with "{"; anything else may be blank.
             if line and (line[0] == 0x7B or line.strip(_BLANK)):
                 return line
+            newline = buf.find(b"\n")
 
     def _no_newline(self) -> Frame:
         buf = self._buf
