@@ -173,38 +173,35 @@ class SseDecoder:
 
     def next_event(self) -> SseEvent | Oversize | NoFrame:
         """The next event, an :class:`Oversize` report, ``NEED_DATA`` or ``END_OF_STREAM``."""
-        if self._fresh():
-            buf = self._buf
-            # The usual event, in one go: "data: <one line>" LF LF at the start of an event.
-            if buf[:6] == b"data: ":
-                start = max(6, self._scanned)  # (no CR or LF before _scanned)
-                end = buf.find(b"\n", start)
-                if end < 0:
-                    if buf.find(b"\r", start) < 0:
-                        self._scanned = len(buf)
-                        return self._wait()
-                elif (
-                    end + 1 < len(buf)
-                    and buf[end + 1] == 0x0A
-                    and end < self.max_event_size  # its line and LF: end + 1 bytes
-                    and buf.find(b"\r", start, end) < 0
-                ):
-                    data = buf[6:end].decode("utf-8", "replace")
-                    del buf[: end + 2]
-                    self._scanned = 0
-                    self._last_id = last_id = self._id_buffer
-                    return _event(data, last_id)
-        return self._next_event()
-
-    def _fresh(self) -> bool:
-        """Between events, with no field read, nothing to skip and nothing pending."""
-        return (
-            self._started
+        buf = self._buf
+        # The usual event, in one go: "data: <one line>" LF LF at the start of an event
+        # (between events, with no field read, nothing to skip and nothing pending).
+        if (
+            buf.startswith(b"data: ")
+            and self._event_size == 0
+            and self._started
             and not self._skip_lf
             and not self._discarding
-            and self._event_size == 0
             and not self._eof
-        )
+        ):
+            start = max(6, self._scanned)  # (no CR or LF before _scanned)
+            end = buf.find(b"\n", start)
+            if end < 0:
+                if buf.find(b"\r", start) < 0:
+                    self._scanned = len(buf)
+                    return self._wait()
+            elif (
+                end + 1 < len(buf)
+                and buf[end + 1] == 0x0A
+                and end < self.max_event_size  # its line and LF: end + 1 bytes
+                and buf.find(b"\r", start, end) < 0
+            ):
+                data = buf[6:end].decode("utf-8", "replace")
+                del buf[: end + 2]
+                self._scanned = 0
+                self._last_id = last_id = self._id_buffer
+                return _event(data, last_id)
+        return self._next_event()
 
     def _next_event(self) -> SseEvent | Oversize | NoFrame:
         while True:
