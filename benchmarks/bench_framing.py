@@ -56,8 +56,8 @@ from mrtr_core.wire import (
     json_backend,
 )
 
-MAX_MESSAGE = 4 * 1024 * 1024  # a Connection's default bounds
-MAX_BUFFER = 2 * MAX_MESSAGE + 64 * 1024
+MAX_MESSAGE = 16 * 1024 * 1024  # a Connection's default bounds
+MAX_BUFFER = 64 * 1024 * 1024
 
 _META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
