@@ -125,7 +125,8 @@ class LineFramer(_Bounded):
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         # In bytes: a memoryview's len() counts items, not bytes.
-        self._admit(len(self._buf), memoryview(data).nbytes)
+        size = len(data) if type(data) is bytes else memoryview(data).nbytes
+        self._admit(len(self._buf), size)
         self._buf += data
 
     def next_frame(self) -> Frame:
@@ -143,6 +144,15 @@ class LineFramer(_Bounded):
             del buf[: newline + 1]
             self._scanned = 0
             return line
+        if (
+            newline < 0
+            and len(buf) <= self.max_message_size
+            and not self._discarding
+            and not self._eof
+        ):
+            # The usual wait: part of a line, within the bound (a trailing \r included).
+            self._scanned = len(buf)
+            return NEED_DATA
         return self._next_frame(newline)
 
     def _next_frame(self, newline: int) -> Frame:
