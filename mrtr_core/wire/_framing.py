@@ -11,7 +11,10 @@ care which it has:
   ``data`` payload, a WebSocket text frame): each ``feed`` is one message.
 
 ``feed`` only buffers; ``next_frame`` does the work, one frame per call, and
-returns :data:`NEED_DATA` when it needs more bytes.
+returns :data:`NEED_DATA` when it needs more bytes.  The usual line (``{`` up
+to ``\n``, within the bound, no ``\r``) and the usual wait (part of a line
+within the bound) are recognised in one test each; everything else takes the
+general path, and the tests hold both paths to the same frames.
 
 Bounds: a message larger than ``max_message_size`` is never handed out.  A
 line whose size passes the bound is reported once as :class:`Oversize` (as

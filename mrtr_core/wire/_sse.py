@@ -19,6 +19,10 @@ discarded, its id too.  Bytes are decoded as UTF-8 with replacement
 characters.  A CR ends its line at once; a LF right after it, even in the
 next chunk, belongs to it.
 
+The usual event (``data: <one line>`` LF LF at the start of an event) is read
+in one go; every other shape takes the general line-by-line path, and the
+tests hold both paths to the same events.
+
 Bound: an event whose field lines (and a line still waiting for its end)
 pass ``max_event_size`` bytes is reported once as :class:`~mrtr_core.wire.Oversize`
 and skipped through its blank line; the stream goes on with the next event.
