@@ -1,6 +1,7 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
 #   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
 #   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py)
+#   make bench  every benchmark with the peers side by side (BENCH_ARGS=--quick for a short run)
 #   make fuzz   every fuzz target for SECONDS each (default 180), then the corpus replayed under coverage
 PYTHON ?= python3
 VENV := .venv
@@ -64,8 +65,12 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/run.py --seconds $(SECONDS)
 	$(BIN)/python tests/fuzz/replay.py
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_round_step.py
+# Every benchmark, peers side by side (benchmarks/run_all.py; docs/performance.md), its
+# output also in benchmarks/results/latest.txt.  BENCH_ARGS passes flags through, e.g.
+# make bench BENCH_ARGS=--quick   or   make bench BENCH_ARGS="--only framing"
+BENCH_ARGS ?=
+bench: $(STAMP) $(NODE_PEERS)
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .conformance tests/support/ts/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \

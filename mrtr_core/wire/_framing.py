@@ -11,7 +11,10 @@ care which it has:
   ``data`` payload, a WebSocket text frame): each ``feed`` is one message.
 
 ``feed`` only buffers; ``next_frame`` does the work, one frame per call, and
-returns :data:`NEED_DATA` when it needs more bytes.
+returns :data:`NEED_DATA` when it needs more bytes.  The usual line (``{`` up
+to ``\n``, within the bound, no ``\r``) and the usual wait (part of a line
+within the bound) are recognised in one test each; everything else takes the
+general path, and the tests hold both paths to the same frames.
 
 Bounds: a message larger than ``max_message_size`` is never handed out.  A
 line whose size passes the bound is reported once as :class:`Oversize` (as
@@ -125,19 +128,46 @@ class LineFramer(_Bounded):
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         # In bytes: a memoryview's len() counts items, not bytes.
-        self._admit(len(self._buf), memoryview(data).nbytes)
+        size = len(data) if type(data) is bytes else memoryview(data).nbytes
+        self._admit(len(self._buf), size)
         self._buf += data
 
     def next_frame(self) -> Frame:
         buf = self._buf
+        newline = buf.find(b"\n", self._scanned)
+        # The usual line first, in one test: complete, within the bound, starting with
+        # "{" (so not blank) and not ending in \r.  Everything else takes the long way.
+        if (
+            0 < newline <= self.max_message_size
+            and buf[0] == 0x7B
+            and buf[newline - 1] != 0x0D
+            and not self._discarding
+        ):
+            line = bytes(buf[:newline])
+            del buf[: newline + 1]
+            self._scanned = 0
+            return line
+        if (
+            newline < 0
+            and len(buf) <= self.max_message_size
+            and not self._discarding
+            and not self._eof
+        ):
+            # The usual wait: part of a line, within the bound (a trailing \r included).
+            self._scanned = len(buf)
+            return NEED_DATA
+        return self._next_frame(newline)
+
+    def _next_frame(self, newline: int) -> Frame:
+        buf = self._buf
         while True:
-            newline = buf.find(b"\n", self._scanned)
             if newline < 0:
                 return self._no_newline()
             if self._discarding:
                 del buf[: newline + 1]
                 self._scanned = 0
                 self._discarding = False
+                newline = buf.find(b"\n")
                 continue
             self._scanned = 0
             if newline > self.max_message_size:
@@ -153,6 +183,7 @@ class LineFramer(_Bounded):
             # Cheap test first: a message starts with "{"; anything else may be blank.
             if line and (line[0] == 0x7B or line.strip(_BLANK)):
                 return line
+            newline = buf.find(b"\n")
 
     def _no_newline(self) -> Frame:
         buf = self._buf

@@ -19,6 +19,10 @@ discarded, its id too.  Bytes are decoded as UTF-8 with replacement
 characters.  A CR ends its line at once; a LF right after it, even in the
 next chunk, belongs to it.
 
+The usual event (``data: <one line>`` LF LF at the start of an event) is read
+in one go; every other shape takes the general line-by-line path, and the
+tests hold both paths to the same events.
+
 Bound: an event whose field lines (and a line still waiting for its end)
 pass ``max_event_size`` bytes is reported once as :class:`~mrtr_core.wire.Oversize`
 and skipped through its blank line; the stream goes on with the next event.
@@ -53,6 +57,23 @@ class SseEvent:
     event: str = "message"
     id: str | None = None
     retry: int | None = None
+
+
+_new = object.__new__
+_set_data, _set_event, _set_id, _set_retry = (
+    SseEvent.__dict__[name].__set__ for name in ("data", "event", "id", "retry")
+)
+
+
+def _event(data: str, id: str | None) -> SseEvent:
+    """``SseEvent(data=data, id=id)`` at a third of its cost: the decoder's hot path
+    fills the frozen record's slots directly (its values are already what they must be)."""
+    event = _new(SseEvent)
+    _set_data(event, data)
+    _set_event(event, "message")
+    _set_id(event, id)
+    _set_retry(event, None)
+    return event
 
 
 def _single_line(name: str, value: str) -> None:
@@ -156,6 +177,37 @@ class SseDecoder:
 
     def next_event(self) -> SseEvent | Oversize | NoFrame:
         """The next event, an :class:`Oversize` report, ``NEED_DATA`` or ``END_OF_STREAM``."""
+        buf = self._buf
+        # The usual event, in one go: "data: <one line>" LF LF at the start of an event
+        # (between events, with no field read, nothing to skip and nothing pending).
+        if (
+            buf.startswith(b"data: ")
+            and self._event_size == 0
+            and self._started
+            and not self._skip_lf
+            and not self._discarding
+            and not self._eof
+        ):
+            start = max(6, self._scanned)  # (no CR or LF before _scanned)
+            end = buf.find(b"\n", start)
+            if end < 0:
+                if buf.find(b"\r", start) < 0:
+                    self._scanned = len(buf)
+                    return self._wait()
+            elif (
+                end + 1 < len(buf)
+                and buf[end + 1] == 0x0A
+                and end < self.max_event_size  # its line and LF: end + 1 bytes
+                and buf.find(b"\r", start, end) < 0
+            ):
+                data = buf[6:end].decode("utf-8", "replace")
+                del buf[: end + 2]
+                self._scanned = 0
+                self._last_id = last_id = self._id_buffer
+                return _event(data, last_id)
+        return self._next_event()
+
+    def _next_event(self) -> SseEvent | Oversize | NoFrame:
         while True:
             line = self._next_line()
             if line is None:

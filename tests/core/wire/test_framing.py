@@ -809,3 +809,56 @@ def test_property_chunking_does_not_matter(data: bytes, eof: bool, cuts: list[in
                 assert got.size > PM
             else:
                 assert got == want
+
+
+# --- the fast path ------------------------------------------------------------------------
+# next_frame() hands out the usual line ("{" ... LF, within the bound, no CR) in one test
+# and leaves everything else to the long way (_next_frame).  Both must frame alike.
+
+
+class _LongWayOnly(LineFramer):
+    def next_frame(self) -> Frame:
+        return self._next_frame(self._buf.find(b"\n", self._scanned))
+
+
+_LINE_PIECES = [
+    b'{"a":1}\n',
+    b'{"a":1}\r\n',
+    b"{" + b"b" * 14 + b"}\n",  # 16 bytes: exactly the bound below
+    b"{" + b"b" * 15 + b"}\n",  # one more
+    b"\n",
+    b" \t\r\n",
+    b"x\n",
+    b"\r",
+    b"{",
+    b"}\n",
+]
+
+
+def _frames_of(framer: LineFramer, parts: list[bytes]) -> list[Frame]:
+    out: list[Frame] = []
+    for part in parts:
+        framer.feed(part)
+        out.append(drain(framer, out))
+    framer.feed_eof()
+    out.append(drain(framer, out))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_LINE_PIECES), max_size=30),
+    cuts=st.lists(st.integers(min_value=1, max_value=24), min_size=1, max_size=8),
+)
+def test_the_fast_path_frames_like_the_long_way(pieces: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(pieces)
+    parts, at, turn = [], 0, 0
+    while at < len(stream):
+        size = cuts[turn % len(cuts)]
+        parts.append(stream[at : at + size])
+        at, turn = at + size, turn + 1
+
+    def framer(kind: type[LineFramer]) -> LineFramer:
+        return kind(max_message_size=16, max_buffer_size=64)
+
+    assert _frames_of(framer(LineFramer), parts) == _frames_of(framer(_LongWayOnly), parts)

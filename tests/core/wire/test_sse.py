@@ -1081,3 +1081,106 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     (again,) = events_of(m.wire.encode_sse(pretty), mode)
     assert "\r" not in again.data and again.data.count("\n") == pretty.count("\r\n")
     assert json.loads(again.data) == json.loads(response)
+
+
+# --- the fast path ---------------------------------------------------------------------------
+# next_event() reads the usual event ("data: <line>" LF LF) in one go and leaves everything
+# else to the long way (_next_event).  Both must read every stream, in every chunking, alike.
+
+
+class _LongWayOnly(m.wire.SseDecoder):
+    def next_event(self) -> SseEvent | m.wire.Oversize | m.NoFrame:
+        return self._next_event()
+
+
+_PIECES = [
+    b'data: {"jsonrpc":"2.0","id":1}\n',
+    b"data: x\n",
+    b"data: \n",
+    b"data:y\n",
+    b"data: " + b"z" * 40 + b"\n",
+    b"data: caf\xc3\xa9 \xff\n",
+    b"data: a\rb\n",
+    b"data: x\r\n",
+    b"data: x",
+    b"\n",
+    b"\r\n",
+    b"\r",
+    b": comment\n",
+    b"id: 7\n",
+    b"id: a\0b\n",
+    b"retry: 10\n",
+    b"event: e\n",
+    BOM,
+]
+
+
+def _read_all(decoder: m.wire.SseDecoder, parts: list[bytes]) -> list[Any]:
+    out: list[Any] = []
+    for part in parts:
+        decoder.feed(part)
+        while isinstance(event := decoder.next_event(), (SseEvent, m.wire.Oversize)):
+            out.append(event)
+        out.append((event, decoder.last_event_id, decoder.reconnection_time))
+    decoder.feed_eof()
+    out.append(decoder.next_event())
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=30),
+    cuts=st.lists(st.integers(min_value=1, max_value=24), min_size=1, max_size=8),
+    bound=st.sampled_from([8, 24, 48, 1024]),
+)
+def test_the_fast_path_reads_like_the_long_way(
+    pieces: list[bytes], cuts: list[int], bound: int
+) -> None:
+    stream = b"".join(pieces)
+    parts, at, turn = [], 0, 0
+    while at < len(stream):
+        size = cuts[turn % len(cuts)]
+        parts.append(stream[at : at + size])
+        at, turn = at + size, turn + 1
+    fast = _read_all(m.wire.SseDecoder(max_event_size=bound), parts)
+    assert fast == _read_all(_LongWayOnly(max_event_size=bound), parts)
+
+
+@pytest.mark.parametrize(
+    ("stream", "expected"),
+    [
+        # each fall-through of the fast path, to the long way
+        (b"data: a\n\n", [SseEvent(data="a")]),  # the fast path itself
+        (b"data: a\ndata: b\n\n", [SseEvent(data="a\nb")]),  # a second field line
+        (b"data: a\r\n\r\n", [SseEvent(data="a")]),  # CR in its line end
+        (b"data: a\n", []),  # its blank line not yet here
+        (b"data: a\rb\n\n", [SseEvent(data="a")]),  # a CR ends the line
+        (b"data: " + b"x" * 57 + b"\n\n", [SseEvent(data="x" * 57)]),  # exactly the bound
+        (b"data: " + b"x" * 58 + b"\n\n", ["oversize"]),  # one byte more
+        (b"data: " + b"x" * 80, ["oversize"]),  # oversize before its line end
+        (b"data: " + b"x" * 40 + b"\r", []),  # a CR that may start a CR LF
+    ],
+)
+def test_each_way_out_of_the_fast_path(stream: bytes, expected: list[Any]) -> None:
+    decoder = m.wire.SseDecoder(max_event_size=64)
+    decoder.feed(b"\n")  # past the byte-order-mark check: the fast path is open
+    assert decoder.next_event() is m.NEED_DATA
+    decoder.feed(stream)
+    out: list[Any] = []
+    while isinstance(event := decoder.next_event(), (SseEvent, m.wire.Oversize)):
+        out.append("oversize" if isinstance(event, m.wire.Oversize) else event)
+    assert event is m.NEED_DATA
+    assert out == expected
+    decoder.feed(b"\n\ndata: next\n\n")
+    rest = [decoder.next_event(), decoder.next_event()]
+    assert SseEvent(data="next") in rest
+
+
+def test_the_fast_path_keeps_the_last_event_id() -> None:
+    decoder = m.wire.SseDecoder()
+    decoder.feed(b"id: 1\ndata: a\n\ndata: b\n\n")
+    first, second = decoder.next_event(), decoder.next_event()
+    assert first == SseEvent(data="a", id="1")
+    assert second == SseEvent(data="b", id="1")  # ids persist, also on the fast path
+    assert decoder.last_event_id == "1"
+    assert second.event == "message" and second.retry is None
