@@ -64,7 +64,7 @@ def finish_result(
             out.setdefault("cacheScope", cache_scope)
     if server_info is not None:
         given = out.get("_meta")
-        meta = dict(given) if isinstance(given, Mapping) else {}
+        meta = dict(given) if given is not None and isinstance(given, Mapping) else {}
         meta.setdefault(META_SERVER_INFO, server_info)
         out["_meta"] = meta
     return out

@@ -239,7 +239,7 @@ class Answers:
         raw = (params or {}).get("inputResponses")
         if raw is None:
             raw = {}
-        elif not isinstance(raw, Mapping):
+        elif type(raw) is not dict and not isinstance(raw, Mapping):
             raise InvalidAnswer(None, "inputResponses must be an object")
         self._raw: Mapping[str, Any] = raw
         self._input_kinds = input_kinds
@@ -266,10 +266,11 @@ class Answers:
         raw = self._raw.get(key)
         if raw is None:
             return None
-        proven = self.is_proven(key, asked)
+        kind = self._input_kinds.kind_for(asked)
+        proven = self._proven.get(key) == kind.name  # (is_proven, with the kind at hand)
         if not proven and self.require_proof:
             return None
-        expected = self._input_kinds.kind_for(asked).response_class
+        expected = kind.response_class
         try:
             answer: InputResponse = structure(raw, expected)
         except RemoteProtocolError as exc:

@@ -45,12 +45,17 @@ from .results import (
 
 Entry = Tool | Resource | ResourceTemplate | Prompt
 
+# What a plain (not ``async``) handler returns most often: never awaitable, so the
+# leg skips ``inspect.isawaitable`` (an ABC check) for them.
+_NEVER_AWAITED = frozenset({dict, str, list, m.server.Ask})
+_ABSENT = object()
+
 
 async def call_tool(
     app: HostApp, tool: Tool, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise m.MrtrError("arguments must be an object", code=m.protocol.INVALID_PARAMS)
     schema = tool.arguments_schema or m.server.compile_schema(tool.input_schema)
     problem = schema.problem(arguments)
@@ -118,7 +123,8 @@ async def run_leg(
     ``on_error`` (tools) makes an exception that is not an ``MrtrError`` into one.
     """
     params = request.params or {}
-    if "inputResponses" in params and not isinstance(params["inputResponses"], Mapping):
+    answers = params.get("inputResponses", _ABSENT)
+    if answers is not _ABSENT and type(answers) is not dict and not isinstance(answers, Mapping):
         raise m.MrtrError(
             "inputResponses must be an object",
             code=m.protocol.INVALID_PARAMS,
@@ -145,7 +151,7 @@ async def run_leg(
         ctx = Context(opened, outlet, app, uri=uri, uri_params=uri_params, suspension=suspension)
         try:
             outcome = entry.fn(ctx)
-            if inspect.isawaitable(outcome):
+            if type(outcome) not in _NEVER_AWAITED and inspect.isawaitable(outcome):
                 outcome = await outcome
         except m.MrtrError:
             raise
