@@ -1,0 +1,298 @@
+"""The server step's fast paths decide exactly as the slow ones they skip.
+
+Each shortcut taken on every leg (a keyed HMAC copied per token, the state's own
+payload read by orjson, the params digest carried from ``open`` to the next
+``seal``, a schema found by identity, a spend without its ``Redeemed``) is checked
+against what it replaces: the same bytes, the same verdicts, the same refusals.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+import mrtr_core as m
+from mrtr_core.protocol._meta import read_modern_request
+from mrtr_core.server import (
+    Ask,
+    HandlerContext,
+    InvalidRequestState,
+    MemoryNonceStore,
+    OpenedState,
+    StateSealer,
+    _sealing,
+    _validation,
+    close_leg,
+    elicit_form,
+    open_leg,
+    params_digest,
+    run_handler,
+    spend_redeemed,
+)
+from mrtr_core.server._validation import compile_schema
+
+KEY = b"K" * 32
+NOW = 1_000.0
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+PARAMS: dict[str, Any] = {"name": "book", "arguments": {"city": "Oslo"}, "_meta": META}
+ASK = elicit_form("Confirm?", {"ok": {"type": "boolean"}}, required=["ok"])
+
+
+def sealer(**options: Any) -> StateSealer:
+    return StateSealer({"k": KEY}, "k", **options)
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+# --- the keyed HMAC, copied per token ----------------------------------------------------------
+
+
+def test_every_mac_is_plain_hmac_sha256_of_its_own_token() -> None:
+    # Copies of one keyed HMAC must not carry state from one token to the next.
+    s = sealer()
+    tokens = [s.seal(i, method="m", params={"i": i}, principal=None, now=NOW) for i in range(3)]
+    for token in tokens:
+        version, key_id, body, mac = token.split(".")
+        signed = f"{version}.{key_id}.{body}".encode("ascii")
+        assert mac == b64(hmac.new(KEY, signed, hashlib.sha256).digest())
+    assert len({t.split(".")[3] for t in tokens}) == 3
+
+
+def test_the_principal_digest_is_the_keyed_hmac_of_the_principal() -> None:
+    s = sealer()
+    token = s.seal(1, method="m", params={}, principal="alice", now=NOW)
+    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[2] + "=="))
+    expected = hmac.new(KEY, b"principal\x00alice", hashlib.sha256).digest()[:16]
+    assert payload["p"] == b64(expected)
+    # ... and a token sealed between two principal digests leaves them the same.
+    s.seal(2, method="m", params={}, principal="bob", now=NOW)
+    assert s.open(token, method="m", params={}, principal="alice", now=NOW).value == 1
+    with pytest.raises(InvalidRequestState) as caught:
+        s.open(token, method="m", params={}, principal="bob", now=NOW)
+    assert caught.value.reason == "wrong_principal"
+
+
+# --- the payload, read by orjson or the stdlib -------------------------------------------------
+
+
+VALUES: list[Any] = [
+    {"n": 2**70},  # 22 digits: orjson would make a float of it
+    {"n": -(2**63) - 1},  # 19 digits past the signed 64-bit range
+    {"n": 2**64 - 1, "s": "1234567890123456789012"},  # digits in a string count too
+    {"s": "\ud800"},  # a lone surrogate: escaped by the stdlib writer, refused by orjson
+    {"f": 1e300, "i": 12345678901234567, "u": "\u00e9"},
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=repr)
+def test_own_payload_reads_the_same_with_and_without_orjson(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = sealer()
+    token = s.seal(value, method="m", params={}, principal=None, now=NOW)
+    fast = s.open(token, method="m", params={}, principal=None, now=NOW).value
+    monkeypatch.setattr(_sealing, "_orjson", None)
+    slow = s.open(token, method="m", params={}, principal=None, now=NOW).value
+    assert json.dumps(fast) == json.dumps(slow) == json.dumps(value)
+    assert [type(v) for v in fast.values()] == [type(v) for v in value.values()]
+
+
+def test_the_stdlib_reader_still_refuses_a_broken_payload(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_sealing, "_orjson", None)
+    s = sealer()
+    body = b64(b"{not json")
+    signed = f"mrtr1.k.{body}".encode("ascii")
+    token = f"mrtr1.k.{body}.{b64(hmac.new(KEY, signed, hashlib.sha256).digest())}"
+    with pytest.raises(InvalidRequestState) as caught:
+        s.open(token, method="m", params={}, principal=None, now=NOW)
+    assert caught.value.reason == "malformed"
+
+
+# --- the params digest, carried from open to the next seal -------------------------------------
+
+
+def test_opened_state_carries_the_digest_it_checked_outside_equality() -> None:
+    s = sealer()
+    token = s.seal(1, method="m", params=PARAMS, principal=None, now=NOW)
+    opened = s.open(token, method="m", params=PARAMS, principal=None, now=NOW)
+    assert opened.params_digest == params_digest(PARAMS)
+    same = OpenedState(
+        value=1,
+        nonce=opened.nonce,
+        issued_at=opened.issued_at,
+        expires_at=opened.expires_at,
+        key_id="k",
+    )
+    assert same == opened and same.params_digest is None
+
+
+def info_for(params: dict[str, Any]) -> Any:
+    return read_modern_request(1, "tools/call", params, ("2026-07-28",))
+
+
+def asks_twice(ctx: HandlerContext) -> Any:
+    if ctx.state is None:
+        return ctx.ask({"ok": ASK}, state="first")
+    return ctx.ask({"again": ASK}, state="second")
+
+
+def test_a_retry_leg_seals_its_next_state_to_the_same_params() -> None:
+    s = sealer(store=MemoryNonceStore())
+    first = run_handler(
+        asks_twice,
+        m.Request(id=1, method="tools/call", params=PARAMS),
+        info_for(PARAMS),
+        sealer=s,
+        principal=None,
+        now=NOW,
+    )
+    retry = {**PARAMS, "requestState": first["requestState"], "inputResponses": {}}
+    second = run_handler(
+        asks_twice,
+        m.Request(id=2, method="tools/call", params=retry),
+        info_for(retry),
+        sealer=s,
+        principal=None,
+        now=NOW,
+    )
+    token = second["requestState"]
+    opened = s.open(token, method="tools/call", params=PARAMS, principal=None, now=NOW)
+    assert opened.value["v"] == "second"
+    other = {**PARAMS, "arguments": {"city": "Bergen"}}
+    with pytest.raises(InvalidRequestState) as caught:
+        s.open(token, method="tools/call", params=other, principal=None, now=NOW)
+    assert caught.value.reason == "wrong_params"
+
+
+def test_a_context_opened_by_a_host_without_the_digest_still_binds_the_params() -> None:
+    s = sealer()
+    ctx = open_leg(
+        m.Request(id=1, method="tools/call", params=PARAMS),
+        info_for(PARAMS),
+        sealer=s,
+        principal=None,
+        now=NOW,
+    )
+    # A host may build its OpenedState itself (the digest is optional there).
+    ctx.opened = OpenedState(value=None, nonce="n", issued_at=NOW, expires_at=NOW + 60, key_id="k")
+    token = close_leg(ctx, Ask(requests={"ok": ASK}))["requestState"]
+    assert s.open(token, method="tools/call", params=PARAMS, principal=None, now=NOW)
+    with pytest.raises(InvalidRequestState):
+        s.open(token, method="tools/call", params={"name": "x"}, principal=None, now=NOW)
+
+
+# --- spending without a Redeemed ---------------------------------------------------------------
+
+
+class CountingStore:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float, float]] = []
+
+    def consume(self, nonce: str, expires_at: float, now: float) -> bool:
+        self.calls.append((nonce, expires_at, now))
+        return len(self.calls) == 1
+
+
+def test_spend_redeemed_spends_once_what_to_spend_names() -> None:
+    s = sealer()
+    token = s.seal(
+        {"f": "flow", "d": NOW + 60, "g": [], "q": {}, "v": None},
+        method="tools/call",
+        params=PARAMS,
+        principal=None,
+        now=NOW,
+    )
+    params = {**PARAMS, "requestState": token}
+    ctx = open_leg(
+        m.Request(id=1, method="tools/call", params=params),
+        info_for(params),
+        sealer=s,
+        principal=None,
+        now=NOW,
+    )
+    pending = ctx.to_spend
+    assert pending is not None
+    store = CountingStore()
+    spend_redeemed(ctx, None)  # no store: nothing spent, still pending
+    assert ctx.to_spend == pending
+    spend_redeemed(ctx, store)
+    spend_redeemed(ctx, store)  # spent already: the store is not asked again
+    assert store.calls == [(pending.nonce, pending.expires_at, NOW)]
+    assert ctx.to_spend is None
+
+
+# --- close_leg's dict first --------------------------------------------------------------------
+
+
+def test_close_leg_copies_any_result_mapping() -> None:
+    ctx = open_leg(
+        m.Request(id=1, method="tools/call", params=PARAMS),
+        info_for(PARAMS),
+        sealer=None,
+        principal=None,
+        now=NOW,
+    )
+    result = {"content": []}
+    out = close_leg(ctx, result)
+    assert out == result and out is not result
+    proxied = close_leg(ctx, MappingProxyType({"content": [1]}))
+    assert proxied == {"content": [1]} and type(proxied) is dict
+
+
+def test_answers_read_a_mapping_that_is_not_a_dict() -> None:
+    params = {**PARAMS, "inputResponses": MappingProxyType({"ok": {"action": "decline"}})}
+    answers = m.server.Answers(params)
+    reply = answers.get("ok", ASK)
+    assert isinstance(reply, m.wire.ElicitResult) and reply.action == "decline"
+    assert answers.unproven == {"ok"}
+
+
+# --- compile_schema by identity ----------------------------------------------------------------
+
+
+def test_a_schema_mutated_in_place_is_compiled_again() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    first = compile_schema(schema)
+    assert compile_schema(schema) is first  # by identity
+    assert first.problem({"n": "x"}) is not None
+    schema["properties"]["n"]["type"] = "string"  # a nested change: the snapshot is deep
+    again = compile_schema(schema)
+    assert again is not first
+    assert again.problem({"n": "x"}) is None and again.problem({"n": 1}) is not None
+
+
+def test_an_equal_schema_object_shares_the_compilation() -> None:
+    a = {"type": "object", "required": ["z"]}
+    b = {"required": ["z"], "type": "object"}
+    assert compile_schema(a) is compile_schema(b)
+
+
+def test_a_schema_with_a_tuple_is_still_cached_by_its_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The snapshot is JSON (a list): a tuple never equals it, so the canonical key decides.
+    schema = {"type": "object", "required": ("a",)}
+    first = compile_schema(schema)
+    assert compile_schema(schema) is first
+    assert first.problem({}) is not None
+
+
+def test_the_identity_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_validation, "MAX_COMPILED_SCHEMAS", 2)
+    monkeypatch.setattr(_validation, "_by_identity", {})
+    schemas = [{"type": "object", "title": f"s{i}"} for i in range(5)]
+    for schema in schemas:
+        compile_schema(schema)
+        assert len(_validation._by_identity) <= 2
+    assert compile_schema(schemas[-1]).problem({}) is None
