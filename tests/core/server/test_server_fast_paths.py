@@ -296,3 +296,22 @@ def test_the_identity_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         compile_schema(schema)
         assert len(_validation._by_identity) <= 2
     assert compile_schema(schemas[-1]).problem({}) is None
+
+
+# --- base64url around binascii -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", range(40))
+def test_base64url_is_the_standard_librarys(size: int) -> None:
+    data = bytes(range(256))[size : size * 5]  # (every residue of the length mod 3)
+    text = _sealing._b64encode(data)
+    assert text == base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    assert _sealing._b64decode(text) == data
+
+
+@pytest.mark.parametrize("text", ["a", "!!ab", "a b", "\u00e9abc"])
+def test_base64url_refuses_what_the_standard_library_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    with pytest.raises(ValueError):
+        _sealing._b64decode(text)
