@@ -212,6 +212,25 @@ class UnprovenAnswer(InvalidAnswer):
         )
 
 
+_ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
+
+
+def _plain_elicit_result(raw: Any) -> ElicitResult | None:
+    """The ``ElicitResult`` that structuring ``raw`` gives, built directly for the
+    common answer (a dict, a known action, an object or no content), else ``None``
+    (then the general way decides, errors included)."""
+    if type(raw) is not dict:
+        return None
+    action = raw.get("action")
+    content = raw.get("content")
+    if type(action) is not str or action not in _ELICIT_ACTIONS:
+        return None
+    if content is not None and type(content) is not dict:
+        return None
+    extra = {k: v for k, v in raw.items() if k != "action" and k != "content"}
+    return ElicitResult(action=action, content=content, extra=extra)  # type: ignore[arg-type]
+
+
 class Answers:
     """The ``inputResponses`` of one leg, read against what the server asked.
 
@@ -271,10 +290,14 @@ class Answers:
         if not proven and self.require_proof:
             return None
         expected = kind.response_class
-        try:
-            answer: InputResponse = structure(raw, expected)
-        except RemoteProtocolError as exc:
-            raise InvalidAnswer(key, f"{key!r} is not a valid {expected.__name__}") from exc
+        answer: InputResponse | None = None
+        if expected is ElicitResult:
+            answer = _plain_elicit_result(raw)
+        if answer is None:
+            try:
+                answer = structure(raw, expected)
+            except RemoteProtocolError as exc:
+                raise InvalidAnswer(key, f"{key!r} is not a valid {expected.__name__}") from exc
         if (
             isinstance(asked, ElicitFormRequest)
             and isinstance(answer, ElicitResult)

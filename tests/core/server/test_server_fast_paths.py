@@ -16,6 +16,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mrtr_core as m
 from mrtr_core.protocol._meta import read_modern_request
@@ -26,6 +28,7 @@ from mrtr_core.server import (
     MemoryNonceStore,
     OpenedState,
     StateSealer,
+    _asking,
     _sealing,
     _validation,
     close_leg,
@@ -36,6 +39,7 @@ from mrtr_core.server import (
     spend_redeemed,
 )
 from mrtr_core.server._validation import compile_schema
+from mrtr_core.wire._convert import structure
 
 KEY = b"K" * 32
 NOW = 1_000.0
@@ -315,3 +319,45 @@ def test_base64url_refuses_what_the_standard_library_refuses(text: str) -> None:
         base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     with pytest.raises(ValueError):
         _sealing._b64decode(text)
+
+
+# --- a plain form answer, built without the converter ------------------------------------------
+
+_ANSWER_VALUES = st.none() | st.booleans() | st.integers() | st.text(max_size=4)
+ANSWERS = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["action", "content", "_meta", "x", "\x00extra"]),
+        st.sampled_from(["accept", "decline", "cancel", "other", ""])
+        | _ANSWER_VALUES
+        | st.dictionaries(st.text(max_size=3), _ANSWER_VALUES, max_size=3)
+        | st.lists(_ANSWER_VALUES, max_size=2),
+        max_size=4,
+    ),
+    st.lists(st.none(), max_size=1),
+    st.text(max_size=3),
+)
+
+
+@given(raw=ANSWERS)
+@settings(max_examples=400, deadline=None)
+def test_a_plain_answer_is_the_answer_the_converter_makes(raw: Any) -> None:
+    fast = _asking._plain_elicit_result(raw)
+    try:
+        slow = structure(raw, m.wire.ElicitResult)
+    except m.RemoteProtocolError:
+        assert fast is None
+        return
+    assert fast is None or (fast == slow and fast.extra == slow.extra)
+
+
+def test_a_plain_answer_keeps_its_extra_keys_and_is_checked_against_the_schema() -> None:
+    params = {"inputResponses": {"ok": {"action": "accept", "content": {"ok": "yes"}, "x": 1}}}
+    with pytest.raises(m.server.InvalidAnswer) as caught:
+        m.server.Answers(params).get("ok", ASK)
+    assert caught.value.field == "/ok"
+    params = {"inputResponses": {"ok": {"action": "accept", "content": {"ok": True}, "x": 1}}}
+    reply = m.server.Answers(params).get("ok", ASK)
+    assert isinstance(reply, m.wire.ElicitResult) and reply.extra == {"x": 1}
+    bad = {"inputResponses": {"ok": {"action": "maybe"}}}
+    with pytest.raises(m.server.InvalidAnswer):
+        m.server.Answers(bad).get("ok", ASK)
