@@ -42,6 +42,7 @@ from ..wire._model import (
     ListRootsRequest,
 )
 from ._ask_rules import check_elicitation_url, check_primitive_schema
+from ._plain import plain_elicit_result, plain_form_wire
 from ._validation import compile_schema
 
 
@@ -135,6 +136,14 @@ def input_required(
         raise LocalProtocolError("state must be a string (seal it first)")
     if not asks and state is None:
         raise LocalProtocolError("input_required needs input requests or a state")
+    if asks:
+        # Plain form asks (the common case) are written without the converter.
+        wire = {key: plain_form_wire(request) for key, request in asks.items()}
+        if None not in wire.values():
+            out: dict[str, Any] = {"resultType": "input_required", "inputRequests": wire}
+            if state is not None:
+                out["requestState"] = state
+            return out
     result = InputRequiredResult(input_requests=asks or None, request_state=state)
     return unstructure_input_required(result)
 
@@ -212,25 +221,6 @@ class UnprovenAnswer(InvalidAnswer):
         )
 
 
-_ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
-
-
-def _plain_elicit_result(raw: Any) -> ElicitResult | None:
-    """The ``ElicitResult`` that structuring ``raw`` gives, built directly for the
-    common answer (a dict, a known action, an object or no content), else ``None``
-    (then the general way decides, errors included)."""
-    if type(raw) is not dict:
-        return None
-    action = raw.get("action")
-    content = raw.get("content")
-    if type(action) is not str or action not in _ELICIT_ACTIONS:
-        return None
-    if content is not None and type(content) is not dict:
-        return None
-    extra = {k: v for k, v in raw.items() if k != "action" and k != "content"}
-    return ElicitResult(action=action, content=content, extra=extra)  # type: ignore[arg-type]
-
-
 class Answers:
     """The ``inputResponses`` of one leg, read against what the server asked.
 
@@ -292,7 +282,7 @@ class Answers:
         expected = kind.response_class
         answer: InputResponse | None = None
         if expected is ElicitResult:
-            answer = _plain_elicit_result(raw)
+            answer = plain_elicit_result(raw)
         if answer is None:
             try:
                 answer = structure(raw, expected)

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mrtr_core as m
+from mrtr_core.connection import _server_rules
 from mrtr_core.protocol._meta import read_modern_request
 from mrtr_core.server import (
     Ask,
@@ -28,7 +29,7 @@ from mrtr_core.server import (
     MemoryNonceStore,
     OpenedState,
     StateSealer,
-    _asking,
+    _plain,
     _sealing,
     _validation,
     close_leg,
@@ -39,10 +40,13 @@ from mrtr_core.server import (
     spend_redeemed,
 )
 from mrtr_core.server._validation import compile_schema
-from mrtr_core.wire._convert import structure
+from mrtr_core.wire._convert import structure, structure_input_request, unstructure_input_request
+from mrtr_core.wire._inputs import INPUT_KINDS
+from mrtr_core.wire._model import ElicitFormRequest
 
 KEY = b"K" * 32
 NOW = 1_000.0
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -341,7 +345,7 @@ ANSWERS = st.one_of(
 @given(raw=ANSWERS)
 @settings(max_examples=400, deadline=None)
 def test_a_plain_answer_is_the_answer_the_converter_makes(raw: Any) -> None:
-    fast = _asking._plain_elicit_result(raw)
+    fast = _plain.plain_elicit_result(raw)
     try:
         slow = structure(raw, m.wire.ElicitResult)
     except m.RemoteProtocolError:
@@ -361,3 +365,101 @@ def test_a_plain_answer_keeps_its_extra_keys_and_is_checked_against_the_schema()
     bad = {"inputResponses": {"ok": {"action": "maybe"}}}
     with pytest.raises(m.server.InvalidAnswer):
         m.server.Answers(bad).get("ok", ASK)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_ODD = st.tuples(st.integers()) | st.dictionaries(st.integers(), st.none(), min_size=1, max_size=1)
+SCHEMAS = st.dictionaries(st.text(max_size=4), _JSON | _ODD, max_size=4)
+FORMS = st.builds(
+    ElicitFormRequest,
+    message=st.text(max_size=5),
+    requested_schema=SCHEMAS,
+    mode=st.sampled_from([None, "form"]),
+    extra=st.sampled_from([{}, {"x": 1}]),
+)
+
+
+@given(request=FORMS)
+@settings(max_examples=300, deadline=None)
+def test_a_plain_form_ask_is_written_as_the_converter_writes_it(request: ElicitFormRequest) -> None:
+    fast = _plain.plain_form_wire(request)
+    slow = unstructure_input_request(request)
+    if fast is None:
+        return
+    assert fast == slow and json.dumps(fast) == json.dumps(slow)  # (the same key order too)
+    # A copy: the wire form shares no dict or list with the ask.
+    assert fast["params"]["requestedSchema"] is not request.requested_schema
+
+
+def test_plain_form_wire_leaves_the_others_to_the_converter() -> None:
+    assert _plain.plain_form_wire(m.server.elicit_url("Go", "https://example.com/x")) is None
+    assert (
+        _plain.plain_form_wire(ElicitFormRequest(message="m", requested_schema={}, extra={"x": 1}))
+        is None
+    )
+    odd = ElicitFormRequest(message="m", requested_schema={"t": ("a",)})
+    assert _plain.plain_form_wire(odd) is None
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):  # past the recursion limit: the converter decides
+        node["d"] = {}
+        node = node["d"]
+    assert _plain.plain_form_wire(ElicitFormRequest(message="m", requested_schema=deep)) is None
+
+
+WIRE_REQUESTS = st.fixed_dictionaries(
+    {
+        "method": st.sampled_from(["elicitation/create", "sampling/createMessage", "x"]),
+        "params": st.none()
+        | st.dictionaries(
+            st.sampled_from(["message", "requestedSchema", "mode", "url", "other"]),
+            st.sampled_from(["form", "url", "m"]) | _JSON,
+            max_size=4,
+        ),
+    }
+) | st.text(max_size=2)
+
+
+@given(raw=WIRE_REQUESTS)
+@settings(max_examples=400, deadline=None)
+def test_a_plain_form_request_is_the_one_the_converter_reads(raw: Any) -> None:
+    fast = _plain.plain_form_request(raw, INPUT_KINDS)
+    try:
+        slow = structure_input_request(raw, INPUT_KINDS)
+    except m.RemoteProtocolError:
+        assert fast is None
+        return
+    assert fast is None or (fast == slow and fast.extra == slow.extra)
+
+
+def test_check_input_required_takes_the_plain_path_and_still_refuses() -> None:
+    info = info_for(PARAMS)
+    built = m.server.input_required({"ok": ASK}, state="s")
+    assert _server_rules._plain_requests(built, INPUT_KINDS) == {"ok": ASK}
+    _server_rules.check_input_required(info, built)
+    # Not plain: the general way (which refuses what it refused before).
+    url = m.server.input_required({"u": m.server.elicit_url("Go", "https://example.com/x")})
+    assert _server_rules._plain_requests(url, INPUT_KINDS) is None
+    for odd in ({**built, "requestState": 5}, {**built, "inputRequests": [1]}):
+        assert _server_rules._plain_requests(odd, INPUT_KINDS) is None
+        with pytest.raises(m.AppResultRefused):
+            _server_rules.check_input_required(info, odd)
+    # Plain, yet asking what the request did not declare: -32021 as before.
+    bare = read_modern_request(1, "tools/call", {"_meta": {**META, META_CAPS: {}}}, ("2026-07-28",))
+    with pytest.raises(m.AppResultRefused) as caught:
+        _server_rules.check_input_required(bare, built)
+    assert caught.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
+
+
+def test_plain_shapes_leave_lists_of_odd_values_and_url_asks_to_the_converter() -> None:
+    in_list = ElicitFormRequest(message="m", requested_schema={"enum": ["a", ("b",)]})
+    assert _plain.plain_form_wire(in_list) is None
+    url = {"method": "elicitation/create", "params": {"mode": "url", "message": "m", "url": "u"}}
+    assert _plain.plain_form_request(url, INPUT_KINDS) is None
+    assert isinstance(structure_input_request(url, INPUT_KINDS), m.wire.ElicitUrlRequest)
