@@ -110,6 +110,6 @@ def plain_form_request(raw: Any, input_kinds: InputRegistry) -> ElicitFormReques
     return ElicitFormRequest(
         message=message,
         requested_schema=schema,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         extra=extra,
     )
