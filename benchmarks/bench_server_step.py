@@ -16,8 +16,9 @@ For each JSON backend (stdlib ``json``, ``orjson``), in one run:
                     ``hmac.compare_digest`` of its HMAC-SHA256, ``b64decode`` +
                     ``loads`` of its payload, its expiry and method, the SHA-256 of the
                     canonical salient params against the one sealed in it, its nonce
-                    into a set; for ``ask`` a new payload sealed the same way
-                    (canonical ``dumps``, ``b64encode``, HMAC); ``dumps(result)``.
+                    into a set; for ``ask`` a new payload (a fresh random nonce) sealed
+                    the same way (canonical ``dumps``, ``b64encode``, HMAC from a key
+                    schedule made once); ``dumps(result)``.
                     No schema validation, no typed objects: the least any server
                     that keeps its state in a sealed token must spend;
 * ``core``       -- the sans-IO server core: ``Codec.decode`` -> the request's
@@ -59,6 +60,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import secrets
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -215,7 +217,7 @@ def floor_step(
                 "p": None,
                 "iat": NOW,
                 "exp": NOW + 600,
-                "n": "nonce-of-16-bytes-b64",
+                "n": secrets.token_urlsafe(16),
                 "s": {"f": "flow", "d": NOW + 3600, "g": [], "q": {"time": "elicitation"}, "v": {}},
             }
             new_body = _b64e(_canonical(new))
@@ -568,7 +570,7 @@ def profile(tool: str, ask: bool, n: int, repeats: int) -> None:
             t5 = clock()
             if ask:
                 new = {"m": "tools/call", "a": digest, "p": None, "iat": NOW, "exp": NOW + 600}
-                new["n"] = "nonce-of-16-bytes-b64"
+                new["n"] = secrets.token_urlsafe(16)
                 new["s"] = {"f": "flow", "d": NOW + 3600, "g": [], "q": {"time": "x"}, "v": {}}
                 sealed = _b64e(_canonical(new))
                 _mac(f"{version}.{key_id}.{sealed}".encode("ascii"))
