@@ -17,9 +17,10 @@ from .._errors import MISSING_CLIENT_CAPABILITY, AppResultRefused, MrtrError, de
 from ..engine._retry import MRTR_METHODS
 from ..protocol._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..server._asking import required_capabilities
+from ..server._plain import plain_form_request
 from ..wire._convert import structure_input_required
 from ..wire._inputs import INPUT_KINDS, InputRegistry, capability_paths
-from ..wire._model import Request
+from ..wire._model import InputRequest, Request
 
 #: 2025-era server-to-client requests that carry no input request (and need no capability).
 PLAIN_SERVER_REQUEST_METHODS = frozenset({"ping"})
@@ -64,7 +65,7 @@ def finish_result(
             out.setdefault("cacheScope", cache_scope)
     if server_info is not None:
         given = out.get("_meta")
-        meta = dict(given) if isinstance(given, Mapping) else {}
+        meta = dict(given) if given is not None and isinstance(given, Mapping) else {}
         meta.setdefault(META_SERVER_INFO, server_info)
         out["_meta"] = meta
     return out
@@ -84,15 +85,39 @@ def check_input_required(
         raise AppResultRefused(f"{describe(info.method)} cannot answer input_required")
     if "inputRequests" not in result and "requestState" not in result:
         raise AppResultRefused("input_required needs inputRequests or requestState")
-    try:
-        shaped = structure_input_required(result, input_kinds)
-    except MrtrError as exc:
-        raise AppResultRefused(f"malformed input_required: {exc.message}") from exc
-    required = required_capabilities(shaped.input_requests or {}, info.capabilities, input_kinds)
+    plain = _plain_requests(result, input_kinds)
+    requests: Mapping[str, InputRequest]
+    if plain is not None:
+        requests = plain
+    else:
+        try:
+            shaped = structure_input_required(result, input_kinds)
+        except MrtrError as exc:
+            raise AppResultRefused(f"malformed input_required: {exc.message}") from exc
+        requests = shaped.input_requests or {}
+    required = required_capabilities(requests, info.capabilities, input_kinds)
     if required:
         raise _needs_undeclared(
             required, "the request did not declare the capabilities this input needs"
         )
+
+
+def _plain_requests(
+    result: Mapping[str, Any], input_kinds: InputRegistry
+) -> dict[str, InputRequest] | None:
+    """The typed requests of an input_required result that asks only plain form
+    elicitations (as ``structure_input_required`` reads them), else ``None``."""
+    raw = result.get("inputRequests")
+    state = result.get("requestState")
+    if type(raw) is not dict or (state is not None and not isinstance(state, str)):
+        return None
+    requests: dict[str, InputRequest] = {}
+    for key, request in raw.items():
+        typed = plain_form_request(request, input_kinds)
+        if typed is None:
+            return None
+        requests[str(key)] = typed
+    return requests
 
 
 def check_server_request(

@@ -42,6 +42,7 @@ from ..wire._model import (
     ListRootsRequest,
 )
 from ._ask_rules import check_elicitation_url, check_primitive_schema
+from ._plain import plain_elicit_result, plain_form_wire
 from ._validation import compile_schema
 
 
@@ -135,6 +136,14 @@ def input_required(
         raise LocalProtocolError("state must be a string (seal it first)")
     if not asks and state is None:
         raise LocalProtocolError("input_required needs input requests or a state")
+    if asks:
+        # Plain form asks (the common case) are written without the converter.
+        wire = {key: plain_form_wire(request) for key, request in asks.items()}
+        if None not in wire.values():
+            out: dict[str, Any] = {"resultType": "input_required", "inputRequests": wire}
+            if state is not None:
+                out["requestState"] = state
+            return out
     result = InputRequiredResult(input_requests=asks or None, request_state=state)
     return unstructure_input_required(result)
 
@@ -239,7 +248,7 @@ class Answers:
         raw = (params or {}).get("inputResponses")
         if raw is None:
             raw = {}
-        elif not isinstance(raw, Mapping):
+        elif type(raw) is not dict and not isinstance(raw, Mapping):
             raise InvalidAnswer(None, "inputResponses must be an object")
         self._raw: Mapping[str, Any] = raw
         self._input_kinds = input_kinds
@@ -266,14 +275,19 @@ class Answers:
         raw = self._raw.get(key)
         if raw is None:
             return None
-        proven = self.is_proven(key, asked)
+        kind = self._input_kinds.kind_for(asked)
+        proven = self._proven.get(key) == kind.name  # (is_proven, with the kind at hand)
         if not proven and self.require_proof:
             return None
-        expected = self._input_kinds.kind_for(asked).response_class
-        try:
-            answer: InputResponse = structure(raw, expected)
-        except RemoteProtocolError as exc:
-            raise InvalidAnswer(key, f"{key!r} is not a valid {expected.__name__}") from exc
+        expected = kind.response_class
+        answer: InputResponse | None = None
+        if expected is ElicitResult:
+            answer = plain_elicit_result(raw)
+        if answer is None:
+            try:
+                answer = structure(raw, expected)
+            except RemoteProtocolError as exc:
+                raise InvalidAnswer(key, f"{key!r} is not a valid {expected.__name__}") from exc
         if (
             isinstance(asked, ElicitFormRequest)
             and isinstance(answer, ElicitResult)

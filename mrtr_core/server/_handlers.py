@@ -49,7 +49,7 @@ from ._asking import (
     input_required,
     required_capabilities,
 )
-from ._sealing import InvalidRequestState, NonceStore, OpenedState, StateSealer
+from ._sealing import InvalidRequestState, NonceStore, OpenedState, StateSealer, params_digest
 
 DEFAULT_FLOW_TTL = 3600.0
 
@@ -206,26 +206,30 @@ def spend_redeemed(ctx: HandlerContext, store: NonceStore | None) -> None:
     Raises ``InvalidRequestState("replayed")`` if it was spent before, and
     ``NonceStoreFull`` (-32603) from a full store, failing closed.
     """
-    pending = ctx.to_spend
-    if pending is not None and store is not None:
-        ctx.record_spend(store.consume(pending.nonce, pending.expires_at, ctx.now))
+    # (``to_spend`` without the Redeemed it builds for a host: this runs on every leg.)
+    opened = ctx.opened
+    if opened is not None and not ctx._spent and store is not None:
+        ctx.record_spend(store.consume(opened.nonce, opened.expires_at, ctx.now))
 
 
 def _read_state(opened: OpenedState) -> tuple[str, float, list[str], dict[str, str], Any]:
     value = opened.value
+    if not isinstance(value, dict):
+        raise InvalidRequestState("malformed")
+    flow, deadline, guards = value.get("f"), value.get("d"), value.get("g")
+    # "q" (what the leg asked) may be absent from a state sealed by an older version.
+    asked = value.get("q", {})
     if not (
-        isinstance(value, dict)
-        and isinstance(value.get("f"), str)
-        and isinstance(value.get("d"), (int, float))
-        and isinstance(value.get("g"), list)
-        and all(isinstance(g, str) for g in value["g"])
-        and isinstance(value.get("q", {}), dict)
-        and all(isinstance(k, str) for k in value.get("q", {}).values())
+        isinstance(flow, str)
+        and isinstance(deadline, (int, float))
+        and isinstance(guards, list)
+        and all(isinstance(g, str) for g in guards)
+        and isinstance(asked, dict)
+        and all(isinstance(k, str) for k in asked.values())
     ):
         # Sealed by this key, yet not in our shape: another app's state.
         raise InvalidRequestState("malformed")
-    # "q" (what the leg asked) may be absent from a state sealed by an older version.
-    return value["f"], float(value["d"]), list(value["g"]), dict(value.get("q", {})), value.get("v")
+    return flow, float(deadline), list(guards), dict(asked), value.get("v")
 
 
 def run_handler(
@@ -319,6 +323,8 @@ def open_leg(
 
 def close_leg(ctx: HandlerContext, outcome: HandlerResult) -> dict[str, Any]:
     """The second half of :func:`run_handler`: a result as it is, an :class:`Ask` sealed."""
+    if type(outcome) is dict:  # the common case, before two isinstance checks (one an ABC's)
+        return dict(outcome)
     if isinstance(outcome, Ask):
         return _ask(ctx, outcome.requests, outcome.state)
     if isinstance(outcome, Mapping):
@@ -339,10 +345,13 @@ def _ask(ctx: HandlerContext, requests: Mapping[str, InputRequest], state: Any) 
         raise InvalidRequestState("expired")  # the flow as a whole has run out of time
     # What this leg asked, so the next leg can tell a requested answer from an invented one.
     asked = {key: ctx.input_kinds.kind_for(request).name for key, request in requests.items()}
-    token = sealer.seal(
+    # The params were digested when this leg's state was opened: bind the next to the same.
+    opened = ctx.opened
+    digest = opened.params_digest if opened is not None else None
+    token = sealer._seal_digest(
         {"f": ctx.flow, "d": ctx.deadline, "g": ctx._guards, "q": asked, "v": state},
         method=ctx.method,
-        params=ctx.params,
+        digest=digest if digest is not None else params_digest(ctx.params),
         principal=ctx.principal,
         now=ctx.now,
         ttl=min(sealer.ttl, left),

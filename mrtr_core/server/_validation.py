@@ -83,6 +83,13 @@ class CompiledSchema:
 
 _compiled: OrderedDict[str, CompiledSchema] = OrderedDict()
 
+# The same schema object asked again and again (a module-level ask, a tool's
+# inputSchema) skips the canonical key: found by identity, and used while it still
+# equals what it held when compiled (a deep snapshot, compared with ``==`` in C).
+# ``==`` takes ``True`` for ``1``: a schema mutated in place from one to the other
+# between two uses keeps its first compilation (mutating a schema in use is a bug).
+_by_identity: dict[int, tuple[Mapping[str, Any], Any, CompiledSchema]] = {}
+
 
 def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     """``schema`` compiled, from the cache when it was compiled before.
@@ -90,6 +97,9 @@ def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     Raises :class:`~mrtr_core.LocalProtocolError` for a schema that cannot be used
     (the server wrote it: a bug to fix, not a client's fault).
     """
+    seen = _by_identity.get(id(schema))
+    if seen is not None and seen[0] is schema and seen[1] == schema:
+        return seen[2]
     try:
         key = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -97,12 +107,16 @@ def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     found = _compiled.get(key)
     if found is not None:
         _compiled.move_to_end(key)
-        return found
-    compiled = CompiledSchema(schema)
-    _compiled[key] = compiled
-    if len(_compiled) > MAX_COMPILED_SCHEMAS:
-        _compiled.popitem(last=False)
-    return compiled
+    else:
+        found = CompiledSchema(schema)
+        _compiled[key] = found
+        if len(_compiled) > MAX_COMPILED_SCHEMAS:
+            _compiled.popitem(last=False)
+    if len(_by_identity) >= MAX_COMPILED_SCHEMAS:
+        _by_identity.clear()  # (rare: a server with that many schema objects)
+    # The snapshot is the canonical JSON read back: its own copy, plain dicts and lists.
+    _by_identity[id(schema)] = (schema, json.loads(key), found)
+    return found
 
 
 def schema_problem(schema: Mapping[str, Any], value: Any) -> SchemaProblem | None:

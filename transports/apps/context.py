@@ -76,25 +76,10 @@ class Context(m.server.HandlerContext):
         uri_params: Mapping[str, str] | None = None,
         suspension: Suspension | None = None,
     ) -> None:
-        # This context *is* the opened leg (Steps and close_leg take it as one).
-        super().__init__(
-            leg.request,
-            leg.info,
-            opened=leg.opened,
-            flow=leg.flow,
-            deadline=leg.deadline,
-            guards=leg._guards,
-            state=leg.state,
-            sealer=leg._sealer,
-            principal=leg.principal,
-            now=leg.now,
-            input_kinds=leg.input_kinds,
-            proven=leg.proven,
-        )
-        # What was settled on the opened leg before this context was made: its
-        # state spent, proof required.
-        self._spent = leg._spent
-        self.answers.require_proof = leg.answers.require_proof
+        # This context *is* the opened leg (Steps and close_leg take it as one): it takes
+        # over the leg as it stands (its state spent, proof required, its answers), rather
+        # than build the same context a second time on every leg.
+        self.__dict__.update(leg.__dict__)
         self.outlet = outlet
         self.app = app
         #: ``resources/read``: the URI read, and a template's variables in it.

@@ -45,12 +45,17 @@ from .results import (
 
 Entry = Tool | Resource | ResourceTemplate | Prompt
 
+# What a plain (not ``async``) handler returns most often: never awaitable, so the
+# leg skips ``inspect.isawaitable`` (an ABC check) for them.
+_NEVER_AWAITED = frozenset({dict, str, list, m.server.Ask})
+_ABSENT = object()
+
 
 async def call_tool(
     app: HostApp, tool: Tool, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise m.MrtrError("arguments must be an object", code=m.protocol.INVALID_PARAMS)
     schema = tool.arguments_schema or m.server.compile_schema(tool.input_schema)
     problem = schema.problem(arguments)
@@ -118,16 +123,17 @@ async def run_leg(
     ``on_error`` (tools) makes an exception that is not an ``MrtrError`` into one.
     """
     params = request.params or {}
-    if "inputResponses" in params and not isinstance(params["inputResponses"], Mapping):
+    answers = params.get("inputResponses", _ABSENT)
+    if answers is not _ABSENT and type(answers) is not dict and not isinstance(answers, Mapping):
         raise m.MrtrError(
             "inputResponses must be an object",
             code=m.protocol.INVALID_PARAMS,
             data={"reason": "inputResponses must be an object"},
         )
     now = app.clock()
-    leg = Leg(request, info, outlet, app.principal, now)
     if entry.continuation and "requestState" in params:
         assert app.continuations is not None  # made when the handler was registered
+        leg = Leg(request, info, outlet, app.principal, now)
         return await app.continuations.resume(leg, sealer=app.sealer)
     opened = m.server.open_leg(
         request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
@@ -135,36 +141,74 @@ async def run_leg(
     # Spend what this leg redeemed before any handler code runs: the handler may be a
     # plain function that calls ``ctx.once`` after reading answers, with no chance to
     # await the store then.  Every state spent once keeps the flow a single chain.
-    pending = opened.to_spend
-    if pending is not None and app.single_use is not None:
-        opened.record_spend(await app.single_use.consume(pending.nonce, pending.expires_at, now))
+    # (``opened.to_spend`` of a leg just opened, without the Redeemed it builds.)
+    redeemed = opened.opened
+    if redeemed is not None and app.single_use is not None:
+        first = await app.single_use.consume(redeemed.nonce, redeemed.expires_at, now)
+        opened.record_spend(first)
     if isinstance(entry, Tool) and entry.require_proof:
         opened.require_proof()
+    leg_run = _LegRun(entry, opened, outlet, app, shape, on_error, uri, uri_params)
+    if entry.continuation:
+        assert app.continuations is not None
+        leg = Leg(request, info, outlet, app.principal, now)
+        return await app.continuations.start(leg_run.run, leg, sealer=app.sealer)
+    result = await leg_run.run(None)
+    return result if type(result) is dict else dict(result)
 
-    async def run(suspension: Suspension | None) -> Mapping[str, Any]:
-        ctx = Context(opened, outlet, app, uri=uri, uri_params=uri_params, suspension=suspension)
+
+class _LegRun:
+    """The handler's part of one leg, run at once (re-entrant styles) or in the
+    continuation store's task (``run(suspension)``)."""
+
+    __slots__ = ("app", "entry", "on_error", "opened", "outlet", "shape", "uri", "uri_params")
+
+    def __init__(
+        self,
+        entry: Entry,
+        opened: m.server.HandlerContext,
+        outlet: Outlet,
+        app: HostApp,
+        shape: Callable[[Any], Mapping[str, Any]],
+        on_error: Callable[[Exception], Mapping[str, Any]] | None,
+        uri: str | None,
+        uri_params: Mapping[str, str] | None,
+    ) -> None:
+        self.entry = entry
+        self.opened = opened
+        self.outlet = outlet
+        self.app = app
+        self.shape = shape
+        self.on_error = on_error
+        self.uri = uri
+        self.uri_params = uri_params
+
+    async def run(self, suspension: Suspension | None) -> Mapping[str, Any]:
+        ctx = Context(
+            self.opened,
+            self.outlet,
+            self.app,
+            uri=self.uri,
+            uri_params=self.uri_params,
+            suspension=suspension,
+        )
         try:
-            outcome = entry.fn(ctx)
-            if inspect.isawaitable(outcome):
+            outcome = self.entry.fn(ctx)
+            if type(outcome) not in _NEVER_AWAITED and inspect.isawaitable(outcome):
                 outcome = await outcome
         except m.MrtrError:
             raise
         except Exception as exc:
-            if on_error is None:
+            if self.on_error is None:
                 raise
-            return on_error(exc)
+            return self.on_error(exc)
         if isinstance(outcome, m.server.Ask):
             if suspension is not None:
                 raise TypeError(
                     "a continuation handler awaits ctx.wait_for(...); it does not return ctx.ask()"
                 )
             return m.server.close_leg(ctx, outcome)
-        return m.server.close_leg(ctx, shape(outcome))
-
-    if entry.continuation:
-        assert app.continuations is not None
-        return await app.continuations.start(run, leg, sealer=app.sealer)
-    return dict(await run(None))
+        return m.server.close_leg(ctx, self.shape(outcome))
 
 
 __all__ = ["Entry", "call_tool", "get_prompt", "read_resource", "run_leg"]
