@@ -57,6 +57,7 @@ TS_SERVER = HERE / "ts" / "http_server.mjs"
 PROTOCOL = "2026-07-28"
 SIDES = ("mrtr", "mcp", "ts")
 LEVELS = (1, 10, 100, 1000)
+BASELINE: list[str] = []  # --baseline: a source tree whose server runs as "mrtr@base"
 READ_SIZE = 65536
 
 
@@ -73,8 +74,10 @@ def node_binary() -> str:
 def server(side: str, max_connections: int) -> Iterator[tuple[int, int]]:
     """``side``'s server in a subprocess; yields its (port, pid)."""
     pipe = subprocess.PIPE
-    if side == "mrtr":
+    if side.startswith("mrtr"):
         argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *OUR_APP]
+        if side == "mrtr@base":  # the same server from another source tree (before/after)
+            argv[1:3] = [str(HERE / "_run_from_tree.py"), BASELINE[0], "mrtr_transports.server"]
         argv += ["--max-connections", str(max_connections)]
         env = {**os.environ, **OUR_ENV}
         process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=pipe, stderr=pipe)
@@ -89,7 +92,7 @@ def server(side: str, max_connections: int) -> Iterator[tuple[int, int]]:
     tail = _drain(other)
     try:
         line = _first_line(said, f"the {side} server")
-        if side == "mrtr":  # "listening on http://127.0.0.1:PORT/mcp"
+        if side.startswith("mrtr"):  # "listening on http://127.0.0.1:PORT/mcp"
             port = int(line.split()[-1].rsplit(":", 1)[1].split("/")[0])
         else:  # "PORT <n>"
             port = int(line.split()[1])
@@ -352,6 +355,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, action="append", help="levels (1 10 100 1000)")
     parser.add_argument("--servers", default=",".join(SIDES), help="mrtr,mcp,ts")
     parser.add_argument("--repeats", type=int, help="batches per row (5; 3 with --quick)")
+    parser.add_argument(
+        "--baseline", metavar="TREE", help="also run our server from TREE as mrtr@base"
+    )
     parser.add_argument("--no-clients", action="store_true", help="skip the own-client table")
     args = parser.parse_args()
     levels = args.concurrency or list(LEVELS)
@@ -371,6 +377,9 @@ def main() -> int:
     )
     print("|---" * 10 + "|")
     sides = [s for s in args.servers.split(",") if s]
+    if args.baseline:
+        BASELINE.append(str(Path(args.baseline).resolve()))
+        sides.insert(sides.index("mrtr") + 1 if "mrtr" in sides else 0, "mrtr@base")
     for side in sides:
         drive(side, levels, flows, repeats)
     if not args.no_clients:
