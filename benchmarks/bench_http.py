@@ -288,49 +288,63 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def drive(side: str, levels: list[int], flows: dict[int, int], repeats: int) -> list[str]:
-    rows = []
-    with server(side, max(levels) + 64) as (port, pid):
-        warm = Driver(port, 1, pid)
-        warm.run(200)  # imports, caches, JIT (node)
-        warm.close()
-        time.sleep(0.2)
-        idle_rss = rss_kib(pid)
-        for level in levels:
-            driver = Driver(port, level, pid)
-            cpu: list[tuple[float, float]] = []
+class Side:
+    """One server under test, with its figures per concurrency level."""
 
-            def batch(n: int, driver: Driver = driver, cpu: list[Any] = cpu) -> float:
-                server_before, driver_before = cpu_seconds(pid), time.process_time()
+    def __init__(self, name: str, port: int, pid: int) -> None:
+        self.name = name
+        self.port = port
+        self.pid = pid
+        self.idle_rss = 0
+        self.rows: dict[int, dict[str, Any]] = {}
+
+
+def drive(sides: list[Side], level: int, count: int, repeats: int) -> None:
+    """``repeats`` batches of ``count`` flows at ``level`` per side, the sides taking
+    turns batch by batch (a shared machine's load then weighs on each alike)."""
+    drivers = {side.name: Driver(side.port, level, side.pid) for side in sides}
+    seconds: dict[str, list[float]] = {side.name: [] for side in sides}
+    cpu: dict[str, list[tuple[float, float]]] = {side.name: [] for side in sides}
+    latencies: dict[str, list[float]] = {side.name: [] for side in sides}
+    try:
+        for turn in range(repeats + 1):  # the first: a warm-up at this level
+            for side in sides:
+                driver = drivers[side.name]
+                n = count if turn else max(level, count // 10)
+                server_before, driver_before = cpu_seconds(side.pid), time.process_time()
                 driver.latencies.clear()
-                seconds = driver.run(n)
-                server_cpu = cpu_seconds(pid) - server_before
-                cpu.append((server_cpu / n, (time.process_time() - driver_before) / n))
-                return seconds
-
-            latencies: list[float] = []
-            count = flows[level]
-            batch(max(level, count // 10))  # warm-up at this level
-            cpu.clear()
-            seconds = []
-            for _ in range(repeats):
-                seconds.append(batch(count) / count)
-                latencies += driver.latencies
-            stats = Stats(tuple(seconds))
-            server_cpu = statistics.median(c[0] for c in cpu) * 1e6
-            driver_cpu = statistics.median(c[1] for c in cpu) * 1e6
-            growth = (driver.peak_rss - idle_rss) / level
-            rows.append(
-                f"| {side} | {level} | {stats.rate:,.0f} | {stats.spread} | "
-                f"{percentile(latencies, 0.5) * 1e3:.2f} | "
-                f"{percentile(latencies, 0.99) * 1e3:.2f} | "
-                f"{server_cpu:,.0f} | {driver_cpu:,.0f} | {driver.peak_rss / 1024:.1f} | "
-                f"{growth:,.1f} |"
-            )
-            print(rows[-1], flush=True)
+                took = driver.run(n)
+                server_cpu = cpu_seconds(side.pid) - server_before
+                if turn:
+                    seconds[side.name].append(took / n)
+                    cpu[side.name].append(
+                        (server_cpu / n, (time.process_time() - driver_before) / n)
+                    )
+                    latencies[side.name] += driver.latencies
+    finally:
+        for driver in drivers.values():
             driver.close()
-            time.sleep(0.2)
-    return rows
+    for side in sides:
+        driver = drivers[side.name]
+        side.rows[level] = {
+            "stats": Stats(tuple(seconds[side.name])),
+            "p50": percentile(latencies[side.name], 0.5),
+            "p99": percentile(latencies[side.name], 0.99),
+            "server_cpu": statistics.median(c[0] for c in cpu[side.name]) * 1e6,
+            "driver_cpu": statistics.median(c[1] for c in cpu[side.name]) * 1e6,
+            "peak_rss": driver.peak_rss,
+            "growth": (driver.peak_rss - side.idle_rss) / level,
+        }
+
+
+def row(side: Side, level: int) -> str:
+    r = side.rows[level]
+    stats: Stats = r["stats"]
+    return (
+        f"| {side.name} | {level} | {stats.rate:,.0f} | {stats.spread} | "
+        f"{r['p50'] * 1e3:.2f} | {r['p99'] * 1e3:.2f} | {r['server_cpu']:,.0f} | "
+        f"{r['driver_cpu']:,.0f} | {r['peak_rss'] / 1024:.1f} | {r['growth']:,.1f} |"
+    )
 
 
 def own_clients(quick: bool) -> None:
@@ -376,12 +390,40 @@ def main() -> int:
         "driver CPU µs/flow | peak RSS MiB | RSS growth KiB/flow |"
     )
     print("|---" * 10 + "|")
-    sides = [s for s in args.servers.split(",") if s]
+    names = [s for s in args.servers.split(",") if s]
     if args.baseline:
         BASELINE.append(str(Path(args.baseline).resolve()))
-        sides.insert(sides.index("mrtr") + 1 if "mrtr" in sides else 0, "mrtr@base")
-    for side in sides:
-        drive(side, levels, flows, repeats)
+        names.insert(names.index("mrtr") + 1 if "mrtr" in names else 0, "mrtr@base")
+    with contextlib.ExitStack() as stack:
+        sides = []
+        for name in names:
+            port, pid = stack.enter_context(server(name, max(levels) + 64))
+            sides.append(Side(name, port, pid))
+        for side in sides:
+            warm = Driver(side.port, 1, side.pid)
+            warm.run(200)  # imports, caches, the JIT (node)
+            warm.close()
+        time.sleep(0.5)
+        for side in sides:
+            side.idle_rss = rss_kib(side.pid)
+        for level in levels:
+            drive(sides, level, flows[level], repeats)
+            for side in sides:
+                print(row(side, level), flush=True)
+    print()
+    print("Ratios (flows/s ours over theirs, server CPU per flow theirs over ours; same run):")
+    for other in (s for s in sides if s.name != "mrtr"):
+        if not any(s.name == "mrtr" for s in sides):
+            break
+        ours = next(s for s in sides if s.name == "mrtr")
+        cells = []
+        for level in levels:
+            a, b = ours.rows[level], other.rows[level]
+            speed = b["stats"].median / a["stats"].median
+            cells.append(
+                f"{level} at once: {speed:.2f}x ({b['server_cpu'] / a['server_cpu']:.2f}x CPU)"
+            )
+        print(f"  mrtr vs {other.name}: " + "; ".join(cells))
     if not args.no_clients:
         own_clients(args.quick)
     return 0
