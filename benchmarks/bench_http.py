@@ -232,23 +232,43 @@ class Driver:
         self.poll = select.epoll()
         self.flows: dict[int, Flow] = {}
         for _ in range(concurrency):
-            for attempt in range(50):  # a short listen backlog may drop a burst of SYNs
-                try:
-                    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-                    break
-                except OSError:
-                    if attempt == 49:
-                        raise
-                    time.sleep(0.05)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setblocking(False)
-            self.flows[sock.fileno()] = Flow(sock, port)
-            self.poll.register(sock.fileno(), select.EPOLLIN)
+            self._connect()
         self.latencies: list[float] = []
         self.peak_rss = 0
 
+    def _connect(self) -> None:
+        for attempt in range(50):  # a short listen backlog may drop a burst of SYNs
+            try:
+                sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+                break
+            except OSError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.05)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        self.flows[sock.fileno()] = Flow(sock, self.port)
+        self.poll.register(sock.fileno(), select.EPOLLIN)
+
+    def reconnect_idle_closed(self) -> None:
+        """Connections the server closed while idle between batches (uvicorn keeps an
+        idle one 5 s) are opened again, untimed."""
+        for fileno, flow in list(self.flows.items()):
+            try:
+                closed = flow.sock.recv(1, socket.MSG_PEEK) == b""
+            except BlockingIOError:
+                closed = False
+            except OSError:
+                closed = True
+            if closed:
+                self.poll.unregister(fileno)
+                del self.flows[fileno]
+                flow.sock.close()
+                self._connect()
+
     def run(self, total: int) -> float:
         """Run ``total`` flows with every connection busy; seconds taken."""
+        self.reconnect_idle_closed()
         started = time.perf_counter()
         to_start = total
         done = 0
@@ -313,7 +333,10 @@ def drive(sides: list[Side], level: int, count: int, repeats: int) -> None:
                 n = count if turn else max(level, count // 10)
                 server_before, driver_before = cpu_seconds(side.pid), time.process_time()
                 driver.latencies.clear()
-                took = driver.run(n)
+                try:
+                    took = driver.run(n)
+                except FlowFailed as exc:
+                    raise FlowFailed(f"{side.name}, {level} at once: {exc}") from None
                 server_cpu = cpu_seconds(side.pid) - server_before
                 if turn:
                     seconds[side.name].append(took / n)
