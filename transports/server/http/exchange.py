@@ -128,8 +128,8 @@ class HttpConnection:
             self.peer: str | None = str(stream.socket.getpeername()[0])
         except OSError:
             self.peer = None
-        #: For writes that need not wait (``_write``): the socket's descriptor (POSIX).
-        self._fd = stream.socket.fileno() if os.name == "posix" else -1
+        #: Writes that need not wait go straight to the socket (``_write``; POSIX).
+        self._direct_writes = os.name == "posix"
         # The watcher (``_watch``): one task for the connection's life, armed while a
         # handler runs, rather than a nursery and a task per request.
         self._nursery: trio.Nursery | None = None
@@ -308,12 +308,14 @@ class HttpConnection:
         lock = self.write_lock
         acquired = False
         rest = b""
-        if not lock.locked() and self._fd >= 0:
+        # (The descriptor is asked for each time: -1 once closed, never a reused number.)
+        fd = self.stream.socket.fileno() if self._direct_writes else -1
+        if not lock.locked() and fd >= 0:
             if unless is not None and unless():
                 return
             data = self._serialize(events)
             try:
-                sent = os.write(self._fd, data)
+                sent = os.write(fd, data)
             except BlockingIOError:
                 sent = 0
             except OSError as exc:
