@@ -402,9 +402,11 @@ class HttpLink:
         assert self._client is not None
         failed: Broken | None = None
         try:
-            await conn.send(h11.Request(method="POST", target=self._target, headers=headers))
-            await conn.send(h11.Data(data=out.data))
-            await conn.send(h11.EndOfMessage())
+            await conn.send(
+                h11.Request(method="POST", target=self._target, headers=headers),
+                h11.Data(data=out.data),
+                h11.EndOfMessage(),
+            )
         except Broken as exc:
             failed = exc
         else:

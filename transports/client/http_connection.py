@@ -62,8 +62,9 @@ class HttpConnection:
         self.h11 = h11.Connection(h11.CLIENT)
         self.received = False  # any byte of a response on this cycle
 
-    async def send(self, event: Any) -> None:
-        data = self.h11.send(event)
+    async def send(self, *events: Any) -> None:
+        """Send h11 events in one write (a request's head, body and end: one segment)."""
+        data = b"".join(self.h11.send(event) or b"" for event in events)
         if data:
             try:
                 await self.stream.send_all(data)

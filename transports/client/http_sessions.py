@@ -176,8 +176,10 @@ class HttpSession:
             headers.append((LAST_EVENT_ID_HEADER, last_event_id))
         conn = await link.new_connection()
         try:
-            await conn.send(h11.Request(method="GET", target=link.target, headers=headers))
-            await conn.send(h11.EndOfMessage())
+            await conn.send(
+                h11.Request(method="GET", target=link.target, headers=headers),
+                h11.EndOfMessage(),
+            )
             response = await conn.next_event()
             while isinstance(response, h11.InformationalResponse):
                 response = await conn.next_event()
@@ -214,8 +216,10 @@ class HttpSession:
             except Failed:
                 return
             try:
-                await conn.send(h11.Request(method="DELETE", target=link.target, headers=headers))
-                await conn.send(h11.EndOfMessage())
+                await conn.send(
+                    h11.Request(method="DELETE", target=link.target, headers=headers),
+                    h11.EndOfMessage(),
+                )
                 response = await conn.next_event()
                 status = getattr(response, "status_code", 0)
                 if status not in (200, 202, 204, 405):

@@ -716,3 +716,46 @@ async def test_repeated_origin_content_type_and_host_are_refused() -> None:
                 peer.h11.send(h11.EndOfMessage())
                 reply = await peer.reply()
                 assert reply.status == 400 and b"multiple Host" in reply.body, reply
+
+
+async def test_waiting_handlers_and_a_pipelined_request_on_one_connection() -> None:
+    # While a handler waits, the connection's watcher reads for it (a close cancels it, a
+    # pipelined request is kept); it must be done reading before the next request is read.
+    with trio.fail_after(10):
+        async with serving() as served, served.connect() as peer:
+            for round_ in range(3):
+                await peer.send_request(tool_call("slow", {"seconds": 0.05}))
+                # The next request right behind it (h11 pipelines no requests: a second
+                # h11 connection writes it, the peer's is told of it once the first is read).
+                early = h11.Connection(h11.CLIENT)
+                message = tool_call("echo", {"text": f"next {round_}"})
+                body = json.dumps(message).encode()
+                fields = [("Host", peer.host), *mirrored(message), ("Accept", ACCEPT_BOTH)]
+                fields += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+                data = early.send(h11.Request(method="POST", target="/mcp", headers=fields))
+                data += early.send(h11.Data(data=body)) + early.send(h11.EndOfMessage())
+                await peer.stream.send_all(data)
+                first = await peer.reply()
+                peer.h11.send(h11.Request(method="POST", target="/", headers=[("Host", "x")]))
+                peer.h11.send(h11.EndOfMessage())
+                second = await peer.reply()
+                assert first.json()["result"]["content"][0]["text"] == "slow done"
+                assert second.json()["result"]["content"][0]["text"] == f"next {round_}"
+            await peer.send_request(tool_call("sleep"))  # then the client goes away
+            while served.app.counts["started"] < 1:
+                await trio.sleep(0.01)
+        while served.app.counts["cancelled"] < 1:
+            await trio.sleep(0.01)
+
+
+async def test_a_response_larger_than_the_socket_takes_at_once_reaches_a_slow_reader() -> None:
+    # The write the socket takes only in part goes on in the shielded, deadlined path.
+    text = "x" * (3 * 1024 * 1024)
+    with trio.fail_after(20):
+        async with serving() as served, served.connect() as peer:
+            await peer.send_request(tool_call("echo", {"text": text}))
+            await trio.sleep(0.3)  # the server's write fills the socket buffers meanwhile
+            reply = await peer.reply()
+            assert reply.json()["result"]["content"][0]["text"] == text
+            after = await peer.post(tool_call("echo", {"text": "after"}))
+            assert after.json()["result"]["content"][0]["text"] == "after"

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -127,6 +128,17 @@ class HttpConnection:
             self.peer: str | None = str(stream.socket.getpeername()[0])
         except OSError:
             self.peer = None
+        #: Writes that need not wait go straight to the socket (``_write``; POSIX).
+        self._direct_writes = os.name == "posix"
+        # The watcher (``_watch``): one task for the connection's life, armed while a
+        # handler runs, rather than a nursery and a task per request.
+        self._nursery: trio.Nursery | None = None
+        self._watched: _Exchange | None = None
+        self._watch_wakeup = trio.Event()
+        self._watch_scope: trio.CancelScope | None = None
+        self._watch_idle = trio.Event()  # set while the watcher does not read
+        self._watch_idle.set()
+        self._watcher_started = False
 
     def shutdown(self) -> None:
         """The server is closing: an idle connection closes now, a busy one after its answer."""
@@ -140,6 +152,14 @@ class HttpConnection:
             self.wait_scope.cancel()
 
     async def serve(self) -> None:
+        async with trio.open_nursery() as nursery:  # the watcher's and keep-alives' tasks
+            self._nursery = nursery
+            try:
+                await self._serve_requests()
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _serve_requests(self) -> None:
         slots = self.server.slots
         while not self.server.closing:  # (evicted: _next_request says so, and ends it)
             try:
@@ -230,6 +250,19 @@ class HttpConnection:
             await self._write(h11.InformationalResponse(status_code=100, headers=[]))
         chunks: list[bytes] = []
         size = 0
+        while True:  # usually the whole body came with the head: no deadline to arm
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                break
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > limit:
+                    return None
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(chunks)
+            else:  # ConnectionClosed mid-body
+                raise _PeerGone
         self.wait_scope = trio.CancelScope(deadline=trio.current_time() + self.server.body_timeout)
         try:
             with self.wait_scope:
@@ -262,22 +295,56 @@ class HttpConnection:
 
     # --- Writing ---
 
-    async def _write(self, *events: Any) -> None:
-        """Send h11 events, waiting at most ``write_timeout`` for the peer to take them.
+    async def _write(self, *events: Any, unless: Any = None) -> None:
+        """Send h11 events (one buffer, one write), waiting at most ``write_timeout``
+        for the peer to take them; not at all if ``unless()`` is true by the time the
+        write may go (a keep-alive after the final answer).
 
         Shielded from cancellation: a write cut in half would leave the client a
-        broken message (and what the connection has produced is owed to it).
+        broken message (and what the connection has produced is owed to it).  When
+        no other write is under way and the socket takes the whole buffer at once
+        (the usual case), it is written there and then: no lock, no scope, no wait.
         """
+        lock = self.write_lock
+        acquired = False
+        rest = b""
+        # (The descriptor is asked for each time: -1 once closed, never a reused number.)
+        fd = self.stream.socket.fileno() if self._direct_writes else -1
+        if not lock.locked() and fd >= 0:
+            if unless is not None and unless():
+                return
+            data = self._serialize(events)
+            try:
+                sent = os.write(fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise _PeerGone from exc
+            if sent == len(data):
+                return
+            rest = data[sent:]
+            lock.acquire_nowait()  # (free: nothing else ran since it was checked)
+            acquired = True
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.server.write_timeout
-            async with self.write_lock:
-                data = b"".join(self.h11.send(event) or b"" for event in events)
-                try:
-                    await self.stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    raise _PeerGone from exc
+            try:
+                if not acquired:
+                    await lock.acquire()
+                    acquired = True
+                    if unless is not None and unless():
+                        return
+                    rest = self._serialize(events)
+                await self.stream.send_all(rest)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise _PeerGone from exc
+            finally:
+                if acquired:
+                    lock.release()
         if scope.cancelled_caught:
             raise _PeerGone  # the peer stopped reading
+
+    def _serialize(self, events: Sequence[Any]) -> bytes:
+        return b"".join(self.h11.send(event) or b"" for event in events)
 
     def _response_headers(self, content_type: bytes | None, length: int | None) -> list[Any]:
         headers: list[Any] = []
@@ -518,14 +585,15 @@ class HttpConnection:
         exchange = _Exchange(self, sse_ok=sse_ok)
         outlet = ConnectionOutlet(conn, request.id, exchange.notify)
         outcome: m.MrtrError | Mapping[str, Any] = m.MrtrError("cancelled")
-        async with trio.open_nursery() as nursery:
-            exchange.nursery = nursery
-            exchange.on_gone = handler_scope.cancel
-            nursery.start_soon(self._watch_peer, exchange)
+        exchange.on_gone = handler_scope.cancel
+        exchange.keepalives = True
+        self._arm(exchange)
+        try:
             with handler_scope:
                 outcome = await run_app(self.server.app, request, info, outlet)
-            nursery.cancel_scope.cancel()  # the watcher and the keep-alives
-        exchange.nursery = None  # no keep-alives for the final answer alone
+        finally:
+            exchange.stop_keepalives()  # none for the final answer alone
+            await self._disarm()
         if exchange.gone:
             conn.response_stream_closed(request.id)
             send_response(conn, response_for(request.id, outcome))  # b"": releases the id
@@ -534,6 +602,45 @@ class HttpConnection:
             outcome = {"_meta": {SUBSCRIPTION_ID: request.id}}
         response, data = send_response(conn, response_for(request.id, outcome))
         await self._send_final(response, data, json_ok, sse_ok, exchange)
+
+    # --- The watcher ---
+
+    def _arm(self, exchange: _Exchange) -> None:
+        """A handler runs for ``exchange``: the watcher reads the connection meanwhile."""
+        self._watched = exchange
+        if not self._watcher_started:
+            assert self._nursery is not None
+            self._watcher_started = True
+            self._nursery.start_soon(self._watch)
+        else:
+            self._watch_wakeup.set()
+
+    async def _disarm(self) -> None:
+        """The handler is done: the watcher stops reading before this task reads again.
+        (A handler that never waited is done before the watcher even ran: no wait.)"""
+        self._watched = None
+        if not self._watch_idle.is_set():
+            if self._watch_scope is not None:
+                self._watch_scope.cancel()
+            await self._watch_idle.wait()
+
+    async def _watch(self) -> None:
+        """The connection's watcher, for its life: each armed exchange watched once."""
+        served: _Exchange | None = None
+        while True:
+            exchange = self._watched
+            if exchange is None or exchange is served:
+                self._watch_wakeup = trio.Event()
+                await self._watch_wakeup.wait()
+                continue
+            served = exchange
+            self._watch_idle = trio.Event()
+            try:
+                with trio.CancelScope() as self._watch_scope:
+                    await self._watch_peer(exchange)
+            finally:
+                self._watch_scope = None
+                self._watch_idle.set()
 
     async def _watch_peer(self, exchange: _Exchange) -> None:
         """While a handler runs: end of input from the client is its cancellation."""
@@ -560,7 +667,9 @@ class _Exchange:
         self.sse_ok = sse_ok
         self.streaming = False
         self.gone = False
-        self.nursery: trio.Nursery | None = None
+        #: While the handler runs: a stream it opens gets keep-alive comments.
+        self.keepalives = False
+        self._keepalive_scope: trio.CancelScope | None = None
         self.on_gone: Any = None
 
     def peer_gone(self) -> None:
@@ -584,18 +693,35 @@ class _Exchange:
         self.streaming = True
         headers = [*SSE_HEADERS, *self.connection._response_headers(None, None)]
         await self.connection._write(h11.Response(status_code=200, headers=headers, reason=b"OK"))
-        if self.nursery is not None and self.connection.server.keepalive_interval > 0:
-            self.nursery.start_soon(self._keepalive)
+        nursery = self.connection._nursery
+        if (
+            self.keepalives
+            and nursery is not None
+            and self.connection.server.keepalive_interval > 0
+        ):
+            self._keepalive_scope = trio.CancelScope()
+            nursery.start_soon(self._keepalive, self._keepalive_scope)
 
-    async def _keepalive(self) -> None:
+    def stop_keepalives(self) -> None:
+        self.keepalives = False
+        if self._keepalive_scope is not None:
+            self._keepalive_scope.cancel()
+
+    def _keepalives_over(self) -> bool:
+        return not self.keepalives
+
+    async def _keepalive(self, scope: trio.CancelScope) -> None:
         interval = self.connection.server.keepalive_interval
-        while True:
-            await trio.sleep(interval)
-            try:
-                await self.connection._write(h11.Data(data=m.wire.encode_sse_comment()))
-            except _PeerGone:
-                self.peer_gone()
-                return
+        with scope:
+            while True:
+                await trio.sleep(interval)
+                try:
+                    await self.connection._write(
+                        h11.Data(data=m.wire.encode_sse_comment()), unless=self._keepalives_over
+                    )
+                except _PeerGone:
+                    self.peer_gone()
+                    return
 
     async def finish(self, data: bytes) -> None:
         """The final response as the last event; the stream ends."""
