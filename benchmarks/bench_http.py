@@ -1,7 +1,7 @@
 """Streamable HTTP servers at speed: ours, the ``mcp`` 2.3.0 SDK's and the TypeScript SDK v2's.
 
 The model: each server runs in its own subprocess and serves the same two-leg
-``greet`` tool (``bench_mrtr_app.py``, ``bench_mcp_peer.py``, ``ts/http_server.mjs``);
+``greet`` tool (``bench_mrtr_app.py``, ``bench_mcp_peer.py``, ``ts/bench_server.mjs http``);
 one neutral load driver, in this process, drives all three the same way.  A
 *flow* is one two-leg ``greet``: POST ``tools/call``, read the ``input_required``
 result, POST the retry with ``inputResponses`` and the echoed ``requestState``,
@@ -53,7 +53,7 @@ sys.path.insert(0, str(HERE))
 from _harness import Stats, machine  # noqa: E402
 from bench_transports import OUR_APP, OUR_ENV, PEER, _drain, _first_line, _stop  # noqa: E402
 
-TS_SERVER = HERE / "ts" / "http_server.mjs"
+TS_SERVER = HERE / "ts" / "bench_server.mjs"
 PROTOCOL = "2026-07-28"
 SIDES = ("mrtr", "mcp", "ts")
 LEVELS = (1, 10, 100, 1000)
@@ -86,16 +86,16 @@ def server(side: str, max_connections: int) -> Iterator[tuple[int, int]]:
         process = subprocess.Popen([sys.executable, PEER, "http"], stdout=pipe, stderr=pipe)
         said, other = process.stdout, process.stderr
     else:
-        argv = [node_binary(), str(TS_SERVER)]
+        argv = [node_binary(), str(TS_SERVER), "http", "json"]
         process = subprocess.Popen(argv, cwd=ROOT, stdout=pipe, stderr=pipe)
         said, other = process.stdout, process.stderr
     tail = _drain(other)
     try:
         line = _first_line(said, f"the {side} server")
-        if side.startswith("mrtr"):  # "listening on http://127.0.0.1:PORT/mcp"
-            port = int(line.split()[-1].rsplit(":", 1)[1].split("/")[0])
-        else:  # "PORT <n>"
+        if side == "mcp":  # "PORT <n>"
             port = int(line.split()[1])
+        else:  # ours "listening on http://127.0.0.1:PORT/mcp"; the TS side's "URL http://..."
+            port = int(line.split()[-1].rsplit(":", 1)[1].split("/")[0])
         _drain(said)
         yield port, process.pid
     except BaseException:
