@@ -9,7 +9,7 @@ official SDK has no WebSocket server to compare with, so the comparison here
 is between our own transports: what one long conversation on a socket costs
 next to a pipe (stdio) and one POST per message (HTTP).
 
-Run: ``.venv/bin/python benchmarks/bench_ws.py [--calls N] [--repeats R]``.
+Run: ``.venv/bin/python benchmarks/bench_ws.py [--quick] [--calls N] [--repeats R]``.
 Not a test: timings never pass or fail.
 """
 
@@ -19,11 +19,13 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import trio
+from _harness import Stats, machine
 from bench_transports import (
     EXPECTED,
     NAME,
@@ -35,8 +37,6 @@ from bench_transports import (
     _drain,
     _first_line,
     _stop,
-    machine_line,
-    timed_batches,
 )
 
 import mrtr_core as m
@@ -66,6 +66,7 @@ def network_server(transport: str) -> Iterator[str]:
 
 
 def measure(transport: str, warmup: int, calls: int, repeats: int) -> dict[str, Any]:
+    """Per tool, each timed batch's (wall seconds per call, client CPU seconds per call)."""
     from mrtr_transports.client.http import open_http_client
     from mrtr_transports.client.stdio import open_stdio_client
     from mrtr_transports.client.ws import open_ws_client
@@ -82,11 +83,24 @@ def measure(transport: str, warmup: int, calls: int, repeats: int) -> dict[str, 
         if client.protocol_version != PROTOCOL:
             raise AssertionError(f"our client settled on {client.protocol_version}")
 
-        async def call(tool: str) -> str:
-            result = await client.call_tool(tool, {})
-            return str(result["content"][0]["text"])
+        async def batch(tool: str, n: int) -> tuple[float, float]:
+            asked, cpu, start = answers[0], time.process_time(), time.perf_counter()
+            for _ in range(n):
+                result = await client.call_tool(tool, {})
+                if result["content"][0]["text"] != EXPECTED[tool]:
+                    raise AssertionError(f"{tool} returned {result!r}")
+            elapsed = time.perf_counter() - start
+            if answers[0] - asked != (n if tool == "greet" else 0):
+                raise AssertionError(f"{tool}: the answer callback ran {answers[0] - asked} times")
+            return elapsed / n, (time.process_time() - cpu) / n
 
-        return await timed_batches(call, answers, warmup, calls, repeats)
+        for tool in TOOLS:
+            await batch(tool, warmup)
+        timed: dict[str, list[tuple[float, float]]] = {tool: [] for tool in TOOLS}
+        for _ in range(repeats):
+            for tool in TOOLS:  # interleaved: a burst of load falls on both tools
+                timed[tool].append(await batch(tool, calls))
+        return timed
 
     async def main() -> dict[str, Any]:
         if transport == "stdio":
@@ -104,23 +118,34 @@ def measure(transport: str, warmup: int, calls: int, repeats: int) -> dict[str, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1000, help="calls per timed batch")
-    parser.add_argument("--repeats", type=int, default=5, help="timed batches per row (best wins)")
-    parser.add_argument("--warmup", type=int, default=100, help="untimed calls per tool first")
+    parser.add_argument("--calls", type=int, default=300, help="calls per timed batch")
+    parser.add_argument("--repeats", type=int, default=5, help="timed batches per row")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed calls per tool first")
+    parser.add_argument("--quick", action="store_true", help="a short noisy run")
     args = parser.parse_args()
-    if min(args.calls, args.repeats) < 1 or args.warmup < 0:
-        parser.error("--calls and --repeats must be at least 1, --warmup at least 0")
-    print(machine_line())
-    print(f"best of {args.repeats} x {args.calls} sequential calls on one client")
-    header = f"{'transport':<9} {'tool':<5} {'calls/s':>9} {'client µs/call':>15}"
+    if args.quick:
+        args.calls, args.repeats, args.warmup = 100, 3, 20
+    if min(args.calls, args.repeats) < 1 or args.warmup < 1:
+        parser.error("--calls, --repeats and --warmup must be at least 1")
+    print(machine(("mrtr", "orjson", "trio", "h11", "wsproto")))
+    print(f"median of {args.repeats} x {args.calls} sequential calls on one client (spread)")
+    header = (
+        f"{'transport':<9} {'tool':<5} {'calls/s':>9} {'spread':>12} "
+        f"{'client µs/call':>15} {'vs stdio':>9}"
+    )
     print(header)
     print("-" * len(header))
+    stdio_rate: dict[str, float] = {}
     for transport in TRANSPORTS:
-        batches = measure(transport, args.warmup, args.calls, args.repeats)
+        timed = measure(transport, args.warmup, args.calls, args.repeats)
         for tool in TOOLS:
-            best = max(batches[tool], key=lambda row: row[0] or 0.0)
-            rate, client_us = best[0] or 0.0, best[1] or 0.0
-            print(f"{transport:<9} {tool:<5} {rate:>9,.0f} {client_us:>15,.0f}")
+            wall = Stats(tuple(row[0] for row in timed[tool]))
+            cpu = Stats(tuple(row[1] for row in timed[tool]))
+            stdio_rate.setdefault(tool, wall.rate)
+            print(
+                f"{transport:<9} {tool:<5} {wall.rate:>9,.0f} {wall.spread:>12} "
+                f"{cpu.us():>15,.0f} {wall.rate / stdio_rate[tool]:>9.2f}"
+            )
     assert set(EXPECTED) == set(TOOLS)
     return 0
 
