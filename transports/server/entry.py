@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import ipaddress
 import logging
 import os
@@ -451,10 +452,27 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
                 serving = functools.partial(_serve_ws, entry, app, options)
             else:
                 serving = functools.partial(_serve_http, entry, app, options)
+            settle_heap()
             stop_on = (signal.SIGINT, signal.SIGTERM)
             return run_stoppable(entry.prog, serving, signals=stop_on)
     except KeyboardInterrupt:  # before the signal watcher was up: importing the app
         return interrupted(entry.prog)
+
+
+#: The collector's first-generation threshold while serving (CPython's default is 700).
+#: A server allocates a few hundred short-lived objects per message, nearly all freed by
+#: reference counting; at 700 the collector ran every few messages, walking the young
+#: objects of every connection in flight each time.
+SERVING_GC_THRESHOLD = 20_000
+
+
+def settle_heap() -> None:
+    """Before serving: what importing the app left on the heap is moved out of the
+    collector's reach (``gc.freeze``), and young collections run less often."""
+    gc.collect()
+    gc.freeze()
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(SERVING_GC_THRESHOLD, second, third)
 
 
 def _fail(entry: Entry, message: str) -> int:

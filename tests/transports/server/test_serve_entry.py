@@ -212,3 +212,18 @@ async def test_the_http_bounds_on_the_command_line_reach_the_server() -> None:
         process.send_signal(signal.SIGTERM)
         with trio.fail_after(20):
             await process.wait()
+
+
+def test_before_serving_the_heap_is_frozen_and_young_collections_are_rarer() -> None:
+    # In a fresh interpreter: the test process's own collector is left as it is.
+    probe = (
+        "import gc; from mrtr_transports.server import entry; "
+        "before = gc.get_freeze_count(); entry.settle_heap(); "
+        "print(before, gc.get_freeze_count(), *gc.get_threshold())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, frozen, first, second, third = map(int, out.stdout.split())
+    assert before == 0 and frozen > 1000  # the imported modules' objects, out of reach
+    assert first == entry.SERVING_GC_THRESHOLD and (second, third) == (10, 10)
