@@ -59,7 +59,7 @@ from ..wire._model import (
     RequestId,
     ResultResponse,
 )
-from ._calls import CallTable
+from ._calls import CallTable, LegWriter
 from ._client_handshake import ClientHandshake
 from ._events import (
     AutoReply,
@@ -204,6 +204,8 @@ class Connection:
             depth = DEFAULT_MAX_DEPTH if max_depth is None else max_depth
             self._codec = Codec(backend, max_depth=depth)
         self._inbox = Inbox(framer, self._codec)
+        # send() writes a call's legs through it: what every leg repeats, encoded once.
+        self._leg_writer = LegWriter(self._codec, b"\n" if framing == "lines" else b"")
         self._now = 0.0
         self._events: deque[ConnectionEvent] = deque()
         self._closed: ConnectionClosed | None = None
@@ -473,7 +475,7 @@ class Connection:
 
     def send(self, event: Sendable) -> bytes:
         """The bytes for ``event`` (``b""`` when nothing is due on the wire)."""
-        data = self._send(event, self._encode)
+        data = self._send(event, self._encode, self._leg_writer)
         return b"" if data is None else data
 
     def send_message(self, event: Sendable) -> Message | None:
@@ -493,7 +495,9 @@ class Connection:
         data = self._codec.encode(message)
         return data + b"\n" if self.framing == "lines" else data
 
-    def _send(self, event: Sendable, emit: Callable[[Message], T]) -> T | None:
+    def _send(
+        self, event: Sendable, emit: Callable[[Message], T], writer: LegWriter | None = None
+    ) -> T | None:
         # ``emit`` encodes (send) or passes the message through (send_message), so both
         # record exactly the same.  An answer is released, and a plain request or a leg
         # recorded, only once ``emit`` returned: what the app's values make unencodable
@@ -507,6 +511,7 @@ class Connection:
                 # 2025 HTTP a closed stream is not a cancellation).
                 notify_cancel=self.cancellation == "notify" or self.era == "legacy",
                 session_open=self._session.state in _OPEN_STATES,
+                writer=writer,
             )
         # The events that carry a message to send are accepted as they come.
         if isinstance(event, HandshakeStep):
