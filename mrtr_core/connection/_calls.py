@@ -18,9 +18,12 @@ from .._wait import Wait
 from ..engine._engine import RoundEngine
 from ..engine._events import (
     TERMINAL_EVENTS,
+    CancelInputs,
     CancelLeg,
+    DispatchInput,
     EngineEvent,
     Failed,
+    RoundStarted,
     SendRequest,
     SendRetry,
 )
@@ -36,6 +39,8 @@ from ._requests import MetaStamp, OutgoingKind, OutgoingTable
 T = TypeVar("T")
 
 _ROUND_FIELDS = ("inputResponses", "requestState")
+#: Engine events the table only hands on: it records nothing for them.
+_FOR_THE_APP = frozenset({RoundStarted, DispatchInput, CancelInputs})
 
 
 class Call:
@@ -92,19 +97,38 @@ class LegWriter:
         self._codec = codec
         self._end = end
 
-    def write(self, call: Call, request_id: int, params: dict[str, Any]) -> bytes:
+    def write(self, call: Call, request_id: int, params: Mapping[str, Any]) -> bytes:
+        """The line for a leg of ``call`` with the engine's ``params`` (not yet stamped:
+        the call's ``_meta`` goes into the part encoded once)."""
         dumps = self._codec.dumps
         fields = {key: params[key] for key in _ROUND_FIELDS if key in params}
         if call.base_json is None or len(params) != call.base_len + len(fields):
-            base = {k: v for k, v in params.items() if k not in fields} if fields else params
+            base = {k: v for k, v in params.items() if k not in fields} if fields else dict(params)
+            if call.meta is not None:
+                base["_meta"] = call.meta
             call.base_json = dumps(base)
-            call.base_len = len(base)
+            call.base_len = len(params) - len(fields)
         joined = join_objects(call.base_json, dumps(fields)) if fields else call.base_json
+        if joined is None:  # (not compact objects: the whole params, as send_message has them)
+            joined = dumps(_stamped(params, call.meta))
         if not call.method_json:
             call.method_json = dumps(call.method)
-        if joined is None:
-            joined = dumps(params)
         return request_bytes(request_id, call.method_json, joined, self._end)
+
+
+def _stamped(source: Mapping[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A leg's params with the call's ``_meta`` (``None``: a 2025 session, none added)."""
+    params = dict(source)
+    if meta is not None:
+        if "_meta" not in source and not source.keys().isdisjoint(_ROUND_FIELDS):
+            # The round fields last, after the _meta added here: the order the LegWriter
+            # writes, so that send() and send_message() agree byte for byte.
+            params = {k: v for k, v in source.items() if k not in _ROUND_FIELDS}
+            params["_meta"] = meta
+            params.update((k, source[k]) for k in _ROUND_FIELDS if k in source)
+        else:
+            params["_meta"] = meta
+    return params
 
 
 class CallTable:
@@ -198,6 +222,8 @@ class CallTable:
                 ready.popleft()
                 continue
             event = call.engine.next_event()
+            if type(event) in _FOR_THE_APP:  # (the usual event: nothing to record)
+                return CallEvent(call=call.id, event=event)  # type: ignore[arg-type]
             if isinstance(event, Wait):
                 ready.popleft()
                 continue
@@ -294,26 +320,15 @@ class CallTable:
             call.meta = stamp.meta(inner.params.get("_meta"), call.engine.capabilities)
             call.meta_key = key
             call.base_json = None  # stamped for another version: written anew
-        source = inner.params
-        params = dict(source)
-        if call.meta is not None:
-            if "_meta" not in source and not source.keys().isdisjoint(_ROUND_FIELDS):
-                # The round fields last, after the _meta added here: the order the
-                # LegWriter writes, so that send() and send_message() agree byte for byte.
-                params = {k: v for k, v in source.items() if k not in _ROUND_FIELDS}
-                params["_meta"] = call.meta
-                params.update((k, source[k]) for k in _ROUND_FIELDS if k in source)
-            else:
-                params["_meta"] = call.meta
-        if call.progress:
-            meta = params.get("_meta")
-            meta = dict(meta) if isinstance(meta, Mapping) else {}
-            meta["progressToken"] = rid
-            params["_meta"] = meta
-            out = emit(Request(id=rid, method=call.method, params=params))
-        elif writer is not None:
-            out = cast(T, writer.write(call, rid, params))
+        if writer is not None and not call.progress:
+            out = cast(T, writer.write(call, rid, inner.params))
         else:
+            params = _stamped(inner.params, call.meta)
+            if call.progress:
+                meta = params.get("_meta")
+                meta = dict(meta) if isinstance(meta, Mapping) else {}
+                meta["progressToken"] = rid
+                params["_meta"] = meta
             out = emit(Request(id=rid, method=call.method, params=params))
         if call.progress:
             self.progress_routes[rid] = (call.id, rid)

@@ -307,7 +307,8 @@ class Connection:
         ``now`` (seconds, any monotonic origin) is the time round engines see
         when an answer arrives; when omitted, the latest time given is used.
         """
-        self._tick(now)
+        if now is not None:
+            self._now = now
         if self._events:
             return self._events.popleft()
         while True:
@@ -317,6 +318,13 @@ class Connection:
                 if event is not None:
                     return event
             message = self._inbox.next_message()
+            if type(message) is ResultResponse:  # (the usual message: an answer to a leg)
+                result = self._ours.on_response(message, self._now)
+                if result is None:
+                    continue
+                if isinstance(result, SessionFailed):
+                    self._fail_calls(result.error)
+                return result
             if message is NEED_DATA:
                 return NEED_DATA
             if message is END_OF_STREAM:
@@ -418,7 +426,8 @@ class Connection:
     def provide(self, call: int, key: str, response: Any, now: float | None = None) -> None:
         """The app's answer to a ``DispatchInput`` of ``call``."""
         engine = self._calls.engine_input(call)
-        self._tick(now)
+        if now is not None:
+            self._now = now
         engine.provide(key, response, self._now)
 
     def fail_input(self, call: int, key: str, reason: str) -> None:

@@ -152,7 +152,8 @@ class OutgoingTable:
 
     def new_id(self) -> int:
         """A request id not in use and not recently abandoned."""
-        while self._next_id in self.requests or self._next_id in self.finished:
+        finished = self.finished._items  # (this module's own set: no method call per id)
+        while self._next_id in self.requests or self._next_id in finished:
             self._next_id += 1
         rid = self._next_id
         self._next_id += 1

@@ -213,6 +213,19 @@ class Codec:
 
 def message_from_json(obj: Any) -> Message:
     """Classify a parsed JSON value as one of the four JSON-RPC messages."""
+    if type(obj) is dict and "result" in obj:
+        # The usual message, an answer, read in one pass of plain type checks;
+        # anything unusual about it (even a valid int subclass id) takes the full path.
+        answered = obj.get("id")
+        result = obj["result"]
+        if (
+            (type(answered) is int or type(answered) is str)
+            and type(result) is dict
+            and obj.get("jsonrpc") == "2.0"
+            and "method" not in obj
+            and "error" not in obj
+        ):
+            return ResultResponse(id=answered, result=result)
     if not isinstance(obj, dict):
         if isinstance(obj, list):
             raise RemoteProtocolError("JSON-RPC batches are not supported", code=INVALID_REQUEST)

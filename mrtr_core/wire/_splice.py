@@ -17,8 +17,6 @@ duplicate keys, equal in value to the merged params encoded at once.
 
 from __future__ import annotations
 
-_OPEN = ord("{")
-_CLOSE = ord("}")
 _REQUEST_HEAD = b'{"jsonrpc":"2.0","id":'
 
 
@@ -26,13 +24,11 @@ def join_objects(head: bytes, tail: bytes) -> bytes | None:
     """One encoded object with the members of ``head`` and then those of ``tail``
     (both encoded objects, without a common key); ``None`` when either is not a
     compact JSON object."""
-    if len(head) < 2 or len(tail) < 2:
+    if head[:1] != b"{" or head[-1:] != b"}" or tail[:1] != b"{" or tail[-1:] != b"}":
         return None
-    if head[0] != _OPEN or head[-1] != _CLOSE or tail[0] != _OPEN or tail[-1] != _CLOSE:
-        return None
-    if len(tail) == 2:  # {}: nothing to add
+    if tail == b"{}":  # nothing to add (b"{" alone was refused above: it ends in "{")
         return head
-    if len(head) == 2:
+    if head == b"{}":
         return tail
     return b"".join((head[:-1], b",", tail[1:]))
 
