@@ -82,7 +82,8 @@ class Call:
 
 
 class LegWriter:
-    """Writes a call's legs as bytes, the part every leg repeats encoded once.
+    """Writes a call's legs as bytes, the part every leg repeats encoded once (for a
+    codec whose backend writes compact JSON: ``writes_compact``).
 
     The first leg's params (the original ones, round fields stripped, ``_meta``
     stamped) are kept as bytes; a retry encodes only its round fields and joins
@@ -108,9 +109,10 @@ class LegWriter:
                 base["_meta"] = call.meta
             call.base_json = dumps(base)
             call.base_len = len(params) - len(fields)
-        joined = join_objects(call.base_json, dumps(fields)) if fields else call.base_json
-        if joined is None:  # (not compact objects: the whole params, as send_message has them)
-            joined = dumps(_stamped(params, call.meta))
+        joined = join_objects(call.base_json, dumps(fields) if fields else b"{}")
+        if joined is None:  # (not compact objects: the whole request, as send_message has it)
+            request = Request(id=request_id, method=call.method, params=_stamped(params, call.meta))
+            return self._codec.encode(request) + self._end
         if not call.method_json:
             call.method_json = dumps(call.method)
         return request_bytes(request_id, call.method_json, joined, self._end)

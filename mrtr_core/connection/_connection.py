@@ -46,7 +46,7 @@ from ..protocol._meta import (
     RequestInfo,
     declared_capabilities,
 )
-from ..wire._codec import Codec, JsonName
+from ..wire._codec import Codec, JsonName, writes_compact
 from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
@@ -205,7 +205,11 @@ class Connection:
             self._codec = Codec(backend, max_depth=depth)
         self._inbox = Inbox(framer, self._codec)
         # send() writes a call's legs through it: what every leg repeats, encoded once.
-        self._leg_writer = LegWriter(self._codec, b"\n" if framing == "lines" else b"")
+        self._leg_writer = (
+            LegWriter(self._codec, b"\n" if framing == "lines" else b"")
+            if writes_compact(self._codec.backend)
+            else None
+        )
         self._now = 0.0
         self._events: deque[ConnectionEvent] = deque()
         self._closed: ConnectionClosed | None = None

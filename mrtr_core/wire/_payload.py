@@ -35,7 +35,7 @@ NONE_TYPE = type(None)
 def _optional_of(tp: Any) -> Any:
     """``X`` for ``X | None`` (of exactly one ``X``), else ``None``."""
     args = get_args(tp)
-    if len(args) == 2 and NONE_TYPE in args and get_origin(tp) is not Literal:
+    if len(args) == 2 and NONE_TYPE in args:
         return args[0] if args[1] is NONE_TYPE else args[1]
     return None
 
