@@ -285,3 +285,30 @@ def test_make_unstructure_matches_for_a_class_the_converter_never_saw() -> None:
         "name": "n",
         "data": {"a": [1]},
     }
+
+
+def test_a_class_seen_for_the_first_time_gets_its_hooks_then_keeps_them() -> None:
+    # A fresh class (made here, so no earlier test can have registered it): the first
+    # call of each function asks the converter, which makes and records the hooks.
+    @attrs.frozen(kw_only=True)
+    class Answer:
+        value: int
+        extra: JSONObject = attrs.field(factory=dict)
+
+    attrs.resolve_types(Answer, globalns=globals(), localns={"JSONObject": JSONObject})
+    assert unstructure_input_response(Answer(value=1)) == {"value": 1}
+    assert unstructure_input_response(Answer(value=2, extra={"k": 0})) == {"k": 0, "value": 2}
+
+    @attrs.frozen(kw_only=True)
+    class Other:
+        value: int
+        extra: JSONObject = attrs.field(factory=dict)
+
+    attrs.resolve_types(Other, globalns=globals(), localns={"JSONObject": JSONObject})
+    assert unstructure(Other(value=1)) == {"value": 1}
+    assert unstructure(Other(value=2)) == {"value": 2}
+    assert structure({"value": 3}, Other) == Other(value=3)
+    assert structure({"value": 4, "x": 1}, Other) == Other(value=4, extra={"x": 1})
+    # What is no payload class goes to the converter as before.
+    assert unstructure([1, {"a": 2}]) == [1, {"a": 2}]
+    assert structure(5, int) == 5
