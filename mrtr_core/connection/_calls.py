@@ -247,7 +247,7 @@ class CallTable:
                 while len(self.cancel_targets) > self._outgoing.finished.limit:
                     del self.cancel_targets[next(iter(self.cancel_targets))]
                 self.abandon_leg(call)
-        elif isinstance(event, TERMINAL_EVENTS):
+        else:  # an end (the events the table only hands on went out in next_event)
             self.end(call)
         return CallEvent(call=call.id, event=event)
 
