@@ -16,21 +16,24 @@ For each JSON backend (stdlib ``json``, ``orjson``) this measures, in one run:
                 -> ``provide`` -> ``next_event()`` (``SendRetry``) -> ``send`` (the
                 connection picks the id, stamps ``_meta``, frames the line).
 
-Timing is ``time.perf_counter`` around a batch of steps, repeated, best batch
-kept.  No pass/fail: it prints steps/s and the ratio of each path to its floor.
+Timing goes through ``_harness.measure``: a warm-up, then ``repeats`` batches
+of ``n`` steps with the collector paused inside each; the median batch is
+reported with its spread, and each ratio is taken between medians of the same
+run.  No pass/fail: it prints the machine line, steps/s, µs per step with the
+spread, and the ratio of each path to its floor.
 Run: ``.venv/bin/python benchmarks/bench_round_step.py [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import json
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
+
+from _harness import Stats, machine, measure, ratio
 
 import mrtr_core as m
 
@@ -113,19 +116,6 @@ def make_step(codec: m.wire.Codec) -> Callable[[m.RoundEngine, bytes, int], byte
         return codec.encode(m.Request(id=request_id, method=METHOD, params=retry.params))
 
     return step
-
-
-def best_rate(batch: Callable[[int], float], n: int, repeats: int) -> float:
-    """Steps per second of the fastest of ``repeats`` batches of ``n`` steps."""
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        gc.disable()  # as timeit does: no collector pauses inside a timed batch
-        try:
-            best = min(best, batch(n))
-        finally:
-            gc.enable()
-    return n / best
 
 
 def floor_batch(loads: Callable[[bytes], Any], dumps: Callable[[Any], bytes], line: bytes):
@@ -219,7 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short run (noisier figures)")
     args = parser.parse_args()
-    n, repeats = (2_000, 3) if args.quick else (20_000, 7)
+    n, repeats = (2_000, 5) if args.quick else (20_000, 9)
 
     line = line_in()
     backends: list[tuple[str, Callable[[bytes], Any], Callable[[Any], bytes]]] = [
@@ -232,12 +222,15 @@ def main() -> None:
     else:
         backends.append(("orjson", orjson.loads, orjson.dumps))
 
+    print(machine())
     print(
-        f"Python {platform.python_version()} on {platform.machine()}, "
         f"{len(line)}-byte line in, {len(stdlib_dumps(retry_request()))}-byte line out; "
-        f"best of {repeats} x {n} steps"
+        f"median of {repeats} batches x {n} steps (spread: fastest/slowest batch)"
     )
-    print(f"{'backend':<8} {'path':<10} {'steps/s':>12} {'us/step':>9} {'ours/floor':>11}")
+    print(
+        f"{'backend':<8} {'path':<10} {'steps/s':>10} {'us/step':>8} {'spread':>11} "
+        f"{'ours/floor':>10}"
+    )
     for name, loads, dumps in backends:
         codec = m.wire.Codec(name)  # type: ignore[arg-type]
         check_output(codec, line)
@@ -247,17 +240,18 @@ def main() -> None:
             ("step only", step_only_batch(codec, line)),
             ("connection", connection_batch(codec, line)),
         ]
-        floor_rate = None
+        floor: Stats | None = None
         for path, batch in rows:
-            batch(max(n // 10, 100))  # warm-up
-            rate = best_rate(batch, n, repeats)
-            if floor_rate is None:
-                floor_rate = rate
-            # "ours/floor" is a time ratio: how many times slower than the floor.
-            ratio = floor_rate / rate
-            shown = "-" if path == "floor" else f"{ratio:.2f}x"
-            print(f"{name:<8} {path:<10} {rate:>12,.0f} {1e6 / rate:>9.2f} {shown:>11}")
-    print("target: ours/floor <= 1.5x for each backend (see benchmarks/README.md)")
+            stats = measure(batch, n, repeats)
+            if floor is None:
+                floor = stats
+            # "ours/floor" is a time ratio: how many times longer than the floor.
+            shown = "-" if path == "floor" else f"{ratio(stats, floor):.2f}x"
+            print(
+                f"{name:<8} {path:<10} {stats.rate:>10,.0f} {stats.us():>8.2f} "
+                f"{stats.spread:>11} {shown:>10}"
+            )
+    print("target (issue 13): connection <= 1.5x the stdlib floor and <= 2.5x the orjson floor")
 
 
 if __name__ == "__main__":

@@ -11,39 +11,50 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .._errors import INVALID_PARAMS, LocalProtocolError, MrtrError, RemoteProtocolError, describe
 from .._wait import Wait
 from ..engine._engine import RoundEngine
 from ..engine._events import (
     TERMINAL_EVENTS,
+    CancelInputs,
     CancelLeg,
+    DispatchInput,
     EngineEvent,
     Failed,
+    RoundStarted,
     SendRequest,
     SendRetry,
 )
 from ..engine._state import TERMINAL_STATES as ENGINE_TERMINAL_STATES
 from ..engine._state import EngineState
+from ..wire._codec import Codec
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
+from ..wire._splice import join_objects, request_bytes
 from ._events import CallEvent, InvalidMessage, Progress
 from ._handshake import Agreement, version_to_retry
-from ._requests import OutgoingKind, OutgoingTable
+from ._requests import MetaStamp, OutgoingKind, OutgoingTable
 
 T = TypeVar("T")
 
-#: ``stamp(params, capabilities)``: a leg's params with the 2026-07-28 ``_meta``.
-Stamp = Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], dict[str, Any]]
+_ROUND_FIELDS = ("inputResponses", "requestState")
+#: Engine events the table only hands on: it records nothing for them.
+_FOR_THE_APP = frozenset({RoundStarted, DispatchInput, CancelInputs})
 
 
 class Call:
     __slots__ = (
+        "base_json",
+        "base_len",
         "engine",
         "id",
         "last_send",
         "leg_id",
+        "meta",
+        "meta_key",
         "method",
+        "method_json",
         "pending_send",
         "progress",
         "tokens",
@@ -60,6 +71,66 @@ class Call:
         self.leg_id: RequestId | None = None
         self.tokens: list[RequestId] = []
         self.version_retried = False
+        # The legs' stamped _meta, for the era and version it was stamped under: one dict
+        # for every leg, not a copy per leg.
+        self.meta: dict[str, Any] | None = None
+        self.meta_key: tuple[str | None, str | None] | None = None
+        # What every leg repeats, encoded once (see LegWriter).
+        self.method_json = b""
+        self.base_json: bytes | None = None
+        self.base_len = 0
+
+
+class LegWriter:
+    """Writes a call's legs as bytes, the part every leg repeats encoded once (for a
+    codec whose backend writes compact JSON: ``writes_compact``).
+
+    The first leg's params (the original ones, round fields stripped, ``_meta``
+    stamped) are kept as bytes; a retry encodes only its round fields and joins
+    them on (:func:`~mrtr_core.wire._splice.join_objects`).  The result is what
+    encoding the whole request writes, equal in value; when the parts cannot be
+    joined (a backend that does not write compact objects) the whole is encoded.
+    """
+
+    __slots__ = ("_codec", "_end")
+
+    def __init__(self, codec: Codec, end: bytes) -> None:
+        self._codec = codec
+        self._end = end
+
+    def write(self, call: Call, request_id: int, params: Mapping[str, Any]) -> bytes:
+        """The line for a leg of ``call`` with the engine's ``params`` (not yet stamped:
+        the call's ``_meta`` goes into the part encoded once)."""
+        dumps = self._codec.dumps
+        fields = {key: params[key] for key in _ROUND_FIELDS if key in params}
+        if call.base_json is None or len(params) != call.base_len + len(fields):
+            base = {k: v for k, v in params.items() if k not in fields} if fields else dict(params)
+            if call.meta is not None:
+                base["_meta"] = call.meta
+            call.base_json = dumps(base)
+            call.base_len = len(params) - len(fields)
+        joined = join_objects(call.base_json, dumps(fields) if fields else b"{}")
+        if joined is None:  # (not compact objects: the whole request, as send_message has it)
+            request = Request(id=request_id, method=call.method, params=_stamped(params, call.meta))
+            return self._codec.encode(request) + self._end
+        if not call.method_json:
+            call.method_json = dumps(call.method)
+        return request_bytes(request_id, call.method_json, joined, self._end)
+
+
+def _stamped(source: Mapping[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A leg's params with the call's ``_meta`` (``None``: a 2025 session, none added)."""
+    params = dict(source)
+    if meta is not None:
+        if "_meta" not in source and not source.keys().isdisjoint(_ROUND_FIELDS):
+            # The round fields last, after the _meta added here: the order the LegWriter
+            # writes, so that send() and send_message() agree byte for byte.
+            params = {k: v for k, v in source.items() if k not in _ROUND_FIELDS}
+            params["_meta"] = meta
+            params.update((k, source[k]) for k in _ROUND_FIELDS if k in source)
+        else:
+            params["_meta"] = meta
+    return params
 
 
 class CallTable:
@@ -153,6 +224,8 @@ class CallTable:
                 ready.popleft()
                 continue
             event = call.engine.next_event()
+            if type(event) in _FOR_THE_APP:  # (the usual event: nothing to record)
+                return CallEvent(call=call.id, event=event)  # type: ignore[arg-type]
             if isinstance(event, Wait):
                 ready.popleft()
                 continue
@@ -174,7 +247,7 @@ class CallTable:
                 while len(self.cancel_targets) > self._outgoing.finished.limit:
                     del self.cancel_targets[next(iter(self.cancel_targets))]
                 self.abandon_leg(call)
-        elif isinstance(event, TERMINAL_EVENTS):
+        else:  # an end (the events the table only hands on went out in next_event)
             self.end(call)
         return CallEvent(call=call.id, event=event)
 
@@ -213,16 +286,19 @@ class CallTable:
         self,
         event: CallEvent,
         emit: Callable[[Message], T],
-        stamp: Stamp,
+        stamp: MetaStamp,
         *,
         notify_cancel: bool,
         session_open: bool,
+        writer: LegWriter | None = None,
     ) -> T | None:
         """``emit`` what a call's send event puts on the wire (``None``: nothing is due).
 
         A leg goes out under a fresh id with ``_meta`` (and a progress token); a
         ``CancelLeg`` becomes ``notifications/cancelled`` for the leg's id when
-        ``notify_cancel`` (otherwise the transport closes the leg's stream).
+        ``notify_cancel`` (otherwise the transport closes the leg's stream).  With a
+        ``writer`` (``emit`` then encodes: the caller wants bytes) a leg without a
+        progress token is written by it instead.
         """
         inner = event.event
         if isinstance(inner, CancelLeg):
@@ -241,13 +317,21 @@ class CallTable:
             raise LocalProtocolError("the session is not open")
         self._outgoing.check_room()
         rid = self._outgoing.new_id()
-        params = stamp(inner.params, call.engine.capabilities)
-        if call.progress:
-            meta = params.get("_meta")
-            meta = dict(meta) if isinstance(meta, Mapping) else {}
-            meta["progressToken"] = rid
-            params["_meta"] = meta
-        out = emit(Request(id=rid, method=call.method, params=params))
+        key = stamp.key
+        if call.meta_key != key:
+            call.meta = stamp.meta(inner.params.get("_meta"), call.engine.capabilities)
+            call.meta_key = key
+            call.base_json = None  # stamped for another version: written anew
+        if writer is not None and not call.progress:
+            out = cast(T, writer.write(call, rid, inner.params))
+        else:
+            params = _stamped(inner.params, call.meta)
+            if call.progress:
+                meta = params.get("_meta")
+                meta = dict(meta) if isinstance(meta, Mapping) else {}
+                meta["progressToken"] = rid
+                params["_meta"] = meta
+            out = emit(Request(id=rid, method=call.method, params=params))
         if call.progress:
             self.progress_routes[rid] = (call.id, rid)
             call.tokens.append(rid)

@@ -46,7 +46,7 @@ from ..protocol._meta import (
     RequestInfo,
     declared_capabilities,
 )
-from ..wire._codec import Codec, JsonName
+from ..wire._codec import Codec, JsonName, writes_compact
 from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
@@ -59,7 +59,7 @@ from ..wire._model import (
     RequestId,
     ResultResponse,
 )
-from ._calls import CallTable
+from ._calls import CallTable, LegWriter
 from ._client_handshake import ClientHandshake
 from ._events import (
     AutoReply,
@@ -204,6 +204,12 @@ class Connection:
             depth = DEFAULT_MAX_DEPTH if max_depth is None else max_depth
             self._codec = Codec(backend, max_depth=depth)
         self._inbox = Inbox(framer, self._codec)
+        # send() writes a call's legs through it: what every leg repeats, encoded once.
+        self._leg_writer = (
+            LegWriter(self._codec, b"\n" if framing == "lines" else b"")
+            if writes_compact(self._codec.backend)
+            else None
+        )
         self._now = 0.0
         self._events: deque[ConnectionEvent] = deque()
         self._closed: ConnectionClosed | None = None
@@ -305,7 +311,8 @@ class Connection:
         ``now`` (seconds, any monotonic origin) is the time round engines see
         when an answer arrives; when omitted, the latest time given is used.
         """
-        self._tick(now)
+        if now is not None:
+            self._now = now
         if self._events:
             return self._events.popleft()
         while True:
@@ -315,6 +322,13 @@ class Connection:
                 if event is not None:
                     return event
             message = self._inbox.next_message()
+            if type(message) is ResultResponse:  # (the usual message: an answer to a leg)
+                result = self._ours.on_response(message, self._now)
+                if result is None:
+                    continue
+                if isinstance(result, SessionFailed):
+                    self._fail_calls(result.error)
+                return result
             if message is NEED_DATA:
                 return NEED_DATA
             if message is END_OF_STREAM:
@@ -416,7 +430,8 @@ class Connection:
     def provide(self, call: int, key: str, response: Any, now: float | None = None) -> None:
         """The app's answer to a ``DispatchInput`` of ``call``."""
         engine = self._calls.engine_input(call)
-        self._tick(now)
+        if now is not None:
+            self._now = now
         engine.provide(key, response, self._now)
 
     def fail_input(self, call: int, key: str, reason: str) -> None:
@@ -473,7 +488,7 @@ class Connection:
 
     def send(self, event: Sendable) -> bytes:
         """The bytes for ``event`` (``b""`` when nothing is due on the wire)."""
-        data = self._send(event, self._encode)
+        data = self._send(event, self._encode, self._leg_writer)
         return b"" if data is None else data
 
     def send_message(self, event: Sendable) -> Message | None:
@@ -493,7 +508,9 @@ class Connection:
         data = self._codec.encode(message)
         return data + b"\n" if self.framing == "lines" else data
 
-    def _send(self, event: Sendable, emit: Callable[[Message], T]) -> T | None:
+    def _send(
+        self, event: Sendable, emit: Callable[[Message], T], writer: LegWriter | None = None
+    ) -> T | None:
         # ``emit`` encodes (send) or passes the message through (send_message), so both
         # record exactly the same.  An answer is released, and a plain request or a leg
         # recorded, only once ``emit`` returned: what the app's values make unencodable
@@ -507,6 +524,7 @@ class Connection:
                 # 2025 HTTP a closed stream is not a cancellation).
                 notify_cancel=self.cancellation == "notify" or self.era == "legacy",
                 session_open=self._session.state in _OPEN_STATES,
+                writer=writer,
             )
         # The events that carry a message to send are accepted as they come.
         if isinstance(event, HandshakeStep):

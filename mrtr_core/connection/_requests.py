@@ -152,7 +152,8 @@ class OutgoingTable:
 
     def new_id(self) -> int:
         """A request id not in use and not recently abandoned."""
-        while self._next_id in self.requests or self._next_id in self.finished:
+        finished = self.finished._items  # (this module's own set: no method call per id)
+        while self._next_id in self.requests or self._next_id in finished:
             self._next_id += 1
         rid = self._next_id
         self._next_id += 1
@@ -200,9 +201,23 @@ class MetaStamp:
         """A copy of ``params`` with ``_meta`` stamped (nothing added on a 2025-era session
         unless ``modern``: the probe).  ``_meta`` is copied, never changed."""
         out = dict(params) if params is not None else {}
+        meta = self.meta(out.get("_meta"), capabilities, modern=modern)
+        if meta is not None:
+            out["_meta"] = meta
+        return out
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        """What :meth:`meta` depends on besides its arguments: era and version."""
+        return self._agreement.era, self._agreement.protocol_version
+
+    def meta(
+        self, given: Any, capabilities: Mapping[str, Any] | None, *, modern: bool = False
+    ) -> dict[str, Any] | None:
+        """The ``_meta`` that replaces ``given`` (the params' own, copied, never changed),
+        or ``None`` when nothing is stamped (a 2025-era session, unless ``modern``)."""
         if self._agreement.era != "modern" and not modern:
-            return out
-        given = out.get("_meta")
+            return None
         meta = dict(given) if isinstance(given, Mapping) else {}
         meta[META_PROTOCOL_VERSION] = self._agreement.protocol_version
         if capabilities is not None:
@@ -213,5 +228,4 @@ class MetaStamp:
             meta.setdefault(META_CLIENT_INFO, self._info)
         if self._log_level is not None:
             meta.setdefault(META_LOG_LEVEL, self._log_level)
-        out["_meta"] = meta
-        return out
+        return meta

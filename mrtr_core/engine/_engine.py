@@ -43,7 +43,7 @@ from ._events import (
     TimedOut,
     TimeoutLimit,
 )
-from ._retry import MRTR_METHODS, build_retry_params, strip_round_fields
+from ._retry import MRTR_METHODS, strip_round_fields
 from ._rounds import answer_problem, read_input_requests, read_round_fields
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
@@ -160,6 +160,8 @@ class RoundEngine:
         # A URL elicitation accepted in this round; since when its person is waited for.
         self._url_accepted = False
         self._url_wait_since: float | None = None
+        # The original params without round fields: every leg's base (built by start).
+        self._base = strip_round_fields(params)
         # The leg in flight.
         self._leg_params: Mapping[str, Any] = params
         self._leg_is_retry = False
@@ -199,8 +201,7 @@ class RoundEngine:
         self._started_at = now
         # Round fields in the caller's params are stale by definition: the engine owns
         # the flow from here (resume one with snapshot/restore, not by hand-set fields).
-        first = strip_round_fields(self.params)
-        self._send_leg(now, first, retry=False, delay=0.0, reissue=False)
+        self._send_leg(now, dict(self._base), retry=False, delay=0.0, reissue=False)
 
     def receive_result(self, result: Mapping[str, Any], now: float) -> None:
         """The leg in flight was answered with ``result`` (the plain result mapping)."""
@@ -275,7 +276,7 @@ class RoundEngine:
         if self._pending:
             self.state = EngineState.AWAITING_INPUT
             return
-        params = build_retry_params(self.params, self._responses, self._request_state)
+        params = self._retry_params(self._responses, self._request_state)
         self._url_wait_since = now if self._url_accepted else None
         self._send_leg(now, params, retry=True, delay=0.0, reissue=False)
 
@@ -549,8 +550,13 @@ class RoundEngine:
         self.round += 1
         self._pace = PACE_FIRST if self._pace is None else min(self._pace * 2, cap)
         self._events.append(RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None))
-        params = build_retry_params(self.params, None, request_state)
-        self._send_leg(now, params, retry=True, delay=self._pace, reissue=False)
+        self._send_leg(
+            now,
+            self._retry_params(None, request_state),
+            retry=True,
+            delay=self._pace,
+            reissue=False,
+        )
 
     def _open_round(self, now: float) -> None:
         """Queue RoundStarted and one DispatchInput per pending key."""
@@ -579,12 +585,30 @@ class RoundEngine:
         for key, request in self._pending.items():
             self._events.append(DispatchInput(key=key, request=request, round=self.round))
 
+    def _retry_params(
+        self, responses: dict[str, Any] | None, request_state: str | None
+    ) -> dict[str, Any]:
+        """``build_retry_params`` from parts already checked: the base built once by
+        ``start``, this round's answers already in wire form (a fresh dict each round,
+        so the leg's params own it), the requestState as received."""
+        params = dict(self._base)
+        if responses:
+            params["inputResponses"] = responses
+        if request_state is not None:
+            params["requestState"] = request_state
+        return params
+
     def _check_response(
         self,
         key: str,
         request: InputRequest,
         response: InputResponse | Mapping[str, Any],
     ) -> dict[str, Any]:
+        # The usual answer, the typed class the request's kind expects, costs one
+        # dict lookup to check and one generated function to write.
+        kind = self.input_kinds.kind_of(request)
+        if kind is not None and type(response) is kind.response_class:
+            return unstructure_input_response(response)
         problem = answer_problem(key, request, response, self.input_kinds)
         if problem is not None:
             self._misuse(problem)

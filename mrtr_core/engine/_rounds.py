@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import InvalidInputRequired, MissingCapability, RemoteProtocolError, describe
-from ..wire._convert import structure, structure_input_request
+from ..wire._convert import structure, structure_input_request_kind
 from ..wire._inputs import InputRegistry
 from ..wire._model import InputRequest, InputResponse
 
@@ -40,7 +40,7 @@ def read_input_requests(
     requests: dict[str, InputRequest] = {}
     for key, value in raw.items():
         try:
-            request = structure_input_request(value, input_kinds)
+            kind, request, params = structure_input_request_kind(value, input_kinds)
         except RemoteProtocolError as exc:
             method = value.get("method") if isinstance(value, (dict, Mapping)) else None
             raise InvalidInputRequired(
@@ -48,10 +48,8 @@ def read_input_requests(
                 key=key,
                 method=method if isinstance(method, str) else None,
             ) from exc
-        kind = input_kinds.kind_for(request)
-        # The raw params, already at hand (structuring succeeded: a mapping, or
-        # absent where the kind allows it).
-        required = kind.missing_capabilities(value.get("params") or {}, capabilities)
+        # The raw params as structured (a mapping: ``{}`` where the kind allows none).
+        required = kind.missing_capabilities(params, capabilities)
         if required:
             raise MissingCapability(
                 f"input request {describe(key)} ({kind.name}) needs an undeclared capability: "

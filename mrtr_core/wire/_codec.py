@@ -113,6 +113,8 @@ class JsonBackend:
 
 
 STDLIB_JSON = JsonBackend("stdlib", _stdlib_loads, _stdlib_dumps)
+# Made once, on first use: the same backend for every codec that asks for orjson.
+_orjson_backend: JsonBackend | None = None
 
 
 def json_backend(name: JsonName = "auto") -> JsonBackend:
@@ -126,13 +128,22 @@ def json_backend(name: JsonName = "auto") -> JsonBackend:
         if name == "orjson":
             raise LocalProtocolError("orjson is not installed (pip install 'mrtr[speedups]')")
         return STDLIB_JSON
-    options = orjson.OPT_NON_STR_KEYS
-    dumps = orjson.dumps
+    global _orjson_backend
+    if _orjson_backend is None:
+        options = orjson.OPT_NON_STR_KEYS
+        dumps = orjson.dumps
 
-    def orjson_dumps(obj: Any) -> bytes:
-        return dumps(obj, default=_default, option=options)  # type: ignore[no-any-return]
+        def orjson_dumps(obj: Any) -> bytes:
+            return dumps(obj, default=_default, option=options)  # type: ignore[no-any-return]
 
-    return JsonBackend("orjson", orjson.loads, orjson_dumps)
+        _orjson_backend = JsonBackend("orjson", orjson.loads, orjson_dumps)
+    return _orjson_backend
+
+
+def writes_compact(backend: JsonBackend) -> bool:
+    """Whether ``backend`` is one of ours, known to write compact JSON (an object is
+    ``{`` ... ``}`` with no space around), so encoded parts may be joined as bytes."""
+    return backend is STDLIB_JSON or backend is _orjson_backend
 
 
 def _valid_id(value: Any) -> bool:
@@ -213,6 +224,19 @@ class Codec:
 
 def message_from_json(obj: Any) -> Message:
     """Classify a parsed JSON value as one of the four JSON-RPC messages."""
+    if type(obj) is dict and "result" in obj:
+        # The usual message, an answer, read in one pass of plain type checks;
+        # anything unusual about it (even a valid int subclass id) takes the full path.
+        answered = obj.get("id")
+        result = obj["result"]
+        if (
+            (type(answered) is int or type(answered) is str)
+            and type(result) is dict
+            and obj.get("jsonrpc") == "2.0"
+            and "method" not in obj
+            and "error" not in obj
+        ):
+            return ResultResponse(id=answered, result=result)
     if not isinstance(obj, dict):
         if isinstance(obj, list):
             raise RemoteProtocolError("JSON-RPC batches are not supported", code=INVALID_REQUEST)

@@ -14,17 +14,13 @@ from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .._errors import INVALID_PARAMS, RemoteProtocolError, describe
 from ._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._model import InputRequest, InputRequiredResult, InputResponse
+from ._payload import is_json_object, make_structure, make_unstructure
 
 T = TypeVar("T")
-
-# The key under which the generated hooks pass ``extra``; it cannot collide with
-# a peer's key because the peer's keys are split off before it is added.
-_EXTRA = "\x00extra"
 
 # The longest failure text a structuring error repeats.
 _MAX_REASON = 200
@@ -91,10 +87,6 @@ def _strict_literal(tp: Any) -> Callable[[Any, Any], Any]:
 converter.register_structure_hook_factory(_is_literal, _strict_literal)
 
 
-def _is_json_object(tp: Any) -> bool:
-    return get_origin(tp) in (Mapping, dict) and get_args(tp) == (str, Any)
-
-
 def _json_object(value: Any, _: Any) -> Any:
     # Free-form JSON objects (schemas, content, metadata) are the peer's data:
     # check the shape and keep the mapping as it is rather than copy it.
@@ -103,7 +95,7 @@ def _json_object(value: Any, _: Any) -> Any:
     return value
 
 
-converter.register_structure_hook_func(_is_json_object, _json_object)
+converter.register_structure_hook_func(is_json_object, _json_object)
 
 
 def _is_payload(cls: Any) -> bool:
@@ -118,47 +110,33 @@ def _is_payload(cls: Any) -> bool:
     )
 
 
-def _payload_hooks(cls: type) -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
-    fields = attrs.fields(cls)
-    renames = {f.name: f.metadata.get("wire", f.name) for f in fields if f.name != "extra"}
-    known = frozenset(renames.values())
-    overrides = {
-        f.name: override(rename=renames[f.name], omit_if_default=not f.metadata.get("always"))
-        for f in fields
-        if f.name != "extra"
-    }
-    overrides["extra"] = override(rename=_EXTRA)
-    # cattrs types its **overrides loosely against its own keyword flags; go via Any.
-    make_structure: Any = make_dict_structure_fn
-    make_unstructure: Any = make_dict_unstructure_fn
-    inner_structure: Callable[..., Any] = make_structure(cls, converter, **overrides)
-    inner_unstructure: Callable[..., Any] = make_unstructure(
-        cls, converter, _cattrs_omit_if_default=True, **overrides
-    )
-
-    def structure(raw: Any, _: Any) -> Any:
-        if not isinstance(raw, (dict, Mapping)):
-            raise TypeError(f"expected an object, got {type(raw).__name__}")
-        base = {k: v for k, v in raw.items() if k in known}
-        base[_EXTRA] = {k: v for k, v in raw.items() if k not in known}
-        return inner_structure(base, cls)
-
-    def unstructure(obj: Any) -> dict[str, Any]:
-        out = inner_unstructure(obj)
-        extra = out.pop(_EXTRA, None) or {}
-        return {**extra, **out} if extra else out
-
-    return structure, unstructure
+# Each payload class's hooks, also straight from a dict: the converter's own dispatch
+# costs as much as structuring a small payload.  Filled as the converter makes them.
+_payload_structure: dict[Any, Callable[[Any, Any], Any]] = {}
+_payload_unstructure: dict[Any, Callable[[Any], Any]] = {}
 
 
-converter.register_structure_hook_factory(_is_payload, lambda cls: _payload_hooks(cls)[0])
-converter.register_unstructure_hook_factory(_is_payload, lambda cls: _payload_hooks(cls)[1])
+def _structure_factory(cls: type) -> Callable[[Any, Any], Any]:
+    hook = _payload_structure[cls] = make_structure(cls, converter)
+    return hook
+
+
+def _unstructure_factory(cls: type) -> Callable[[Any], Any]:
+    hook = _payload_unstructure[cls] = make_unstructure(cls, converter)
+    return hook
+
+
+converter.register_structure_hook_factory(_is_payload, _structure_factory)
+converter.register_unstructure_hook_factory(_is_payload, _unstructure_factory)
 
 
 def structure(raw: Any, cls: type[T]) -> T:
     """Structure ``raw`` into ``cls``; any failure is a -32602 RemoteProtocolError."""
     try:
-        return converter.structure(raw, cls)
+        hook = _payload_structure.get(cls)
+        if hook is None:
+            return converter.structure(raw, cls)
+        return hook(raw, cls)  # type: ignore[no-any-return]
     except Exception as exc:  # cattrs raises many kinds; all mean "invalid params"
         reason = str(exc)
         if len(reason) > _MAX_REASON:  # (our hooks name types, not values: a backstop)
@@ -170,7 +148,8 @@ def structure(raw: Any, cls: type[T]) -> T:
 
 def unstructure(obj: Any) -> Any:
     """The plain, JSON-able form of a model object."""
-    return converter.unstructure(obj)
+    hook = _payload_unstructure.get(type(obj))
+    return converter.unstructure(obj) if hook is None else hook(obj)
 
 
 #: The methods an input request may name.
@@ -190,11 +169,19 @@ def input_request_class(raw: Any, input_kinds: InputRegistry = INPUT_KINDS) -> t
 
 def structure_input_request(raw: Any, input_kinds: InputRegistry = INPUT_KINDS) -> InputRequest:
     """``{"method", "params"}`` -> the typed input request."""
+    return structure_input_request_kind(raw, input_kinds)[1]
+
+
+def structure_input_request_kind(
+    raw: Any, input_kinds: InputRegistry = INPUT_KINDS
+) -> tuple[InputKind, InputRequest, Mapping[str, Any]]:
+    """``structure_input_request``, with the kind it resolved and the params it read
+    (``{}`` where the kind lets them be absent): what a capability check needs next."""
     kind = _input_kind(raw, input_kinds)
     params = raw.get("params")
     if params is None and kind.params_optional:
         params = {}
-    return structure(params, kind.request_class)  # type: ignore[no-any-return]
+    return kind, structure(params, kind.request_class), params
 
 
 def unstructure_input_request(request: InputRequest) -> dict[str, Any]:
@@ -248,6 +235,9 @@ def unstructure_input_response(
     response: InputResponse | Mapping[str, Any],
 ) -> dict[str, Any]:
     """A typed input response (or a plain mapping, copied) -> its wire mapping."""
+    hook = _payload_unstructure.get(type(response))
+    if hook is not None:
+        return hook(response)  # type: ignore[no-any-return]
     if isinstance(response, (dict, Mapping)):
         return dict(response)
     return converter.unstructure(response)  # type: ignore[no-any-return]

@@ -757,3 +757,17 @@ def test_module_functions_use_the_default_codec(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(_codec, "default_codec", Codec(JsonBackend("spy", loads, dumps)))
     assert decode_message(encode_message(message)) == message
     assert seen == ["dumps", "loads"]
+
+
+def test_an_answer_of_dict_subclasses_is_read_by_the_full_path() -> None:
+    # (What json and orjson never produce, but an adapter's decoded value may hold.)
+    from collections import OrderedDict
+
+    from mrtr_core.wire import message_from_json as classify
+
+    value = OrderedDict(jsonrpc="2.0", id=3, result=OrderedDict(content=[]))
+    message = classify(value)
+    assert isinstance(message, ResultResponse) and message.id == 3
+    assert message.result == {"content": []}
+    plain = classify({"jsonrpc": "2.0", "id": 4, "result": OrderedDict(a=1)})
+    assert isinstance(plain, ResultResponse) and plain.result == {"a": 1}
