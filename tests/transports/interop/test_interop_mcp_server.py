@@ -25,6 +25,7 @@ from mrtr_transports.client.client import Client, TraceRecord
 from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
+from support.tampering import tampered
 
 import mrtr_core as m
 
@@ -119,7 +120,7 @@ async def test_stdio_a_changed_state_is_refused_and_a_decline_is_an_answer() -> 
             params = {"name": "state_only", "arguments": {"legs": 1}}
             first = await client.request("tools/call", params)  # manual mode: one leg
             state = first["requestState"]
-            changed = state[:-1] + ("A" if state[-1] != "A" else "B")
+            changed = tampered(state)
             with pytest.raises(CallError) as caught:
                 await client.request("tools/call", {**params, "requestState": changed})
             assert caught.value.code == m.protocol.INVALID_PARAMS

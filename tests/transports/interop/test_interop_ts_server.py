@@ -28,6 +28,7 @@ from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
 from support.cli_run import mrtr
+from support.tampering import tampered
 from support.ts_peers import SERVER_JS, node, ts_http_server
 
 import mrtr_core as m
@@ -132,7 +133,7 @@ async def test_2026_changed_state_is_refused_and_a_decline_is_an_answer(
             first = await client.request("tools/call", params)  # manual mode: one leg
             assert first["resultType"] == "input_required"
             state = first["requestState"]
-            changed = state[:-1] + ("A" if state[-1] != "A" else "B")
+            changed = tampered(state)
             with pytest.raises(CallError) as caught:
                 await client.request("tools/call", {**params, "requestState": changed})
             assert caught.value.code == m.protocol.INVALID_PARAMS
