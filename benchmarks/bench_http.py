@@ -22,8 +22,8 @@ system from ``/proc``, 10 ms ticks: batches are long enough) and the driver's,
 and the server's resident set: its peak, and its growth over the idle server per
 flow in flight (what one in-flight flow, with its connection, costs the server).
 
-A second table times each side's own client against its own server,
-sequentially (``bench_transports.py``'s workers, HTTP only): ours and ``mcp``'s.
+Each SDK's own client against its own server, sequentially, is
+``bench_transports.py --transport http`` (ours, ``mcp``'s and the TS SDK's).
 
 Run: ``nice -n 10 .venv/bin/python benchmarks/bench_http.py [--quick]
 [--concurrency 1 --concurrency 100] [--servers mrtr,mcp,ts]``.  Not a test:
@@ -370,22 +370,6 @@ def row(side: Side, level: int) -> str:
     )
 
 
-def own_clients(quick: bool) -> None:
-    """Each SDK's own client against its own server, sequential (bench_transports' workers)."""
-    from bench_transports import run_worker
-
-    calls, repeats = (200, 3) if quick else (1000, 5)
-    print()
-    print(f"Own client -> own server, sequential greet (best of {repeats} x {calls}):")
-    print("| side | greet calls/s | client CPU µs/call | server CPU µs/call |")
-    print("|---|---|---|---|")
-    for side in ("mrtr", "mcp"):
-        result = run_worker(side, "http", calls // 10, calls, repeats)
-        best = max(result["batches"]["greet"], key=lambda b: b[0])
-        server_cpu = f"{best[2]:,.0f}" if best[2] is not None else "n/a"
-        print(f"| {side} | {best[0]:,.0f} | {best[1]:,.0f} | {server_cpu} |", flush=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short, noisy run")
@@ -395,7 +379,6 @@ def main() -> int:
     parser.add_argument(
         "--baseline", metavar="TREE", help="also run our server from TREE as mrtr@base"
     )
-    parser.add_argument("--no-clients", action="store_true", help="skip the own-client table")
     args = parser.parse_args()
     levels = args.concurrency or list(LEVELS)
     repeats = args.repeats or (3 if args.quick else 5)
@@ -447,8 +430,6 @@ def main() -> int:
                 f"{level} at once: {speed:.2f}x ({b['server_cpu'] / a['server_cpu']:.2f}x CPU)"
             )
         print(f"  mrtr vs {other.name}: " + "; ".join(cells))
-    if not args.no_clients:
-        own_clients(args.quick)
     return 0
 
 

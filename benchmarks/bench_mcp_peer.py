@@ -60,10 +60,12 @@ def serve_http() -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
+    listener.listen(1024)  # bench_http opens up to 1,000 connections at once
     print(f"PORT {listener.getsockname()[1]}", flush=True)
     app = server.streamable_http_app(stateless_http=True, json_response=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # Kept-alive connections wait between bench_http's batches while the other servers
+    # take their turn: uvicorn's 5 s idle close would cut them under a flow.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=600)
 
     async def main() -> None:
         await uvicorn.Server(config).serve(sockets=[listener])

@@ -76,7 +76,10 @@ if (mode === 'stdio') {
             res.end(String(error));
         }
     });
-    http.listen(0, '127.0.0.1', () => {
+    // Kept-alive connections wait between bench_http's batches while the other servers take
+    // their turn: Node's 5 s idle close would cut them under a flow.
+    http.keepAliveTimeout = 600_000;
+    http.listen({ port: 0, host: '127.0.0.1', backlog: 1024 }, () => {
         process.stdout.write(`URL http://127.0.0.1:${http.address().port}/mcp\n`);
     });
 } else {
