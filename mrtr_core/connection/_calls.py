@@ -107,15 +107,22 @@ class LegWriter:
             base = {k: v for k, v in params.items() if k not in fields} if fields else dict(params)
             if call.meta is not None:
                 base["_meta"] = call.meta
-            call.base_json = dumps(base)
+            call.base_json = _kept(dumps(base))
             call.base_len = len(params) - len(fields)
         joined = join_objects(call.base_json, dumps(fields) if fields else b"{}")
         if joined is None:  # (not compact objects: the whole request, as send_message has it)
             request = Request(id=request_id, method=call.method, params=_stamped(params, call.meta))
             return self._codec.encode(request) + self._end
         if not call.method_json:
-            call.method_json = dumps(call.method)
+            call.method_json = _kept(dumps(call.method))
         return request_bytes(request_id, call.method_json, joined, self._end)
+
+
+def _kept(encoded: bytes) -> bytes:
+    """``encoded`` in an object of its own size, for the life of a call: orjson's
+    output keeps the 4 KiB buffer it was written in (a call's memory went from about
+    3 KiB to 12 KiB)."""
+    return bytes(memoryview(encoded))
 
 
 def _stamped(source: Mapping[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:

@@ -98,7 +98,9 @@ class ReplayBuffer:
         if state is None or state.finished:
             raise LocalProtocolError(f"stream {stream} is not open")
         self._seq += 1
-        self._events.append((stream, self._seq, data))
+        # A copy of its own size: ``max_bytes`` bounds what is held, and orjson's output
+        # keeps the 4 KiB buffer it was written in whatever its length.
+        self._events.append((stream, self._seq, bytes(memoryview(data))))
         state.held += 1
         self._bytes += len(data)
         while len(self._events) > 1 and (
