@@ -139,6 +139,7 @@ def test_what_the_buffer_holds_is_bounded_by_the_bytes_it_counts() -> None:
     import tracemalloc
 
     import orjson
+
     buffer = ReplayBuffer(max_events=256, max_bytes=64 * 1024)
     stream = buffer.open_stream()
     tracemalloc.start()
