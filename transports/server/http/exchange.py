@@ -105,6 +105,23 @@ class _PeerGone(Exception):
     """The client closed the connection."""
 
 
+class _Body:
+    """A request body as it is read: its chunks, their size, and whether it went
+    over ``limit``."""
+
+    __slots__ = ("chunks", "limit", "size", "too_large")
+
+    def __init__(self, limit: int) -> None:
+        self.chunks: list[bytes] = []
+        self.limit = limit
+        self.size = 0
+        self.too_large = False
+
+    def value(self) -> bytes | None:
+        """The whole body, or ``None`` past the limit."""
+        return None if self.too_large else b"".join(self.chunks)
+
+
 class HttpConnection:
     """One TCP connection: HTTP/1.1 requests one after another (keep-alive)."""
 
@@ -248,39 +265,18 @@ class HttpConnection:
             return b""  # no body at all (its end was read with the head)
         if self.h11.they_are_waiting_for_100_continue and not self.evicted:
             await self._write(h11.InformationalResponse(status_code=100, headers=[]))
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # usually the whole body came with the head: no deadline to arm
-            event = self.h11.next_event()
-            if event is h11.NEED_DATA:
-                break
-            if isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > limit:
-                    return None
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks)
-            else:  # ConnectionClosed mid-body
-                raise _PeerGone
+        body = _Body(limit)
+        if self._take_body(body):  # usually the whole body came with the head: no deadline
+            return body.value()
         self.wait_scope = trio.CancelScope(deadline=trio.current_time() + self.server.body_timeout)
         try:
             with self.wait_scope:
                 if self.evicted:  # while the head was being checked
                     self.wait_scope.cancel()
                 while True:
-                    event = self.h11.next_event()
-                    if event is h11.NEED_DATA:
-                        await self._receive()
-                    elif isinstance(event, h11.Data):
-                        size += len(event.data)
-                        if size > limit:
-                            return None
-                        chunks.append(bytes(event.data))
-                    elif isinstance(event, h11.EndOfMessage):
-                        return b"".join(chunks)
-                    else:  # ConnectionClosed mid-body
-                        raise _PeerGone
+                    await self._receive()
+                    if self._take_body(body):
+                        return body.value()
         finally:
             self.wait_scope = None
         if self.evicted:
@@ -292,6 +288,24 @@ class HttpConnection:
                 408, f"the request body took longer than {self.server.body_timeout} s"
             )
         raise _PeerGone
+
+    def _take_body(self, body: _Body) -> bool:
+        """Take the body events h11 already has; whether the body is complete (or over
+        its limit, when the rest need not be read)."""
+        while True:
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                return False
+            if isinstance(event, h11.Data):
+                body.size += len(event.data)
+                if body.size > body.limit:
+                    body.too_large = True
+                    return True
+                body.chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                return True
+            else:  # ConnectionClosed mid-body
+                raise _PeerGone
 
     # --- Writing ---
 
