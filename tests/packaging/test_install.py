@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import mrtr_transports
 import pytest
+from support.user_program import greet_program
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the build needs: a source distribution's content.
@@ -54,13 +54,6 @@ def _pip_install(venv: Path, source: Path, requirement: str) -> None:
         timeout=PIP_TIMEOUT,
     )
     assert done.returncode == 0, f"pip install {requirement} failed:\n{done.stdout}\n{done.stderr}"
-
-
-def greet_program() -> str:
-    """The example program of ``help(mrtr_transports)``: the block after "save it as"."""
-    doc = mrtr_transports.__doc__ or ""
-    block = doc.split("(save it as ``greet.py``)::\n\n", 1)[1].split("\n\nServe it", 1)[0]
-    return "\n".join(line.removeprefix("    ") for line in block.splitlines()) + "\n"
 
 
 @pytest.fixture(scope="module")
