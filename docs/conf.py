@@ -8,12 +8,12 @@ builds with ``-W``: any warning fails the build.
 
 from __future__ import annotations
 
-from importlib.metadata import version as _version
+import mrtr_core
 
 project = "mrtr"
 author = "the mrtr authors"
 copyright = "the mrtr authors, MIT licence"
-release = _version("mrtr")
+release = mrtr_core.__version__  # the one source of the version
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
