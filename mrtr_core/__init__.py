@@ -13,6 +13,9 @@ Other audiences have public submodules:
 * :mod:`mrtr_core.protocol`: versions, ``_meta`` keys, error codes, input kinds, HTTP headers;
 * :mod:`mrtr_core.engine`: the round engine's table, pacing, retry params and errors;
 * :mod:`mrtr_core.connection`: the connection's bounds and session tables.
+
+``pip install mrtr`` installs this core alone; ``pip install 'mrtr[transports]'`` adds
+``mrtr_transports``, the trio adapters and the ``mrtr`` command.
 """
 
 from . import connection, engine, protocol, server, wire
@@ -62,6 +65,9 @@ from .wire._model import (
     ResultResponse,
     error_response,
 )
+
+#: The version of the ``mrtr`` distribution (its one source: pyproject.toml reads it here).
+__version__ = "0.1.0"
 
 __all__ = [
     # the connection

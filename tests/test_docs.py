@@ -87,3 +87,12 @@ def documented_transitions() -> dict[
 
 def test_transition_table_matches_the_code() -> None:
     assert documented_transitions() == dict(m.engine.TRANSITIONS)
+
+
+def test_the_api_reference_has_a_page_per_public_module() -> None:
+    pages = {path.stem for path in (ROOT / "docs" / "api").glob("*.md")}
+    submodules = {f"mrtr_core.{name}" for name in m.__all__ if name.islower() and name.isalpha()}
+    assert {"mrtr_core", "mrtr_transports", *submodules} <= pages
+    for page in pages - {"index"}:
+        text = (ROOT / "docs" / "api" / f"{page}.md").read_text(encoding="utf-8")
+        assert f".. automodule:: {page}\n" in text, page

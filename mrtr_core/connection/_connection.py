@@ -393,7 +393,7 @@ class Connection:
         url_wait_timeout: float | None = DEFAULT_URL_WAIT,
     ) -> int:
         """Start a multi round-trip flow for ``tools/call``, ``prompts/get`` or
-        ``resources/read``; returns its handle (the ``call`` of its ``CallEvent``s).
+        ``resources/read``; returns its handle (the ``call`` of each ``CallEvent`` of the flow).
 
         Capabilities: ``capabilities``, else the ones in ``params["_meta"]``,
         else the connection's.  ``progress=True`` puts a progress token on every

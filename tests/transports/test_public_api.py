@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import pydoc
 import subprocess
 import sys
+from importlib import metadata
 
 import mrtr_transports
 import pytest
+from support.user_program import greet_program
+
+import mrtr_core
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
@@ -35,3 +40,25 @@ def test_importing_the_package_loads_no_event_loop_until_a_name_is_used() -> Non
     before, after = json.loads(ran.stdout)
     assert "trio" not in before and "mrtr_transports.apps.mcp_app" not in before
     assert "trio" in after and "mrtr_transports.apps.mcp_app" in after
+
+
+def test_help_names_the_package_its_subpackages_and_an_example() -> None:
+    text = pydoc.render_doc(mrtr_transports, renderer=pydoc.plaintext)
+    assert "pip install 'mrtr[transports]'" in text
+    for sub in ("apps", "server", "client", "stores", "cli", "testing"):
+        assert f"mrtr_transports.{sub}" in text, sub
+    assert "@app.tool" in text and "mrtr serve --http" in text and "mrtr call" in text
+
+
+def test_the_help_example_registers_its_tool_and_asks_then_answers() -> None:
+    namespace: dict[str, object] = {"__name__": "greet"}
+    exec(compile(greet_program(), "greet.py", "exec"), namespace)
+    app = namespace["app"]
+    assert isinstance(app, mrtr_transports.McpApp)
+    assert list(app.tools) == ["greet"]
+    assert app.tools["greet"].description == "Greets the user by the name they give."
+
+
+def test_one_version_for_both_packages_and_the_distribution() -> None:
+    assert mrtr_transports.__version__ == mrtr_core.__version__ == metadata.version("mrtr")
+    assert "__version__" not in mrtr_transports.__all__  # a module attribute, not an API name
