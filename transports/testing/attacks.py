@@ -76,7 +76,7 @@ class LegOutcome:
             return f"refused with {self.error.code} {self.error.message!r}"
         result = self.result or {}
         kind = result.get("resultType", "complete")
-        return f"accepted: it answered a {kind} result {_short(result)}"
+        return f"accepted it: it answered with a result of type {kind!r}: {_short(result)}"
 
 
 class StateAttacks:
@@ -221,7 +221,8 @@ def _refused(outcome: LegOutcome, call: CallRecord, code: int | None) -> CallErr
     if error is None or (code is not None and error.code != code):
         expected = "a JSON-RPC error" if code is None else f"a JSON-RPC error {code}"
         raise AssertionError(
-            f"a {outcome.attack} requestState (round {outcome.round} of {call.describe()}) "
+            f"{_article(outcome.attack)} {outcome.attack} requestState (round {outcome.round} of "
+            f"{call.describe()}) "
             f"should be refused with {expected}, but the server {outcome.describe()}"
         )
     return error
@@ -241,6 +242,10 @@ def _clock_moved(app: Any, after: float) -> Iterator[None]:
         yield
     finally:
         app.clock = clock
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _short(value: Any, limit: int = 160) -> str:
