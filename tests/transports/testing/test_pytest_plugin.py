@@ -3,6 +3,8 @@ and test file, run by pytest in a subprocess; the outcomes say what the plugin c
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,4 +222,36 @@ def test_the_documented_test_file_passes_through_the_plugin(pytester: pytest.Pyt
     unguarded.assert_outcomes(passed=3, failed=1)
     unguarded.stdout.fnmatch_lines(
         ["*test_documented.charge('lamp') ran 3 times in one tools/call of 'buy' (legs 1, 2, 2)*"]
+    )
+
+
+def test_a_project_in_trio_mode_keeps_it(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ntrio_mode = true\n")
+    project.makepyfile(
+        test_trio_mode="""
+        import trio
+
+        async def test_tools(mrtr_client):
+            await trio.sleep(0)
+            assert "buy" in {tool["name"] for tool in await mrtr_client.list_tools()}
+        """
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_plugin_loads_where_only_the_core_is_installed() -> None:
+    # pytest imports the plugin wherever mrtr is installed, trio or not.
+    code = (
+        "import sys\n"
+        "for name in ('trio', 'h11', 'wsproto'):\n"
+        "    sys.modules[name] = None  # not installed\n"
+        "import mrtr_transports.testing.pytest_plugin\n"
+        "print(sorted(n for n in sys.modules if n.startswith('mrtr_transports')))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert ran.stdout.strip() == (
+        "['mrtr_transports', 'mrtr_transports.testing', 'mrtr_transports.testing.pytest_plugin']"
     )

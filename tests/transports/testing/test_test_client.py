@@ -184,3 +184,25 @@ async def test_the_run_twice_detector_names_an_effect_before_the_question(era: A
         match=r"charge_card\('book', 1200\) ran 2 times in one tools/call of 'buy_unsafe'",
     ):
         effects.assert_each_once()
+
+
+async def test_callable_answers_get_the_request_or_the_key_and_may_be_async() -> None:
+    seen: list[str] = []
+
+    async def by_key(key: str, request: Any) -> dict[str, Any]:
+        seen.append(key)
+        return accept(name="Ada") if key == "traveller" else accept(nights=1)
+
+    async with TestClient(shop_app.app, answers=by_key) as client:
+        result = await client.call_tool("plan_trip", {"to": "Nice"})
+        weather = await client.call_tool(
+            "weather",
+            answers={
+                "sampling/createMessage": lambda request: sampled(str(request.max_tokens)),
+                "roots/list": roots("file:///srv"),
+            },
+        )
+    assert seen == ["traveller", "nights"]
+    assert text_of(result) == "Trip to Nice for Ada: 1 nights."
+    assert text_of(weather) == "10 at file:///srv"
+    assert [key for key, _ in client.answers.asked] == ["traveller", "nights"]
