@@ -417,7 +417,8 @@ class TestClient:
     def _claim(self, method: str, params: dict[str, Any]) -> CallRecord | None:
         """The call whose first leg this is: the earliest started one with these params."""
         for call in self._starting:
-            if call.method == method and all(params.get(k) == v for k, v in call.params.items()):
+            wanted = {k: v for k, v in call.params.items() if k != "_meta"}
+            if call.method == method and all(params.get(k) == v for k, v in wanted.items()):
                 self._starting.remove(call)
                 return call
         return None
