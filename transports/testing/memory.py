@@ -1,0 +1,132 @@
+"""An app served in memory: the client's link and the server's streams, no socket, no process.
+
+The model: the real transports are two halves that meet at a byte stream.  The
+client half is a :class:`~mrtr_transports.client.client.Client` (its connection,
+its round engine, its input handler) over a *link*; the server half is the
+shared driver, :func:`~mrtr_transports.server.driver.serve_stream`, which
+runs a ``ServerApp`` on a newline-delimited stream exactly as stdio does
+(2025-era clients through the legacy shim included).  :class:`MemoryLink` is a
+link whose "wire" is a pair of in-memory pipes to a ``serve_stream`` task of its
+own, so everything between the two halves is the code a real deployment runs;
+only the bytes never leave the process.
+
+Bounds: what the client sends waits in a channel of ``max_queued`` messages
+(past that the server is taken as stuck, as stdio takes a child that stops
+reading); what the server writes goes to the client at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import trio
+
+import mrtr_core as m
+
+from ..client.errors import TransportError
+from ..client.link import LinkClient, Outbound
+from ..server.app import ServerApp
+from ..server.driver import serve_stream
+
+__all__ = ["MemoryLink"]
+
+
+class _ClientToServer(trio.abc.ReceiveStream):
+    """The server's input: the messages the client transmitted, in order."""
+
+    def __init__(self, incoming: trio.MemoryReceiveChannel[bytes]) -> None:
+        self._incoming = incoming
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await self._incoming.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""  # the client closed its side: the end of input
+
+    async def aclose(self) -> None:
+        await self._incoming.aclose()
+
+
+class _ServerToClient(trio.abc.SendStream):
+    """The server's output: straight into the client's connection."""
+
+    def __init__(self, client: LinkClient) -> None:
+        self._client = client
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.lowlevel.checkpoint()  # (a send is a checkpoint, as on a real stream)
+        self._client.receive_data(bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class MemoryLink:
+    """A client link to ``app``, served in this process by the shared server driver.
+
+    ``server_options`` go to :func:`~mrtr_transports.server.driver.serve_stream`
+    (``drain_timeout``, ``legacy_answer_timeout``, the ``Connection``'s bounds).
+    """
+
+    framing: Literal["lines", "messages"] = "lines"
+    needs_messages = False
+    wants_tool_list = False
+    confirms_transmission = False  # handed to the channel is sent
+    cancellation: Literal["notify", "close_stream"] = "notify"
+
+    def __init__(self, app: ServerApp, *, max_queued: int = 4096, **server_options: Any) -> None:
+        self.app = app
+        self._server_options = server_options
+        self._max_queued = max_queued
+        self._to_server: trio.MemorySendChannel[bytes] | None = None
+        self._client: LinkClient | None = None
+        self._served = trio.Event()
+
+    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+        self._client = client
+        send, receive = trio.open_memory_channel[bytes](self._max_queued)
+        self._to_server = send
+        nursery.start_soon(self._serve, receive, client)
+
+    async def _serve(self, receive: trio.MemoryReceiveChannel[bytes], client: LinkClient) -> None:
+        try:
+            await serve_stream(
+                self.app, _ClientToServer(receive), _ServerToClient(client), **self._server_options
+            )
+        finally:
+            self._served.set()
+        # The server stopped serving (the client closed its side, or the app broke).
+        client.link_lost(TransportError("the in-memory server stopped", kind="disconnect"))
+
+    def transmit(self, out: Outbound) -> None:
+        if self._to_server is None:
+            return
+        try:
+            self._to_server.send_nowait(out.data)
+        except trio.WouldBlock:
+            assert self._client is not None
+            self._client.link_lost(
+                TransportError(
+                    f"the server is not reading ({self._max_queued} messages waiting)",
+                    kind="disconnect",
+                )
+            )
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # shutting down
+
+    def close_stream(self, request_id: m.RequestId) -> None:
+        """Nothing to close on a shared stream: the cancellation went out as a message."""
+
+    def tools_listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools  # no headers in memory: x-mcp-header annotations play no part
+
+    async def aclose(self) -> None:
+        """Close the client's side; the server answers what it still can (its drain
+        time), then stops, as a stdio server does at the end of its input."""
+        if self._to_server is None:
+            return
+        self._to_server.close()
+        await self._served.wait()
