@@ -90,15 +90,11 @@ log = logging.getLogger("mrtr_transports.http")
 
 #: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
 #: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
-REMOVED_METHODS = frozenset({"ping", "initialize"})
+REMOVED_METHODS = m.protocol.REMOVED_METHODS
 LISTEN_METHOD = "subscriptions/listen"
 #: ``_meta`` key of a listen stream's notifications and of its final result.
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 
 
 class _PeerGone(Exception):
@@ -448,22 +444,9 @@ class HttpConnection:
                 extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        if not (json_ok or sse_ok):
-            await self._send_error(406, "Accept must include application/json or text/event-stream")
-            return
-        content_types = headers.get_all("content-type")
-        if len(content_types) > 1:
-            await self._send_error(400, "more than one Content-Type header: send one")
-            return
-        content_type = content_types[0] if content_types else None
-        if content_type is not None and content_type.split(";")[0].strip().lower() not in (
-            "application/json",
-        ):
-            await self._send_error(415, "Content-Type must be application/json")
-            return
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > server.max_body_size:
-            await self._send_error(413, f"body larger than {server.max_body_size} bytes")
+        post = m.protocol.post_refusal(headers.fields, server.max_body_size)  # 406/415/413
+        if post is not None:
+            await self._send_error(post.status, post.message)
             return
         body = await self._read_body(server.max_body_size)
         if body is None:
