@@ -4,7 +4,9 @@ another route (``/health``), for uvicorn (asyncio) and hypercorn (trio) alike.
 Its handlers use anyio (``anyio.sleep``), so the same app runs on either loop:
 ``greet`` (a plain call), ``trip`` (two rounds: a form, then the result),
 ``steps`` (progress notes, so the answer is an SSE stream), ``sleep`` (runs
-until cancelled; ``cancelled`` counts how many were).
+until cancelled; ``cancelled`` counts how many were).  ``app`` mounts the
+endpoint twice (``/mcp`` and ``/api/mcp``) beside ``/health`` and ``/stats``;
+``bare`` is the endpoint alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from mrtr_transports.asgi import McpAsgi
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 import mrtr_core as m
 
@@ -79,5 +81,11 @@ app = Starlette(
         Route("/health", health),
         Route("/stats", stats),
         Route("/mcp", endpoint),
+        # mounted under a prefix: the endpoint's path is below the mount (root_path)
+        Mount("/api", app=McpAsgi(mcp, path="/mcp", max_body_size=MAX_BODY)),
     ]
 )
+
+#: The endpoint alone, run by the server itself (its own 404s and lifespan), with a
+#: small listen pool: one stream per client, each for a second.
+bare = McpAsgi(mcp, max_body_size=MAX_BODY, listen_lifetime=1.0, max_listen_streams_per_client=1)

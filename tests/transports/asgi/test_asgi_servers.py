@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,13 +24,10 @@ from urllib.parse import urlsplit
 import pytest
 from mrtr_transports.client.http import open_http_client
 from support.asgi_apps import MAX_BODY
-from support.asgi_servers import SERVERS, serving
+from support.asgi_servers import META, SERVERS, error_of, post, serving, text_of
 from support.raw_http import ACCEPT_BOTH, sse_messages, tool_call
 
 import mrtr_core as m
-
-#: The ``_meta`` every 2026-07-28 request carries.
-META = {m.protocol.META_PROTOCOL_VERSION: "2026-07-28", m.protocol.META_CLIENT_CAPABILITIES: {}}
 
 
 @pytest.fixture(scope="module", params=sorted(SERVERS))
@@ -41,40 +38,9 @@ def base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         yield url
 
 
-def post(
-    base: str,
-    message: Mapping[str, Any] | None,
-    *,
-    accept: str = ACCEPT_BOTH,
-    headers: Mapping[str, str] | None = None,
-    body: bytes | None = None,
-    method: str = "POST",
-    path: str = "/mcp",
-) -> tuple[int, dict[str, str], bytes]:
-    """One request on a connection of its own: status, headers (lower-case), body."""
-    parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    sent: dict[str, str] = {"Accept": accept, "Content-Type": "application/json"}
-    if message is not None:
-        sent.update(m.protocol.request_headers(message))
-        body = json.dumps(message).encode() if body is None else body
-    sent.update(headers or {})
-    try:
-        conn.request(method, path, body=body, headers=sent)
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
-    finally:
-        conn.close()
-
-
 def mrtr_call(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "mrtr_transports.cli.main", "call", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    return str(result["content"][0]["text"])
 
 
 # --- Our client, through the endpoint mounted beside other routes ---
@@ -150,11 +116,6 @@ def test_a_notification_gets_202(base: str) -> None:
 
 
 # --- Refusals: the trio server's statuses and JSON-RPC error bodies ---
-
-
-def error_of(body: bytes) -> dict[str, Any]:
-    error: dict[str, Any] = json.loads(body)["error"]
-    return error
 
 
 def test_a_foreign_origin_is_refused(base: str) -> None:

@@ -1,0 +1,100 @@
+"""``McpAsgi`` mounted under a prefix, and alone: its own 404, lifespan, the listen pool
+(under hypercorn's trio worker: ``McpApp``'s listen streams wait with trio), and the
+options it refuses."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from mrtr_transports.asgi import McpAsgi
+from support.asgi_apps import mcp
+from support.asgi_servers import META, SERVERS, error_of, post, serving, text_of
+from support.raw_http import ACCEPT_BOTH, sse_messages, tool_call
+
+import mrtr_core as m
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_mounted_under_a_prefix(server: str, tmp_path: Path) -> None:
+    with serving(server, "support.asgi_apps:app", tmp_path / "log") as base:
+        status, _, body = post(base, tool_call("greet", {"name": "Bo"}), path="/api/mcp")
+        assert status == 200 and text_of(json.loads(body)["result"]) == "hello, Bo"
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Iterator[str]:
+    with serving("hypercorn-trio", "support.asgi_apps:bare", tmp_path / "log") as base:
+        yield base
+
+
+def test_alone_it_answers_other_paths_with_404(bare: str) -> None:
+    status, _, body = post(bare, tool_call("greet"), path="/elsewhere")
+    assert status == 404 and "'/mcp'" in error_of(body)["message"]
+    status, _, body = post(bare, tool_call("greet"))
+    assert status == 200 and text_of(json.loads(body)["result"]) == "hello, world"
+
+
+def listen_request(rid: int) -> dict[str, object]:
+    params = {"notifications": {"toolsListChanged": True}, "_meta": META}
+    return {"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params}
+
+
+def test_listen_streams_are_pooled_and_end_gracefully(bare: str) -> None:
+    parts = urlsplit(bare)
+    first = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    message = listen_request(7)
+    headers = {"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
+    headers.update(m.protocol.request_headers(message))
+    try:
+        first.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+        stream = first.getresponse()  # the acknowledgement opened the stream
+        assert stream.getheader("content-type") == "text/event-stream"
+        # One stream per client: a second is refused, with when to come back.
+        status, got, body = post(bare, listen_request(8))
+        assert status == 429 and int(got["retry-after"]) >= 1
+        assert error_of(body)["code"] == m.protocol.SERVER_BUSY
+        # At the lifetime (1 s) the stream ends with the graceful closure.
+        final = sse_messages(stream.read())[-1]
+        assert final["id"] == 7 and final["result"]["_meta"][SUBSCRIPTION_ID] == 7
+    finally:
+        first.close()
+    status, _, _ = post(bare, tool_call("greet"))  # (the pool is free again)
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_body_size": 0},
+        {"max_listen_streams": -1},
+        {"write_timeout": 0},
+        {"listen_lifetime": -1.0},
+        {"versions": ("1999-01-01",)},  # no 2026-07-28 version left: the connection refuses
+    ],
+)
+def test_bad_options_fail_at_construction(options: dict[str, object]) -> None:
+    with pytest.raises((ValueError, m.MrtrError)):
+        McpAsgi(mcp, **options)  # type: ignore[arg-type]
+
+
+async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    endpoint = McpAsgi(mcp)
+    await endpoint({"type": "websocket", "path": "/mcp"}, receive, send)  # type: ignore[arg-type]
+    assert sent == [{"type": "websocket.close", "code": 1008}]
+    with pytest.raises(ValueError, match="unsupported ASGI scope"):
+        await endpoint({"type": "telepathy"}, receive, send)  # type: ignore[arg-type]
