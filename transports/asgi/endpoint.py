@@ -40,10 +40,13 @@ keep-alive and read timeouts (uvicorn's ``--limit-concurrency``,
 ``--timeout-keep-alive``, ``--h11-max-incomplete-event-size``; hypercorn's
 ``--keep-alive``, ``h11_max_incomplete_size``): see docs/asgi.md.
 
-Lifespan: run directly by the server, the app answers ``lifespan`` events; at
-shutdown it ends the app's listen streams with their final result
-(``close_subscriptions``).  Mounted in a framework, call ``shutdown()`` from
-the framework's own lifespan.
+Shutdown: ``shutdown()`` ends the app's open listen streams with their final
+result (``close_subscriptions``) and refuses new ones (503).  Run directly by
+the server, the app calls it at the ``lifespan`` shutdown event; uvicorn and
+hypercorn send that only once their connections are done, so a listen stream
+still open then is ended by the server's own grace period
+(``--timeout-graceful-shutdown``, ``--graceful-timeout``): keep
+``listen_lifetime`` short, or call ``shutdown()`` yourself when shutdown begins.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_header
 
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
-from ..server.http.limits import ListenPool, ListenRefusal
+from ..server.http.limits import Lease, ListenPool, ListenRefusal
 from ..server.http.policy import AccessPolicy, Headers
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 
@@ -319,7 +322,9 @@ class McpAsgi:
         """A ``subscriptions/listen`` stream: a place in the pool, or a refusal that says
         when to retry; the stream ends gracefully at the pool's lifetime."""
         client = self.policy.client_of(headers, peer)
-        lease = self.listens.admit(client, anyio.current_time())
+        lease: Lease | ListenRefusal = ListenRefusal(503, 1, "the server is shutting down")
+        if not self.closing:
+            lease = self.listens.admit(client, anyio.current_time())
         if isinstance(lease, ListenRefusal):
             log.warning("listen stream refused for %s: %s", client, lease.message)
             busy = m.MrtrError(

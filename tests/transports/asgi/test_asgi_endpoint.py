@@ -98,3 +98,43 @@ async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
     assert sent == [{"type": "websocket.close", "code": 1008}]
     with pytest.raises(ValueError, match="unsupported ASGI scope"):
         await endpoint({"type": "telepathy"}, receive, send)  # type: ignore[arg-type]
+
+
+def test_uvicorn_runs_its_lifespan(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with serving("uvicorn", "support.asgi_apps:bare", log) as base:
+        assert post(base, tool_call("greet"))[0] == 200
+    text = log.read_text()
+    assert "Application startup complete" in text
+    assert "Application shutdown complete" in text and "error" not in text.lower()
+
+
+async def test_after_shutdown_new_listen_streams_are_refused() -> None:
+    """The lifespan protocol spoken to the endpoint directly, then a listen request."""
+    endpoint = McpAsgi(mcp)
+    events = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    said: list[dict[str, object]] = []
+
+    async def lifespan_receive() -> dict[str, object]:
+        return events.pop(0)
+
+    async def collect(message: dict[str, object]) -> None:
+        said.append(message)
+
+    await endpoint({"type": "lifespan"}, lifespan_receive, collect)  # type: ignore[arg-type]
+    assert [e["type"] for e in said] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert endpoint.closing
+    message = listen_request(3)
+    headers = [(b"host", b"localhost"), (b"content-type", b"application/json")]
+    headers += [(k.lower().encode(), v.encode()) for k, v in m.protocol.request_headers(message)]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
+    body = [{"type": "http.request", "body": json.dumps(message).encode(), "more_body": False}]
+    said.clear()
+
+    async def receive() -> dict[str, object]:
+        return body.pop(0)
+
+    await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+    assert said[0]["status"] == 503
+    assert (b"retry-after", b"1") in said[0]["headers"]  # type: ignore[operator]
+    assert "shutting down" in error_of(said[1]["body"])["message"]  # type: ignore[arg-type]
