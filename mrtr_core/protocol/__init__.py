@@ -70,13 +70,18 @@ from ._headers import (
     schema_header_params,
 )
 from ._http import (
+    LISTEN_METHOD,
     REMOVED_METHODS,
     SSE_RESPONSE_HEADERS,
     STATUS_FOR_CODE,
+    SUBSCRIPTION_ID,
     PostRefusal,
+    body_refusal,
     body_too_large,
     error_body,
+    listen_closure,
     post_refusal,
+    removed_method_reply,
     status_for_error,
 )
 from ._meta import (
@@ -125,7 +130,12 @@ from ._websocket import (
 
 __all__ = [
     "accepted_media",
+    "LISTEN_METHOD",
     "REMOVED_METHODS",
+    "SUBSCRIPTION_ID",
+    "body_refusal",
+    "listen_closure",
+    "removed_method_reply",
     "SSE_RESPONSE_HEADERS",
     "STATUS_FOR_CODE",
     "PostRefusal",

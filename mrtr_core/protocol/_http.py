@@ -11,8 +11,13 @@ rule has one home:
 * ``status_for_error``: the HTTP status of a JSON error answer, by JSON-RPC
   code (-32601 -> 404; the client's mistakes -> 400; -32603 -> 500; any
   other code, an application's error, -> 200).
-* ``REMOVED_METHODS``: 2025-era methods a 2026-07-28 request may not call
-  (404 with -32601).
+* ``body_refusal``: an empty body (400, -32700).
+* ``REMOVED_METHODS``: 2025-era methods a 2026-07-28 request may not call;
+  ``removed_method_reply`` is the -32601 (404) that replaces what the
+  connection would have answered for them.
+* ``listen_closure``: the graceful end of a ``subscriptions/listen`` stream
+  (a result whose ``_meta`` names the subscription), which a server sends at
+  the stream's lifetime instead of cutting it.
 * ``SSE_RESPONSE_HEADERS``: the headers of a request-scoped SSE stream (no
   caching, no proxy buffering).
 * ``error_body``: the JSON-RPC error response (without id) every HTTP error
@@ -37,13 +42,19 @@ from .._errors import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    MrtrError,
 )
 from ..wire._codec import encode_message
-from ..wire._model import ErrorObject, ErrorResponse
+from ..wire._model import ErrorObject, ErrorResponse, Request, RequestId, error_response
 from ._headers import ReceivedHeaders, accepted_media
 
 __all__ = [
+    "LISTEN_METHOD",
     "REMOVED_METHODS",
+    "SUBSCRIPTION_ID",
+    "body_refusal",
+    "listen_closure",
+    "removed_method_reply",
     "SSE_RESPONSE_HEADERS",
     "STATUS_FOR_CODE",
     "PostRefusal",
@@ -67,6 +78,10 @@ STATUS_FOR_CODE = {
 
 #: 2025-era methods with no place on a 2026-07-28 endpoint.
 REMOVED_METHODS = frozenset({"ping", "initialize"})
+#: The long-lived request of 2026-07-28, and the ``_meta`` key of its notifications
+#: and of its final result.
+LISTEN_METHOD = "subscriptions/listen"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 #: The headers of a request-scoped SSE response (lower-case names).
 SSE_RESPONSE_HEADERS = (
@@ -118,3 +133,25 @@ def post_refusal(received: ReceivedHeaders, max_body_size: int) -> PostRefusal |
     if declared and declared[0].isdigit() and int(declared[0]) > max_body_size:
         return body_too_large(max_body_size)
     return None
+
+
+def body_refusal(body: bytes) -> PostRefusal | None:
+    """Why a POST's body is refused before it is parsed (empty: -32700), or ``None``."""
+    if not body.strip():
+        return PostRefusal(400, "empty body: expected one JSON-RPC message", PARSE_ERROR)
+    return None
+
+
+def removed_method_reply(request: Request) -> ErrorResponse | None:
+    """The -32601 for a 2025-era method (``ping``, ``initialize``) in a 2026-07-28
+    request, whatever the connection answered it with; ``None`` for any other."""
+    if request.method not in REMOVED_METHODS:
+        return None
+    removed = MrtrError(f"{request.method} is not a 2026-07-28 method", code=METHOD_NOT_FOUND)
+    return error_response(request.id, removed)
+
+
+def listen_closure(subscription_id: RequestId) -> dict[str, Any]:
+    """The result that ends a ``subscriptions/listen`` stream gracefully: the client
+    opens a new one (a stream cut without it looks like a failure)."""
+    return {"_meta": {SUBSCRIPTION_ID: subscription_id}}

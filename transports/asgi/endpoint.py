@@ -76,9 +76,6 @@ DEFAULT_WRITE_TIMEOUT = 60.0
 DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
-LISTEN_METHOD = "subscriptions/listen"
-#: ``_meta`` key of a listen stream's notifications and of its final result.
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
 class McpAsgi:
@@ -222,8 +219,9 @@ class McpAsgi:
             too_large = m.protocol.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
             return
-        if not body.strip():
-            await refuse(400, "empty body: expected one JSON-RPC message", m.protocol.PARSE_ERROR)
+        empty = m.protocol.body_refusal(body)
+        if empty is not None:
+            await refuse(empty.status, empty.message, empty.code)
             return
         json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
         await self._message(receive, send, headers, peer, body, json_ok, sse_ok)
@@ -272,18 +270,12 @@ class McpAsgi:
             keepalive=self.keepalive_interval,
             write_timeout=self.write_timeout,
         )
-        if isinstance(event, m.Request) and event.method == LISTEN_METHOD:
+        if isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD:
             await self._listen(conn, event, answer, send, headers, peer)
         elif isinstance(event, m.Request):
             await self._answer(conn, event, answer)
         elif isinstance(event, m.AutoReply):
-            reply = event.reply
-            if event.request.method in m.protocol.REMOVED_METHODS:
-                removed = m.MrtrError(
-                    f"{event.request.method} is not a 2026-07-28 method",
-                    code=m.protocol.METHOD_NOT_FOUND,
-                )
-                reply = m.error_response(event.request.id, removed)
+            reply = m.protocol.removed_method_reply(event.request) or event.reply
             await answer.finish(reply, conn.send(reply))
         elif isinstance(event, m.InvalidMessage):
             if event.reply is not None:
@@ -363,7 +355,7 @@ class McpAsgi:
             send_response(conn, response_for(request.id, m.MrtrError("cancelled")))  # releases
             return
         if expired:
-            outcome = {"_meta": {SUBSCRIPTION_ID: request.id}}
+            outcome = m.protocol.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await answer.finish(response, data)
 

@@ -66,3 +66,25 @@ def test_sse_headers_and_removed_methods() -> None:
     assert dict(m.protocol.SSE_RESPONSE_HEADERS)["content-type"] == "text/event-stream"
     assert dict(m.protocol.SSE_RESPONSE_HEADERS)["x-accel-buffering"] == "no"
     assert {"ping", "initialize"} == m.protocol.REMOVED_METHODS
+
+
+def test_an_empty_body_is_a_parse_error() -> None:
+    for body in (b"", b" \r\n\t"):
+        refusal = m.protocol.body_refusal(body)
+        assert refusal is not None and (refusal.status, refusal.code) == (400, -32700)
+        assert "empty body" in refusal.message
+    assert m.protocol.body_refusal(b"{}") is None
+
+
+def test_removed_methods_get_method_not_found() -> None:
+    reply = m.protocol.removed_method_reply(m.Request(id=4, method="initialize"))
+    assert reply is not None and reply.id == 4
+    assert reply.error.code == m.protocol.METHOD_NOT_FOUND
+    assert "initialize is not a 2026-07-28 method" in reply.error.message
+    assert m.protocol.removed_method_reply(m.Request(id=4, method="tools/list")) is None
+
+
+def test_listen_closure_names_the_subscription() -> None:
+    closure = m.protocol.listen_closure("sub-1")
+    assert closure == {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub-1"}}
+    assert m.protocol.LISTEN_METHOD == "subscriptions/listen"
