@@ -3,7 +3,8 @@ another route (``/health``), for uvicorn (asyncio) and hypercorn (trio) alike.
 
 Its handlers use anyio (``anyio.sleep``), so the same app runs on either loop:
 ``greet`` (a plain call), ``trip`` (two rounds: a form, then the result),
-``steps`` (progress notes, so the answer is an SSE stream), ``sleep`` (runs
+``steps`` (progress notes, so the answer is an SSE stream), ``pause`` (a
+note, then a pause longer than the keep-alive interval), ``sleep`` (runs
 until cancelled; ``cancelled`` counts how many were).  ``app`` mounts the
 endpoint twice (``/mcp`` and ``/api/mcp``) beside ``/health`` and ``/stats``;
 ``bare`` is the endpoint alone.
@@ -52,6 +53,13 @@ async def steps(ctx: Context) -> str:
         await ctx.progress(step, 3, f"step {step}")
         await anyio.sleep(0.01)
     return "done in 3 steps"
+
+
+@mcp.tool(description="One progress note, then a pause of 0.7 s: keep-alives meanwhile.")
+async def pause(ctx: Context) -> str:
+    await ctx.progress(1, 2, "started")
+    await anyio.sleep(0.7)
+    return "paused"
 
 
 @mcp.tool(description="Runs until cancelled.")

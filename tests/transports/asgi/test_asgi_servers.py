@@ -97,6 +97,13 @@ def test_progress_turns_the_answer_into_an_sse_stream(base: str) -> None:
     assert text_of(messages[-1]["result"]) == "done in 3 steps"
 
 
+def test_a_stream_that_waits_gets_keepalive_comments(base: str) -> None:
+    status, headers, body = post(base, tool_call("pause", progress_token="p2"))
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    assert body.count(b"\n:\n") >= 1  # comments every 0.2 s while the handler waited
+    assert text_of(sse_messages(body)[-1]["result"]) == "paused"
+
+
 def test_a_client_that_takes_only_json_gets_json(base: str) -> None:
     status, headers, body = post(
         base, tool_call("steps", progress_token="p1"), accept="application/json"
