@@ -1,6 +1,7 @@
 """``McpAsgi`` mounted under a prefix, and alone: its own 404, lifespan, the listen pool
-(under hypercorn's trio worker: ``McpApp``'s listen streams wait with trio), and the
-options it refuses."""
+and the graceful end of a listen stream (``McpApp``'s streams wait on the loop they run
+on: asyncio under uvicorn, trio under hypercorn's trio worker), and the options it
+refuses."""
 
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ def test_mounted_under_a_prefix(server: str, tmp_path: Path) -> None:
         assert status == 200 and text_of(json.loads(body)["result"]) == "hello, Bo"
 
 
-@pytest.fixture
-def bare(tmp_path: Path) -> Iterator[str]:
-    with serving("hypercorn-trio", "support.asgi_apps:bare", tmp_path / "log") as base:
+@pytest.fixture(params=sorted(SERVERS))
+def bare(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with serving(request.param, "support.asgi_apps:bare", tmp_path / "log") as base:
         yield base
 
 
