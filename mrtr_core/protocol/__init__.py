@@ -5,8 +5,9 @@ capability needs, 2025-era mapping), what a server knows about one request
 (``RequestInfo``), the Streamable HTTP header rules, the 2025-era session
 rules (session ids, ``SessionTable``, SSE event ids and the ``ReplayBuffer``,
 what a client of a session sends and how it resumes a stream), the WebSocket
-rules (subprotocol, close codes, message size), and the client-side caching
-rules (``ttlMs``/``cacheScope``).
+rules (subprotocol, close codes, message size), the client-side caching
+rules (``ttlMs``/``cacheScope``), and the rules of a 2026-07-28 Streamable HTTP POST
+(``post_refusal``, ``status_for_error``, ``error_body``).
 """
 
 from .._errors import (
@@ -68,6 +69,21 @@ from ._headers import (
     request_headers,
     schema_header_params,
 )
+from ._http import (
+    LISTEN_METHOD,
+    REMOVED_METHODS,
+    SSE_RESPONSE_HEADERS,
+    STATUS_FOR_CODE,
+    SUBSCRIPTION_ID,
+    PostRefusal,
+    body_refusal,
+    body_too_large,
+    error_body,
+    listen_closure,
+    post_refusal,
+    removed_method_reply,
+    status_for_error,
+)
 from ._meta import (
     ALL_VERSIONS,
     CACHEABLE_METHODS,
@@ -114,6 +130,19 @@ from ._websocket import (
 
 __all__ = [
     "accepted_media",
+    "LISTEN_METHOD",
+    "REMOVED_METHODS",
+    "SUBSCRIPTION_ID",
+    "body_refusal",
+    "listen_closure",
+    "removed_method_reply",
+    "SSE_RESPONSE_HEADERS",
+    "STATUS_FOR_CODE",
+    "PostRefusal",
+    "body_too_large",
+    "error_body",
+    "post_refusal",
+    "status_for_error",
     "MAX_CACHE_TTL_MS",
     "CacheEntry",
     "CacheKey",

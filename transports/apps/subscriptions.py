@@ -17,9 +17,11 @@ stream holds at most one pending notification per kind and per subscribed URI
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import sniffio
 import trio
 
 import mrtr_core as m
@@ -40,6 +42,14 @@ LIST_CHANGED = {
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
+def _wakeup() -> trio.Event | asyncio.Event:
+    """An event of the loop the stream runs on: trio's, or asyncio's (an ASGI server
+    such as uvicorn running ``mrtr_transports.asgi``); both have ``set`` and ``wait``."""
+    if sniffio.current_async_library() == "asyncio":
+        return asyncio.Event()
+    return trio.Event()
+
+
 class Listener:
     """One ``subscriptions/listen`` stream: what it wants, and what is due on it."""
 
@@ -49,7 +59,7 @@ class Listener:
         self.uris = frozenset(agreed.get("resourceSubscriptions", ()))
         #: Due notifications by (method, uri); repeats coalesce, so this stays small.
         self.pending: dict[tuple[str, str | None], None] = {}
-        self.wake = trio.Event()
+        self.wake = _wakeup()
         self.closing = False
 
     def offer(self, method: str, uri: str | None) -> None:
@@ -127,7 +137,7 @@ class Subscriptions:
             )
             while True:
                 await listener.wake.wait()
-                listener.wake = trio.Event()
+                listener.wake = _wakeup()
                 due, listener.pending = listener.pending, {}
                 for method, uri in due:
                     note: dict[str, Any] = {"_meta": tag}

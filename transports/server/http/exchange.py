@@ -88,17 +88,7 @@ __all__ = ["ExchangeHost", "HttpConnection"]
 
 log = logging.getLogger("mrtr_transports.http")
 
-#: 2025-era methods with no place on a 2026-07-28 endpoint (the connection refuses them
-#: when they carry 2026 ``_meta``; without it, a bare ``ping`` is refused here).
-REMOVED_METHODS = frozenset({"ping", "initialize"})
-LISTEN_METHOD = "subscriptions/listen"
-#: ``_meta`` key of a listen stream's notifications and of its final result.
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 
 
 class _PeerGone(Exception):
@@ -448,22 +438,9 @@ class HttpConnection:
                 extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        if not (json_ok or sse_ok):
-            await self._send_error(406, "Accept must include application/json or text/event-stream")
-            return
-        content_types = headers.get_all("content-type")
-        if len(content_types) > 1:
-            await self._send_error(400, "more than one Content-Type header: send one")
-            return
-        content_type = content_types[0] if content_types else None
-        if content_type is not None and content_type.split(";")[0].strip().lower() not in (
-            "application/json",
-        ):
-            await self._send_error(415, "Content-Type must be application/json")
-            return
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > server.max_body_size:
-            await self._send_error(413, f"body larger than {server.max_body_size} bytes")
+        post = m.protocol.post_refusal(headers.fields, server.max_body_size)  # 406/415/413
+        if post is not None:
+            await self._send_error(post.status, post.message)
             return
         body = await self._read_body(server.max_body_size)
         if body is None:
@@ -476,10 +453,9 @@ class HttpConnection:
         self, headers: Headers, body: bytes, json_ok: bool, sse_ok: bool
     ) -> None:
         server = self.server
-        if not body.strip():
-            await self._send_error(
-                400, "empty body: expected one JSON-RPC message", m.protocol.PARSE_ERROR
-            )
+        empty = m.protocol.body_refusal(body)
+        if empty is not None:
+            await self._send_error(empty.status, empty.message, empty.code)
             return
         try:  # parsed once: the headers are checked against it, then the connection takes it
             message = m.wire.default_codec.loads(body)
@@ -506,18 +482,12 @@ class HttpConnection:
         else:
             conn.receive_message(message)
         event = conn.next_event(trio.current_time())
-        if isinstance(event, m.Request) and event.method == LISTEN_METHOD:
+        if isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD:
             await self._listen(conn, event, headers, json_ok, sse_ok)
         elif isinstance(event, m.Request):
             await self._answer(conn, event, json_ok, sse_ok)
         elif isinstance(event, m.AutoReply):
-            reply = event.reply
-            if event.request.method in REMOVED_METHODS:
-                removed = m.MrtrError(
-                    f"{event.request.method} is not a 2026-07-28 method",
-                    code=m.protocol.METHOD_NOT_FOUND,
-                )
-                reply = m.error_response(event.request.id, removed)
+            reply = m.protocol.removed_method_reply(event.request) or event.reply
             await self._send_final(reply, conn.send(reply), json_ok, sse_ok)
         elif isinstance(event, m.InvalidMessage):
             if event.reply is not None:
@@ -613,7 +583,7 @@ class HttpConnection:
             send_response(conn, response_for(request.id, outcome))  # b"": releases the id
             raise _PeerGone
         if handler_scope.cancelled_caught:  # the lifetime is over: end it gracefully
-            outcome = {"_meta": {SUBSCRIPTION_ID: request.id}}
+            outcome = m.protocol.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await self._send_final(response, data, json_ok, sse_ok, exchange)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import http
-from typing import Any
 
 import trio
 
@@ -37,20 +36,13 @@ __all__ = [
     "write_refusal",
 ]
 
-#: The HTTP status of a JSON error answer, by JSON-RPC code (any other code: 200).
-STATUS_FOR_CODE = {
-    m.protocol.METHOD_NOT_FOUND: 404,
-    m.protocol.PARSE_ERROR: 400,
-    m.protocol.INVALID_REQUEST: 400,
-    m.protocol.INVALID_PARAMS: 400,
-    m.protocol.HEADER_MISMATCH: 400,
-    m.protocol.MISSING_CLIENT_CAPABILITY: 400,
-    m.protocol.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    m.protocol.INTERNAL_ERROR: 500,
-}
+#: The HTTP status of a JSON error answer, by JSON-RPC code (its one home: the core).
+STATUS_FOR_CODE = m.protocol.STATUS_FOR_CODE
 #: JSON-RPC code of a "come back later" refusal (no place for a listen stream, no free
 #: connection); its one home is the core's list of codes.
 SERVER_BUSY = m.protocol.SERVER_BUSY
+#: A JSON-RPC error response without id (its one home: the core).
+error_body = m.protocol.error_body
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
 #: Seconds a refused client may go on sending (read and dropped) before the close.
@@ -63,12 +55,6 @@ def reason_phrase(status: int) -> bytes:
         return http.HTTPStatus(status).phrase.encode()
     except ValueError:
         return b""
-
-
-def error_body(message: str, code: int, data: Any = None) -> bytes:
-    """A JSON-RPC error response without id (the request was not read, or not readable)."""
-    error = m.ErrorResponse(id=None, error=m.ErrorObject(code=code, message=message, data=data))
-    return m.wire.encode_message(error)
 
 
 async def write_refusal(

@@ -1,0 +1,170 @@
+"""One request's answer over ASGI: JSON, or a request-scoped SSE stream once the handler streams.
+
+The same model as the trio server's exchange (``server/http/exchange.py``): the
+answer is ``application/json`` unless the handler streams; its first progress,
+log line or notification that the connection actually sends turns the response
+into an SSE stream (``SSE_RESPONSE_HEADERS``), with a keep-alive comment every
+``keepalive_interval`` seconds while the handler runs, and the final response
+as its last event.  A client that accepts only ``text/event-stream`` always gets
+a stream; one that accepts only JSON never does (its notifications are dropped).
+
+While the handler runs, a watcher waits on ``receive()``: an
+``http.disconnect`` (the client closed the connection or the stream) cancels the
+handler, and nothing more is sent for it.
+
+Why anyio: waiting for the client's disconnect while the handler runs, and
+sending keep-alives on a timer, need a task group, a cancel scope and a sleep;
+anyio gives exactly those on asyncio (uvicorn) and on trio (hypercorn's trio
+worker) alike, and the ASGI stack already stands on it (Starlette, the
+official SDK).  Everything else (reading the body, the checks, running the
+app) needs no event loop feature at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import anyio.abc
+
+import mrtr_core as m
+
+__all__ = ["Receive", "Scope", "Send", "StreamingAnswer", "send_whole"]
+
+log = logging.getLogger("mrtr_transports.asgi")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
+
+
+async def send_whole(
+    send: Send,
+    status: int,
+    body: bytes,
+    *,
+    content_type: bytes = b"application/json",
+    extra: list[tuple[bytes, bytes]] | None = None,
+    head_only: bool = False,
+) -> None:
+    """A whole response; to a ``HEAD`` request its headers only (RFC 9110, 9.3.2)."""
+    headers = [
+        (b"content-type", content_type),
+        (b"content-length", str(len(body)).encode()),
+        *(extra or ()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head_only else body})
+
+
+class StreamingAnswer:
+    """The response to one request: JSON, or an SSE stream once the handler streams.
+
+    ``run(handler)`` runs the handler with the disconnect watcher (and, once
+    streaming, the keep-alives) beside it; ``finish(...)`` sends the final answer.
+    """
+
+    def __init__(
+        self,
+        receive: Receive,
+        send: Send,
+        *,
+        json_ok: bool,
+        sse_ok: bool,
+        keepalive: float,
+        write_timeout: float,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self.json_ok = json_ok
+        self.sse_ok = sse_ok
+        self.keepalive = keepalive
+        self.write_timeout = write_timeout
+        self.streaming = False
+        #: The client went away (``http.disconnect``) while the handler ran.
+        self.gone = False
+        self._lock = anyio.Lock()
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._handler_scope: anyio.CancelScope | None = None
+
+    async def run(self, handler: Callable[[], Awaitable[Any]], deadline: float) -> tuple[Any, bool]:
+        """``await handler()`` until it returns, the client disconnects (cancelled:
+        ``gone``) or ``deadline`` passes; (its value or ``None``, whether the deadline
+        cut it)."""
+        value: Any = None
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            self._handler_scope = scope = anyio.CancelScope(deadline=deadline)
+            tasks.start_soon(self._watch)
+            with scope:
+                value = await handler()
+            self._tasks = self._handler_scope = None
+            tasks.cancel_scope.cancel()  # the watcher and the keep-alives
+        return value, scope.cancelled_caught and not self.gone
+
+    async def _watch(self) -> None:
+        """While the handler runs: the client's disconnect is its cancellation."""
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self._lost()
+                return
+
+    async def notify(self, data: bytes) -> None:
+        """The outlet's write: the first notification opens the stream."""
+        if not data or self.gone or not self.sse_ok:
+            return  # nothing due, nobody listening, or a client that takes JSON only
+        if not self.streaming:
+            await self._start()
+        await self._body(m.wire.encode_sse(data.decode()), more=True)
+
+    async def _start(self) -> None:
+        self.streaming = True
+        await self._write({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        if self._tasks is not None and self.keepalive > 0:
+            self._tasks.start_soon(self._keepalives)
+
+    async def _keepalives(self) -> None:
+        while True:
+            await anyio.sleep(self.keepalive)
+            await self._body(m.wire.encode_sse_comment(), more=True)
+
+    async def finish(self, response: m.ResultResponse | m.ErrorResponse, data: bytes) -> None:
+        """The final response: the stream's last event, or a JSON body (its status by
+        the error code), or a one-event stream for a client that takes only SSE."""
+        if not self.streaming and self.json_ok:
+            status = 200
+            if isinstance(response, m.ErrorResponse):
+                status = m.protocol.status_for_error(response.error.code)
+            await send_whole(self._send, status, data)
+            return
+        if not self.streaming:
+            await self._start()
+        await self._body(m.wire.encode_sse(data.decode()), more=False)
+
+    async def _body(self, data: bytes, *, more: bool) -> None:
+        await self._write({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _write(self, message: Message) -> None:
+        """One ASGI message at a time (keep-alives and notifications take turns), never
+        cut by a cancellation; a client that does not take it within ``write_timeout``,
+        or is gone, only loses it (and the handler is cancelled, as for a disconnect)."""
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + self.write_timeout
+            async with self._lock:
+                try:
+                    await self._send(message)
+                except OSError:  # (uvicorn's ClientDisconnected)
+                    self._lost()
+        if scope.cancelled_caught:
+            self._lost()
+
+    def _lost(self) -> None:
+        self.gone = True
+        if self._handler_scope is not None:
+            self._handler_scope.cancel()
