@@ -18,10 +18,15 @@ instructions each phase adds per step, beside the JSON floors (``loads`` +
 * ``next_event: SendRetry``   -- the retry's params built;
 * ``send``                    -- id picked, spliced, encoded, framed.
 
+Then what one typed object costs to build (``--objects``), beside a tuple and a
+plain slotted class with the same fields: the step builds eight (the response,
+the typed input request, ``RoundStarted``, ``DispatchInput``, ``SendRetry`` and
+three ``CallEvent``), and the typed events are the API the issue keeps.
+
 Each figure is the difference of two whole runs (the same set-up, one phase
 more), divided by ``N``; the interpreter's start-up cancels out.  Needs
 valgrind (on PATH); takes a few minutes.  No pass/fail.
-Run: ``.venv/bin/python benchmarks/count_step.py [--json orjson|stdlib] [-n N]``.
+Run: ``.venv/bin/python benchmarks/count_step.py [--json orjson|stdlib] [-n N] [--objects]``.
 """
 
 from __future__ import annotations
@@ -132,6 +137,51 @@ def floor_child(backend: str, n: int, stop: str) -> None:
         loads(line), dumps(retry)
 
 
+def objects_child(n: int, stop: str) -> None:
+    """Build the object named ``stop`` (``none``: nothing) ``n`` times."""
+    import mrtr_core as m
+    from mrtr_core.connection._events import CallEvent
+
+    class Plain:
+        __slots__ = ("input_timeout", "keys", "kinds", "round")
+
+        def __init__(self, *, round: int, keys: Any, kinds: Any, input_timeout: Any) -> None:
+            self.round, self.keys, self.kinds = round, keys, kinds
+            self.input_timeout = input_timeout
+
+    keys, kinds = ("confirm",), ("elicitation/create",)
+    request = m.wire.ElicitFormRequest(message="Book?", requested_schema={})
+    started = m.RoundStarted(round=1, keys=keys, kinds=kinds, input_timeout=None)
+    builders: dict[str, Callable[[], object]] = {
+        "none": lambda: None,
+        "tuple of 4": lambda: (1, keys, kinds, None),
+        "plain slotted class, 4 fields": lambda: Plain(
+            round=1, keys=keys, kinds=kinds, input_timeout=None
+        ),
+        "RoundStarted": lambda: m.RoundStarted(round=1, keys=keys, kinds=kinds, input_timeout=None),
+        "DispatchInput": lambda: m.DispatchInput(key="confirm", request=request, round=1),
+        "SendRetry": lambda: m.SendRetry(
+            params={}, timeout=None, delay=0.0, round=1, leg=2, reissue=False
+        ),
+        "CallEvent": lambda: CallEvent(call=1, event=started),
+    }
+    build = builders[stop]
+    for _ in range(50):
+        build()
+    for _ in range(n):
+        build()
+
+
+OBJECTS = (
+    "tuple of 4",
+    "plain slotted class, 4 fields",
+    "RoundStarted",
+    "DispatchInput",
+    "SendRetry",
+    "CallEvent",
+)
+
+
 def instructions(args: list[str]) -> int:
     """Instructions of one whole run of this script as a child, under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,9 +211,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", choices=("orjson", "stdlib"), default="orjson")
     parser.add_argument("-n", type=int, default=1000, help="steps per run (default 1000)")
-    parser.add_argument("--child", choices=("step", "floor"), help=argparse.SUPPRESS)
-    parser.add_argument("--stop", choices=STOPS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--objects", action="store_true", help="also count what one typed event costs to build"
+    )
+    parser.add_argument("--child", choices=("step", "floor", "objects"), help=argparse.SUPPRESS)
+    parser.add_argument("--stop", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child == "objects":
+        return objects_child(args.n, args.stop)
     if args.child == "step":
         return child(args.json, args.n, args.stop)
     if args.child == "floor":
@@ -192,6 +247,12 @@ def main() -> None:
     for name, value in floor.items():
         mine = f"  (the step = {total / value:.1f}x)" if name == backend else ""
         print(f"  floor, {name:<20} {value:>9,.0f}{mine}")
+    if args.objects:
+        print("instructions to build one object")
+        base = instructions(["--child", "objects", "-n", str(n), "--stop", "none"])
+        for name in OBJECTS:
+            each = instructions(["--child", "objects", "-n", str(n), "--stop", name]) - base
+            print(f"  {name:<30} {each / n:>9,.0f}")
 
 
 if __name__ == "__main__":
