@@ -40,14 +40,11 @@ from .._wait import NEED_DATA, Wait
 from ..engine._engine import DEFAULT_URL_WAIT, RoundEngine
 from ..protocol._meta import (
     ALL_VERSIONS,
-    LEGACY_VERSIONS,
-    MODERN_VERSIONS,
     Era,
     RequestInfo,
     declared_capabilities,
 )
 from ..wire._codec import Codec, JsonName, writes_compact
-from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
@@ -84,7 +81,7 @@ from ._options import DEFAULT_MAX_IN_FLIGHT as DEFAULT_MAX_IN_FLIGHT
 from ._options import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
 from ._options import SERVER as SERVER
 from ._options import Role as Role
-from ._options import check_options, make_framer
+from ._options import check_input_kinds, check_options, codec_for, make_framer, split_versions
 from ._our_requests import OurRequests
 from ._peer_requests import PeerRequests
 from ._requests import MetaStamp, OutgoingTable
@@ -174,14 +171,8 @@ class Connection:
                 "max_finished_ids": max_finished_ids,
             },
         )
-        modern = tuple(v for v in versions if v in MODERN_VERSIONS)
-        legacy = tuple(v for v in versions if v in LEGACY_VERSIONS)
-        if len(modern) + len(legacy) != len(versions) or not versions:
-            raise LocalProtocolError(f"versions must be a non-empty subset of {ALL_VERSIONS}")
-        if not isinstance(input_kinds, InputRegistry):
-            raise LocalProtocolError(
-                f"input_kinds must be an InputRegistry, got {describe(input_kinds)}"
-            )
+        modern, legacy = split_versions(versions)
+        check_input_kinds(input_kinds)
         #: The input kinds this end knows: its calls' engines read rounds with them, and a
         #: server checks the app's results and 2025-era requests against them.
         self.input_kinds = input_kinds
@@ -197,12 +188,7 @@ class Connection:
         self.max_outgoing = max_outgoing
         self.max_incoming = max_incoming
         self.max_calls = max_calls
-        if isinstance(json, Codec) and max_depth is None:
-            self._codec = json
-        else:
-            backend = json.backend if isinstance(json, Codec) else json
-            depth = DEFAULT_MAX_DEPTH if max_depth is None else max_depth
-            self._codec = Codec(backend, max_depth=depth)
+        self._codec = codec_for(json, max_depth)
         self._inbox = Inbox(framer, self._codec)
         # send() writes a call's legs through it: what every leg repeats, encoded once.
         self._leg_writer = (

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from .._errors import LocalProtocolError
-from ..protocol._meta import is_log_level
+from .._errors import LocalProtocolError, describe
+from ..protocol._meta import ALL_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS, is_log_level
+from ..wire._codec import Codec, JsonName
+from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import LineFramer, MessageFramer
+from ..wire._inputs import InputRegistry
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024
@@ -63,3 +67,28 @@ def check_options(
         raise LocalProtocolError("cache_scope must be 'public' or 'private'")
     if not isinstance(cache_ttl_ms, int) or isinstance(cache_ttl_ms, bool) or cache_ttl_ms < 0:
         raise LocalProtocolError("cache_ttl_ms must be a non-negative integer")
+
+
+def split_versions(versions: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``versions`` (newest first) as its 2026-era and 2025-era parts, in order."""
+    modern = tuple(v for v in versions if v in MODERN_VERSIONS)
+    legacy = tuple(v for v in versions if v in LEGACY_VERSIONS)
+    if len(modern) + len(legacy) != len(versions) or not versions:
+        raise LocalProtocolError(f"versions must be a non-empty subset of {ALL_VERSIONS}")
+    return modern, legacy
+
+
+def check_input_kinds(input_kinds: Any) -> None:
+    if not isinstance(input_kinds, InputRegistry):
+        raise LocalProtocolError(
+            f"input_kinds must be an InputRegistry, got {describe(input_kinds)}"
+        )
+
+
+def codec_for(json: JsonName | Codec, max_depth: int | None) -> Codec:
+    """The codec a connection reads and writes with: a given one as it is, unless
+    ``max_depth`` overrides its depth (then one like it with that depth)."""
+    if isinstance(json, Codec) and max_depth is None:
+        return json
+    backend = json.backend if isinstance(json, Codec) else json
+    return Codec(backend, max_depth=DEFAULT_MAX_DEPTH if max_depth is None else max_depth)
