@@ -16,7 +16,10 @@ function and runs it for one leg (``legs``)::
             return ctx.ask({"city": CITY})  # an input_required round
         return f"Sunny in {city.content['city']}"
 
-A handler is a function of one :class:`~mrtr_transports.apps.context.Context`
+A tool's parameters after the context are its arguments: ``@app.tool`` over
+``def forecast(ctx, city: str, days: int = 1) -> Forecast`` lists their JSON Schema
+and gets them checked and converted (``signatures``; ``docs/server.md`` section 8).
+A handler is a function of a :class:`~mrtr_transports.apps.context.Context`
 in one of the styles of ``docs/server.md`` (``context`` tells them apart):
 re-entrant (with ``ctx.once``, or a ``mrtr_core.server.Steps``), plain or ``async
 def``, or continuation (``continuation=True``: parked between rounds in the
@@ -76,6 +79,7 @@ from .registry import (
     Tool,
     compile_uri_template,
     description_of,
+    name_of,
     put_present,
 )
 from .results import with_cache_hints
@@ -261,7 +265,7 @@ class McpApp:
         output schema to its return annotation when that is an object (given schemas
         win).  ``require_proof``: answers no sealed state proves were asked read as
         missing (``ctx.require_proof()`` from the first line)."""
-        tool_name = _name_of(fn, name, "tool")
+        tool_name = name_of(fn, name, "tool")
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
         what = f"tool {tool_name!r}"
@@ -380,7 +384,7 @@ class McpApp:
         """Register ``fn`` as a prompt.  ``arguments`` are the wire ``PromptArgument``
         objects (``{"name", "description", "required"}``); by default, its ``str``
         parameters after the context."""
-        prompt_name = _name_of(fn, name, "prompt")
+        prompt_name = name_of(fn, name, "prompt")
         what = f"prompt {prompt_name!r}"
         handler, args = prompt_shape(fn, what, tuple(dict(a) for a in arguments))
         if not all(isinstance(a.get("name"), str) for a in args):
@@ -554,13 +558,6 @@ class McpApp:
             if uri_params is not None:
                 return template, uri_params
         raise m.MrtrError("Resource not found", code=m.protocol.INVALID_PARAMS, data={"uri": uri})
-
-
-def _name_of(fn: Callable[..., Any], name: str | None, what: str) -> str:
-    """The name given, or the function's own."""
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"a {what}'s name is a string, not {name!r}")
-    return name or str(getattr(fn, "__name__", ""))
 
 
 def _required_string(params: Mapping[str, Any], key: str) -> str:

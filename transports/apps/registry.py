@@ -135,6 +135,13 @@ def put_present(out: dict[str, Any], **fields: Any) -> None:
     out.update({key: value for key, value in fields.items() if value is not None})
 
 
+def name_of(fn: Callable[..., Any], name: str | None, what: str) -> str:
+    """The name given, or the function's own."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"a {what}'s name is a string, not {name!r}")
+    return name or str(getattr(fn, "__name__", ""))
+
+
 def description_of(fn: Callable[..., Any], given: str | None) -> str | None:
     """``given``, or else the first paragraph of ``fn``'s docstring."""
     if given is not None:
@@ -176,5 +183,6 @@ __all__ = [
     "Tool",
     "compile_uri_template",
     "description_of",
+    "name_of",
     "put_present",
 ]

@@ -16,8 +16,8 @@ says what it takes and what it gives.  :func:`read_signature` turns that into
 
 The context parameter is the one annotated with a ``Context`` (any subclass of
 ``mrtr_core.server.HandlerContext``), or else the first parameter when it has no
-annotation (``def f(ctx)``, as every handler was written before).  A handler may
-take none.
+annotation (``def f(ctx)``, as every handler was written before) or is a ``ctx``
+annotated ``Any``.  A handler may take none.
 
 Generated here, not by pydantic: ``benchmarks/bench_schemas.py`` measured both (and
 the figures are in ``docs/server.md``); this module is small, fast to import, and
@@ -46,6 +46,7 @@ Convert = Callable[[Any], Any]
 #: A JSON Schema and the converter from the checked JSON value to the annotated type
 #: (``None``: the JSON value already is one).
 Built = tuple[dict[str, Any], Convert | None]
+Namespace = Mapping[str, Any] | None
 
 _EMPTY = inspect.Parameter.empty
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -76,6 +77,8 @@ class Signature:
     extra: str | None
     #: The return annotation (``inspect.Parameter.empty`` when there is none).
     returns: Any
+    #: The handler's module namespace (for names in string annotations of classes).
+    namespace: Namespace = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def plain(self) -> bool:
@@ -104,7 +107,7 @@ class Signature:
             or typing.is_typeddict(base)
             or (isinstance(origin, type) and issubclass(origin, Mapping))
         ):
-            return build(self.returns, "the return annotation")[0]
+            return build(self.returns, "the return annotation", self.namespace)[0]
         return None
 
     @property
@@ -156,11 +159,15 @@ def read_signature(fn: Callable[..., Any], what: str) -> Signature:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what}: cannot read the handler's signature: {exc}") from exc
     hints = _hints(fn, what)
+    namespace = getattr(fn, "__globals__", None)
     params = list(sig.parameters.values())
     context = next((p for p in params if _is_context(hints.get(p.name, p.annotation))), None)
     first = params[0] if params else None
-    if context is None and first is not None and first.annotation is _EMPTY:  # ``def f(ctx)``
-        context = first if first.kind is not inspect.Parameter.VAR_KEYWORD else None
+    if context is None and first is not None and first.kind is not inspect.Parameter.VAR_KEYWORD:
+        # ``def f(ctx)``, as handlers always were; and ``ctx: Any``
+        loose = first.annotation is _EMPTY or hints.get(first.name) in (Any, object)
+        if first.annotation is _EMPTY or (loose and first.name in ("ctx", "context")):
+            context = first
     parameters: list[Parameter] = []
     extra = None
     for param in params:
@@ -172,7 +179,7 @@ def read_signature(fn: Callable[..., Any], what: str) -> Signature:
         if param.kind not in _KEYWORD_KINDS:
             raise TypeError(f"{what}: parameter {param.name!r} must be passable by keyword")
         hint = hints.get(param.name, _EMPTY)
-        schema, convert = build(hint, f"{what}, parameter {param.name!r}")
+        schema, convert = build(hint, f"{what}, parameter {param.name!r}", namespace)
         if param.default is not _EMPTY:
             try:  # the default in the schema, when it is JSON
                 default = to_json(param.default)
@@ -187,6 +194,7 @@ def read_signature(fn: Callable[..., Any], what: str) -> Signature:
         parameters=tuple(parameters),
         extra=extra,
         returns=hints.get("return", sig.return_annotation),
+        namespace=namespace,
     )
 
 
@@ -277,20 +285,21 @@ def prompt_shape(
 # --- from an annotation to a JSON Schema and a converter --------------------------------
 
 
-def build(annotation: Any, where: str) -> Built:
+def build(annotation: Any, where: str, namespace: Namespace = None) -> Built:
     """The JSON Schema of ``annotation`` and the converter into it (``TypeError`` when
-    there is none: ``where`` names the parameter)."""
-    return _build(annotation, where, ())
+    there is none: ``where`` names the parameter).  ``namespace``: where else to look
+    up the names in a class's string annotations (the handler's module)."""
+    return _build(annotation, where, (), namespace)
 
 
-def _build(tp: Any, where: str, seen: tuple[type, ...]) -> Built:
+def _build(tp: Any, where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
     if tp is _EMPTY or tp is Any or tp is object:
         return {}, None
     if tp is None or tp is type(None):
         return {"type": "null"}, None
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        schema, convert = _build(tp.__origin__, where, seen)
+        schema, convert = _build(tp.__origin__, where, seen, ns)
         notes = [note for note in tp.__metadata__ if isinstance(note, str)]
         return ({**schema, "description": " ".join(notes)} if notes else schema), convert
     if tp in _JSON_TYPES:
@@ -298,7 +307,7 @@ def _build(tp: Any, where: str, seen: tuple[type, ...]) -> Built:
     if origin is typing.Literal:
         return _enum_schema(list(tp.__args__), where), None
     if origin is typing.Union or origin is types.UnionType:
-        return _union(tp.__args__, where, seen)
+        return _union(tp.__args__, where, seen, ns)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema([member.value for member in tp], where), tp
     if tp is datetime.datetime or tp is datetime.date:
@@ -308,19 +317,19 @@ def _build(tp: Any, where: str, seen: tuple[type, ...]) -> Built:
         if tp in seen:
             raise TypeError(f"{where}: {tp.__name__} is recursive; give input_schema=")
         if attrs.has(tp):
-            return _attrs_class(tp, where, (*seen, tp))
-        return _typed_dict(tp, where, (*seen, tp))
-    return _container(tp, origin, where, seen)
+            return _attrs_class(tp, where, (*seen, tp), ns)
+        return _typed_dict(tp, where, (*seen, tp), ns)
+    return _container(tp, origin, where, seen, ns)
 
 
-def _container(tp: Any, origin: Any, where: str, seen: tuple[type, ...]) -> Built:
+def _container(tp: Any, origin: Any, where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
     args = typing.get_args(tp)
     kind = origin if origin is not None else tp
     if kind is tuple:
         if not args or (len(args) == 2 and args[1] is Ellipsis):
-            schema, convert = _build(args[0] if args else Any, where, seen)
+            schema, convert = _build(args[0] if args else Any, where, seen, ns)
             return {"type": "array", "items": schema}, _each(convert, tuple)
-        built = [_build(arg, where, seen) for arg in args]
+        built = [_build(arg, where, seen, ns) for arg in args]
         items = [schema for schema, _ in built]
         converts = [convert for _, convert in built]
         fixed = {"type": "array", "prefixItems": items, "minItems": len(items)}
@@ -331,7 +340,7 @@ def _container(tp: Any, origin: Any, where: str, seen: tuple[type, ...]) -> Buil
         key, value = args if args else (str, Any)
         if key is not str:
             raise TypeError(f"{where}: object keys are strings, not {key!r}")
-        schema, convert = _build(value, where, seen)
+        schema, convert = _build(value, where, seen, ns)
         out = (
             {"type": "object"}
             if value is Any
@@ -343,7 +352,7 @@ def _container(tp: Any, origin: Any, where: str, seen: tuple[type, ...]) -> Buil
     if isinstance(kind, type) and issubclass(kind, (Sequence, AbstractSet)):
         if kind in (str, bytes, bytearray):  # sequences, but not arrays
             raise TypeError(f"{where}: no JSON Schema for {tp!r}; give input_schema=")
-        schema, convert = _build(args[0] if args else Any, where, seen)
+        schema, convert = _build(args[0] if args else Any, where, seen, ns)
         out = {"type": "array", "items": schema} if args else {"type": "array"}
         if issubclass(kind, AbstractSet):
             return {**out, "uniqueItems": True}, _each(
@@ -360,6 +369,8 @@ def _container(tp: Any, origin: Any, where: str, seen: tuple[type, ...]) -> Buil
 
 
 def _each(convert: Convert | None, into: Callable[[Any], Any] | None) -> Convert | None:
+    if convert is _to_int and into is None:  # ``list[int]``: integers as they came, mostly
+        return lambda v: v if all(type(item) is int for item in v) else [_to_int(i) for i in v]
     if convert is None:
         return into
     if into is None:
@@ -377,26 +388,60 @@ def _enum_schema(values: list[Any], where: str) -> dict[str, Any]:
     return schema
 
 
-def _union(args: tuple[Any, ...], where: str, seen: tuple[type, ...]) -> Built:
-    built = [_build(arg, where, seen) for arg in args]
+def _union(args: tuple[Any, ...], where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
+    built = [_build(arg, where, seen, ns) for arg in args]
     schema = {"anyOf": [s for s, _ in built]}
     if all(convert is None for _, convert in built):
         return schema, None
-    # The value passed the union's schema: the first branch it matches says what it is.
-    branches = [(m.server.compile_schema(s), convert) for s, convert in built]
+    if len(built) == 2 and built[1][0] == {"type": "null"}:  # ``X | None``
+        into = built[0][1]
+        assert into is not None
+        return schema, lambda value: None if value is None else into(value)
+    # The value passed the union's schema: the branch it matches says what it is.  Its
+    # JSON type tells most unions apart (``X | None``); the validator tells the rest.
+    branches = [(_types_of(s), m.server.compile_schema(s), convert) for s, convert in built]
 
     def convert(value: Any) -> Any:
-        for check, into in branches:
-            if check.problem(value) is None:
-                return value if into is None else into(value)
-        raise ValueError("matches none of the union's types")  # (the schema said it does)
+        kind = _json_type(value)
+        typed = [(check, into) for types, check, into in branches if types is None or kind in types]
+        if len(typed) > 1:
+            typed = [(check, into) for check, into in typed if check.problem(value) is None]
+        if not typed:
+            raise ValueError("matches none of the union's types")  # (the schema said it does)
+        into = typed[0][1]
+        return value if into is None else into(value)
 
     return schema, convert
 
 
-def _attrs_class(cls: type, where: str, seen: tuple[type, ...]) -> Built:
+def _types_of(schema: Mapping[str, Any]) -> frozenset[str] | None:
+    """The JSON types a schema of ours allows (``None``: any)."""
+    kind = schema.get("type")
+    if kind is None:
+        return None
+    return frozenset({"integer", "number"} if kind == "number" else {kind})
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _attrs_class(cls: type, where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
     try:
-        attrs.resolve_types(cls, include_extras=True)
+        try:
+            attrs.resolve_types(cls, include_extras=True)
+        except NameError:  # a class defined beside the handler, not in a module of its own
+            attrs.resolve_types(cls, globalns=dict(ns or {}), include_extras=True)
     except Exception as exc:
         message = f"{where}: cannot resolve the annotations of {cls.__name__}: {exc}"
         raise TypeError(message) from exc
@@ -407,7 +452,7 @@ def _attrs_class(cls: type, where: str, seen: tuple[type, ...]) -> Built:
         if not field.init:
             continue
         name = field.alias or field.name
-        schema, convert = _build(field.type, f"{where}, {cls.__name__}.{name}", seen)
+        schema, convert = _build(field.type, f"{where}, {cls.__name__}.{name}", seen, ns)
         if field.default is attrs.NOTHING:
             required.append(name)
         elif not isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
@@ -436,10 +481,13 @@ def _attrs_class(cls: type, where: str, seen: tuple[type, ...]) -> Built:
     return out, structure
 
 
-def _typed_dict(cls: Any, where: str, seen: tuple[type, ...]) -> Built:
-    hints = typing.get_type_hints(cls, include_extras=True)
+def _typed_dict(cls: Any, where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError:
+        hints = typing.get_type_hints(cls, globalns=dict(ns or {}), include_extras=True)
     built = {
-        name: _build(tp, f"{where}, {cls.__name__}.{name}", seen) for name, tp in hints.items()
+        name: _build(tp, f"{where}, {cls.__name__}.{name}", seen, ns) for name, tp in hints.items()
     }
     out: dict[str, Any] = {"type": "object", "properties": {k: s for k, (s, _) in built.items()}}
     required = [name for name in hints if name in cls.__required_keys__]

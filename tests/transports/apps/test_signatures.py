@@ -60,6 +60,13 @@ class Node:
     children: list[Node]
 
 
+POINT = {
+    "type": "object",
+    "properties": {"x": {"type": "number"}, "y": {"type": "number", "default": 0.0}},
+    "required": ["x"],
+    "additionalProperties": False,
+}
+
 # (annotation, its schema, a good JSON value, that value converted, a bad JSON value)
 CASES: list[tuple[Any, dict[str, Any], Any, Any, Any]] = [
     (str, {"type": "string"}, "a", "a", 1),
@@ -114,6 +121,14 @@ CASES: list[tuple[Any, dict[str, Any], Any, Any, Any]] = [
         "red",
         Color.RED,
         "green",
+    ),
+    (list[int], {"type": "array", "items": {"type": "integer"}}, [1.0, 2], [1, 2], [1.5]),
+    (
+        dict[str, str] | Point,  # two objects: the validator tells which
+        {"anyOf": [{"type": "object", "additionalProperties": {"type": "string"}}, POINT]},
+        {"x": 2},
+        Point(2.0),
+        {"x": "2", "y": 1},
     ),
     (Annotated[str, "the city"], {"type": "string", "description": "the city"}, "x", "x", 2),
     (
@@ -481,3 +496,33 @@ def test_to_json_writes_results_and_refuses_what_is_not_json() -> None:
         with pytest.raises(TypeError):
             to_json(value)
     assert issubclass(InvalidArguments, ValueError)
+
+
+def test_classes_beside_the_handler_resolve_in_the_handlers_namespace() -> None:
+    source = """
+from __future__ import annotations
+import attrs
+from typing import TypedDict
+
+@attrs.frozen
+class Inner:
+    n: int
+
+@attrs.frozen
+class Outer:
+    inner: Inner
+
+class Row(TypedDict):
+    inner: Inner
+
+def tool(ctx, outer: Outer) -> Row:
+    return {"inner": outer.inner}
+"""
+    namespace: dict[str, Any] = {"__name__": "not_a_module"}
+    exec(compile(source, "<user>", "exec", dont_inherit=True), namespace)
+    app = McpApp("x", "1")
+    tool = app.add_tool(namespace["tool"])
+    inner = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    inner["additionalProperties"] = False
+    assert tool.input_schema["properties"]["outer"]["properties"]["inner"] == inner
+    assert tool.output_schema is not None and tool.output_schema["properties"]["inner"] == inner
