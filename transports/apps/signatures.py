@@ -99,13 +99,19 @@ class Signature:
 
     def output_schema(self) -> dict[str, Any] | None:
         """The ``outputSchema`` of an object-typed return annotation, else ``None``
-        (a structured result must be a JSON object for 2025-era clients)."""
+        (a structured result must be a JSON object for 2025-era clients).  A mapping
+        of ``Any`` (``dict[str, Any]``) says no more than "a ``CallToolResult``"."""
         base = _strip_annotated(self.returns)
         origin = typing.get_origin(base) or base
+        values = typing.get_args(base)[1:]
         if (
             attrs.has(base)
             or typing.is_typeddict(base)
-            or (isinstance(origin, type) and issubclass(origin, Mapping))
+            or (
+                isinstance(origin, type)
+                and issubclass(origin, Mapping)
+                and values not in ((), (Any,), (object,))
+            )
         ):
             return build(self.returns, "the return annotation", self.namespace)[0]
         return None
@@ -309,7 +315,7 @@ def _build(tp: Any, where: str, seen: tuple[type, ...], ns: Namespace) -> Built:
     if origin is typing.Union or origin is types.UnionType:
         return _union(tp.__args__, where, seen, ns)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum_schema([member.value for member in tp], where), tp
+        return _enum_schema([member.value for member in tp], where), _member_of(tp)
     if tp is datetime.datetime or tp is datetime.date:
         fmt = "date-time" if tp is datetime.datetime else "date"
         return {"type": "string", "format": fmt}, tp.fromisoformat
@@ -500,6 +506,22 @@ def _typed_dict(cls: Any, where: str, seen: tuple[type, ...], ns: Namespace) -> 
     return out, lambda v: {
         k: converters[k](item) if k in converters else item for k, item in v.items()
     }
+
+
+def _member_of(cls: type[enum.Enum]) -> Convert:
+    """The member of a value (a lookup: calling the class is ten times slower)."""
+    members = {(type(member.value), member.value): member for member in cls}
+
+    def member(value: Any) -> Any:
+        found = members.get((type(value), value))
+        if found is not None:
+            return found
+        try:
+            return cls(value)  # (``1.0`` for ``1``, say)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a {cls.__name__}") from None
+
+    return member
 
 
 def _to_int(value: Any) -> int:

@@ -364,6 +364,10 @@ def typed_app() -> McpApp:
     def loose(n: int) -> int:
         return n
 
+    @app.tool(input_schema={"type": "object"})
+    def paint(color: Color, level: Level = Level.LOW) -> str:
+        return f"{color} {level!r}"
+
     @app.tool
     def forecast(city: str) -> Route:
         return Route(city, [Point(1, 2)])
@@ -375,6 +379,14 @@ def typed_app() -> McpApp:
     @app.tool
     def movie(year: int) -> Movie:
         return {"year": year}
+
+    @app.tool
+    def result() -> dict[str, Any]:
+        return {"content": []}
+
+    @app.tool
+    def counts() -> dict[str, int]:
+        return {"a": 1}
 
     @app.tool
     def action(name: str) -> None:
@@ -407,6 +419,8 @@ async def test_good_arguments_arrive_converted_to_the_annotated_types() -> None:
     assert text_of(got) == "coast 2 float Color <Level.HIGH: 2>"
     assert text_of(await tool_call(app, "everything", {"first": "a", "b": 1})) == "a [('b', 1)]"
     assert text_of(await tool_call(app, "later", {"n": 4})) == "8"
+    got = await tool_call(app, "paint", {"color": "red", "level": 2.0})
+    assert text_of(got) == "Color.RED <Level.HIGH: 2>"
 
 
 async def test_bad_arguments_are_tool_errors_that_name_the_argument() -> None:
@@ -422,6 +436,7 @@ async def test_bad_arguments_are_tool_errors_that_name_the_argument() -> None:
         ("plan", {"route": {"name": "x", "stops": []}, "dayz": 2}, "Invalid argument 'dayz'"),
         ("positive", {"p": {"value": -1}}, "Invalid argument 'p': 'value' must be > 0"),
         ("loose", {"n": 1.5}, "Invalid argument 'n'"),
+        ("paint", {"color": "green"}, "Invalid argument 'color': 'green' is not a Color"),
     ]:
         result = await tool_call(app, name, arguments)
         assert result.get("isError") is True, (name, arguments, result)
@@ -444,6 +459,12 @@ async def test_object_return_annotations_give_structured_results() -> None:
         "type": "integer"
     }
     assert "outputSchema" not in app.tools["plan"].describe()  # -> str: text only
+    assert "outputSchema" not in app.tools["result"].describe()  # a CallToolResult
+    assert app.tools["counts"].describe()["outputSchema"] == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+    }
+    assert (await tool_call(app, "counts", {}))["structuredContent"] == {"a": 1}
     result = await tool_call(app, "forecast", {"city": "Lisbon"})
     structured = {"name": "Lisbon", "stops": [{"x": 1, "y": 2}], "color": "red", "tags": []}
     assert result["structuredContent"] == structured
