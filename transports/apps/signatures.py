@@ -97,7 +97,7 @@ class Signature:
             schema["additionalProperties"] = False
         return schema
 
-    def output_schema(self) -> dict[str, Any] | None:
+    def output_schema(self, what: str) -> dict[str, Any] | None:
         """The ``outputSchema`` of an object-typed return annotation, else ``None``
         (a structured result must be a JSON object for 2025-era clients).  A mapping
         of ``Any`` (``dict[str, Any]``) says no more than "a ``CallToolResult``"."""
@@ -113,7 +113,7 @@ class Signature:
                 and values not in ((), (Any,), (object,))
             )
         ):
-            return build(self.returns, "the return annotation", self.namespace)[0]
+            return build(self.returns, f"{what}, its return annotation", self.namespace)[0]
         return None
 
     @property
@@ -263,7 +263,7 @@ def tool_shape(
         schema = {"type": "object"}  # its arguments are read from ``ctx.arguments``
     else:
         schema = sig.input_schema()
-    output = dict(output_schema) if output_schema is not None else sig.output_schema()
+    output = dict(output_schema) if output_schema is not None else sig.output_schema(what)
     return ToolShape(sig.bind(fn), schema, output, sig.returns_none)
 
 

@@ -55,6 +55,11 @@ class Movie(TypedDict, total=False):
     year: int
 
 
+@attrs.frozen
+class Blob:
+    data: bytes
+
+
 @attrs.define
 class Node:
     children: list[Node]
@@ -262,6 +267,12 @@ def test_what_cannot_be_arguments_fails_at_registration() -> None:
         app.tool(positional)
     with pytest.raises(TypeError, match="tool 'raw', parameter 'data': no JSON Schema"):
         app.tool(raw)
+
+    def blob() -> Blob:
+        return Blob(b"")
+
+    with pytest.raises(TypeError, match=r"tool 'blob', its return annotation, Blob\.data: no"):
+        app.tool(blob)
     assert app.tools == {}
 
 
