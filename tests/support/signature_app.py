@@ -67,3 +67,9 @@ def reset(ctx: Context) -> None:
 def haiku(topic: Annotated[str, "what the haiku is about"], tone: str | None = None) -> str:
     """A haiku."""
     return f"Write a {tone or 'calm'} haiku about {topic}"
+
+
+@app.resource_template("notes://{user}/{note}", mime_type="text/plain")
+def note(user: str, note: str) -> str:
+    """A user's note."""
+    return f"note {note} of {user}"

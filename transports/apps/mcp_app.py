@@ -83,7 +83,7 @@ from .registry import (
     put_present,
 )
 from .results import with_cache_hints
-from .signatures import prompt_shape, tool_shape
+from .signatures import prompt_shape, reader_shape, tool_shape
 from .single_use import MemorySingleUse, SingleUseStore
 from .subscriptions import (
     LIST_CHANGED,
@@ -316,11 +316,11 @@ class McpApp:
         cache_scope: CacheScope | None = None,
         continuation: bool = False,
     ) -> Resource:
-        """Register ``fn(ctx)`` as the reader of the resource ``uri``."""
+        """Register ``fn(ctx)`` (or ``fn()``) as the reader of the resource ``uri``."""
         resource = Resource(
             uri=uri,
-            fn=fn,
-            name=name or fn.__name__,
+            fn=reader_shape(fn, f"resource {uri!r}", ()),
+            name=name_of(fn, name, "resource"),
             description=description_of(fn, description),
             mime_type=mime_type,
             title=title,
@@ -352,13 +352,15 @@ class McpApp:
         continuation: bool = False,
     ) -> ResourceTemplate:
         """Register ``fn(ctx)`` as the reader of every URI matching ``uri_template``
-        (``{name}`` is one path segment, in ``ctx.uri_params``).  Exact resources
-        win over templates; templates are tried in order."""
+        (``{name}`` is one path segment, in ``ctx.uri_params``, and a ``str``
+        parameter of ``fn`` if it has one).  Exact resources win over templates;
+        templates are tried in order."""
+        pattern = compile_uri_template(uri_template)
         template = ResourceTemplate(
             uri_template=uri_template,
-            fn=fn,
-            name=name or fn.__name__,
-            pattern=compile_uri_template(uri_template),
+            fn=reader_shape(fn, f"resource template {uri_template!r}", pattern.groupindex),
+            name=name_of(fn, name, "resource template"),
+            pattern=pattern,
             description=description_of(fn, description),
             mime_type=mime_type,
             title=title,

@@ -32,9 +32,10 @@ import datetime
 import enum
 import inspect
 import json
+import operator
 import types
 import typing
-from collections.abc import Callable, Mapping, MutableSequence, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableSequence, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -121,16 +122,18 @@ class Signature:
         """Declared ``-> None``: the tool is an action, its result empty content."""
         return self.returns is None or self.returns is type(None)
 
-    def bind(self, fn: Callable[..., Any]) -> Callable[[Any], Any]:
-        """``fn`` as a handler of one context: the arguments converted, then passed."""
+    def bind(self, fn: Callable[..., Any], source: str = "arguments") -> Callable[[Any], Any]:
+        """``fn`` as a handler of one context: the arguments (``ctx.<source>``)
+        converted, then passed."""
         if self.plain:
             return fn
+        read = operator.attrgetter(source)
         converters = [(p.name, p.convert) for p in self.parameters]
         names = {p.name for p in self.parameters}
         context, first, extra = self.context, self.context_first, self.extra
 
         def handler(ctx: Any) -> Any:
-            arguments = ctx.arguments
+            arguments = read(ctx)
             kwargs: dict[str, Any] = {}
             for name, convert in converters:
                 if name in arguments:
@@ -286,6 +289,20 @@ def prompt_shape(
             argument["description"] = param.schema["description"]
         found.append(argument)
     return sig.bind(fn), tuple(found)
+
+
+def reader_shape(
+    fn: Callable[..., Any], what: str, variables: Collection[str]
+) -> Callable[[Any], Any]:
+    """The handler of resource reader ``fn``: its ``str`` parameters after the context
+    are the URI template's ``variables`` of those names."""
+    sig = read_signature(fn, what)
+    for param in sig.parameters:
+        if param.name not in variables:
+            raise TypeError(f"{what}: parameter {param.name!r} is no variable of the URI")
+        if param.schema.get("type") != "string":
+            raise TypeError(f"{what}: URI variable {param.name!r} is a string (str)")
+    return sig.bind(fn, "uri_params")
 
 
 # --- from an annotation to a JSON Schema and a converter --------------------------------
@@ -574,6 +591,7 @@ __all__ = [
     "ToolShape",
     "build",
     "prompt_shape",
+    "reader_shape",
     "read_signature",
     "tool_shape",
     "to_json",

@@ -5,7 +5,8 @@ What a client sees: ``tools/list`` carries the generated ``inputSchema`` and
 ``outputSchema``, and ``prompts/list`` the prompt's arguments; a call with good
 arguments gets the converted result (structured for an object return); bad arguments
 get a tool error that names the argument (the model can correct it), never -32603;
-a tool that forgot to return gets a tool error that says so.
+a tool that forgot to return gets a tool error that says so; a prompt and a resource
+template take their arguments and URI variables as parameters.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ async def test_calls_with_good_and_bad_arguments() -> None:
             prompt = await client.call(
                 "prompts/get", {"name": "haiku", "arguments": {"topic": "tea"}}
             )
+            read = await client.call("resources/read", {"uri": "notes://ada/7"})
     expected = {
         "place": {"city": "Lisbon", "country": None},
         "days": 2,
@@ -111,3 +113,4 @@ async def test_calls_with_good_and_bad_arguments() -> None:
     assert forgot["content"][0]["text"].startswith("tool 'forget' returned None: return its")
     assert reset["content"] == [] and "isError" not in reset
     assert prompt["messages"][0]["content"]["text"] == "Write a calm haiku about tea"
+    assert read["contents"][0]["text"] == "note 7 of ada"

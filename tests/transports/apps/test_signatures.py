@@ -558,3 +558,31 @@ def tool(ctx, outer: Outer) -> Row:
     inner["additionalProperties"] = False
     assert tool.input_schema["properties"]["outer"]["properties"]["inner"] == inner
     assert tool.output_schema is not None and tool.output_schema["properties"]["inner"] == inner
+
+
+async def test_resource_readers_take_the_uri_variables_they_name() -> None:
+    app = McpApp("x", "1")
+
+    @app.resource("mem://motd")
+    def motd() -> str:  # no context: it needs none
+        return "hello"
+
+    @app.resource_template("mem://users/{user}/notes/{note}")
+    def note(ctx: Context, user: str, note: Annotated[str, "its id"]) -> str:
+        return f"{user}:{note}:{ctx.uri}"
+
+    got = await call(app, "resources/read", {"uri": "mem://motd"})
+    assert got["contents"][0]["text"] == "hello"
+    got = await call(app, "resources/read", {"uri": "mem://users/ada/notes/7"})
+    assert got["contents"][0]["text"] == "ada:7:mem://users/ada/notes/7"
+
+    def stray(user: str) -> str:
+        return user
+
+    def counted(n: int) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match="parameter 'user' is no variable of the URI"):
+        app.add_resource(stray, "mem://other")
+    with pytest.raises(TypeError, match="URI variable 'n' is a string"):
+        app.add_resource_template(counted, "mem://n/{n}")
