@@ -1,6 +1,6 @@
 """What a handler returns, made into the wire result of its method.
 
-Per kind (anything else is a bug: ``TypeError``):
+Per kind (anything else is a bug: ``TypeError``, or for a tool a result with ``isError``):
 
 * tool: a ``CallToolResult`` mapping, a string (one text block), a list of
   content blocks, or any other JSON value (an ``int``, an attrs instance, a list
