@@ -40,6 +40,7 @@ SCRIPTS = (
     "bench_http.py",
     "bench_ws.py",
     "bench_validation.py",
+    "bench_schemas.py",
     "bench_era_probe.py",
 )
 

@@ -16,7 +16,10 @@ function and runs it for one leg (``legs``)::
             return ctx.ask({"city": CITY})  # an input_required round
         return f"Sunny in {city.content['city']}"
 
-A handler is a function of one :class:`~mrtr_transports.apps.context.Context`
+A tool's parameters after the context are its arguments: ``@app.tool`` over
+``def forecast(ctx, city: str, days: int = 1) -> Forecast`` lists their JSON Schema
+and gets them checked and converted (``signatures``; ``docs/server.md`` section 8).
+A handler is a function of a :class:`~mrtr_transports.apps.context.Context`
 in one of the styles of ``docs/server.md`` (``context`` tells them apart):
 re-entrant (with ``ctx.once``, or a ``mrtr_core.server.Steps``), plain or ``async
 def``, or continuation (``continuation=True``: parked between rounds in the
@@ -56,7 +59,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar, overload
 
 import mrtr_core as m
 
@@ -64,6 +67,7 @@ from ..server.app import Outlet
 from .completion import complete
 from .context import Context
 from .continuations import ContinuationStore
+from .decorators import DecoratorOf
 from .legs import call_tool, get_prompt, read_resource
 from .registry import (
     TOOL_NAME,
@@ -75,9 +79,11 @@ from .registry import (
     Tool,
     compile_uri_template,
     description_of,
+    name_of,
     put_present,
 )
 from .results import with_cache_hints
+from .signatures import prompt_shape, reader_shape, tool_shape
 from .single_use import MemorySingleUse, SingleUseStore
 from .subscriptions import (
     LIST_CHANGED,
@@ -93,7 +99,6 @@ _OWN_STORE: Any = object()
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E")
-P = ParamSpec("P")
 
 #: Each registry: the capability registering in it offers, and the
 #: ``list_changed`` flag a change announces (none for templates: the spec
@@ -104,26 +109,6 @@ _REGISTRIES: dict[str, tuple[str, str | None]] = {
     "resource template": ("resources", None),
     "prompt": ("prompts", "promptsListChanged"),
 }
-
-
-def _decorator_of(
-    add: Callable[Concatenate[McpApp, Handler, P], object],
-) -> Callable[Concatenate[McpApp, P], Callable[[F], F]]:
-    """The decorator form of a registering method: ``@app.tool("name", ...)`` over
-    ``fn`` is ``app.add_tool(fn, "name", ...)``, with the same options (and types)."""
-
-    def decorator(self: McpApp, /, *args: P.args, **kwargs: P.kwargs) -> Callable[[F], F]:
-        def register(fn: F) -> F:
-            add(self, fn, *args, **kwargs)
-            return fn
-
-        return register
-
-    kind = add.__name__.removeprefix("add_")
-    decorator.__name__ = kind
-    decorator.__qualname__ = add.__qualname__.removesuffix(add.__name__) + kind
-    decorator.__doc__ = f"Decorator form of ``{add.__name__}(fn, ...)``: {add.__doc__}"
-    return decorator
 
 
 def header_params(name: str, schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -257,12 +242,14 @@ class McpApp:
 
     # --- registering ----------------------------------------------------------------------
     # Each kind has ``add_<kind>(fn, ...)`` and the decorator ``<kind>(...)`` made from it
-    # by ``_decorator_of``: the same options, written once.  ``continuation=True``: ``fn``
+    # by ``DecoratorOf`` (``@app.tool`` or ``@app.tool(...)``): the same options, written
+    # once.  A tool's or prompt's parameters after the context are its arguments, and
+    # its return annotation its output (``signatures``).  ``continuation=True``: ``fn``
     # is an ``async def`` in the continuation style (``await ctx.wait_for(...)``).
 
     def add_tool(
         self,
-        fn: Handler,
+        fn: Callable[..., Any],
         name: str | None = None,
         *,
         description: str | None = None,
@@ -273,43 +260,50 @@ class McpApp:
         continuation: bool = False,
         require_proof: bool = False,
     ) -> Tool:
-        """Register ``fn(ctx)`` as a tool (name and description default to the
-        function's name and docstring; the input schema to no arguments).
-        ``require_proof``: answers no sealed state proves were asked read as
+        """Register ``fn`` as a tool: name and description default to the function's
+        name and docstring, the input schema to its parameters after the context, the
+        output schema to its return annotation when that is an object (given schemas
+        win).  ``require_proof``: answers no sealed state proves were asked read as
         missing (``ctx.require_proof()`` from the first line)."""
-        tool_name = name or fn.__name__
+        tool_name = name_of(fn, name, "tool")
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
-        schema = dict(input_schema) if input_schema is not None else {"type": "object"}
+        what = f"tool {tool_name!r}"
+        shape = tool_shape(fn, what, input_schema, output_schema)
+        schema = shape.input_schema
         if schema.get("type") != "object":
-            raise ValueError(f"tool {tool_name!r}: inputSchema needs type 'object' at the root")
+            raise ValueError(f"{what}: inputSchema needs type 'object' at the root")
         try:
             arguments_schema = m.server.compile_schema(schema)
+            out = shape.output_schema
+            result_schema = None if out is None else m.server.compile_schema(out)
         except m.LocalProtocolError as exc:
-            raise ValueError(f"tool {tool_name!r}: {exc.message}") from exc
+            raise ValueError(f"{what}: {exc.message}") from exc
         tool = Tool(
             name=tool_name,
-            fn=fn,
+            fn=shape.handler,
             description=description_of(fn, description),
             input_schema=schema,
-            output_schema=output_schema,
+            output_schema=shape.output_schema,
             annotations=annotations,
             title=title,
             header_params=header_params(tool_name, schema),
-            continuation=self._style(fn, continuation, f"tool {tool_name!r}"),
+            continuation=self._style(fn, continuation, what),
             arguments_schema=arguments_schema,
             require_proof=require_proof,
+            returns_none=shape.returns_none,
+            result_schema=result_schema,
         )
         return self._register("tool", self._tools, tool_name, tool)
 
-    tool = _decorator_of(add_tool)
+    tool = DecoratorOf(add_tool)
 
     def remove_tool(self, name: str) -> None:
         self._unregister("tool", self._tools, name)
 
     def add_resource(
         self,
-        fn: Handler,
+        fn: Callable[..., Any],
         uri: str,
         *,
         name: str | None = None,
@@ -322,11 +316,11 @@ class McpApp:
         cache_scope: CacheScope | None = None,
         continuation: bool = False,
     ) -> Resource:
-        """Register ``fn(ctx)`` as the reader of the resource ``uri``."""
+        """Register ``fn(ctx)`` (or ``fn()``) as the reader of the resource ``uri``."""
         resource = Resource(
             uri=uri,
-            fn=fn,
-            name=name or fn.__name__,
+            fn=reader_shape(fn, f"resource {uri!r}", ()),
+            name=name_of(fn, name, "resource"),
             description=description_of(fn, description),
             mime_type=mime_type,
             title=title,
@@ -338,14 +332,14 @@ class McpApp:
         )
         return self._register("resource", self._resources, uri, resource)
 
-    resource = _decorator_of(add_resource)
+    resource = DecoratorOf(add_resource)
 
     def remove_resource(self, uri: str) -> None:
         self._unregister("resource", self._resources, uri)
 
     def add_resource_template(
         self,
-        fn: Handler,
+        fn: Callable[..., Any],
         uri_template: str,
         *,
         name: str | None = None,
@@ -358,13 +352,15 @@ class McpApp:
         continuation: bool = False,
     ) -> ResourceTemplate:
         """Register ``fn(ctx)`` as the reader of every URI matching ``uri_template``
-        (``{name}`` is one path segment, in ``ctx.uri_params``).  Exact resources
-        win over templates; templates are tried in order."""
+        (``{name}`` is one path segment, in ``ctx.uri_params``, and a ``str``
+        parameter of ``fn`` if it has one).  Exact resources win over templates;
+        templates are tried in order."""
+        pattern = compile_uri_template(uri_template)
         template = ResourceTemplate(
             uri_template=uri_template,
-            fn=fn,
-            name=name or fn.__name__,
-            pattern=compile_uri_template(uri_template),
+            fn=reader_shape(fn, f"resource template {uri_template!r}", pattern.groupindex),
+            name=name_of(fn, name, "resource template"),
+            pattern=pattern,
             description=description_of(fn, description),
             mime_type=mime_type,
             title=title,
@@ -375,11 +371,11 @@ class McpApp:
         )
         return self._register("resource template", self._templates, uri_template, template)
 
-    resource_template = _decorator_of(add_resource_template)
+    resource_template = DecoratorOf(add_resource_template)
 
     def add_prompt(
         self,
-        fn: Handler,
+        fn: Callable[..., Any],
         name: str | None = None,
         *,
         description: str | None = None,
@@ -387,37 +383,45 @@ class McpApp:
         title: str | None = None,
         continuation: bool = False,
     ) -> Prompt:
-        """Register ``fn(ctx)`` as a prompt.  ``arguments`` are the wire
-        ``PromptArgument`` objects (``{"name", "description", "required"}``)."""
-        prompt_name = name or fn.__name__
-        args = tuple(dict(a) for a in arguments)
+        """Register ``fn`` as a prompt.  ``arguments`` are the wire ``PromptArgument``
+        objects (``{"name", "description", "required"}``); by default, its ``str``
+        parameters after the context."""
+        prompt_name = name_of(fn, name, "prompt")
+        what = f"prompt {prompt_name!r}"
+        handler, args = prompt_shape(fn, what, tuple(dict(a) for a in arguments))
         if not all(isinstance(a.get("name"), str) for a in args):
-            raise ValueError(f"prompt {prompt_name!r}: every argument needs a name")
+            raise ValueError(f"{what}: every argument needs a name")
         prompt = Prompt(
             name=prompt_name,
-            fn=fn,
+            fn=handler,
             description=description_of(fn, description),
             arguments=args,
             title=title,
-            continuation=self._style(fn, continuation, f"prompt {prompt_name!r}"),
+            continuation=self._style(fn, continuation, what),
         )
         return self._register("prompt", self._prompts, prompt_name, prompt)
 
-    prompt = _decorator_of(add_prompt)
+    prompt = DecoratorOf(add_prompt)
 
     def remove_prompt(self, name: str) -> None:
         self._unregister("prompt", self._prompts, name)
 
-    def completion(self) -> Callable[[F], F]:
-        """Decorator: register ``fn(ctx)`` for ``completion/complete``.  ``ctx.params``
-        holds ``ref``, ``argument`` and ``context``, already checked against the
-        registered prompts and templates."""
+    @overload
+    def completion(self, fn: F, /) -> F: ...
+    @overload
+    def completion(self, /) -> Callable[[F], F]: ...
+    def completion(self, fn: Any = None, /) -> Any:
+        """Decorator (``@app.completion`` or ``@app.completion()``): register ``fn(ctx)``
+        for ``completion/complete``.  ``ctx.params`` holds ``ref``, ``argument`` and
+        ``context``, already checked against the registered prompts and templates."""
 
         def register(fn: F) -> F:
+            if not callable(fn):
+                raise TypeError(f"@app.completion decorates a function, not {fn!r}")
             self._completion = fn
             return fn
 
-        return register
+        return register if fn is None else register(fn)
 
     def _style(self, fn: Handler, continuation: bool, what: str) -> bool:
         """Check a continuation handler's shape, and make sure there is a store to park it."""

@@ -48,6 +48,10 @@ class Tool:
     arguments_schema: m.server.CompiledSchema | None = attrs.field(default=None, eq=False)
     #: Unproven answers read as missing (``ctx.require_proof()`` before the handler).
     require_proof: bool = False
+    #: Declared ``-> None``: a result of ``None`` is empty content, not a mistake.
+    returns_none: bool = False
+    #: ``output_schema`` compiled once: every structured result is checked against it.
+    result_schema: m.server.CompiledSchema | None = attrs.field(default=None, eq=False)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -131,6 +135,13 @@ def put_present(out: dict[str, Any], **fields: Any) -> None:
     out.update({key: value for key, value in fields.items() if value is not None})
 
 
+def name_of(fn: Callable[..., Any], name: str | None, what: str) -> str:
+    """The name given, or the function's own."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"a {what}'s name is a string, not {name!r}")
+    return name or str(getattr(fn, "__name__", ""))
+
+
 def description_of(fn: Callable[..., Any], given: str | None) -> str | None:
     """``given``, or else the first paragraph of ``fn``'s docstring."""
     if given is not None:
@@ -172,5 +183,6 @@ __all__ = [
     "Tool",
     "compile_uri_template",
     "description_of",
+    "name_of",
     "put_present",
 ]

@@ -1,12 +1,16 @@
 """What a handler returns, made into the wire result of its method.
 
-Per kind (anything else is a bug: ``TypeError``):
+Per kind (anything else is a bug: ``TypeError``, or for a tool a result with ``isError``):
 
-* tool: a ``CallToolResult`` mapping, a string (one text block) or a list of
-  content blocks; with an ``output_schema``, a mapping without ``content`` is
-  the structured result (a JSON text block is added).  An exception that is
-  not an ``MrtrError`` becomes a tool result with ``isError: true`` (the model
-  can read it); an ``MrtrError`` is the JSON-RPC error.
+* tool: a ``CallToolResult`` mapping, a string (one text block), a list of
+  content blocks, or any other JSON value (an ``int``, an attrs instance, a list
+  of them: one text block of its JSON); with an ``output_schema``, anything but a
+  ``CallToolResult`` is the structured result (a JSON text block is added),
+  checked against that schema.  ``None`` is empty content for a tool declared
+  ``-> None``; a result that is none of these (``None`` from a tool that did not
+  say so: a forgotten ``return``) is a tool result with ``isError`` that says so.
+  An exception that is not an ``MrtrError`` becomes a tool result with
+  ``isError: true`` (the model can read it); an ``MrtrError`` is the JSON-RPC error.
 * resource: a ``ReadResourceResult`` mapping, ``str`` (text), ``bytes``
   (base64 blob) or a list of contents.
 * prompt: a ``GetPromptResult`` mapping, a string (one user message) or a
@@ -19,12 +23,16 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mrtr_core as m
 
 from .registry import CacheScope, Tool, put_present
+from .signatures import to_json
+
+log = logging.getLogger("mrtr_transports.apps")
 
 
 def with_cache_hints(
@@ -52,18 +60,57 @@ def tool_exception(exc: Exception) -> Mapping[str, Any]:
 
 
 def tool_result(tool: Tool, outcome: Any) -> Mapping[str, Any]:
-    if isinstance(outcome, str):
-        return {"content": [text_block(outcome)]}
-    if isinstance(outcome, Mapping):
-        if tool.output_schema is not None and "content" not in outcome:
-            return {
-                "content": [text_block(json.dumps(outcome))],
-                "structuredContent": dict(outcome),
-            }
-        return outcome
-    if isinstance(outcome, list):
+    if tool.output_schema is None:
+        if isinstance(outcome, str):
+            return {"content": [text_block(outcome)]}
+        if isinstance(outcome, Mapping):
+            return outcome  # a CallToolResult
+    elif isinstance(outcome, Mapping) and "content" in outcome:
+        return outcome  # a CallToolResult (its structuredContent is the handler's word)
+    else:
+        return _structured(tool, outcome)
+    if outcome is None:
+        if tool.returns_none:  # an action: nothing to say, and said so by ``-> None``
+            return {"content": []}
+        return _unusable(
+            tool,
+            "None: return its result (or `return ctx.ask(...)` for another round), "
+            "or annotate it `-> None` to send an empty result",
+        )
+    if isinstance(outcome, list) and all(
+        isinstance(block, Mapping) and "type" in block for block in outcome
+    ):
         return {"content": outcome}
-    raise TypeError(f"tool {tool.name!r} returned {type(outcome).__name__}")
+    try:  # a value (an int, a list of them, an attrs instance...): as JSON text
+        return {"content": [text_block(json.dumps(to_json(outcome), allow_nan=False))]}
+    except (TypeError, ValueError, RecursionError) as exc:
+        return _unusable(tool, f"{type(outcome).__name__}, which is not a result ({exc})")
+
+
+def _structured(tool: Tool, outcome: Any) -> Mapping[str, Any]:
+    """``outcome`` as the ``structuredContent`` its ``outputSchema`` promises (the
+    spec's MUST), with its JSON as text for clients that read only ``content``."""
+    try:
+        structured = to_json(outcome)
+        text = json.dumps(structured, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return _unusable(tool, f"{type(outcome).__name__}, which is not JSON ({exc})")
+    check = tool.result_schema
+    problem = None if check is None else check.problem(structured)
+    if problem is not None:
+        where = f" at {problem.field!r}" if problem.field else ""
+        return _unusable(
+            tool, f"a result that does not match its outputSchema{where}: {problem.reason}"
+        )
+    return {"content": [text_block(text)], "structuredContent": structured}
+
+
+def _unusable(tool: Tool, what: str) -> dict[str, Any]:
+    """A handler's mistake, told to the client (a tool error: the call is over, and
+    ``-32603`` would hide why) and to the server's log."""
+    message = f"tool {tool.name!r} returned {what}"
+    log.warning("%s", message)
+    return tool_error(message)
 
 
 def resource_result(uri: str, mime_type: str | None, outcome: Any) -> dict[str, Any]:

@@ -281,7 +281,9 @@ async def test_tool_results_are_shaped_from_what_handlers_return() -> None:
     app.tool("blocks")(lambda ctx: [block])
     app.tool("full")(lambda ctx: {"content": [block], "isError": False})
     app.tool("structured", output_schema={"type": "object"})(lambda ctx: {"n": 2})
-    app.tool("wrong")(lambda ctx: 42)
+    app.tool("number")(lambda ctx: 42)
+    app.tool("wrong")(lambda ctx: object())
+    app.tool("forgot")(lambda ctx: None)
     assert await call(app, "tools/call", {"name": "text"}) == {
         "content": [{"type": "text", "text": "plain"}]
     }
@@ -291,8 +293,15 @@ async def test_tool_results_are_shaped_from_what_handlers_return() -> None:
         "content": [{"type": "text", "text": '{"n": 2}'}],
         "structuredContent": {"n": 2},
     }
-    with pytest.raises(TypeError, match="'wrong' returned int"):
-        await call(app, "tools/call", {"name": "wrong"})
+    assert await call(app, "tools/call", {"name": "number"}) == {
+        "content": [{"type": "text", "text": "42"}]
+    }
+    wrong = await call(app, "tools/call", {"name": "wrong"})
+    assert wrong["isError"] is True
+    assert wrong["content"][0]["text"].startswith("tool 'wrong' returned object, which is not")
+    forgot = await call(app, "tools/call", {"name": "forgot"})
+    assert forgot["isError"] is True
+    assert "returned None: return its result" in forgot["content"][0]["text"]
 
 
 async def test_tool_exceptions_are_tool_errors_but_protocol_errors_stay_errors() -> None:
