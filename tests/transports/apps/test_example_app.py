@@ -19,6 +19,7 @@ import trio
 from mrtr_transports.apps import example as example_app
 from mrtr_transports.apps.example import app
 from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.client.http import open_http_client
 from support.cli_run import STDIO_EXAMPLE, Ran, mrtr_all
 from support.pairing import handshake
 from support.url_browser import mrtr_serve_http
@@ -396,6 +397,9 @@ async def test_every_example_over_http_answered_declined_and_cancelled() -> None
             ),
         ]
         runs = await mrtr_all([["call", *argv] for argv, _ in calls], timeout=60)
+        async with open_http_client(target) as client:  # what a user of the server sees
+            listed = [tool["name"] for tool in await client.list_tools()]
+    assert listed == EXAMPLES
     for (argv, expected), ran in zip(calls, runs, strict=True):
         assert _outcome(ran) == expected, (argv, ran.stderr)
         assert "None" not in ran.stdout
