@@ -225,6 +225,26 @@ async def test_weather_serves_a_2025_client_through_the_legacy_shim() -> None:
     assert asked == ["elicitation/create", "elicitation/create", "sampling/createMessage"]
 
 
+async def test_a_2025_client_that_declines_gets_the_same_tool_error() -> None:
+    final, asked = await serve_legacy_call(
+        app,
+        {"name": "plan_trip", "arguments": {"destination": "Lisbon"}},
+        {"elicitation/create": {"action": "decline"}},
+        {"elicitation": {}},
+    )
+    assert isinstance(final, m.Done), final
+    assert final.result == {
+        "content": [
+            {
+                "type": "text",
+                "text": "Trip not planned: you declined to answer 'Who is travelling?'.",
+            }
+        ],
+        "isError": True,
+    }
+    assert asked == ["elicitation/create"]  # nothing more was asked
+
+
 # --- declined and cancelled questions --------------------------------------------------------
 
 TRIP = {"name": "plan_trip", "arguments": {"destination": "Lisbon"}}
@@ -403,20 +423,3 @@ async def test_every_example_over_http_answered_declined_and_cancelled() -> None
     for (argv, expected), ran in zip(calls, runs, strict=True):
         assert _outcome(ran) == expected, (argv, ran.stderr)
         assert "None" not in ran.stdout
-
-
-async def test_a_2025_client_that_declines_gets_the_same_tool_error() -> None:
-    final, asked = await serve_legacy_call(
-        app, TRIP, {"elicitation/create": {"action": "decline"}}, {"elicitation": {}}
-    )
-    assert isinstance(final, m.Done), final
-    assert final.result == {
-        "content": [
-            {
-                "type": "text",
-                "text": "Trip not planned: you declined to answer 'Who is travelling?'.",
-            }
-        ],
-        "isError": True,
-    }
-    assert asked == ["elicitation/create"]  # nothing more was asked
