@@ -13,6 +13,8 @@ redeemed ``requestState`` in its single-use store before the handler runs, so:
   proves was asked: ``ctx.once`` refuses with -32602 ``unproven`` and nothing
   runs.  (With ``@app.tool(require_proof=True)`` such an answer would read as
   missing instead, and the client would simply be asked.)
+* a user who declines (or cancels, or answers no) gets a tool error
+  (``isError``) saying nothing was deployed, and nothing runs.
 
 Run: ``.venv/bin/python examples/deploy.py``.
 """
@@ -25,6 +27,7 @@ from typing import Any
 import trio
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.apps.results import tool_error
 
 import mrtr_core as m
 
@@ -43,7 +46,8 @@ def deploy(ctx: Context) -> Any:
     if answer is None:
         return ctx.ask({"confirm": CONFIRM}, state={"env": env})
     if answer.action != "accept" or not (answer.content or {}).get("confirm"):  # type: ignore[union-attr]
-        return "Not deployed."
+        # Declined, cancelled or answered no: a tool error, so nobody reads it as deployed.
+        return tool_error(f"Not deployed to {env}: the user did not confirm.")
     if ctx.once("deploy"):
         deployments.append(env)  # the side effect: exactly once per flow
     return f"Deployed to {env}."
@@ -92,6 +96,10 @@ async def main() -> None:
     confirmed = {**params, "requestState": asked["requestState"], "inputResponses": yes}
     print("leg 2:", (await leg(confirmed))["content"][0]["text"])
     print("replay of leg 2:", await leg(confirmed))
+    no = {"confirm": {"action": "decline"}}
+    again = await leg(params)
+    declined = await leg({**params, "requestState": again["requestState"], "inputResponses": no})
+    print("declined:", declined["content"][0]["text"], "isError:", declined["isError"])
     assert deployments == ["prod"], deployments
     print("deployments:", deployments)
 

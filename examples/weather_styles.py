@@ -2,7 +2,10 @@
 
 Each style is one ``@app.tool`` taking the same ``Context`` and serves the same
 three-round flow (city, units, a sampled tone) to a 2026-07-28 client
-``Connection``; only bytes pass between client and server.
+``Connection``; only bytes pass between client and server.  A question the user
+declines or cancels ends each of them the same way: ``accepted`` raises, and the
+app turns the exception into a tool result with ``isError`` that says which
+question was refused (the model reads it; nothing is built on a missing answer).
 Run: ``.venv/bin/python examples/weather_styles.py``.
 """
 
@@ -36,6 +39,19 @@ def forecast(city: str, units: str, tone: str) -> str:
     return f"{city}: 21 {units}, {tone}"
 
 
+class Refused(Exception):
+    """The user declined or cancelled a question: the tool ends with this message."""
+
+
+def accepted(answer: Any, asked: m.wire.ElicitFormRequest, name: str) -> Any:
+    """The accepted form's ``name``; a decline or a cancel ends the tool (``Refused``)."""
+    if answer.action == "decline":
+        raise Refused(f"No forecast: you declined to answer {asked.message!r}.")
+    if answer.action == "cancel":
+        raise Refused(f"No forecast: you dismissed {asked.message!r} without answering.")
+    return answer.content[name]
+
+
 def text(answer: Any) -> str:
     return str(answer.content["text"])
 
@@ -50,12 +66,12 @@ def reentrant(ctx: Context) -> Any:
         city = ctx.answer("city", CITY)
         if city is None:
             return ctx.ask({"city": CITY})
-        return ctx.ask({"units": UNITS}, state={"city": city.content["city"]})  # type: ignore[union-attr]
+        return ctx.ask({"units": UNITS}, state={"city": accepted(city, CITY, "city")})
     if "units" not in state:
         units = ctx.answer("units", UNITS)
         if units is None:
             return ctx.ask({"units": UNITS}, state=state)
-        return ctx.ask({"tone": TONE}, state={**state, "units": units.content["units"]})  # type: ignore[union-attr]
+        return ctx.ask({"tone": TONE}, state={**state, "units": accepted(units, UNITS, "units")})
     tone = ctx.answer("tone", TONE)
     if tone is None:
         return ctx.ask({"tone": TONE}, state=state)
@@ -90,7 +106,7 @@ def ask_units(ctx: Context, data: Any) -> Any:
     city = ctx.answer("city", CITY)
     if city is None:
         return ctx.ask({"city": CITY})
-    return m.server.Next({"city": city.content["city"]}, ask={"units": UNITS})  # type: ignore[union-attr]
+    return m.server.Next({"city": accepted(city, CITY, "city")}, ask={"units": UNITS})
 
 
 @steps.step("tone")
@@ -98,7 +114,7 @@ def ask_tone(ctx: Context, data: Any) -> Any:
     units = ctx.answer("units", UNITS)
     if units is None:
         return ctx.ask({"units": UNITS})
-    return m.server.Next({**data, "units": units.content["units"]}, ask={"tone": TONE})  # type: ignore[union-attr]
+    return m.server.Next({**data, "units": accepted(units, UNITS, "units")}, ask={"tone": TONE})
 
 
 @steps.step("read tone")
@@ -124,10 +140,10 @@ app.add_tool(steps, "steps", description="The weather, step by step")
 
 @app.tool("continuation", continuation=True)
 async def suspending(ctx: Context) -> str:
-    city = await ctx.wait_for_answer("city", CITY)
-    units = await ctx.wait_for_answer("units", UNITS)
+    city = accepted(await ctx.wait_for_answer("city", CITY), CITY, "city")
+    units = accepted(await ctx.wait_for_answer("units", UNITS), UNITS, "units")
     tone = await ctx.wait_for_answer("tone", TONE)
-    return forecast(city.content["city"], units.content["units"], text(tone))  # type: ignore[union-attr]
+    return forecast(city, units, text(tone))
 
 
 # --- the wire ------------------------------------------------------------------------------
@@ -148,8 +164,9 @@ class Silent:
         pass
 
 
-async def serve_one_call(tool: str) -> tuple[str, int]:
-    """A client Connection calls ``tool``; the app answers every leg through a server one."""
+async def serve_one_call(tool: str, user: Mapping[str, Any] = USER) -> tuple[str, int]:
+    """A client Connection calls ``tool``, ``user`` answering; the app answers every leg
+    through a server one.  The result's text (marked when it is a tool error) and legs."""
     client = m.Connection(m.CLIENT, era="modern", capabilities=CAPABILITIES)
     server = m.Connection(m.SERVER, info=app.info, capabilities=app.capabilities)
     call = client.call("tools/call", {"name": tool, "arguments": {}})
@@ -162,9 +179,10 @@ async def serve_one_call(tool: str) -> tuple[str, int]:
                 server.receive_data(client.send(event))
                 legs += 1
             elif isinstance(inner, m.DispatchInput):
-                client.provide(call, inner.key, USER[inner.key])
+                client.provide(call, inner.key, user[inner.key])
             elif isinstance(inner, m.Done):
-                return inner.result["content"][0]["text"], legs
+                mark = "(tool error) " if inner.result.get("isError") else ""
+                return mark + inner.result["content"][0]["text"], legs
             elif not isinstance(inner, m.RoundStarted):
                 raise SystemExit(f"the call failed: {inner}")
         while (request := server.next_event()) is not m.NEED_DATA:
@@ -182,6 +200,12 @@ async def main() -> None:
         result, legs = await serve_one_call(style)
         print(f"{style:<13} {legs} legs: {result}")
         assert result == "Oslo: 21 C, warm and bright" and legs == 4
+    # The user declines the first question: every style ends there, with a tool error.
+    declining = {**USER, "city": m.wire.ElicitResult(action="decline")}
+    for style in ("re-entrant", "once", "steps", "continuation"):
+        result, legs = await serve_one_call(style, declining)
+        print(f"{style:<13} {legs} legs: {result}")
+        assert result == "(tool error) No forecast: you declined to answer 'Which city?'."
     assert notified == ["Oslo"], notified
     print("side effect of the once style ran", len(notified), "time")
 

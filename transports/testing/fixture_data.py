@@ -1,6 +1,6 @@
-"""What the conformance fixtures of the example app send: media content and a schema.
+"""What the conformance fixtures send: media content and a schema.
 
-Data only (the fixtures themselves are tools of ``mrtr_transports.apps.example``):
+Data only (the fixtures themselves are in ``mrtr_transports.testing.conformance_app``):
 a 1x1 red PNG and 10 ms of silence as base64, content-block builders, and the
 JSON Schema 2020-12 input schema the suite's ``json-schema-2020-12`` scenario
 expects to see unchanged in ``tools/list``.

@@ -32,7 +32,7 @@ if (!(era in MODES) || !target) {
 const emit = record => process.stdout.write(JSON.stringify(record) + '\n');
 
 // What a user would type: one value per field the form asks for.
-const FORM_VALUES = { name: 'Ada', color: 'teal', context: 'interop', ok: true, confirm: true, nights: 3 };
+const FORM_VALUES = { name: 'Ada', color: 'teal', context: 'interop', ok: true, confirm: true };
 let asked = [];
 
 const client = new Client(
@@ -117,8 +117,7 @@ const TOOLS = [
     ['test_input_required_result_list_roots', {}],
     ['test_input_required_result_multi_round', {}],
     ['test_input_required_result_request_state', {}],
-    ['test_input_required_result_multiple_inputs', {}],
-    ['plan_trip', { destination: 'Lisbon' }]
+    ['test_input_required_result_multiple_inputs', {}]
 ];
 for (const [name, args] of TOOLS) {
     await call('tool', name, () => client.callTool({ name, arguments: args }));

@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 import trio
 from support.cli_pty import PtyUser
-from support.cli_run import MRTR, STDIO_EXAMPLE, TESTS_ON_PATH, mrtr, mrtr_all, python_target
+from support.cli_run import (
+    MRTR,
+    STDIO_EXAMPLE,
+    STDIO_FIXTURES,
+    TESTS_ON_PATH,
+    mrtr,
+    mrtr_all,
+    python_target,
+)
 
 import mrtr_core as m
 
@@ -55,8 +63,8 @@ async def test_a_two_round_flow_over_stdio_prints_the_result(answers_file):
 async def test_exit_0_a_result_and_1_a_tool_error():
     ok, tool_error = await mrtr_all(
         [
-            ["call", STDIO_EXAMPLE, "test_simple_text"],
-            ["call", STDIO_EXAMPLE, "test_error_handling"],
+            ["call", STDIO_FIXTURES, "test_simple_text"],
+            ["call", STDIO_FIXTURES, "test_error_handling"],
         ]
     )
     assert (ok.returncode, tool_error.returncode) == (0, 1), (ok.stderr, tool_error.stderr)
@@ -208,7 +216,7 @@ async def test_the_client_declares_only_what_it_can_answer(tmp_path):
         "file:///srv/project",
         "--trace",
         str(trace),
-        STDIO_EXAMPLE,
+        STDIO_FIXTURES,
         "test_simple_text",
     )
     assert ran.returncode == 0, ran.stderr
@@ -221,8 +229,9 @@ async def test_the_client_declares_only_what_it_can_answer(tmp_path):
 
 async def test_decline_all_sends_declines(tmp_path):
     ran = await mrtr("call", "--decline-all", STDIO_EXAMPLE, "deploy", '{"env": "prod"}')
-    assert ran.returncode == 0, ran.stderr
-    assert ran.json()["content"][0]["text"] == "Not deployed to prod."
+    assert ran.returncode == 1, ran.stderr  # declined: the tool says so with a tool error
+    text = ran.json()["content"][0]["text"]
+    assert text == "Not deployed to prod: you declined to answer 'Deploy now?'."
 
 
 # --- --trace -------------------------------------------------------------------------------
@@ -350,6 +359,10 @@ async def test_a_prompt_ended_by_ctrl_c_or_ctrl_d_sends_no_decline(tmp_path, abo
 # --- mrtr serve --http ----------------------------------------------------------------------
 
 
+#: A confirmed deploy: a call of the example app that ends with a result (exit 0).
+CONFIRMED = 'confirm={"action": "accept", "content": {"confirm": true}}'
+
+
 async def test_serve_http_on_a_free_port_and_call_it(answers_file, tmp_path):
     trace = tmp_path / "http-trace.ndjson"
     server = await trio.lowlevel.open_process(
@@ -368,7 +381,7 @@ async def test_serve_http_on_a_free_port_and_call_it(answers_file, tmp_path):
         target = url.group(1).decode()
         simple, weather, rounds = await mrtr_all(
             [
-                ["call", target, "test_simple_text"],
+                ["call", "--answer", CONFIRMED, target, "deploy"],
                 ["call", "--answers", answers_file, "--trace", str(trace), target, "weather"],
                 ["call", "--max-rounds", "1", "--answers", answers_file, target, "weather"],
             ]
@@ -397,7 +410,7 @@ async def test_an_unreachable_http_server_is_a_transport_failure():
     with trio.socket.socket() as sock:  # a port nobody listens on
         await sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    ran = await mrtr("call", f"http://127.0.0.1:{port}/mcp", "test_simple_text")
+    ran = await mrtr("call", f"http://127.0.0.1:{port}/mcp", "weather")
     assert ran.returncode == 6, ran.stderr
     assert "transport failure" in ran.stderr
 

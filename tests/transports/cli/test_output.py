@@ -23,7 +23,7 @@ import pytest
 import trio
 from mrtr_transports.cli import json_text
 from mrtr_transports.cli.trace import REDACTED, line_text, redact
-from support.cli_run import MRTR, STDIO_EXAMPLE, mrtr
+from support.cli_run import MRTR, STDIO_FIXTURES, mrtr
 
 DEEP_SERVER = Path(__file__).resolve().parents[2] / "support" / "deep_result_server.py"
 #: The deepest result the default bound admits: the envelope, ``result`` and
@@ -83,7 +83,7 @@ async def test_a_stdout_closed_before_the_result_is_a_line_on_stderr_not_a_trace
     try:
         with trio.fail_after(20):
             done = await trio.run_process(
-                [*MRTR, "call", STDIO_EXAMPLE, "test_simple_text"],
+                [*MRTR, "call", STDIO_FIXTURES, "test_simple_text"],
                 stdin=subprocess.DEVNULL,
                 stdout=write_end,
                 capture_stderr=True,

@@ -32,6 +32,8 @@ from wsproto.events import (
 
 import mrtr_core as m
 
+#: A confirmed deploy: a call of the example app that ends with a result (exit 0).
+CONFIRMED = 'confirm={"action": "accept", "content": {"confirm": true}}'
 LLM = {"role": "assistant", "content": {"type": "text", "text": "cold but bright"}, "model": "t"}
 
 
@@ -271,10 +273,10 @@ async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> No
         target = found.group(1).decode()
         simple, weather, rounds, nowhere = await mrtr_all(
             [
-                ["call", target, "test_simple_text"],
+                ["call", "--answer", CONFIRMED, target, "deploy"],
                 ["call", "--answers", str(answers), "--trace", str(trace), target, "weather"],
                 ["call", "--max-rounds", "1", "--answers", str(answers), target, "weather"],
-                ["call", target.replace("/mcp", "/elsewhere"), "test_simple_text"],
+                ["call", target.replace("/mcp", "/elsewhere"), "weather"],
             ]
         )
         assert simple.returncode == 0, simple.stderr

@@ -191,9 +191,10 @@ def test_http_server_with_the_legacy_client_through_the_shim(http_url: str) -> N
 
 
 @pytest.fixture(scope="module")
-def example_url() -> Iterator[str]:
-    """``mrtr serve --http`` with its default app (the conformance fixtures)."""
+def fixtures_url() -> Iterator[str]:
+    """``mrtr serve --http`` with the conformance fixtures app."""
     argv = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--http", "127.0.0.1:0"]
+    argv += ["--app", "mrtr_transports.testing.conformance_app:app"]
     process = subprocess.Popen(argv, cwd=ROOT, env=server_env(), stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:
@@ -234,11 +235,11 @@ class FixtureAnswers:
         return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
 
 
-def test_the_mrtr_fixtures_reach_a_legacy_client_through_the_shim(example_url: str) -> None:
+def test_the_mrtr_fixtures_reach_a_legacy_client_through_the_shim(fixtures_url: str) -> None:
     async def main() -> None:
         answers = FixtureAnswers()
         client = Client(
-            example_url,
+            fixtures_url,
             mode="legacy",
             elicitation_callback=answers.elicit,
             sampling_callback=answers.sample,
@@ -269,10 +270,10 @@ def test_the_mrtr_fixtures_reach_a_legacy_client_through_the_shim(example_url: s
     anyio.run(main)
 
 
-def test_auto_mode_still_picks_2026_on_the_same_server(example_url: str) -> None:
+def test_auto_mode_still_picks_2026_on_the_same_server(fixtures_url: str) -> None:
     async def main() -> None:
         with anyio.fail_after(15):
-            async with Client(example_url, mode="auto") as client:
+            async with Client(fixtures_url, mode="auto") as client:
                 assert client.protocol_version == "2026-07-28"
                 simple = await client.call_tool("test_simple_text", {})
                 assert text_of(simple) == "This is a simple text response for testing."

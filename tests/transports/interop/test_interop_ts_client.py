@@ -1,6 +1,6 @@
 """The official TypeScript SDK v2 client (`@modelcontextprotocol/client` 2.4.0) against mrtr serve.
 
-``tests/support/ts/peer_client.mjs`` connects to ``mrtr serve`` (the default app)
+``tests/support/ts/peer_client.mjs`` connects to ``mrtr serve`` (the conformance fixtures app)
 over stdio (the SDK spawns it) or Streamable HTTP, in 2026-07-28 mode (pinned),
 ``auto`` (the ``server/discover`` probe) or legacy (2025 ``initialize``).  It
 calls the app's MRTR fixtures with elicitation, sampling and roots handlers
@@ -43,17 +43,13 @@ EXPECTED: dict[str, tuple[str, list[list[Any]]]] = {
         "Paris Ada (1 roots)",
         [NAME, ["sampling", 50], ["roots", None]],
     ),
-    "plan_trip": (
-        "Trip to Lisbon for Ada: 3 nights.",
-        [["elicitation", "Who is travelling?"], ["elicitation", "How many nights?"]],
-    ),
     "test_input_required_result_prompt": (
         "Use this context: interop",
         [["elicitation", "What context should the prompt use?"]],
     ),
 }
-#: Input rounds of each call on 2026-07-28 (multi_round and plan_trip ask in two rounds).
-ROUNDS = {"test_input_required_result_multi_round": 2, "plan_trip": 2}
+#: Input rounds of each call on 2026-07-28 (multi_round asks in two rounds).
+ROUNDS = {"test_input_required_result_multi_round": 2}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +78,7 @@ def check_headers(run: ClientRun, transport: str) -> None:
 def check_modern(run: ClientRun) -> None:
     connect = run.step("connect")
     assert (connect["era"], connect["version"]) == ("modern", "2026-07-28")
-    assert connect["server"]["name"] == "mrtr-example"
+    assert connect["server"]["name"] == "mrtr-conformance"
     calls = run.calls()
     assert set(calls) == set(EXPECTED)
     for name, (text, asked) in EXPECTED.items():
@@ -104,7 +100,7 @@ def check_modern(run: ClientRun) -> None:
 def check_legacy(run: ClientRun) -> None:
     connect = run.step("connect")
     assert (connect["era"], connect["version"]) == ("legacy", "2025-11-25")
-    assert connect["server"]["name"] == "mrtr-example"
+    assert connect["server"]["name"] == "mrtr-conformance"
     calls = run.calls()
     assert set(calls) == set(EXPECTED)
     for name, (text, asked) in EXPECTED.items():

@@ -1,7 +1,7 @@
 """2025-era Streamable HTTP sessions on the HTTP server, on a real socket, with raw h11.
 
-The example app (``mrtr_transports.apps.example``) is served in-process on
-127.0.0.1; each test speaks HTTP/1.1 to it by hand: ``initialize``,
+The conformance fixtures app (``mrtr_transports.testing.conformance_app``) is served
+in-process on 127.0.0.1; each test speaks HTTP/1.1 to it by hand: ``initialize``,
 ``Mcp-Session-Id``, the request's SSE stream with its priming event and event
 ids, the legacy shim's questions on that stream and the answers POSTed back,
 the standalone GET stream, ``DELETE``, ``Last-Event-ID`` resumption, and the
@@ -17,8 +17,8 @@ from typing import Any
 
 import h11
 import trio
-from mrtr_transports.apps.example import app as example_app
 from mrtr_transports.server.http.limits import SessionStreams
+from mrtr_transports.testing.conformance_app import app as fixtures_app
 from test_http_server import HttpPeer, Reply, Served, serving, tool_call
 
 import mrtr_core as m
@@ -124,7 +124,7 @@ def priming_of(stream: Stream) -> tuple[str, int]:
 
 async def test_initialize_opens_a_session_and_requests_stream_with_event_ids() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             first, second = await open_session(served), await open_session(served)
             assert first != second and len(first) >= 40
             assert all("\x21" <= c <= "\x7e" for c in first)
@@ -146,7 +146,7 @@ async def test_initialize_opens_a_session_and_requests_stream_with_event_ids() -
 
 async def test_session_ids_are_required_and_checked() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, session_idle_timeout=0.3) as served:
+        async with serving(fixtures_app, session_idle_timeout=0.3) as served:
             session_id = await open_session(served)
             sse_only = await served.post(initialize(), [], accept="text/event-stream")
             assert sse_only.status == 406 and "mcp-session-id" not in sse_only.headers
@@ -176,7 +176,7 @@ async def test_session_ids_are_required_and_checked() -> None:
 
 async def test_delete_ends_the_session_and_cancels_its_work() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "who?"})
             async with streaming(served, question, in_session(session_id)) as stream:
@@ -194,7 +194,7 @@ async def test_delete_ends_the_session_and_cancels_its_work() -> None:
 
 async def test_shim_questions_travel_on_the_post_stream_and_answers_come_back() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             other = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "Your details?"}, rid="q")
@@ -221,7 +221,7 @@ async def test_shim_questions_travel_on_the_post_stream_and_answers_come_back() 
 
 async def test_the_answer_timeout_ends_a_question_nobody_answers() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, legacy_answer_timeout=0.2) as served:
+        async with serving(fixtures_app, legacy_answer_timeout=0.2) as served:
             session_id = await open_session(served, {"sampling": {}})
             question = call("test_sampling", {"prompt": "hi"})
             async with streaming(served, question, in_session(session_id)) as stream:
@@ -236,7 +236,7 @@ async def test_the_answer_timeout_ends_a_question_nobody_answers() -> None:
 
 async def test_a_cut_stream_resumes_with_last_event_id() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, call("test_reconnection"), in_session(session_id)) as s:
                 assert await s.next() is None  # closed mid-call, before the answer
@@ -263,7 +263,7 @@ async def test_a_cut_stream_resumes_with_last_event_id() -> None:
 
 async def test_a_client_that_leaves_does_not_cancel_and_can_come_back() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served)
             logging_call = call("test_tool_with_logging", rid=5)
             async with served.connect() as peer:
@@ -284,7 +284,7 @@ async def test_a_client_that_leaves_does_not_cancel_and_can_come_back() -> None:
 
 async def test_the_replay_buffer_is_bounded_and_a_lost_id_is_refused() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, replay_buffer_events=2) as served:
+        async with serving(fixtures_app, replay_buffer_events=2) as served:
             session_id = await open_session(served)
             async with served.connect() as peer:
                 await peer.send_request(call("test_tool_with_logging"), in_session(session_id))
@@ -301,7 +301,7 @@ async def test_the_replay_buffer_is_bounded_and_a_lost_id_is_refused() -> None:
 
 async def test_one_standalone_stream_per_session() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, None, in_session(session_id), method="GET") as first:
                 assert first.status == 200
@@ -332,7 +332,7 @@ async def test_one_standalone_stream_per_session() -> None:
 
 async def test_the_live_session_bound() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, max_sessions=2) as served:
+        async with serving(fixtures_app, max_sessions=2) as served:
             oldest = await open_session(served)
             newer = await open_session(served)
             assert (await served.post(request("ping"), in_session(newer))).status == 200
@@ -352,7 +352,7 @@ async def test_the_live_session_bound() -> None:
 
 async def test_both_eras_on_one_server_at_once() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_input_required_result_elicitation", rid=1)
             async with streaming(served, question, in_session(session_id)) as legacy:
@@ -399,7 +399,7 @@ def test_the_session_streams_pool_counts_per_session_and_in_all() -> None:
 async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -> None:
     with trio.fail_after(10):
         options = {"max_streams_per_session": 1, "max_connections": 2}
-        async with serving(example_app, **options) as served:
+        async with serving(fixtures_app, **options) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "wait"}, rid="w")
             async with streaming(served, question, in_session(session_id)) as waiting:
@@ -426,7 +426,7 @@ async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -
 
 async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, max_streams_per_session=1) as served:
+        async with serving(fixtures_app, max_streams_per_session=1) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "still there?"}, rid="left")
             async with streaming(served, question, in_session(session_id)) as left:
@@ -445,7 +445,7 @@ async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> No
 
 async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_session() -> None:
     with trio.fail_after(10):
-        async with serving(example_app, versions=("2026-07-28",), max_sessions=1) as served:
+        async with serving(fixtures_app, versions=("2026-07-28",), max_sessions=1) as served:
             refused = await served.post(initialize(), [])
             assert refused.status == 400 and "mcp-session-id" not in refused.headers
             assert refused.json()["error"]["code"] == m.protocol.METHOD_NOT_FOUND
@@ -459,7 +459,7 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
 
 async def test_the_standalone_stream_resumes_too() -> None:
     with trio.fail_after(10):
-        async with serving(example_app) as served:
+        async with serving(fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, None, in_session(session_id), method="GET") as first:
                 assert first.status == 200
@@ -477,4 +477,4 @@ async def test_the_standalone_stream_resumes_too() -> None:
                 changed = await again.message()
                 assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
             async with streaming(served, trigger, in_session(session_id)) as done:
-                await done.rest()  # toggled back: the example app is as it was
+                await done.rest()  # toggled back: the fixtures app is as it was

@@ -1,11 +1,11 @@
-"""The official conformance suite's server legs against ``mrtr serve --http`` (the example app).
+"""The official conformance suite's server legs against ``mrtr serve --http`` (the fixtures app).
 
-A real ``mrtr serve --http 127.0.0.1:0`` subprocess serves the default app; the
-pinned suite (``make conformance-deps``) runs every server scenario of a
-protocol revision against it (``--suite all --spec-version V``): 2026-07-28,
-and 2025-11-25 (sessions, the legacy shim's server-to-client requests, SSE
-resumption) on the same server.  The bar is the reference Python SDK's: every
-check passes, none warns, none is skipped.
+A real ``mrtr serve --http 127.0.0.1:0 --app mrtr_transports.testing.conformance_app:app``
+subprocess serves the conformance fixtures; the pinned suite (``make conformance-deps``)
+runs every server scenario of a protocol revision against it (``--suite all
+--spec-version V``): 2026-07-28, and 2025-11-25 (sessions, the legacy shim's
+server-to-client requests, SSE resumption) on the same server.  The bar is the
+reference Python SDK's: every check passes, none warns, none is skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.conformance_suite import ROOT, SPEC_VERSION, require_suite, run_suite
+from support.conformance_suite import FIXTURES_APP, ROOT, SPEC_VERSION, require_suite, run_suite
 
 #: Every server scenario the pinned suite runs for 2026-07-28 (``conformance list``).
 SCENARIOS = (
@@ -111,11 +111,13 @@ LISTENING = re.compile(r"listening on (http://\S+)")
 
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[str]:
-    """``mrtr serve --http 127.0.0.1:0`` as a subprocess; its URL once it listens."""
+    """``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP`` as a subprocess; its URL once
+    it listens."""
     log_path = tmp_path / "server.stderr"
+    serve = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--app", FIXTURES_APP]
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--http", "127.0.0.1:0"],
+            [*serve, "--http", "127.0.0.1:0"],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -1,4 +1,4 @@
-"""The conformance suite's 2025-11-25 server fixtures, on the example app.
+"""The conformance suite's 2025-11-25 server fixtures, on the conformance app.
 
 The suite's 2025-era server leg (``--spec-version 2025-11-25``) calls tools the
 2026-07-28 leg does not: the ones that ask the client with server-to-client
@@ -10,8 +10,8 @@ return ``input_required`` like every tool of this app, and a 2025 client gets
 real ``elicitation/create`` / ``sampling/createMessage`` requests from the
 transport's legacy shim.  A 2026-07-28 client may call them too.
 
-Importing this module registers them on ``example.app`` (``example`` does, at
-its end); their names and answers are the suite's.
+Importing this module registers them on ``conformance_app.app``
+(:mod:`.conformance_app` does, at its end); their names and answers are the suite's.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import trio
 
 import mrtr_core as m
 
-from .context import Context
-from .example import DEPRECATED, _sampled_text, app
+from ..apps.context import Context
+from .conformance_app import DEPRECATED, _sampled_text, app
 
 __all__ = ["SEP1034_DEFAULTS", "SEP1330_ENUMS"]
 

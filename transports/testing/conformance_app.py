@@ -1,0 +1,489 @@
+"""The conformance fixtures: ``mrtr serve --app mrtr_transports.testing.conformance_app:app``.
+
+The model: one :class:`~mrtr_transports.apps.mcp_app.McpApp` holding everything
+the official MCP conformance suite's server legs call, and nothing else, so the
+suite (``tests/transports/testing/test_conformance_server.py``) and the interop
+tests serve it while users get the example app (``mrtr_transports.apps.example``)
+with real examples only.  Names, texts and answers are the suite's:
+
+* the 2026-07-28 leg's ``test_*`` tools (content, errors, progress, logging,
+  list-change triggers for ``subscriptions/listen``, an ``x-mcp-header`` tool, a
+  JSON Schema 2020-12 tool and the SEP-2322 ``input_required`` fixtures),
+  ``test://`` resources and template, ``test_*`` prompts and completion;
+* the 2025-11-25 leg's own fixtures (``test_sampling``, ``test_elicitation``,
+  ``test_reconnection``, ...) in :mod:`.conformance_2025`, registered on this app
+  when it is imported.
+
+Sampling, roots and logging are deprecated in protocol 2026-07-28 (SEP-2577;
+they keep working for at least twelve months): the fixtures that use them say so.
+Every handler is a plain re-entrant function or an ``async def`` that awaits
+progress or log messages; state across rounds travels sealed in ``requestState``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+import mrtr_core as m
+
+from ..apps.context import Context
+from ..apps.mcp_app import McpApp
+from .fixture_data import (
+    JSON_SCHEMA_2020_12,
+    RED_PIXEL,
+    SILENCE,
+    embedded_text,
+    image,
+    text,
+)
+
+__all__ = ["DEPRECATED", "JSON_SCHEMA_2020_12", "app", "watched"]
+
+DEPRECATED = "Deprecated in 2026-07-28 (SEP-2577), still served"
+
+app = McpApp(
+    "mrtr-conformance",
+    "0.1.0",
+    title="mrtr conformance fixtures",
+    instructions=(
+        "The fixtures the official MCP conformance suite calls (test_* tools, test:// "
+        "resources, test_* prompts): for testing clients and servers, not for users."
+    ),
+    # Lists are the same for every caller: cacheable by anyone for a minute
+    # (a listChanged notification invalidates them sooner).
+    cache_ttl_ms=60_000,
+    cache_scope="public",
+)
+
+
+# ==========================================================================================
+# Conformance fixtures.  tools/list order matters to the suite: its header checks call the
+# first tool with no arguments and no capabilities, so the plain fixtures come first.
+# ==========================================================================================
+
+
+@app.tool()
+def test_simple_text(ctx: Context) -> str:
+    """Returns one text block."""
+    return "This is a simple text response for testing."
+
+
+@app.tool()
+def test_image_content(ctx: Context) -> list[dict[str, Any]]:
+    """Returns an image (a 1x1 red PNG)."""
+    return [image()]
+
+
+@app.tool()
+def test_audio_content(ctx: Context) -> list[dict[str, Any]]:
+    """Returns audio (10 ms of WAV silence)."""
+    return [{"type": "audio", "data": SILENCE, "mimeType": "audio/wav"}]
+
+
+@app.tool()
+def test_embedded_resource(ctx: Context) -> list[dict[str, Any]]:
+    """Returns an embedded text resource."""
+    return [
+        embedded_text(
+            "test://embedded-resource", "text/plain", "This is an embedded resource content."
+        )
+    ]
+
+
+@app.tool()
+def test_multiple_content_types(ctx: Context) -> list[dict[str, Any]]:
+    """Returns text, an image and an embedded resource."""
+    return [
+        text("Multiple content types test:"),
+        image(),
+        embedded_text(
+            "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+        ),
+    ]
+
+
+@app.tool()
+def test_error_handling(ctx: Context) -> str:
+    """Always fails: the failure comes back as a tool result with isError."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+@app.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50 and 100 of 100, about 50 ms apart."""
+    for step in (0, 50, 100):
+        if step:
+            await trio.sleep(0.05)
+        await ctx.progress(step, 100, f"{step}% done")
+    return "Progress test completed."
+
+
+@app.tool(description=f"Sends three log messages ({DEPRECATED}: opt in with _meta logLevel).")
+async def test_logging_tool(ctx: Context) -> str:
+    for level, message in (("info", "starting"), ("warning", "halfway"), ("info", "done")):
+        await ctx.log(level, message, logger="test_logging_tool")
+    return "Logging test completed."
+
+
+SAY_HELLO = m.server.sample("Say hello", max_tokens=50)
+
+
+@app.tool(description=f"Needs the client's sampling capability ({DEPRECATED}); -32021 without.")
+def test_missing_capability(ctx: Context) -> Any:
+    reply = ctx.answer("hello", SAY_HELLO)
+    if reply is None:
+        return ctx.ask({"hello": SAY_HELLO})  # -32021 naming sampling when undeclared
+    return f"The client's model said: {_sampled_text(reply)}"
+
+
+CONFIRM_STREAMING = m.server.elicit_form(
+    "Continue the streaming test?", {"ok": {"type": "boolean"}}, required=["ok"]
+)
+
+
+@app.tool()
+async def test_streaming_elicitation(ctx: Context) -> Any:
+    """Streams a log line, then asks with an input_required result (never a request)."""
+    await ctx.log("info", "about to ask for confirmation", logger="test_streaming_elicitation")
+    answer = ctx.answer("confirm", CONFIRM_STREAMING)
+    if answer is None:
+        return ctx.ask({"confirm": CONFIRM_STREAMING})
+    return f"Streaming elicitation answered: {answer.action}"  # type: ignore[union-attr]
+
+
+def _dynamic_tool(ctx: Context) -> str:
+    """Appears and disappears with test_trigger_tool_change."""
+    return "dynamic"
+
+
+def _dynamic_prompt(ctx: Context) -> str:
+    """Appears and disappears with test_trigger_prompt_change."""
+    return "A dynamic prompt."
+
+
+def _toggle(
+    name: str,
+    registered: Mapping[str, Any],
+    add: Callable[..., Any],
+    remove: Callable[[str], None],
+    fn: Callable[[Context], Any],
+) -> str:
+    """Register ``fn`` as ``name``, or remove it when it is there (the registry announces it)."""
+    if name in registered:
+        remove(name)
+        return f"{name} removed"
+    add(fn, name=name)
+    return f"{name} added"
+
+
+@app.tool()
+def test_trigger_tool_change(ctx: Context) -> str:
+    """Adds or removes test_dynamic_tool; listen streams get tools/list_changed."""
+    return _toggle("test_dynamic_tool", app.tools, app.add_tool, app.remove_tool, _dynamic_tool)
+
+
+@app.tool()
+def test_trigger_prompt_change(ctx: Context) -> str:
+    """Adds or removes test_dynamic_prompt; listen streams get prompts/list_changed."""
+    return _toggle(
+        "test_dynamic_prompt", app.prompts, app.add_prompt, app.remove_prompt, _dynamic_prompt
+    )
+
+
+watched = {"revision": 0}
+
+
+@app.tool()
+def test_trigger_resource_update(ctx: Context) -> str:
+    """Changes test://watched-resource; listen streams subscribed to it get resources/updated."""
+    watched["revision"] += 1
+    app.notify_resource_updated("test://watched-resource")
+    return f"test://watched-resource is at revision {watched['revision']}"
+
+
+@app.tool(
+    "json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+def json_schema_tool(ctx: Context) -> str:
+    name = ctx.arguments.get("name", "someone")
+    return f"Contact details received for {name}."
+
+
+@app.tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "description": "Mirrored into the Mcp-Param-Region header",
+                "x-mcp-header": "Region",
+            },
+            "verbose": {
+                "type": "boolean",
+                "description": "Mirrored into the Mcp-Param-Verbose header",
+                "x-mcp-header": "Verbose",
+            },
+        },
+    }
+)
+def test_header_mirroring(ctx: Context) -> str:
+    """Arguments mirrored into Mcp-Param-* headers (HTTP checks them against the body)."""
+    return f"region={ctx.arguments.get('region', '<none>')}"
+
+
+# --- SEP-2322 input_required fixtures ------------------------------------------------------
+
+USER_NAME = m.server.elicit_form(
+    "What is your name?", {"name": {"type": "string"}}, required=["name"]
+)
+
+
+@app.tool()
+def test_input_required_result_elicitation(ctx: Context) -> Any:
+    """Asks the user's name (key user_name), then greets them."""
+    name = ctx.answer("user_name", USER_NAME)
+    if name is None:  # also when the retry answered other keys only: ask again
+        return ctx.ask({"user_name": USER_NAME})
+    return f"Hello, {_form(name).get('name', 'stranger')}!"
+
+
+CAPITAL = m.server.sample("What is the capital of France?", max_tokens=100)
+
+
+@app.tool(description=f"Asks the client's LLM a question (sampling: {DEPRECATED}).")
+def test_input_required_result_sampling(ctx: Context) -> Any:
+    reply = ctx.answer("capital_question", CAPITAL)
+    if reply is None:
+        return ctx.ask({"capital_question": CAPITAL})
+    return f"The model answered: {_sampled_text(reply)}"
+
+
+ROOTS = m.server.list_roots()
+
+
+@app.tool(description=f"Asks for the client's roots (roots: {DEPRECATED}).")
+def test_input_required_result_list_roots(ctx: Context) -> Any:
+    roots = ctx.answer("client_roots", ROOTS)
+    if roots is None:
+        return ctx.ask({"client_roots": ROOTS})
+    uris = [root.uri for root in roots.roots]  # type: ignore[union-attr]
+    return f"Client roots: {', '.join(uris) or '(none)'}"
+
+
+PLEASE_CONFIRM = m.server.elicit_form(
+    "Please confirm", {"ok": {"type": "boolean"}}, required=["ok"]
+)
+
+
+@app.tool()
+def test_input_required_result_request_state(ctx: Context) -> Any:
+    """Asks for a confirmation with a sealed requestState, then checks the state came back."""
+    answer = ctx.answer("confirm", PLEASE_CONFIRM)
+    if ctx.state != {"asked": "confirm"} or answer is None:
+        return ctx.ask({"confirm": PLEASE_CONFIRM}, state={"asked": "confirm"})
+    # Reaching here means the sealed state was opened and verified: integrity, TTL, binding.
+    return f"state-ok: confirmed={_form(answer).get('ok')}"
+
+
+GREETING = m.server.sample("Generate a greeting", max_tokens=50)
+
+
+@app.tool(description=f"Asks a form, the client's LLM and its roots at once ({DEPRECATED}).")
+def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
+    asks: dict[str, m.wire.InputRequest] = {
+        "user_name": USER_NAME,
+        "greeting": GREETING,
+        "client_roots": ROOTS,
+    }
+    answers = {key: ctx.answer(key, asked) for key, asked in asks.items()}
+    missing = {key: asks[key] for key, answer in answers.items() if answer is None}
+    if missing:
+        return ctx.ask(missing, state={"round": "all"})
+    name = _form(answers["user_name"]).get("name")
+    roots = len(answers["client_roots"].roots)  # type: ignore[union-attr]
+    return f"{_sampled_text(answers['greeting'])} {name} ({roots} roots)"
+
+
+STEP1 = m.server.elicit_form(
+    "Step 1: What is your name?", {"name": {"type": "string"}}, required=["name"]
+)
+STEP2 = m.server.elicit_form(
+    "Step 2: What is your favorite color?", {"color": {"type": "string"}}, required=["color"]
+)
+
+
+@app.tool()
+def test_input_required_result_multi_round(ctx: Context) -> Any:
+    """Two rounds (a name, then a color); the sealed state carries the name between them."""
+    state = ctx.state or {}
+    if "name" not in state:
+        name = ctx.answer("step1", STEP1)
+        if name is None:
+            return ctx.ask({"step1": STEP1}, state={"round": 1})
+        return ctx.ask({"step2": STEP2}, state={"round": 2, "name": _form(name).get("name")})
+    color = ctx.answer("step2", STEP2)
+    if color is None:
+        return ctx.ask({"step2": STEP2}, state=state)
+    return f"{state['name']} likes {_form(color).get('color')}."
+
+
+@app.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> Any:
+    """Seals its requestState (HMAC): a modified one is refused with -32602."""
+    answer = ctx.answer("confirm", PLEASE_CONFIRM)
+    if ctx.state is None or answer is None:
+        return ctx.ask({"confirm": PLEASE_CONFIRM}, state={"asked": "confirm"})
+    return "state verified"
+
+
+CAPABILITY_HELLO = m.server.sample("Say hello", max_tokens=50)
+
+
+@app.tool(description=f"Asks only what the request declared (sampling: {DEPRECATED}).")
+def test_input_required_result_capabilities(ctx: Context) -> Any:
+    possible: dict[str, m.wire.InputRequest] = {"sample": CAPABILITY_HELLO, "ask": USER_NAME}
+    allowed = {key: asked for key, asked in possible.items() if ctx.can_ask(asked)}
+    if not allowed:
+        raise m.server.CapabilityRequired({"sampling": {}})
+    answered = [key for key, asked in allowed.items() if ctx.answer(key, asked) is not None]
+    if len(answered) < len(allowed):
+        return ctx.ask({k: v for k, v in allowed.items() if k not in answered})
+    return f"answered: {', '.join(answered)}"
+
+
+# --- resources --------------------------------------------------------------------------------
+
+
+@app.resource("test://static-text", name="static-text", mime_type="text/plain")
+def static_text(ctx: Context) -> str:
+    """A static text resource."""
+    return "This is the content of the static text resource."
+
+
+@app.resource("test://static-binary", name="static-binary", mime_type="image/png")
+def static_binary(ctx: Context) -> bytes:
+    """A static binary resource (a 1x1 red PNG)."""
+    return base64.b64decode(RED_PIXEL)
+
+
+@app.resource(
+    "test://watched-resource",
+    name="watched-resource",
+    mime_type="text/plain",
+    ttl_ms=0,  # changes whenever test_trigger_resource_update runs
+)
+def watched_resource(ctx: Context) -> str:
+    """Changes with test_trigger_resource_update: subscribe to it on subscriptions/listen."""
+    return f"Watched resource content, revision {watched['revision']}"
+
+
+@app.resource_template(
+    "test://template/{id}/data", name="template-data", mime_type="application/json"
+)
+def template_data(ctx: Context) -> str:
+    """Data for an id: the template variable is substituted into the content."""
+    ident = ctx.uri_params["id"]
+    return f'{{"id":"{ident}","templateTest":true,"data":"Data for ID: {ident}"}}'
+
+
+# --- prompts ----------------------------------------------------------------------------------
+
+
+@app.prompt()
+def test_simple_prompt(ctx: Context) -> str:
+    """A prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@app.prompt(
+    arguments=[
+        {"name": "arg1", "description": "First test argument", "required": True},
+        {"name": "arg2", "description": "Second test argument", "required": True},
+    ]
+)
+def test_prompt_with_arguments(ctx: Context) -> str:
+    """A prompt with two required arguments, substituted into its text."""
+    args = ctx.arguments
+    return f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"
+
+
+@app.prompt(
+    arguments=[{"name": "resourceUri", "description": "URI of the resource", "required": True}]
+)
+def test_prompt_with_embedded_resource(ctx: Context) -> list[Any]:
+    """A prompt that embeds a resource."""
+    resource = {
+        "uri": ctx.arguments["resourceUri"],
+        "mimeType": "text/plain",
+        "text": "Embedded resource content for testing.",
+    }
+    return [
+        {"role": "user", "content": {"type": "resource", "resource": resource}},
+        "Please process the embedded resource above.",
+    ]
+
+
+@app.prompt()
+def test_prompt_with_image(ctx: Context) -> list[Any]:
+    """A prompt with an image."""
+    return [{"role": "user", "content": image()}, "Please analyze the image above."]
+
+
+PROMPT_CONTEXT = m.server.elicit_form(
+    "What context should the prompt use?", {"context": {"type": "string"}}, required=["context"]
+)
+
+
+@app.prompt()
+def test_input_required_result_prompt(ctx: Context) -> Any:
+    """A prompt that asks the user for context first (input_required on prompts/get)."""
+    answer = ctx.answer("user_context", PROMPT_CONTEXT)
+    if answer is None:
+        return ctx.ask({"user_context": PROMPT_CONTEXT})
+    return f"Use this context: {_form(answer).get('context')}"
+
+
+# --- completion -------------------------------------------------------------------------------
+
+SUGGESTIONS = {
+    ("test_prompt_with_arguments", "arg1"): ["paris", "park", "party", "test", "testing"],
+    ("test_prompt_with_arguments", "arg2"): ["world", "word", "work"],
+    ("test://template/{id}/data", "id"): ["123", "456", "789"],
+}
+
+
+@app.completion()
+def complete(ctx: Context) -> list[str]:
+    """Suggestions for the prompt arguments and the template variable, by prefix."""
+    ref, argument = ctx.params["ref"], ctx.params["argument"]
+    target = ref.get("name") if ref["type"] == "ref/prompt" else ref.get("uri")
+    prefix = argument["value"]
+    return [v for v in SUGGESTIONS.get((target, argument["name"]), []) if v.startswith(prefix)]
+
+
+# --- reading answers ----------------------------------------------------------------------
+
+
+def _form(answer: m.wire.InputResponse | None) -> dict[str, Any]:
+    """An elicitation's accepted content (``{}`` when declined, cancelled or empty)."""
+    if isinstance(answer, m.wire.ElicitResult) and answer.action == "accept" and answer.content:
+        return dict(answer.content)
+    return {}
+
+
+def _sampled_text(answer: m.wire.InputResponse | None) -> str:
+    if isinstance(answer, m.wire.CreateMessageResult):
+        content = answer.content
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            return str(content["text"])
+    return "(no text)"
+
+
+# The 2025-11-25 leg's fixtures live in their own module and register themselves here.
+from . import conformance_2025  # noqa: E402, F401
