@@ -78,7 +78,9 @@ class _Version(argparse.Action):
     """``--version``: one line as written (argparse's own action wraps it to the terminal)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        parser.exit(0, version_text(package_version()) + "\n")
+        sys.stdout.write(version_text(package_version()) + "\n")
+        sys.stdout.flush()
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

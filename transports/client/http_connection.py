@@ -158,13 +158,16 @@ REASONS = {
     504: " Gateway Timeout",
 }
 _TAG = re.compile(rb"<[^<>]{0,1000}>")
+#: Terminal escape sequences (CSI: colours, clearing the screen), dropped whole.
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 
 def error_body_text(body: bytes, limit: int = MAX_ERROR_TEXT) -> str:
     """What a person should see of an error body: its text on one line, HTML tags
-    dropped, control characters (escape sequences, newlines) turned into spaces,
+    dropped, terminal escape sequences dropped, other control characters (newlines
+    too) turned into spaces,
     whitespace collapsed, at most ``limit`` characters (the server chose every byte)."""
     text = _TAG.sub(b" ", body[: 16 * limit]).decode("utf-8", "replace")
-    text = " ".join(_CONTROL.sub(" ", text).split())
+    text = " ".join(_CONTROL.sub(" ", _ESCAPE.sub("", text)).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
