@@ -7,8 +7,9 @@ POSIX shell-word rules).  :func:`open_target` opens a client on it.
 
 ``--header NAME:VALUE`` adds a header to every HTTP request (and to the
 WebSocket handshake): ``Authorization: Bearer ...``, an API key, a tenant.
-Checked before anything is sent (:func:`parse_header`): the name an HTTP token,
-the value visible ASCII, spaces and tabs (no CR, LF or other control
+Checked before anything is sent (:func:`parse_header`, with the core's header
+rules, ``mrtr_core.protocol.is_header_name``/``is_header_value``): the name an
+HTTP token, the value visible ASCII, spaces and tabs (no CR, LF or other control
 characters: no header injection), both bounded (:data:`MAX_HEADER_NAME`,
 :data:`MAX_HEADER_VALUE`, at most :data:`MAX_HEADERS` of them).  The headers the
 protocol itself sets (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``,
@@ -33,6 +34,8 @@ from mrtr_core.protocol import (
     PARAM_HEADER_PREFIX,
     PROTOCOL_VERSION_HEADER,
     SESSION_ID_HEADER,
+    is_header_name,
+    is_header_value,
 )
 
 from ..client.client import Client
@@ -51,9 +54,6 @@ MAX_HEADERS = 64
 MAX_HEADER_NAME = 256
 MAX_HEADER_VALUE = 8 * 1024
 
-#: RFC 9110 ``token`` (a field name) and ``field-value`` (visible ASCII, space, tab).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
 #: Headers the client writes itself (lower case); ``Mcp-Param-*`` by prefix.
 RESERVED_HEADERS = frozenset(
     name.lower()
@@ -107,14 +107,14 @@ def parse_header(text: str) -> tuple[str, str]:
     if not colon:
         raise UsageError(f"--header {_shown(text)}: expected NAME:VALUE")
     value = value.strip(" \t")
-    if len(name) > MAX_HEADER_NAME or not _TOKEN.fullmatch(name):
+    if len(name) > MAX_HEADER_NAME or not is_header_name(name):
         raise UsageError(
             f"--header {_shown(name)}: a header name is letters, digits and !#$%&'*+-.^_`|~ "
             f"(at most {MAX_HEADER_NAME})"
         )
     if len(value) > MAX_HEADER_VALUE:
         raise UsageError(f"--header {name}: the value is longer than {MAX_HEADER_VALUE}")
-    if not _FIELD_VALUE.fullmatch(value):
+    if not is_header_value(value):
         raise UsageError(
             f"--header {name}: the value may hold visible ASCII and spaces only "
             "(no CR, LF or other control characters)"
