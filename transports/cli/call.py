@@ -204,7 +204,7 @@ async def run_call(
     except OSError as exc:
         return fail(ExitCode.USAGE, f"--trace {args.trace}: {exc.strerror or exc}")
 
-    notices = Notices(err)
+    notices = Notices(err, None if args.quiet else args.log_level)
     options = client_options(args, answerer, notices)
     options["tracer"] = tracer
     on_progress = None if args.quiet else notices.on_progress

@@ -23,6 +23,7 @@ import math
 from typing import Any, TextIO
 
 import mrtr_core as m
+from mrtr_core.protocol import LOG_LEVELS
 
 from . import json_text
 
@@ -81,10 +82,13 @@ def describe_log(params: Any) -> str:
 
 class Notices:
     """Writes the lines to ``out`` (stderr); ``on_progress`` and ``on_notification`` are
-    the client's callbacks."""
+    the client's callbacks.  Log messages below ``log_level`` are not shown: a 2025
+    server sends every level (its app owns ``logging/setLevel``), so the command keeps
+    the promise of ``--log-level`` itself."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, log_level: str | None = None) -> None:
         self.out = out
+        self.threshold = LOG_LEVELS.index(log_level) if log_level in LOG_LEVELS else 0
         # The lines here say it already; the client's own log record would say it twice.
         logging.getLogger(_CLIENT_LOGGER).addFilter(_drop_server_logs)
 
@@ -96,8 +100,12 @@ class Notices:
         self._write(describe_progress(event))
 
     def on_notification(self, note: m.Notification) -> None:
-        if note.method == "notifications/message":
-            self._write(describe_log(note.params))
+        if note.method != "notifications/message":
+            return
+        level = (note.params or {}).get("level")
+        if level in LOG_LEVELS and LOG_LEVELS.index(level) < self.threshold:
+            return
+        self._write(describe_log(note.params))
 
 
 def _drop_server_logs(record: logging.LogRecord) -> bool:

@@ -88,22 +88,24 @@ async def test_progress_and_log_lines_on_stderr_over_every_transport(http_url, w
 
 
 async def test_quiet_asks_for_none_and_log_level_picks_the_least_severe(http_url):
-    quiet, warnings, debug = await mrtr_all(
+    quiet, warnings, debug, legacy, legacy_quiet = await mrtr_all(
         [
             ["call", "--quiet", http_url, "busy"],
             ["call", "--log-level", "warning", http_url, "busy"],
             ["call", "--log-level", "debug", "--era", "modern", STDIO, "busy"],
+            # A 2025 session: the server sends every level, the command shows from info up.
+            ["call", "--era", "legacy", STDIO, "busy"],
+            ["call", "--era", "legacy", "--quiet", STDIO, "busy"],
         ],
         timeout=30,
     )
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert quiet.json()["content"][0]["text"] == "busy done"
     assert warnings.stderr.splitlines() == [*BUSY_LINES[:3], BUSY_LINES[4]]
-    assert debug.stderr.splitlines() == [
-        *BUSY_LINES[:3],
-        "log debug [busy]: fine detail",
-        *BUSY_LINES[3:],
-    ]
+    fine = "log debug [busy]: fine detail"
+    assert debug.stderr.splitlines() == [*BUSY_LINES[:3], fine, *BUSY_LINES[3:]]
+    assert legacy.returncode == 0 and legacy.stderr.splitlines() == BUSY_LINES
+    assert legacy_quiet.returncode == 0 and legacy_quiet.stderr == ""
 
 
 # --- get-prompt and read, through their rounds -------------------------------------------------
