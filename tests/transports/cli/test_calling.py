@@ -78,8 +78,14 @@ async def ws_url() -> AsyncIterator[str]:
 
 
 async def test_progress_and_log_lines_on_stderr_over_every_transport(http_url, ws_url):
+    token = ["--header", "Authorization: Bearer t0ken"]  # (a real server takes it in stride)
     runs = await mrtr_all(
-        [["call", target, "busy"] for target in (STDIO, http_url, ws_url)], timeout=30
+        [
+            ["call", STDIO, "busy"],
+            ["call", *token, http_url, "busy"],
+            ["call", *token, ws_url, "busy"],
+        ],
+        timeout=30,
     )
     for target, ran in zip((STDIO, http_url, ws_url), runs, strict=True):
         assert ran.returncode == 0, (target, ran.stderr)
