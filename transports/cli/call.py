@@ -48,11 +48,15 @@ from .verdicts import VerdictFile
 __all__ = [
     "CALLS",
     "UsageError",
+    "client_failure",
     "describe_error",
     "exit_code_for",
+    "failure_text",
     "parse_json_object",
     "parse_target",
+    "print_result",
     "run_call",
+    "write_out",
 ]
 
 #: Extra time the whole command gets past ``--timeout`` for the client to report
@@ -234,10 +238,12 @@ async def run_call(
                 finally:
                     learned = client.verdict  # (a wrong prior re-probes on the first request)
     except BaseException as exc:  # sorted below; the rest re-raised
-        code = _client_failure(exc)
+        code = client_failure(exc)
         if code is None:
             raise
-        return fail(code, too_long if code == ExitCode.TIMEOUT and args.timeout else _said(exc))
+        return fail(
+            code, too_long if code == ExitCode.TIMEOUT and args.timeout else failure_text(exc)
+        )
     finally:
         if tracer is not None:
             tracer.close()
@@ -249,7 +255,7 @@ async def run_call(
     return print_result(out, result, ExitCode.TOOL_ERROR if tool_error else ExitCode.RESULT, fail)
 
 
-def _client_failure(exc: BaseException) -> int | None:
+def client_failure(exc: BaseException) -> int | None:
     """The exit code of a client error ``exc`` holds; ``None``: re-raise ``exc``."""
     if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
         # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
@@ -262,7 +268,7 @@ def _client_failure(exc: BaseException) -> int | None:
     return None
 
 
-def _said(exc: BaseException) -> str:
+def failure_text(exc: BaseException) -> str:
     """What the first client error in ``exc`` says."""
     for leaf in _leaf_errors(exc):
         if exit_code_for(leaf) is not None:

@@ -34,7 +34,14 @@ import mrtr_core as m
 
 from ..client.client import Client
 from ..client.errors import CallError, ExitCode
-from .call import _client_failure, _said, client_options, parse_target, print_result, write_out
+from .call import (
+    client_failure,
+    client_options,
+    failure_text,
+    parse_target,
+    print_result,
+    write_out,
+)
 from .connecting import UsageError, open_target, parse_headers
 from .notices import Notices, one_line
 
@@ -198,10 +205,10 @@ async def run_list(
             async with open_target(kind, where, headers, options) as client:
                 entries = await fetch_entries(client, args.what)
     except BaseException as exc:  # sorted below; the rest re-raised
-        code = _client_failure(exc)
+        code = client_failure(exc)
         if code is None:
             raise
-        return fail(code, _said(exc))
+        return fail(code, failure_text(exc))
     if entries is None:
         return fail(ExitCode.TIMEOUT, f"timed out: listing took longer than --timeout {budget:g} s")
     if args.json:
