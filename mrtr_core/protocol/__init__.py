@@ -66,6 +66,8 @@ from ._headers import (
     header_fields,
     header_matches,
     header_text,
+    is_header_name,
+    is_header_value,
     request_headers,
     schema_header_params,
 )
@@ -200,6 +202,8 @@ __all__ = [
     "header_fields",
     "header_matches",
     "header_text",
+    "is_header_name",
+    "is_header_value",
     "request_headers",
     "schema_header_params",
     "HEADER_MISMATCH",

@@ -32,7 +32,7 @@ import base64
 import binascii
 import decimal
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._errors import HEADER_MISMATCH, MrtrError, RemoteProtocolError, describe
 from ._meta import META_PROTOCOL_VERSION
@@ -116,6 +116,17 @@ class RepeatedHeader(HeaderMismatch):
 # --- Values --------------------------------------------------------------------------
 
 
+def is_header_name(name: object) -> TypeGuard[str]:
+    """Whether ``name`` is an HTTP field name: a non-empty token (RFC 9110 ``tchar``)."""
+    return isinstance(name, str) and bool(name) and set(name) <= _TCHARS
+
+
+def is_header_value(value: str) -> bool:
+    """Whether ``value`` may go in a header as it is: visible ASCII, space and tab only
+    (no CR or LF to end the field early, no other control characters)."""
+    return all(ch == "\t" or " " <= ch <= "~" for ch in value)
+
+
 def _looks_encoded(raw: str) -> bool:
     return (
         raw.startswith(BASE64_PREFIX)
@@ -150,9 +161,7 @@ def decode_header_value(raw: str) -> str | None:
             ).decode("utf-8")
         except (binascii.Error, ValueError):
             return None
-    if all(ch == "\t" or " " <= ch <= "~" for ch in raw):
-        return raw
-    return None
+    return raw if is_header_value(raw) else None
 
 
 def header_text(value: Any) -> str | None:
@@ -230,7 +239,7 @@ def schema_header_params(
                 name,
                 trail,
             )
-        if not isinstance(name, str) or not name or not set(name) <= _TCHARS:
+        if not is_header_name(name):
             raise refuse(f"x-mcp-header {describe(name)} is not an HTTP token", name, trail)
         kind = node.get("type")
         if kind not in HEADER_TYPES:

@@ -10,7 +10,8 @@ keys, and each request is answered from the first source that has an answer:
    ``sampling/createMessage``, ``roots/list``);
 2. ``--decline-all``: every elicitation is declined (``action: decline``);
 3. the **terminal**, when stdin is one: the user answers prompts, one request at
-   a time even when several arrive together;
+   a time even when several arrive together, in the order the server listed
+   them (roots too: typed as paths or ``file://`` URIs);
 4. otherwise nothing can answer: :class:`InputUnavailable` names the key and
    the method (the call ends, ``mrtr call`` exits 7).
 
@@ -33,8 +34,8 @@ either: it stops the command (``KeyboardInterrupt``, exit 130).
 
 The client declares exactly the capabilities these sources can answer
 (:meth:`CliAnswerer.capabilities`): elicitation (form, url) when an entry, the
-terminal or ``--decline-all`` can answer it, sampling when an entry or the
-terminal can, roots only from ``--root`` or an entry.
+terminal or ``--decline-all`` can answer it, sampling and roots when an entry
+(or ``--root``) or the terminal can.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO, cast
-from urllib.parse import urlsplit
 
 import trio
 
@@ -58,8 +58,10 @@ from .prompts import (
     PromptAborted,
     Terminal,
     prompt_form,
+    prompt_roots,
     prompt_sampling,
     prompt_url,
+    root_problem,
 )
 
 __all__ = [
@@ -103,13 +105,9 @@ def parse_answer_arg(text: str) -> tuple[str, Any]:
 
 def check_root_uri(uri: str) -> str:
     """A ``file://`` URI with an absolute path, or :class:`AnswersError`."""
-    parts = urlsplit(uri)
-    if parts.scheme != "file":
-        raise AnswersError(f"--root {uri!r}: roots must be file:// URIs")
-    if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-        raise AnswersError(f"--root {uri!r}: expected file:///absolute/path")
-    if any(ord(c) < 0x20 for c in uri):
-        raise AnswersError(f"--root {uri!r}: control characters are not allowed")
+    problem = root_problem(uri)
+    if problem is not None:
+        raise AnswersError(f"--root {uri!r}: {problem}")
     return uri
 
 
@@ -281,7 +279,7 @@ class CliAnswerer:
         """Exactly the client capabilities these sources can answer."""
         kinds = self.book.answerable()
         if self.terminal is not None:
-            kinds |= {_FORM, _URL, _SAMPLING}
+            kinds |= {_FORM, _URL, _SAMPLING, _ROOTS}
         if self.decline_all:
             kinds |= {_FORM, _URL}
         caps: dict[str, Any] = {}
@@ -307,7 +305,7 @@ class CliAnswerer:
         elicitation = isinstance(request, (m.wire.ElicitFormRequest, m.wire.ElicitUrlRequest))
         if self.decline_all and elicitation:
             return m.wire.ElicitResult(action="decline")
-        if self.terminal is not None and not isinstance(request, m.wire.ListRootsRequest):
+        if self.terminal is not None:
             async with self._prompt_lock:
                 try:
                     return await self._prompt(request)
@@ -328,6 +326,8 @@ class CliAnswerer:
             return await prompt_form(self.terminal, request)
         if isinstance(request, m.wire.ElicitUrlRequest):
             return await prompt_url(self.terminal, request)
+        if isinstance(request, m.wire.ListRootsRequest):
+            return await prompt_roots(self.terminal, request)
         assert isinstance(request, m.wire.CreateMessageRequest)
         return await prompt_sampling(self.terminal, request)
 

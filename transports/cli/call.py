@@ -1,4 +1,11 @@
-"""``mrtr call``: one MCP client making one ``tools/call``, through every round it asks for.
+"""``mrtr call``, ``get-prompt``, ``read``: one MRTR call, through every round it asks for.
+
+The three methods that may answer ``input_required`` are three commands, each
+shaped like its method (:data:`CALLS`): ``mrtr call TARGET TOOL [ARGS_JSON]``
+(``tools/call``), ``mrtr get-prompt TARGET NAME [ARGS_JSON]`` (``prompts/get``,
+the arguments strings) and ``mrtr read TARGET URI`` (``resources/read``).
+They share everything else: the answers, the bounds, the trace, the headers,
+the progress and log lines (:mod:`~mrtr_transports.cli.notices`).
 
 The client settles the protocol era, sends the call, and when the server
 answers ``input_required`` it asks :mod:`~mrtr_transports.cli.answers` for
@@ -20,10 +27,9 @@ import argparse
 import json
 import math
 import os
-import re
-import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import trio
@@ -34,37 +40,30 @@ from mrtr_core.connection import Verdict
 from ..client import errors
 from ..client.errors import ClientError, ExitCode, exit_code_of
 from . import json_text
+from .connecting import UsageError, open_target, parse_headers, parse_target
 from .interrupts import is_interrupt
+from .notices import Notices, one_line
 from .verdicts import VerdictFile
+
+__all__ = [
+    "CALLS",
+    "UsageError",
+    "client_failure",
+    "describe_error",
+    "exit_code_for",
+    "failure_text",
+    "parse_json_object",
+    "parse_target",
+    "print_result",
+    "run_call",
+    "write_out",
+]
 
 #: Extra time the whole command gets past ``--timeout`` for the client to report
 #: its own, more precise, timeout before the command's backstop fires.
 TIMEOUT_GRACE = 0.5
 #: How many stderr lines of a dead server process are shown.
 STDERR_TAIL_SHOWN = 20
-
-
-class UsageError(Exception):
-    """A command-line mistake found after parsing (exit 2)."""
-
-
-def parse_target(target: str) -> tuple[str, str | list[str]]:
-    """``("http", url)``, ``("ws", url)`` or ``("stdio", argv)``; :class:`UsageError` else."""
-    if target.startswith("stdio:"):
-        try:
-            argv = shlex.split(target[len("stdio:") :])
-        except ValueError as exc:
-            raise UsageError(f"TARGET {target!r}: {exc}") from exc
-        if not argv:
-            raise UsageError("TARGET stdio: needs a command, e.g. stdio:'mrtr serve --stdio'")
-        return "stdio", argv
-    if re.match(r"https?://[^/\s]", target, re.IGNORECASE):
-        return "http", target
-    if re.match(r"ws://[^/\s]", target, re.IGNORECASE):
-        return "ws", target
-    raise UsageError(
-        f"TARGET {target!r}: expected http(s)://... or stdio:COMMAND ARGS... or ws://..."
-    )
 
 
 def parse_json_object(text: str, what: str) -> dict[str, Any]:
@@ -101,19 +100,21 @@ def describe_error(exc: BaseException) -> str:
             "no answer: the server needs input this call cannot give "
             f"(it requires client capabilities {json_text.dumps(needed, indent=None)}; "
             f"error {exc.code}: "
-            f"{exc.message}): add answers with --answers FILE or --answer KEY=JSON, "
+            f"{one_line(exc.message)}): add answers with --answers FILE or --answer KEY=JSON, "
             "--root for roots, or run it on a terminal"
         )
     if isinstance(exc, errors.CallError):
-        text = f"error {exc.code}: {exc.message}"
+        text = f"error {exc.code}: {one_line(exc.message)}"
         if exc.data is not None:
-            text += f"\n  data: {json_text.dumps(exc.data, indent=None, default=str)}"
+            text += f"\n  data: {one_line(json_text.dumps(exc.data, indent=None, default=str))}"
         return text
     if isinstance(exc, errors.TransportError):
-        text = f"transport failure: {exc.message}"
+        text = f"transport failure: {one_line(exc.message)}"
         tail = list(exc.stderr_tail or [])[-STDERR_TAIL_SHOWN:]
         if tail:
-            text += "\n  server stderr (last lines):\n" + "\n".join(f"    {t}" for t in tail)
+            text += "\n  server stderr (last lines):\n" + "\n".join(
+                f"    {one_line(t)}" for t in tail
+            )
         return text
     if isinstance(exc, errors.CallTimeout):
         budget = "" if exc.budget is None else f" (budget {exc.budget:g} s)"
@@ -125,28 +126,79 @@ def describe_error(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+@dataclass(frozen=True)
+class CallKind:
+    """One of the commands that run an MRTR call: its method and how it prints."""
+
+    method: str
+    #: The result's ``isError: true`` is exit 1 (tools only: a prompt or resource has none).
+    tool: bool = False
+
+
+#: The commands that run a call, by name.
+CALLS: Mapping[str, CallKind] = {
+    "call": CallKind("tools/call", tool=True),
+    "get-prompt": CallKind("prompts/get"),
+    "read": CallKind("resources/read"),
+}
+
+
+def call_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The params of the command's request, from its positional arguments."""
+    if args.command == "read":
+        return {"uri": args.uri}
+    arguments = parse_json_object(args.arguments, "ARGS_JSON")
+    if args.command == "get-prompt":
+        wrong = sorted(k for k, v in arguments.items() if not isinstance(v, str))
+        if wrong:
+            raise UsageError(
+                f"ARGS_JSON: prompt arguments are strings; {', '.join(wrong)} "
+                'is not (write {"count": "3"}, not {"count": 3})'
+            )
+        return {"name": args.name, "arguments": arguments}
+    return {"name": args.tool, "arguments": arguments}
+
+
+def client_options(args: argparse.Namespace, answerer: Any, notices: Notices) -> dict[str, Any]:
+    """The client options every client command shares: its era, its answers (if it
+    answers), and unless ``--quiet`` the log level it asks for and the log lines."""
+    options: dict[str, Any] = {
+        "info": {"name": "mrtr-cli", "version": package_version()},
+        "era": args.era,
+    }
+    if answerer is not None:
+        options["answer"] = answerer
+        options["capabilities"] = answerer.capabilities()
+    if not args.quiet:
+        options["log_level"] = args.log_level
+        options["on_notification"] = notices.on_notification
+    return options
+
+
 async def run_call(
     args: argparse.Namespace,
     *,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """``mrtr call``; returns the exit code."""
+    """``mrtr call``, ``mrtr get-prompt`` or ``mrtr read`` (``args.command``); the exit code."""
     from .answers import AnswerBook, AnswersError, CliAnswerer, Terminal
     from .trace import NdjsonTracer
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     start = trio.current_time()
+    kind_of_call = CALLS[args.command]
 
     def fail(code: int, message: str) -> int:
-        err.write(f"mrtr call: {message}\n")
+        err.write(f"mrtr {args.command}: {message}\n")
         err.flush()
         return code
 
     try:
         kind, where = parse_target(args.target)
-        arguments = parse_json_object(args.arguments, "ARGS_JSON")
+        headers = parse_headers(args.header, kind)
+        params = call_params(args)
         book = AnswerBook.load(args.answers, args.answer, args.root)
     except (UsageError, AnswersError) as exc:
         return fail(ExitCode.USAGE, str(exc))
@@ -156,13 +208,10 @@ async def run_call(
     except OSError as exc:
         return fail(ExitCode.USAGE, f"--trace {args.trace}: {exc.strerror or exc}")
 
-    options: dict[str, Any] = {
-        "answer": answerer,
-        "capabilities": answerer.capabilities(),
-        "info": {"name": "mrtr-cli", "version": _version()},
-        "tracer": tracer,
-        "era": args.era,
-    }
+    notices = Notices(err, None if args.quiet else args.log_level)
+    options = client_options(args, answerer, notices)
+    options["tracer"] = tracer
+    on_progress = None if args.quiet else notices.on_progress
     verdicts = VerdictFile(args.verdicts) if args.verdicts else None
     if verdicts is not None and args.era == "auto":  # (an explicit --era wins)
         options["prior"] = verdicts.prior(args.target)
@@ -172,49 +221,29 @@ async def run_call(
     result: Mapping[str, Any] | None = None
     try:
         with trio.move_on_after(budget + TIMEOUT_GRACE) as backstop:
-            if kind == "stdio":
-                from ..client.stdio import open_stdio_client
-
-                assert isinstance(where, list)
-                opener = open_stdio_client(where, **options)
-            elif kind == "ws":
-                from ..client.ws import open_ws_client
-
-                assert isinstance(where, str)
-                opener = open_ws_client(where, **options)
-            else:
-                from ..client.http import open_http_client
-
-                assert isinstance(where, str)
-                opener = open_http_client(where, **options)
-            async with opener as client:
+            async with open_target(kind, where, headers, options) as client:
                 remaining = None
                 if args.timeout is not None:
                     remaining = max(0.001, start + budget - trio.current_time())
                 try:
-                    result = await client.call_tool(
-                        args.tool,
-                        arguments,
+                    result = await client.call(
+                        kind_of_call.method,
+                        params,
                         timeout=remaining,
                         max_rounds=args.max_rounds,
                         max_state_only_legs=args.max_state_only_legs,
                         url_wait_timeout=args.url_wait_timeout,
+                        on_progress=on_progress,
                     )
                 finally:
                     learned = client.verdict  # (a wrong prior re-probes on the first request)
     except BaseException as exc:  # sorted below; the rest re-raised
-        if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
-            # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
-            # failed with while it was torn down is not what the command ends with.
+        code = client_failure(exc)
+        if code is None:
             raise
-        for leaf in _leaf_errors(exc):
-            code = exit_code_for(leaf)
-            if code is not None and code == ExitCode.TIMEOUT and args.timeout is not None:
-                # The client counts what was left of the budget after connecting: say the whole.
-                return fail(code, too_long)
-            if code is not None:
-                return fail(code, describe_error(leaf))
-        raise
+        return fail(
+            code, too_long if code == ExitCode.TIMEOUT and args.timeout else failure_text(exc)
+        )
     finally:
         if tracer is not None:
             tracer.close()
@@ -222,8 +251,39 @@ async def run_call(
             verdicts.remember(args.target, learned)
     if backstop.cancelled_caught or result is None:
         return fail(ExitCode.TIMEOUT, too_long)
-    code = ExitCode.TOOL_ERROR if result.get("isError") is True else ExitCode.RESULT
-    text = json_text.dumps(result, indent=2)  # any depth: json.dumps recursed per level
+    tool_error = kind_of_call.tool and result.get("isError") is True
+    return print_result(out, result, ExitCode.TOOL_ERROR if tool_error else ExitCode.RESULT, fail)
+
+
+def client_failure(exc: BaseException) -> int | None:
+    """The exit code of a client error ``exc`` holds; ``None``: re-raise ``exc``."""
+    if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
+        # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
+        # failed with while it was torn down is not what the command ends with.
+        return None
+    for leaf in _leaf_errors(exc):
+        code = exit_code_for(leaf)
+        if code is not None:
+            return code
+    return None
+
+
+def failure_text(exc: BaseException) -> str:
+    """What the first client error in ``exc`` says."""
+    for leaf in _leaf_errors(exc):
+        if exit_code_for(leaf) is not None:
+            return describe_error(leaf)
+    return str(exc)  # (not reached: only called with a client error inside)
+
+
+def print_result(out: TextIO, result: Any, code: int, fail: Callable[[int, str], int]) -> int:
+    """``result`` as JSON on ``out``; ``code``, even when whoever reads ``out`` left."""
+    # (any depth of result prints: json.dumps recursed per level)
+    return write_out(out, json_text.dumps(result, indent=2), code, fail)
+
+
+def write_out(out: TextIO, text: str, code: int, fail: Callable[[int, str], int]) -> int:
+    """``text`` and a newline on ``out``; ``code``, even when whoever reads ``out`` left."""
     try:
         out.write(text + "\n")
         out.flush()
@@ -244,7 +304,7 @@ def _discard_stdout(out: TextIO) -> None:
         os.close(devnull)
 
 
-def _version() -> str:
+def package_version() -> str:
     try:
         from importlib.metadata import version
 

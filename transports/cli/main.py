@@ -5,17 +5,26 @@ Commands (each in its own module; docs/cli.md describes them)::
     mrtr serve [--stdio | --http HOST:PORT] [--app MODULE:ATTR] [--log-level LEVEL]
                [--drain-timeout SEC] [--path PATH] [--allow-origin ORIGIN ...]
                [--allow-host HOST ...] [--trusted-proxy CIDR ...]
+    mrtr --version
     mrtr call [--answers FILE] [--answer KEY=JSON ...] [--decline-all] [--root URI ...]
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
-              [--url-wait-timeout SEC]
+              [--url-wait-timeout SEC] [--header NAME:VALUE ...] [--quiet]
+              [--log-level LEVEL] [--era ERA] [--verdicts FILE]
               TARGET TOOL [ARGS_JSON]
+    mrtr get-prompt [the options of call] TARGET NAME [ARGS_JSON]
+    mrtr read [the options of call] TARGET URI
+    mrtr list [--header NAME:VALUE ...] [--era ERA] [--timeout SEC] [--json]
+              TARGET [tools|prompts|resources|templates]
     mrtr state inspect --key [ID:]SECRET [--key ...] [--key-id ID] [--method M]
               [--params JSON] [--principal P] [--now SECONDS] TOKEN
 
 * ``mrtr serve`` is the one serve entry, :mod:`mrtr_transports.server.entry`
   (the same as ``python -m mrtr_transports.server --stdio`` and
   ``python -m mrtr_transports.server --http 127.0.0.1:0``);
-* ``mrtr call`` is :mod:`mrtr_transports.cli.call`.  ``TARGET`` is an
+* ``mrtr call``, ``mrtr get-prompt`` and ``mrtr read`` are
+  :mod:`mrtr_transports.cli.call` (``tools/call``, ``prompts/get``,
+  ``resources/read``: each through every input round), ``mrtr list`` is
+  :mod:`mrtr_transports.cli.listing`.  ``TARGET`` is an
   ``http://`` or ``https://`` URL (Streamable HTTP), a ``ws://`` URL
   (WebSocket) or ``stdio:COMMAND
   ARGS...``, a server command split with POSIX shell-word rules
@@ -36,32 +45,25 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
-
-from mrtr_core.engine import DEFAULT_URL_WAIT
 
 from ..client.errors import ExitCode
 from ..server.entry import MRTR_SERVE
 from ..server.entry import add_arguments as add_serve_arguments
 from ..server.entry import serve as run_serve
-from .call import run_call
+from .arguments import (
+    ANSWERS_HELP,
+    EXIT_CODES_HELP,
+    NOTICES_HELP,
+    add_call_arguments,
+    add_list_arguments,
+    version_text,
+)
+from .call import CALLS, package_version, run_call
 from .interrupts import interrupted, run_stoppable
 from .state import run_state_inspect
-
-EXIT_CODES_HELP = "exit codes:\n" + "".join(
-    f"  {code.value}  {code.meaning}\n" for code in ExitCode
-)
-
-ANSWERS_HELP = """\
-answers: an entry named after an input request's key answers that key;
-otherwise the entry named after its method answers it: elicitation/create,
-elicitation/create#url (URL mode), sampling/createMessage, roots/list.
-Keys win over methods.  With no answer and a terminal on stdin, mrtr asks.
-"""
-
 
 # --- Arguments --------------------------------------------------------------------------------
 
@@ -72,24 +74,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+class _Version(argparse.Action):
+    """``--version``: one line as written (argparse's own action wraps it to the terminal)."""
 
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(version_text(package_version()) + "\n")
+        sys.stdout.flush()
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mrtr",
         description="Serve MCP tools and call them through multi round-trip flows.",
         epilog="Run `mrtr COMMAND --help` for each command.",
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print the version and the protocol revisions it speaks, and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
@@ -108,76 +105,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_arguments(serve, MRTR_SERVE)
 
-    call = commands.add_parser(
-        "call",
-        help="call a tool, answering the input it asks for",
-        description="Call TOOL on TARGET and print the final result as JSON.",
-        epilog=ANSWERS_HELP + "\n" + EXIT_CODES_HELP,
+    calls = {
+        "call": ("call a tool, answering the input it asks for", "Call TOOL on TARGET"),
+        "get-prompt": (
+            "get a prompt (prompts/get), answering the input it asks for",
+            "Get prompt NAME from TARGET",
+        ),
+        "read": (
+            "read a resource (resources/read), answering the input it asks for",
+            "Read the resource at URI from TARGET",
+        ),
+    }
+    for name, (summary, description) in calls.items():
+        command = commands.add_parser(
+            name,
+            help=summary,
+            description=f"{description} and print the final result as JSON.",
+            epilog=ANSWERS_HELP + "\n" + NOTICES_HELP + "\n" + EXIT_CODES_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_call_arguments(command, name)
+
+    listing = commands.add_parser(
+        "list",
+        help="list a server's tools (with their arguments), prompts, resources or templates",
+        description="List what TARGET offers, readably (--json: as the server sent it).",
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    call.add_argument("--answers", metavar="FILE", help="a JSON object of answers")
-    call.add_argument(
-        "--answer",
-        action="append",
-        default=[],
-        metavar="KEY=JSON",
-        help="one more answer entry (repeatable; wins over --answers)",
-    )
-    call.add_argument(
-        "--decline-all", action="store_true", help="decline every elicitation not answered"
-    )
-    call.add_argument(
-        "--root",
-        action="append",
-        default=[],
-        metavar="URI",
-        help="a file:// root to answer roots/list with (repeatable)",
-    )
-    call.add_argument("--trace", metavar="FILE", help="write every message as NDJSON")
-    call.add_argument(
-        "--max-rounds",
-        type=_positive_int,
-        default=10,
-        metavar="N",
-        help="most input rounds (default 10)",
-    )
-    call.add_argument(
-        "--max-state-only-legs",
-        type=_positive_int,
-        default=10,
-        metavar="N",
-        help="most legs in a row that carry only requestState, no answers (default 10)",
-    )
-    call.add_argument(
-        "--timeout", type=_positive_seconds, metavar="SEC", help="budget for the whole call"
-    )
-    call.add_argument(
-        "--url-wait-timeout",
-        type=_positive_seconds,
-        default=DEFAULT_URL_WAIT,
-        metavar="SEC",
-        help="after you consent to open a URL, how long to wait for the server to see "
-        f"the interaction finish (default {DEFAULT_URL_WAIT:g})",
-    )
-    call.add_argument(
-        "--era",
-        choices=("auto", "modern", "legacy"),
-        default="auto",
-        help="auto: probe server/discover, fall back to a 2025 session (default); "
-        "modern: 2026-07-28 at once; legacy: a 2025 initialize at once",
-    )
-    call.add_argument(
-        "--verdicts",
-        metavar="FILE",
-        help="remember each target's era in FILE (JSON) and skip the probe next time",
-    )
-    call.add_argument(
-        "target", metavar="TARGET", help="http(s)://URL, ws://URL or stdio:COMMAND ARGS..."
-    )
-    call.add_argument("tool", metavar="TOOL", help="the tool's name")
-    call.add_argument(
-        "arguments", metavar="ARGS_JSON", nargs="?", default="{}", help="a JSON object"
-    )
+    add_list_arguments(listing)
 
     state = commands.add_parser(
         "state",
@@ -227,8 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return run_serve(MRTR_SERVE, args)  # Ctrl-C and SIGTERM: see the serve entry
-        if args.command == "call":
+        if args.command in CALLS:
             return run_stoppable(prog, functools.partial(run_call, args))
+        if args.command == "list":
+            from .listing import run_list
+
+            return run_stoppable(prog, functools.partial(run_list, args))
         return run_state_inspect(args)
     except KeyboardInterrupt:  # outside trio.run: e.g. while importing what a command needs
         return interrupted(prog)

@@ -9,15 +9,18 @@ invalid value is asked again, at most :data:`MAX_ATTEMPTS` times).  URL mode
 shows the full URL first, then asks for consent; consent is the answer, and the
 call then waits for the server (its polls are paced while the user is in the
 browser, never counted as server time).  Sampling shows the conversation and the
-user types the reply.
+user types the reply.  Roots are asked one per line, a ``file://`` URI or a path
+(made absolute, then a ``file://`` URI), until an empty line.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -32,18 +35,24 @@ __all__ = [
     "HUMAN_MODEL",
     "MAX_ATTEMPTS",
     "MAX_LINE",
+    "MAX_ROOTS",
     "WAITING_FOR_SERVER",
     "PromptAborted",
     "Terminal",
     "prompt_form",
+    "prompt_roots",
     "prompt_sampling",
     "prompt_url",
+    "root_problem",
+    "root_uri_of",
 ]
 
 #: Bounds on what a user may type (a pasted novel is a mistake) and how often a
 #: field is asked again after an invalid answer before the prompt gives up.
 MAX_LINE = 64 * 1024
 MAX_ATTEMPTS = 20
+#: Most roots one answer typed at the terminal carries.
+MAX_ROOTS = 100
 #: The model name a typed sampling reply is sent under.
 HUMAN_MODEL = "human (mrtr call)"
 #: Said once the user consented to open a URL: the call now waits for the server.
@@ -264,3 +273,55 @@ async def prompt_sampling(
             )
         terminal.say("  type a reply, or /refuse")
     raise PromptAborted("no reply after many attempts")
+
+
+# --- Roots --------------------------------------------------------------------------------
+
+
+def root_problem(uri: str) -> str | None:
+    """Why ``uri`` is no root (a ``file://`` URI of an absolute path), or ``None``."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
+        return "control characters are not allowed"
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return "roots must be file:// URIs"
+    if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+        return "expected file:///absolute/path"
+    return None
+
+
+def root_uri_of(text: str) -> str:
+    """What a person typed as a root: a ``file:`` URI as it is, a path (``~`` and
+    relative ones too) as the ``file://`` URI of its absolute form."""
+    if text.lower().startswith("file:"):
+        return text
+    if "://" in text:
+        return text  # another scheme: root_problem says why not
+    return Path(os.path.expanduser(text)).absolute().as_uri()
+
+
+async def prompt_roots(
+    terminal: Terminal, request: m.wire.ListRootsRequest
+) -> m.wire.ListRootsResult:
+    """Ask for roots one per line (a path or a ``file://`` URI) until an empty line."""
+    terminal.say()
+    terminal.say("The server asks for your roots: the folders it may work in.")
+    terminal.say("  One per line, a path or a file:// URI; an empty line ends the list.")
+    roots: list[m.wire.Root] = []
+    attempts = 0
+    while len(roots) < MAX_ROOTS:
+        text = (await terminal.ask(f"  root {len(roots) + 1}: ")).strip()
+        if not text:
+            break
+        uri = root_uri_of(text)
+        problem = root_problem(uri)
+        if problem is not None:
+            attempts += 1
+            if attempts >= MAX_ATTEMPTS:
+                raise PromptAborted("no valid root after many attempts")
+            terminal.say(f"  {problem}")
+            continue
+        if uri != text:
+            terminal.say(f"  = {uri}")
+        roots.append(m.wire.Root(uri=uri))
+    return m.wire.ListRootsResult(roots=roots)

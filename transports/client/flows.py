@@ -12,7 +12,10 @@ once:
 * ``RoundStarted`` arms the input timer; each ``DispatchInput`` starts a task
   that awaits the app's :class:`~mrtr_transports.client.inputs.InputHandler`,
   checks the answer and feeds ``provide`` (or ``fail_input``); ``CancelInputs``
-  cancels the tasks whose answers are no longer wanted;
+  cancels the tasks whose answers are no longer wanted.  The handlers of one
+  round are entered in the server's order (:class:`InOrder`: trio starts new
+  tasks in no fixed order), so a handler that asks a person one question at a
+  time asks them as the server listed them, the same on every run;
 * ``CancelLeg`` cancels the leg on the wire (stdio: a notification; HTTP:
   closing its stream);
 * a terminal event ends the flow: :meth:`Flow.result` turns it into the
@@ -53,11 +56,43 @@ from .errors import (
 from .inputs import InputHandler, answer_problem
 from .link import Outbound
 
-__all__ = ["CallLimits", "Flow", "FlowContext", "Waiter", "run_flow"]
+__all__ = ["CallLimits", "Flow", "FlowContext", "InOrder", "Waiter", "run_flow"]
 
 logger = logging.getLogger("mrtr.client")
 
 _TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+
+
+class InOrder:
+    """Enter handlers in the order they were handed out, though their tasks run in any.
+
+    Each task takes a turn (:meth:`turn`) when it is spawned, in order, and
+    calls :meth:`enter` before it calls its handler: that waits until the task
+    before it has entered its own handler (and run it to its first pause), so
+    whatever a handler does first (take a lock, print a question) happens in
+    the order given.  A task cancelled while it waits still passes the turn on.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: trio.Event | None = None
+
+    def turn(self) -> tuple[trio.Event | None, trio.Event]:
+        """(the turn before this one, if still open; this one's): taken at spawn time."""
+        before, self._last = self._last, trio.Event()
+        return before, self._last
+
+    @staticmethod
+    async def enter(before: trio.Event | None, mine: trio.Event) -> None:
+        """Wait for the turn ``before``; the caller sets ``mine`` as it enters its
+        handler (here if it is cancelled while it waits)."""
+        try:
+            if before is not None:
+                await before.wait()
+        except BaseException:
+            mine.set()
+            raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +196,7 @@ class Flow:
         "cause",
         "ctx",
         "finished",
+        "in_order",
         "input_timeout",
         "input_timer",
         "inputs",
@@ -212,6 +248,7 @@ class Flow:
         self.inputs: dict[str, trio.CancelScope] = {}
         self.pending: set[str] = set()
         self.inputs_open = False
+        self.in_order = InOrder()
         # The caller's whole-flow budget and when it started (before any tools/list).
         self.total_budget: float | None = None
         self.total_started = started
@@ -345,6 +382,7 @@ class Flow:
             self.round = step.round
             self.leg_out = False
             self._disarm(self.leg_timer)
+            self.in_order = InOrder()
             if step.keys:
                 self.inputs_open = True
                 if step.input_timeout is not None:
@@ -439,13 +477,25 @@ class Flow:
         if self.ctx.answer is None:
             self._fail_input(step.key, "this client has no input handler")
             return
-        self.inputs[step.key] = self.spawn(self._run_input, step.key, step.request)
+        before, mine = self.in_order.turn()
+        self.inputs[step.key] = self.spawn(self._run_input, step.key, step.request, before, mine)
 
-    async def _run_input(self, key: str, request: m.wire.InputRequest) -> None:
+    async def _run_input(
+        self,
+        key: str,
+        request: m.wire.InputRequest,
+        before: trio.Event | None,
+        mine: trio.Event,
+    ) -> None:
         answer_input = self.ctx.answer
         assert answer_input is not None
+        await InOrder.enter(before, mine)
         try:
-            answer = await answer_input(key, request)
+            try:
+                answering = answer_input(key, request)
+            finally:
+                mine.set()  # (the next task runs once this one's handler first pauses)
+            answer = await answering
         except InputUnavailable as exc:
             self._fail_input(key, exc.reason)
             return

@@ -88,7 +88,16 @@ from mrtr_core.protocol import (
 
 from .client import Client
 from .errors import TransportError
-from .http_connection import Broken, Failed, HttpConnection, Refused, Stale, check_refusal
+from .http_connection import (
+    REASONS,
+    Broken,
+    Failed,
+    HttpConnection,
+    Refused,
+    Stale,
+    check_refusal,
+    error_body_text,
+)
 from .http_sessions import HttpSession
 from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
@@ -510,10 +519,11 @@ class HttpLink:
         raise Failed(self._status_error(out, status, body or b""), broken=False)
 
     def _status_error(self, out: Outbound, status: int, body: bytes) -> TransportError:
-        snippet = body[:200].decode("utf-8", "replace").strip()
+        reason = REASONS.get(status, "")
+        snippet = error_body_text(body)
         detail = f": {snippet}" if snippet else ""
         return TransportError(
-            f"{self.url} answered {out.method} with HTTP {status}{detail}",
+            f"{self.url} answered {out.method} with HTTP {status}{reason}{detail}",
             kind="http",
             status=status,
         )

@@ -6,11 +6,13 @@ kept-alive connection failed before any byte of a response: the server closed it
 unread, so the request may go again elsewhere), and :class:`Refused` (HTTP 503 with
 ``Retry-After`` and a ``SERVER_BUSY`` JSON-RPC error: refused before it was
 processed, so it may go again after the delay).  ``transports/client/http.py``
-decides what to do about each.
+decides what to do about each.  :func:`error_body_text` is what a failure's
+message quotes of an error body.
 """
 
 from __future__ import annotations
 
+import re
 import select
 from collections.abc import Sequence
 from typing import Any
@@ -135,3 +137,37 @@ def check_refusal(
     if isinstance(error, dict) and error.get("code") == SERVER_BUSY:
         message = error.get("message")
         raise Refused(int(retry_after), message if isinstance(message, str) else "busy")
+
+
+#: How much of an error body a failure's message quotes.
+MAX_ERROR_TEXT = 300
+#: The reason phrases worth saying with a failure's status (a person reads the status).
+REASONS = {
+    400: " Bad Request",
+    401: " Unauthorized",
+    403: " Forbidden",
+    404: " Not Found",
+    405: " Method Not Allowed",
+    406: " Not Acceptable",
+    415: " Unsupported Media Type",
+    429: " Too Many Requests",
+    500: " Internal Server Error",
+    501: " Not Implemented",
+    502: " Bad Gateway",
+    503: " Service Unavailable",
+    504: " Gateway Timeout",
+}
+_TAG = re.compile(rb"<[^<>]{0,1000}>")
+#: Terminal escape sequences (CSI: colours, clearing the screen), dropped whole.
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def error_body_text(body: bytes, limit: int = MAX_ERROR_TEXT) -> str:
+    """What a person should see of an error body: its text on one line, HTML tags
+    dropped, terminal escape sequences dropped, other control characters (newlines
+    too) turned into spaces,
+    whitespace collapsed, at most ``limit`` characters (the server chose every byte)."""
+    text = _TAG.sub(b" ", body[: 16 * limit]).decode("utf-8", "replace")
+    text = " ".join(_CONTROL.sub(" ", _ESCAPE.sub("", text)).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

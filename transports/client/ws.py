@@ -64,6 +64,7 @@ from mrtr_core.protocol import (
 
 from .client import Client
 from .errors import TransportError
+from .http_connection import error_body_text
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
@@ -193,9 +194,10 @@ class WsLink:
         message = f"{self.url}: the server refused the WebSocket (HTTP {status})"
         try:
             error = json.loads(body)["error"]
-            message += f": {error['message']}"
+            message += f": {error_body_text(str(error['message']).encode())}"
         except (ValueError, KeyError, TypeError):
-            pass
+            text = error_body_text(body)  # (a proxy's page, say: its text, made safe)
+            message += f": {text}" if text else ""
         return TransportError(message, kind="http", status=status)
 
     # --- the conversation ---

@@ -108,6 +108,17 @@ def test_values_decode() -> None:
     assert decode_header_value("=?base64?=") == "=?base64?="  # too short to be the sentinel
 
 
+def test_header_names_and_values_a_request_may_carry() -> None:
+    # One rule for annotations, received values and the headers a user adds (mrtr --header).
+    assert m.protocol.is_header_name("Authorization") and m.protocol.is_header_name("X-A_b.1~")
+    for bad in ("", "X A", "X:A", "Ü", "a\r\nb", None, 3):
+        assert not m.protocol.is_header_name(bad)
+    assert m.protocol.is_header_value("Bearer abc.def") and m.protocol.is_header_value("a\tb")
+    assert m.protocol.is_header_value("")
+    for bad in ("a\rb", "a\nb", "a\x00b", "a\x7fb", "café"):
+        assert not m.protocol.is_header_value(bad)
+
+
 @pytest.mark.parametrize(
     "text", ["", "us-west1", " padded ", "Hello, 世界", "=?base64?x?=", "a\r\nb", "\x00"]
 )

@@ -206,10 +206,11 @@ def test_the_client_declares_exactly_what_it_can_answer():
     assert caps(AnswerBook(), decline_all=True) == {"elicitation": {"form": {}, "url": {}}}
     with open(os.devnull) as infile, open(os.devnull, "w") as outfile:
         terminal = Terminal(infile, outfile)
-        # A terminal answers elicitation and sampling, never roots (those come from --root).
+        # A terminal answers elicitation, sampling and roots (typed as paths or URIs).
         assert caps(AnswerBook(), terminal=terminal) == {
             "elicitation": {"form": {}, "url": {}},
             "sampling": {},
+            "roots": {},
         }
 
 
