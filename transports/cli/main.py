@@ -9,8 +9,8 @@ Commands (each in its own module; docs/cli.md describes them)::
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
               [--url-wait-timeout SEC]
               TARGET TOOL [ARGS_JSON]
-    mrtr state inspect --key [ID:]SECRET [--key ...] [--key-id ID] [--method M]
-              [--params JSON] [--principal P] [--now SECONDS] TOKEN
+    mrtr state inspect [--state-keys FILE|env:NAME] [--key [ID:]SECRET ...] [--key-id ID]
+              [--method M] [--params JSON] [--principal P] [--now SECONDS] TOKEN
 
 * ``mrtr serve`` is the one serve entry, :mod:`mrtr_transports.server.entry`
   (the same as ``python -m mrtr_transports.server --stdio`` and
@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Prints the opened payload when every check passes."
         ),
         epilog=(
-            "keys: --key ID:SECRET, or --key SECRET for the key id the token names "
+            "keys: --state-keys FILE or env:NAME, the document the server was given; "
+            "and/or --key ID:SECRET, or --key SECRET for the key id the token names "
             "(or --key-id). SECRET is base64 or base64url (padding optional) or hex:HEX; "
             "--key @FILE reads it from FILE. Without --method/--params/--principal those "
             "bindings are not checked; --now defaults to the wall clock (the sealing "
@@ -206,7 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument(
-        "--key", action="append", required=True, metavar="[ID:]SECRET", help="a verifying key"
+        "--key", action="append", default=[], metavar="[ID:]SECRET", help="a verifying key"
+    )
+    inspect.add_argument(
+        "--state-keys",
+        metavar="FILE|env:NAME",
+        help="the keys document `mrtr serve --state-keys` seals with (every key in it verifies)",
     )
     inspect.add_argument("--key-id", metavar="ID", help="the id of a --key given without one")
     inspect.add_argument("--method", help="the request's method (e.g. tools/call)")
