@@ -445,7 +445,11 @@ class _StreamDriver:
     async def dispatch(self, event: Any) -> None:
         conn = self.conn
         if isinstance(event, m.AutoReply):
-            await self.put(conn.send(event.reply))
+            started = time.perf_counter()
+            data = conn.send(event.reply)
+            await self.put(data)
+            if self.access_where is not None:  # (server/discover, ping: answered by conn)
+                log_rpc(self.access_where, event.request, event.reply, bool(data), started)
         elif isinstance(event, m.InvalidMessage):
             log.warning("bad input: %s", event.error.message)
             if event.reply is not None:
