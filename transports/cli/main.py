@@ -2,9 +2,10 @@
 
 Commands (each in its own module; docs/cli.md describes them)::
 
-    mrtr serve [--stdio | --http HOST:PORT] [--app MODULE:ATTR] [--log-level LEVEL]
-               [--drain-timeout SEC] [--path PATH] [--allow-origin ORIGIN ...]
-               [--allow-host HOST ...] [--trusted-proxy CIDR ...]
+    mrtr serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [--app MODULE:ATTR|FILE.py:ATTR]
+               [--log-level LEVEL] [--no-access-log] [--drain-timeout SEC] [--path PATH]
+               [--health-path PATH|off] [--allow-origin ORIGIN ...] [--allow-host HOST ...]
+               [--trusted-proxy CIDR ...] [--state-keys FILE|env:NAME] ...
     mrtr call [--answers FILE] [--answer KEY=JSON ...] [--decline-all] [--root URI ...]
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
               [--url-wait-timeout SEC]
@@ -28,8 +29,9 @@ Commands (each in its own module; docs/cli.md describes them)::
   errors.
 
 Ctrl-C ends every command with exit 130 and one line on stderr, never a
-traceback; SIGTERM stops ``mrtr serve`` cleanly, exit 0
-(:mod:`mrtr_transports.cli.interrupts`).
+traceback; SIGTERM stops ``mrtr serve`` cleanly, exit 0; either signal lets the
+server drain its calls in flight first (``--drain-timeout``;
+:mod:`mrtr_transports.cli.interrupts`).
 """
 
 from __future__ import annotations

@@ -142,13 +142,14 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
     parser.add_argument(
         "--app",
         default=DEFAULT_APP,
-        metavar="MODULE:ATTR",
-        help=f"the ServerApp: MODULE:ATTR (the current folder is searched first) or "
-        f"FILE.py:ATTR ({DEFAULT_APP})",
+        metavar="MODULE:ATTR|FILE.py:ATTR",
+        help=f"the ServerApp: a module (the current folder is searched first) or a "
+        f"file, and its attribute ({DEFAULT_APP})",
     )
     parser.add_argument(
         "--log-level",
         default="WARNING",
+        metavar="LEVEL",
         help="stderr log level (WARNING); INFO adds an access line per request",
     )
     parser.add_argument(
