@@ -25,6 +25,7 @@ leg returns the handler's next ask or its result, shaped for the method.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,6 +43,8 @@ from .results import (
     tool_result,
     with_cache_hints,
 )
+
+log = logging.getLogger("mrtr_transports.serve")
 
 Entry = Tool | Resource | ResourceTemplate | Prompt
 
@@ -201,6 +204,8 @@ class _LegRun:
         except Exception as exc:
             if self.on_error is None:
                 raise
+            # The model reads the error in the result; the operator needs the traceback.
+            log.error("the tool %r raised", getattr(self.entry, "name", "?"), exc_info=True)
             return self.on_error(exc)
         if isinstance(outcome, m.server.Ask):
             if suspension is not None:

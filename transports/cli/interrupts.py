@@ -15,6 +15,11 @@ manager, or a stdio client after closing stdin, asks a server to stop) is a
 clean stop: exit 0 (not 143, so service managers count it as one) and
 ``PROG: terminated``.
 
+A server stops gracefully (``on_stop``): the first signal does not cancel it
+but asks it to stop taking new work and drain what is in flight (``mrtr serve
+--drain-timeout``, which bounds the drain); its main then returns by itself.
+A second signal while it drains cancels at once (Ctrl-C twice: "now").
+
 trio raises a ``KeyboardInterrupt`` that arrives before the watcher is up (or
 outside ``trio.run``) inside an exception group when it passes through a
 nursery, so :func:`is_interrupt` looks through groups.
@@ -54,10 +59,13 @@ def run_stoppable(
     main: Callable[[], Awaitable[int]],
     *,
     signals: Collection[signal.Signals] = (signal.SIGINT,),
+    on_stop: Callable[[], object] | None = None,
 ) -> int:
     """``trio.run(main)``'s exit code, or the code of the signal in ``signals`` that stopped it.
 
-    Only call from the main thread (signal handlers live there).
+    With ``on_stop``, the first signal calls it (from inside the run) instead of
+    cancelling ``main``, and a second one cancels.  Only call from the main thread
+    (signal handlers live there).
     """
     stopped_by: list[signal.Signals] = []
 
@@ -67,6 +75,11 @@ def run_stoppable(
             async for signum in arrivals:  # (until the run ends: later ones are absorbed)
                 if not stopped_by:
                     stopped_by.append(signal.Signals(signum))
+                    if on_stop is None:
+                        cancel.cancel()
+                    else:
+                        on_stop()  # main drains, then returns
+                elif on_stop is not None:  # a second signal while draining: stop now
                     cancel.cancel()
 
     async def run() -> int:

@@ -2,10 +2,10 @@
 
 Commands (each in its own module; docs/cli.md describes them)::
 
-    mrtr serve [--stdio | --http HOST:PORT] [--app MODULE:ATTR] [--log-level LEVEL]
-               [--drain-timeout SEC] [--path PATH] [--allow-origin ORIGIN ...]
-               [--allow-host HOST ...] [--trusted-proxy CIDR ...]
-    mrtr --version
+    mrtr serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [--app MODULE:ATTR|FILE.py:ATTR]
+               [--log-level LEVEL] [--no-access-log] [--drain-timeout SEC] [--path PATH]
+               [--health-path PATH|off] [--allow-origin ORIGIN ...] [--allow-host HOST ...]
+               [--trusted-proxy CIDR ...] [--state-keys FILE|env:NAME] ...
     mrtr call [--answers FILE] [--answer KEY=JSON ...] [--decline-all] [--root URI ...]
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
               [--url-wait-timeout SEC] [--header NAME:VALUE ...] [--quiet]
@@ -15,8 +15,9 @@ Commands (each in its own module; docs/cli.md describes them)::
     mrtr read [the options of call] TARGET URI
     mrtr list [--header NAME:VALUE ...] [--era ERA] [--timeout SEC] [--json]
               TARGET [tools|prompts|resources|templates]
-    mrtr state inspect --key [ID:]SECRET [--key ...] [--key-id ID] [--method M]
-              [--params JSON] [--principal P] [--now SECONDS] TOKEN
+    mrtr state inspect [--state-keys FILE|env:NAME] [--key [ID:]SECRET ...] [--key-id ID]
+              [--method M] [--params JSON] [--principal P] [--now SECONDS] TOKEN
+    mrtr --version
 
 * ``mrtr serve`` is the one serve entry, :mod:`mrtr_transports.server.entry`
   (the same as ``python -m mrtr_transports.server --stdio`` and
@@ -37,8 +38,9 @@ Commands (each in its own module; docs/cli.md describes them)::
   errors.
 
 Ctrl-C ends every command with exit 130 and one line on stderr, never a
-traceback; SIGTERM stops ``mrtr serve`` cleanly, exit 0
-(:mod:`mrtr_transports.cli.interrupts`).
+traceback; SIGTERM stops ``mrtr serve`` cleanly, exit 0; either signal lets the
+server drain its calls in flight first (``--drain-timeout``;
+:mod:`mrtr_transports.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Prints the opened payload when every check passes."
         ),
         epilog=(
-            "keys: --key ID:SECRET, or --key SECRET for the key id the token names "
+            "keys: --state-keys FILE or env:NAME, the document the server was given; "
+            "and/or --key ID:SECRET, or --key SECRET for the key id the token names "
             "(or --key-id). SECRET is base64 or base64url (padding optional) or hex:HEX; "
             "--key @FILE reads it from FILE. Without --method/--params/--principal those "
             "bindings are not checked; --now defaults to the wall clock (the sealing "
@@ -162,7 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument(
-        "--key", action="append", required=True, metavar="[ID:]SECRET", help="a verifying key"
+        "--key", action="append", default=[], metavar="[ID:]SECRET", help="a verifying key"
+    )
+    inspect.add_argument(
+        "--state-keys",
+        metavar="FILE|env:NAME",
+        help="the keys document `mrtr serve --state-keys` seals with (every key in it verifies)",
     )
     inspect.add_argument("--key-id", metavar="ID", help="the id of a --key given without one")
     inspect.add_argument("--method", help="the request's method (e.g. tools/call)")

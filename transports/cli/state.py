@@ -2,7 +2,9 @@
 
 A server that rejects a ``requestState`` says only "Invalid or expired
 requestState" on the wire; the operator holding the keys asks here.  The
-token is opened with ``mrtr_core.server.StateSealer`` and the given keys, and the
+token is opened with ``mrtr_core.server.StateSealer`` and the given keys (``--key``,
+or ``--state-keys FILE|env:NAME``: the keys document ``mrtr serve --state-keys`` read,
+by the same rule, ``stores/keys.py``), and the
 first failing check is named (:data:`REASON_TEXT`).  Bindings not given
 (``--method``, ``--params``, ``--principal``) are reported as not checked,
 never as failed.  Exit 0 when every check made passed, 1 when one failed, 2 on
@@ -23,6 +25,7 @@ from typing import Any, TextIO
 import mrtr_core as m
 
 from ..client.errors import ExitCode
+from ..stores.keys import StateKeysError, load_state_keys
 from .call import UsageError, parse_json_object
 
 #: What each ``InvalidRequestState`` reason means, for people.
@@ -97,7 +100,15 @@ def run_state_inspect(args: argparse.Namespace, out: TextIO | None = None) -> in
     token: str = args.token
     token_key_id, payload = _peek(token)
     try:
-        keys = parse_keys(args.key, args.key_id, token_key_id)
+        keys: dict[str, bytes] = {}
+        if args.state_keys is not None:  # the same document, the same reading, as mrtr serve
+            try:
+                keys.update(load_state_keys(args.state_keys).keys)
+            except StateKeysError as exc:
+                raise UsageError(str(exc)) from exc
+        keys.update(parse_keys(args.key, args.key_id, token_key_id))
+        if not keys:
+            raise UsageError("give the keys: --state-keys FILE|env:NAME, or --key [ID:]SECRET")
         params = None if args.params is None else parse_json_object(args.params, "--params")
         sealer = m.server.StateSealer(
             keys, next(iter(keys)), max_token_size=max(128, len(token) + 1)

@@ -67,9 +67,9 @@ from __future__ import annotations
 import contextvars
 import errno
 import functools
-import importlib
 import logging
 import os
+import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any
@@ -79,8 +79,10 @@ import trio
 import mrtr_core as m
 from mrtr_core import AppResultRefused
 
+from .access import access_enabled, log_rpc
 from .app import Outcome, Outlet, ServerApp, run_app
 from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT, LegacyFlow, run_legacy
+from .loading import AppSpecError, load_app  # (re-exported: their home was here)
 
 __all__ = [
     "READ_SIZE",
@@ -103,56 +105,6 @@ DEFAULT_DRAIN_TIMEOUT = 1.0
 OUTBOX_SIZE = 64
 
 Write = Callable[[bytes], Awaitable[None]]
-
-
-# --- Loading an app ------------------------------------------------------------------
-
-
-class AppSpecError(ValueError):
-    """``MODULE:ATTR`` does not name a ServerApp; the message says why."""
-
-
-def load_app(spec: str) -> ServerApp:
-    """The ``ServerApp`` named by ``spec`` (``"package.module:attribute"``).
-
-    ``attribute`` may be dotted (``module:holder.app``).  When it names a class
-    or a factory function rather than an app, it is called with no arguments.
-    Raises ``AppSpecError`` with a message that says what to fix.
-    """
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise AppSpecError(f"--app {spec!r}: expected MODULE:ATTR, e.g. mypackage.server:app")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AppSpecError(
-            f"--app {spec!r}: cannot import module {module_name!r}: {exc} "
-            "(is it on PYTHONPATH, or run from the directory that holds it?)"
-        ) from exc
-    for part in attr_path.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError as exc:
-            raise AppSpecError(
-                f"--app {spec!r}: {type(target).__name__} {module_name!r} has no attribute {part!r}"
-            ) from exc
-    if not _looks_like_app(target) and callable(target):
-        target = target()  # a class or a factory
-    if not _looks_like_app(target):
-        raise AppSpecError(
-            f"--app {spec!r} is a {type(target).__name__}, not a ServerApp: it needs `info`, "
-            "`capabilities`, `instructions` and `async def handle(request, info, outlet)`"
-        )
-    app: ServerApp = target
-    return app
-
-
-def _looks_like_app(obj: Any) -> bool:
-    return (
-        not isinstance(obj, type)
-        and callable(getattr(obj, "handle", None))
-        and all(hasattr(obj, name) for name in ("info", "capabilities", "instructions"))
-    )
 
 
 # --- One request ---------------------------------------------------------------------
@@ -313,8 +265,11 @@ class _StreamDriver:
         send_stream: trio.abc.SendStream,
         legacy_answer_timeout: float | None,
         drain_timeout: float,
+        where: str = "stdio",
     ) -> None:
         self.app = app
+        #: Where access lines say requests came from; ``None``: no access log (access.py).
+        self.access_where = where if access_enabled() else None
         self.conn = conn
         self.send_stream = send_stream
         self.legacy_answer_timeout = legacy_answer_timeout
@@ -490,7 +445,11 @@ class _StreamDriver:
     async def dispatch(self, event: Any) -> None:
         conn = self.conn
         if isinstance(event, m.AutoReply):
-            await self.put(conn.send(event.reply))
+            started = time.perf_counter()
+            data = conn.send(event.reply)
+            await self.put(data)
+            if self.access_where is not None:  # (server/discover, ping: answered by conn)
+                log_rpc(self.access_where, event.request, event.reply, bool(data), started)
         elif isinstance(event, m.InvalidMessage):
             log.warning("bad input: %s", event.error.message)
             if event.reply is not None:
@@ -516,6 +475,9 @@ class _StreamDriver:
         info = conn.request_info(request.id)
         outlet = ConnectionOutlet(conn, request.id, self.write)
         scope = self.running[request.id]
+        started = time.perf_counter() if self.access_where is not None else 0.0
+        response: m.ResultResponse | m.ErrorResponse | None = None
+        data = b""
         try:
             if info.era == "legacy" and request.method in m.protocol.MRTR_METHODS:
                 response = await run_legacy(
@@ -530,15 +492,19 @@ class _StreamDriver:
                     next_answer=self.wait_for_answer,
                     unanswered=self.unanswered,
                 )
-                await self.put(send_response(conn, response)[1])
+                response, data = send_response(conn, response)
+                await self.put(data)
                 return
             outcome: Outcome = m.MrtrError("cancelled by the client")
             with scope:
                 outcome = await run_app(self.app, request, info, outlet)
             # Cancelled by the client: the connection sends nothing for it (b""), but
             # sending the outcome releases the request's id.
-            await self.put(send_response(conn, response_for(request.id, outcome))[1])
+            response, data = send_response(conn, response_for(request.id, outcome))
+            await self.put(data)
         finally:
+            if self.access_where is not None:
+                log_rpc(self.access_where, request, response, bool(data), started)
             del self.running[request.id]
             self.slots.release()  # its response is with the writer (or never will be)
 

@@ -35,13 +35,20 @@ entry hands both to ``app.configure_state`` before serving, so the app must be
 an ``McpApp`` (anything else is a usage error); the store's connections live as
 long as the server.
 
-Ctrl-C stops every form with exit 130 (``PROG: interrupted`` on stderr, no
-traceback), and SIGTERM with exit 0 (``PROG: terminated``): the signal cancels
-the serving, so the stdout guard and open connections are closed as on any
-other exit (:mod:`mrtr_transports.cli.interrupts`).  HTTP-only options (``--path``,
-``--allow-origin``, ``--allow-host``, ``--trusted-proxy``, ``--state-keys``,
-``--single-use``, ``--public-url``, ``--callback-path``) with stdio, or
-``--drain-timeout`` with HTTP, are usage errors.
+Stopping (one meaning for every transport): the first SIGTERM or Ctrl-C stops
+taking new work (stdio stops reading stdin; HTTP and WebSocket answer newcomers
+503 with ``Connection: close``, the health check included) and lets the requests
+in flight finish for ``--drain-timeout`` seconds (stdio 1, else 10), then cancels
+what is left.  The exit is 0 for SIGTERM (``PROG: terminated`` on stderr) and 130
+for Ctrl-C (``PROG: interrupted``), one line, never a traceback; a second signal
+cuts the drain short (:mod:`mrtr_transports.cli.interrupts`).
+
+Logging goes to stderr at ``--log-level``; at INFO each request gets an access line
+(:mod:`mrtr_transports.server.access`; ``--no-access-log`` keeps them out), and an
+app that raises leaves its traceback there at ERROR while the client gets a clean
+error.  HTTP-only options (``--allow-origin``, ``--allow-host``, ``--trusted-proxy``,
+``--state-keys``, ``--single-use``, ``--public-url``, ``--callback-path``,
+``--health-path``) with stdio are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line.
 """
@@ -53,7 +60,7 @@ import functools
 import gc
 import ipaddress
 import logging
-import os
+import math
 import signal
 import sys
 import urllib.parse
@@ -66,9 +73,12 @@ import trio
 
 from ..cli.interrupts import interrupted, run_stoppable
 from ..client.errors import ExitCode
-from ..stores.keys import MAX_DOCUMENT_BYTES, StateKeys, StateKeysError, parse_state_keys
+from ..stores.keys import StateKeys, StateKeysError, load_state_keys
+from .access import ACCESS_LOGGER
 from .app import ServerApp
-from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError, load_app
+from .bounds import HTTP_BOUNDS, WS_BOUNDS
+from .driver import DEFAULT_DRAIN_TIMEOUT, AppSpecError
+from .loading import load_app
 from .stdio import guard_stdout, serve_stdio
 
 __all__ = [
@@ -87,6 +97,9 @@ log = logging.getLogger("mrtr_transports.serve")
 DEFAULT_APP = "mrtr_transports.apps.example:app"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PATH = "/mcp"
+#: How long HTTP and WebSocket requests in flight may finish after SIGTERM or Ctrl-C.
+DEFAULT_SERVER_DRAIN = 10.0
+DEFAULT_HEALTH_PATH = "/healthz"
 
 Transport = Literal["stdio", "http", "ws"]
 
@@ -128,17 +141,41 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
         "--ws", metavar="HOST:PORT", help="serve MCP over WebSocket (port 0: any free port)"
     )
     parser.add_argument(
-        "--app", default=DEFAULT_APP, metavar="MODULE:ATTR", help=f"the ServerApp ({DEFAULT_APP})"
+        "--app",
+        default=DEFAULT_APP,
+        metavar="MODULE:ATTR|FILE.py:ATTR",
+        help=f"the ServerApp: a module (the current folder is searched first) or a "
+        f"file, and its attribute ({DEFAULT_APP})",
     )
-    parser.add_argument("--log-level", default="WARNING", help="stderr log level (WARNING)")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        metavar="LEVEL",
+        help="stderr log level (WARNING); INFO adds an access line per request",
+    )
+    parser.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="no access lines, even at --log-level INFO",
+    )
     parser.add_argument(
         "--drain-timeout",
         type=float,
         metavar="SEC",
-        help="stdio: at the end of stdin, how long running handlers may finish "
-        f"(default {DEFAULT_DRAIN_TIMEOUT:g})",
+        help="on SIGTERM or Ctrl-C (and, stdio, at the end of stdin): how long requests "
+        f"in flight may finish once no new ones are taken (default: stdio "
+        f"{DEFAULT_DRAIN_TIMEOUT:g}, HTTP and WebSocket {DEFAULT_SERVER_DRAIN:g})",
     )
-    parser.add_argument("--path", help=f"HTTP: the endpoint path (default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--path", help=f"HTTP, WebSocket: the endpoint path (default {DEFAULT_PATH})"
+    )
+    parser.add_argument(
+        "--health-path",
+        metavar="PATH",
+        help=f"HTTP: the health check, GET answers 200, or 503 while draining "
+        f"(default {DEFAULT_HEALTH_PATH}; 'off': none)",
+    )
     parser.add_argument(
         "--public-url",
         metavar="URL",
@@ -191,100 +228,15 @@ def add_arguments(parser: argparse.ArgumentParser, entry: Entry) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class HttpBound:
-    """One bound of the HTTP server that the command line can set (``docs/transports.md``)."""
-
-    flag: str
-    option: str  # the keyword of ``HttpServer``
-    kind: type[int] | type[float]
-    what: str
-
-    @property
-    def default(self) -> str:
-        from .http import server  # only for --help: stdio never imports the HTTP server
-
-        value = (server.HttpServer.__init__.__kwdefaults__ or {})[self.option]
-        return str(value) if self.kind is int else f"{value:g}"
-
-
-#: The HTTP server's bounds, as flags; each one is a keyword of ``HttpServer``.
-HTTP_BOUNDS = (
-    HttpBound("--max-connections", "max_connections", int, "connections served at once"),
-    HttpBound("--max-body-size", "max_body_size", int, "bytes of one request body"),
-    HttpBound("--idle-timeout", "idle_timeout", float, "wait for a request's first byte"),
-    HttpBound("--head-timeout", "head_timeout", float, "a request head, from its first byte"),
-    HttpBound("--body-timeout", "body_timeout", float, "a request body, once its head is in"),
-    HttpBound("--write-timeout", "write_timeout", float, "one write to a client that stalls"),
-    HttpBound("--max-listen-streams", "max_listen_streams", int, "listen streams in all"),
-    HttpBound(
-        "--max-listen-per-client",
-        "max_listen_streams_per_client",
-        int,
-        "listen streams of one client address",
-    ),
-    HttpBound("--listen-lifetime", "listen_lifetime", float, "how long a listen stream lasts"),
-    HttpBound("--max-sessions", "max_sessions", int, "2025-era sessions held at once"),
-    HttpBound(
-        "--session-idle-timeout",
-        "session_idle_timeout",
-        float,
-        "a 2025-era session without work ends after",
-    ),
-    HttpBound(
-        "--replay-events", "replay_buffer_events", int, "SSE events a session keeps to resume"
-    ),
-    HttpBound("--replay-bytes", "replay_buffer_bytes", int, "bytes of SSE events a session keeps"),
-    HttpBound(
-        "--max-session-streams", "max_session_streams", int, "SSE streams of 2025-era sessions"
-    ),
-    HttpBound(
-        "--max-streams-per-session",
-        "max_streams_per_session",
-        int,
-        "open SSE streams of one 2025-era session",
-    ),
-    HttpBound(
-        "--legacy-answer-timeout",
-        "legacy_answer_timeout",
-        float,
-        "a 2025-era client's answer to one server question",
-    ),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class WsBound:
-    """One bound of the WebSocket server that the command line can set."""
-
-    flag: str
-    option: str  # the keyword of ``WsServer``
-    kind: type[int] | type[float]
-    what: str
-
-    @property
-    def default(self) -> str:
-        from . import ws  # only for --help
-
-        value = (ws.WsServer.__init__.__kwdefaults__ or {})[self.option]
-        return str(value) if self.kind is int else f"{value:g}"
-
-
-#: The WebSocket server's own bounds, as flags (``--max-connections`` is shared with HTTP).
-WS_BOUNDS = (
-    WsBound("--max-message-size", "max_message_size", int, "bytes of one message"),
-    WsBound("--ping-interval", "ping_interval", float, "seconds between keep-alive pings"),
-    WsBound("--ping-timeout", "ping_timeout", float, "seconds a pong may take"),
-)
-
-
-@dataclass(frozen=True, slots=True)
 class ServeOptions:
     """The parsed, checked options of one serve command."""
 
     transport: Transport
     app: str = DEFAULT_APP
     log_level: str = "WARNING"
+    access_log: bool = True
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    health_path: str | None = DEFAULT_HEALTH_PATH
     host: str = DEFAULT_HOST
     port: int = 0
     path: str = DEFAULT_PATH
@@ -305,6 +257,7 @@ class ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
         http_only += [args.state_keys, args.single_use, args.public_url, args.callback_path]
+        http_only += [args.health_path]
         given = [(b, getattr(args, b.option)) for b in HTTP_BOUNDS]
         given = [(b, value) for b, value in given if value is not None]
         http_only += [value for _, value in given]
@@ -333,17 +286,25 @@ class ServeOptions:
         if transport == "stdio" and any(http_only):
             raise UsageError(
                 "--path, --allow-*, --trusted-proxy, --state-keys, --single-use, "
-                "--public-url, --callback-path and the HTTP bounds only apply to --http"
+                "--public-url, --callback-path, --health-path and the HTTP bounds only "
+                "apply to --http"
             )
         if args.public_url is not None:
             parts = urllib.parse.urlsplit(args.public_url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise UsageError(f"--public-url {args.public_url!r}: an absolute http(s) URL")
-        if transport == "ws" and (args.public_url is not None or args.callback_path is not None):
-            raise UsageError("--public-url and --callback-path only apply to --http")
-        if transport != "stdio" and drain is not None:
-            raise UsageError("--drain-timeout only applies to --stdio")
-        if drain is not None and not drain >= 0:
+        if transport == "ws" and any(
+            arg is not None for arg in (args.public_url, args.callback_path, args.health_path)
+        ):
+            raise UsageError("--public-url, --callback-path and --health-path only apply to --http")
+        health_path: str | None = args.health_path or DEFAULT_HEALTH_PATH
+        if health_path == "off":
+            health_path = None
+        elif health_path is not None and not health_path.startswith("/"):
+            raise UsageError(f"--health-path {health_path!r}: a path starting with '/', or off")
+        if health_path is not None and health_path == (args.path or DEFAULT_PATH):
+            raise UsageError(f"--health-path {health_path!r} is the endpoint's own path")
+        if drain is not None and not (drain >= 0 and math.isfinite(drain)):
             raise UsageError("--drain-timeout must be a number of seconds, 0 or more")
         if not isinstance(logging.getLevelName(args.log_level.upper()), int):
             raise UsageError(f"--log-level {args.log_level!r}: not a logging level")
@@ -360,7 +321,9 @@ class ServeOptions:
             transport=transport,
             app=args.app,
             log_level=args.log_level.upper(),
-            drain_timeout=DEFAULT_DRAIN_TIMEOUT if drain is None else drain,
+            access_log=args.access_log,
+            drain_timeout=_default_drain(transport) if drain is None else drain,
+            health_path=health_path,
             host=host,
             port=port,
             path=args.path or DEFAULT_PATH,
@@ -376,21 +339,16 @@ class ServeOptions:
         )
 
 
+def _default_drain(transport: Transport) -> float:
+    return DEFAULT_DRAIN_TIMEOUT if transport == "stdio" else DEFAULT_SERVER_DRAIN
+
+
 def read_state_keys(source: str) -> StateKeys:
     """The keys of ``--state-keys FILE`` or ``--state-keys env:NAME``; :class:`UsageError`."""
-    where = f"--state-keys {source!r}"
     try:
-        if source.startswith("env:"):
-            text = os.environ.get(source[4:])
-            if text is None:
-                raise UsageError(f"{where}: the environment variable {source[4:]!r} is not set")
-            return parse_state_keys(text)
-        with open(source, "rb") as file:
-            return parse_state_keys(file.read(MAX_DOCUMENT_BYTES + 1))
-    except OSError as exc:
-        raise UsageError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+        return load_state_keys(source)
     except StateKeysError as exc:
-        raise UsageError(f"{where}: {exc}") from exc
+        raise UsageError(str(exc)) from exc
 
 
 def check_single_use(url: str, state_keys: StateKeys | None) -> None:
@@ -430,6 +388,8 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
     except UsageError as exc:
         return _fail(entry, str(exc))
     logging.basicConfig(stream=sys.stderr, level=options.log_level)
+    if not options.access_log:
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.WARNING)
     guard: AbstractContextManager[Any] = (
         guard_stdout() if options.transport == "stdio" else nullcontext()
     )
@@ -446,15 +406,18 @@ def serve(entry: Entry, args: argparse.Namespace) -> int:
                 return _fail(
                     entry, f"--state-keys: --app {options.app!r} is not an McpApp (configure_state)"
                 )
+            # The first SIGTERM or Ctrl-C sets `stop`: the server drains (--drain-timeout)
+            # and returns; a second one cancels at once (interrupts.py).
+            stop = trio.Event()
             if options.transport == "stdio":
-                serving = functools.partial(_serve_stdio, app, options)
+                serving = functools.partial(_serve_stdio, app, options, stop)
             elif options.transport == "ws":
-                serving = functools.partial(_serve_ws, entry, app, options)
+                serving = functools.partial(_serve_ws, entry, app, options, stop)
             else:
-                serving = functools.partial(_serve_http, entry, app, options)
+                serving = functools.partial(_serve_http, entry, app, options, stop)
             settle_heap()
             stop_on = (signal.SIGINT, signal.SIGTERM)
-            return run_stoppable(entry.prog, serving, signals=stop_on)
+            return run_stoppable(entry.prog, serving, signals=stop_on, on_stop=stop.set)
     except KeyboardInterrupt:  # before the signal watcher was up: importing the app
         return interrupted(entry.prog)
 
@@ -481,13 +444,13 @@ def _fail(entry: Entry, message: str) -> int:
     return ExitCode.USAGE
 
 
-async def _serve_stdio(app: ServerApp, options: ServeOptions) -> int:
-    await serve_stdio(app, drain_timeout=options.drain_timeout)
+async def _serve_stdio(app: ServerApp, options: ServeOptions, stop: trio.Event) -> int:
+    await serve_stdio(app, drain_timeout=options.drain_timeout, stop=stop)
     return ExitCode.RESULT
 
 
-async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
-    from .http.server import serve_http
+async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions, stop: trio.Event) -> int:
+    from .http.server import HttpServer
 
     http_options: dict[str, Any] = {
         "path": options.path,
@@ -500,17 +463,20 @@ async def _serve_http(entry: Entry, app: ServerApp, options: ServeOptions) -> in
         http_options["public_url"] = options.public_url
     if options.callback_path is not None:
         http_options["callback_path"] = options.callback_path
-    serving = functools.partial(serve_http, app, options.host, options.port, **http_options)
+    http_options["health_path"] = options.health_path
+    server = HttpServer(app, **http_options)
     async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
-        started = await nursery.start(serving)
+        started = await nursery.start(server.serve, options.host, options.port)
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{entry.announce}listening on {url}\n")
         sys.stderr.flush()
+        await stop.wait()
+        await server.aclose(grace=options.drain_timeout)
     return ExitCode.RESULT
 
 
-async def _serve_ws(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
-    from .ws import serve_ws
+async def _serve_ws(entry: Entry, app: ServerApp, options: ServeOptions, stop: trio.Event) -> int:
+    from .ws import WsServer
 
     ws_options: dict[str, Any] = {
         "path": options.path,
@@ -520,12 +486,14 @@ async def _serve_ws(entry: Entry, app: ServerApp, options: ServeOptions) -> int:
         **dict(options.http_bounds),  # (only --max-connections gets here)
         **dict(options.ws_bounds),
     }
-    serving = functools.partial(serve_ws, app, options.host, options.port, **ws_options)
+    server = WsServer(app, **ws_options)
     async with _shared_state(entry, app, options), trio.open_nursery() as nursery:
-        host, port = await nursery.start(serving)
+        host, port = await nursery.start(server.serve, options.host, options.port)
         shown = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"{entry.announce}listening on ws://{shown}:{port}{options.path}\n")
         sys.stderr.flush()
+        await stop.wait()
+        await server.aclose(grace=options.drain_timeout)
     return ExitCode.RESULT
 
 

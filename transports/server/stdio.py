@@ -86,9 +86,12 @@ async def serve_stdio(
     stdin: trio.abc.ReceiveStream | None = None,
     stdout: trio.abc.SendStream | None = None,
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+    stop: trio.Event | None = None,
     **connection_options: Any,
 ) -> None:
-    """Serve ``app`` on ``stdin``/``stdout`` (fds 0 and 1 by default) until stdin ends.
+    """Serve ``app`` on ``stdin``/``stdout`` (fds 0 and 1 by default) until stdin ends,
+    or until ``stop`` is set: then stdin is closed, which the driver reads as its end
+    (what runs gets ``drain_timeout``, its answers are written).
 
     With the default stdout, fd 1 and ``sys.stdout`` point at stderr while
     serving (restored afterwards; :func:`guard_stdout`, or the guard already
@@ -106,4 +109,18 @@ async def serve_stdio(
             own_stdout = trio.lowlevel.FdStream(os.dup(protocol_fd))
             owned.callback(own_stdout.close)
             stdout = own_stdout
-        await serve_stream(app, stdin, stdout, drain_timeout=drain_timeout, **connection_options)
+        serving = serve_stream(
+            app, stdin, stdout, drain_timeout=drain_timeout, **connection_options
+        )
+        if stop is None:
+            await serving
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_close_on, stop, stdin)
+            await serving
+            nursery.cancel_scope.cancel()
+
+
+async def _close_on(stop: trio.Event, stdin: trio.abc.ReceiveStream) -> None:
+    await stop.wait()
+    await stdin.aclose()  # a read waiting on it ends (ClosedResourceError: the end of input)

@@ -37,7 +37,11 @@ For each TCP connection, in order:
    close at once, so the answers still running are dropped (a WebSocket
    cannot carry them after the close) and their handlers cancelled.  When
    the server shuts down (cancellation: Ctrl-C or SIGTERM for ``mrtr serve``)
-   every open WebSocket gets 1001 (going away).  After a close the server
+   every open WebSocket gets 1001 (going away).  A graceful stop
+   (``WsServer.aclose(grace)``: ``mrtr serve`` on SIGTERM or Ctrl-C) first stops
+   reading: no new request is taken, what runs gets ``grace`` seconds and its
+   answers go out, newcomers get 503 with ``Connection: close``; then 1001.
+   After a close the server
    waits at most ``close_timeout`` for the peer's own close frame, then
    closes the TCP connection.
 
@@ -169,6 +173,10 @@ class WsServer:
         #: The conversations open now (accepted or still in their handshake).
         self.connections: set[WsConnection] = set()
         self.lingering = trio.CapacityLimiter(self.max_connections)
+        #: ``aclose`` began: newcomers are refused, the open ones drain.
+        self.closing = False
+        self._nursery: trio.Nursery | None = None
+        self._all_closed = trio.Event()
 
     async def serve(
         self,
@@ -186,10 +194,28 @@ class WsServer:
         bound = listeners[0].socket.getsockname()
         self.address = (str(bound[0]), int(bound[1]))
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(trio.serve_listeners, self._serve_connection, listeners)
             task_status.started(self.address)
 
+    async def aclose(self, grace: float) -> None:
+        """Stop gracefully: refuse newcomers (503), stop reading requests, give the
+        running ones ``grace`` seconds to answer, close every WebSocket (1001)."""
+        self.closing = True
+        for connection in list(self.connections):
+            connection.stop_reading(grace)
+        if self.connections:
+            self._all_closed = trio.Event()
+            with trio.move_on_after(grace + self.close_timeout):
+                await self._all_closed.wait()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        if self.closing:
+            await write_refusal(stream, 503, "the server is shutting down: retry", retry_after=1)
+            await close_lingering(stream, self.lingering, MAX_HANDSHAKE_SIZE)
+            return
         if len(self.connections) >= self.max_connections:
             log.warning("%d WebSockets open: refused a newcomer", len(self.connections))
             await refuse_busy(stream, self.lingering, MAX_HANDSHAKE_SIZE)
@@ -202,6 +228,8 @@ class WsServer:
             log.exception("WebSocket from %s failed", connection.peer)
         finally:
             self.connections.discard(connection)
+            if not self.connections:
+                self._all_closed.set()
             await trio.aclose_forcefully(stream)
 
 
@@ -267,6 +295,10 @@ class WsConnection:
         self.sent_close: tuple[int, str] | None = None
         #: The peer's close frame: (code, reason); None until then.
         self.received_close: tuple[int, str | None] | None = None
+        #: The server stops: the driver reads the end of input (``stop_reading``).
+        self.stopping = False
+        self.read_scope: trio.CancelScope | None = None
+        self.driver: _StreamDriver | None = None
 
     async def serve(self) -> None:
         try:
@@ -357,21 +389,30 @@ class WsConnection:
             **server.connection_options,
         }
         conn = m.Connection(m.SERVER, framing="messages", **options)
-        driver = _StreamDriver(
+        self.driver = driver = _StreamDriver(
             _OneConversation(server.app),
             conn,
             _TextSender(self),
             server.legacy_answer_timeout,
             server.drain_timeout,
+            where=f"ws {self.peer}",
         )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.keepalive)
             await driver.serve(_MessageReceiver(self))
             nursery.cancel_scope.cancel()
 
+    def stop_reading(self, grace: float) -> None:
+        """The server stops: take no more requests; what runs has ``grace`` seconds."""
+        self.stopping = True
+        if self.driver is not None:
+            self.driver.drain_timeout = grace
+        if self.read_scope is not None:
+            self.read_scope.cancel()
+
     async def next_message(self) -> bytes:
         """The next whole message from the peer; ``b""`` once its input has ended."""
-        while not self.input_ended:
+        while not self.input_ended and not self.stopping:
             for event in self.ws.events():
                 message = await self.on_event(event)
                 if message:  # (an empty message is no message: b"" would read as the end)
@@ -379,10 +420,15 @@ class WsConnection:
                 if self.input_ended:
                     break
             else:
-                try:
-                    data: bytes | None = await self.stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+                data: bytes | None = None
+                with trio.CancelScope() as self.read_scope:
+                    try:
+                        data = await self.stream.receive_some(READ_SIZE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                self.read_scope = None
+                if self.stopping:
+                    break
                 if self.ws.state is ConnectionState.CLOSED:
                     self.input_ended = True
                 else:  # (wsproto reads None as a connection lost without a close frame)

@@ -14,6 +14,10 @@ names the one that seals new states.  The others still open states sealed
 before a rotation: add a key, make it the signing key on every worker, and drop
 the old one once the longest flow has run out (``flow_ttl``, one hour by default).
 
+Where the document comes from is one rule for every command that needs the keys
+(``mrtr serve --state-keys`` seals with them, ``mrtr state inspect --state-keys``
+opens what it sealed): :func:`load_state_keys` reads ``FILE`` or ``env:NAME``.
+
 ``new_state_keys()`` writes a fresh document (``python -m mrtr_transports.stores.keys``
 prints one).
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import secrets
 import sys
@@ -33,6 +38,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "StateKeys",
     "StateKeysError",
+    "load_state_keys",
     "new_state_keys",
     "parse_state_keys",
 ]
@@ -80,6 +86,26 @@ def parse_state_keys(text: str | bytes) -> StateKeys:
     if not isinstance(signing_key, str) or signing_key not in keys:
         raise StateKeysError(f'"signing_key" {signing_key!r} is not one of "keys"')
     return StateKeys(keys, signing_key)
+
+
+def load_state_keys(source: str) -> StateKeys:
+    """The keys of the document in file ``source``, or in the environment variable
+    ``NAME`` for ``source`` ``env:NAME``; :class:`StateKeysError` saying which and why."""
+    where = f"--state-keys {source!r}"
+    try:
+        if source.startswith("env:"):
+            text = os.environ.get(source[4:])
+            if text is None:
+                raise StateKeysError(f"{where}: the environment variable {source[4:]!r} is not set")
+            return parse_state_keys(text)
+        with open(source, "rb") as file:
+            return parse_state_keys(file.read(MAX_DOCUMENT_BYTES + 1))
+    except OSError as exc:
+        raise StateKeysError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+    except StateKeysError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise StateKeysError(f"{where}: {exc}") from exc
 
 
 def _secret(key_id: str, value: object) -> bytes:

@@ -87,3 +87,46 @@ def test_a_keyboard_interrupt_raised_in_the_run_is_exit_130(
 
     assert run_stoppable("mrtr test", main) == 130
     assert capsys.readouterr().err == "mrtr test: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(signal.SIGTERM, 0, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_a_graceful_command_drains_on_the_first_signal_and_keeps_its_code(
+    signum: signal.Signals, code: int, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `mrtr serve`: the first signal asks it to stop (it drains, then returns by itself).
+    stop = trio.Event()
+    steps: list[str] = []
+
+    async def main() -> int:
+        signal.raise_signal(signum)
+        await stop.wait()
+        steps.append("drained")
+        return 0
+
+    stopping = (signal.SIGINT, signal.SIGTERM)
+    assert run_stoppable("mrtr test", main, signals=stopping, on_stop=stop.set) == code
+    assert steps == ["drained"]
+    assert capsys.readouterr().err == f"mrtr test: {said}\n"
+
+
+def test_a_second_signal_while_draining_cancels_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stop = trio.Event()
+    steps: list[str] = []
+
+    async def main() -> int:
+        signal.raise_signal(signal.SIGTERM)
+        await stop.wait()
+        steps.append("draining")
+        signal.raise_signal(signal.SIGINT)
+        await trio.sleep_forever()  # a drain that would never end
+        raise AssertionError("not cancelled")
+
+    stopping = (signal.SIGINT, signal.SIGTERM)
+    assert run_stoppable("mrtr test", main, signals=stopping, on_stop=stop.set) == 0
+    assert steps == ["draining"]
+    assert capsys.readouterr().err == "mrtr test: terminated\n"  # the first signal's code

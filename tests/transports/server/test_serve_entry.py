@@ -106,7 +106,8 @@ async def test_an_app_that_cannot_be_loaded_exits_2_the_same_way_everywhere(comm
     [
         (entry.MRTR_SERVE, ["--stdio", "--allow-origin", "*"], "only apply to --http"),
         (entry.MRTR_SERVE, ["--path", "/other"], "only apply to --http"),
-        (entry.MRTR_SERVE, ["--http", "127.0.0.1:0", "--drain-timeout", "1"], "only applies"),
+        (entry.MRTR_SERVE, ["--ws", "127.0.0.1:0", "--health-path", "/h"], "only apply to --http"),
+        (entry.MRTR_SERVE, ["--http", "127.0.0.1:0", "--drain-timeout", "inf"], "--drain-timeout"),
         (entry.MRTR_SERVE, ["--http", "8000"], "expected HOST:PORT"),
         (
             entry.MRTR_SERVE,

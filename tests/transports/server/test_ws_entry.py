@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (["--http", "127.0.0.1:0", "--ping-interval", "3"], "only apply to --ws"),
         (["--stdio", "--max-message-size", "10"], "only apply to --ws"),
         (["--ws", "127.0.0.1:0", "--ping-timeout", "0"], "--ping-timeout must be more than 0"),
-        (["--ws", "127.0.0.1:0", "--drain-timeout", "1"], "--drain-timeout only applies"),
+        (["--ws", "127.0.0.1:0", "--drain-timeout", "-1"], "--drain-timeout must be"),
     ],
 )
 def test_options_that_do_not_fit_ws_are_usage_errors(

@@ -46,7 +46,6 @@ from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_header
 
 from ..app import ServerApp, run_app
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, send_response
-from .callback import CallbackRoute
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
 from .policy import AccessPolicy, Headers
 from .refusals import (
@@ -56,6 +55,7 @@ from .refusals import (
     reason_phrase,
     write_refusal,
 )
+from .routes import SideRoute
 
 
 class ExchangeHost(Protocol):
@@ -75,8 +75,7 @@ class ExchangeHost(Protocol):
     closing: bool
     slots: ConnectionSlots
     listens: ListenPool
-    #: The URL-elicitation callback under the endpoint (``callback.py``), if the app has one.
-    callback: CallbackRoute | None
+    routes: dict[bytes, SideRoute]  # by path: URL callback, health check (routes.py)
 
     #: The 2025-era side: ``sessions.SessionEndpoint`` (``post``, ``get``, ``delete``).
     sessions: Any
@@ -411,8 +410,9 @@ class HttpConnection:
             and headers.get("transfer-encoding") is None
         ):
             self.h11.next_event()  # the EndOfMessage of an empty body: keep-alive after a refusal
-        if server.callback is not None and server.callback.matches(request.target):
-            await server.callback.serve(self, request, headers)  # its own Host/Origin rule
+        route = server.routes.get(request.target.split(b"?", 1)[0])
+        if route is not None:  # the URL callback, the health check: rules of their own
+            await route.serve(self, request, headers)
             return
         refusal = server.policy.refusal(headers, self.peer)
         if refusal is not None:

@@ -97,7 +97,15 @@ HTTP/1.1 keep-alive: many POSTs, one after another, on one connection.
 writes (4xx, 5xx) has a JSON-RPC error response as its body (with the
 request's id when it was read).
 
-Shutdown: ``HttpServer.aclose(grace)`` stops accepting, asks the app to end
+Health (``routes.py``): ``GET /healthz`` (``health_path``; ``None``: none) answers
+``200 {"status":"ok"}``, or 503 once closing, before the Host, Origin and Accept
+rules (a load balancer's probe meets none of them).  Access log (``access.py``):
+with the logger ``mrtr_transports.access`` at INFO when the server is made, each
+request leaves a line; otherwise not one instruction more per request.
+
+Shutdown: ``HttpServer.aclose(grace)`` stops taking requests (a new connection
+gets 503 with ``Retry-After`` and ``Connection: close`` before its request is
+read, so a client or balancer retries elsewhere), asks the app to end
 its ``subscriptions/listen`` streams (``close_subscriptions()``, when the app
 has it, as ``McpApp`` does: each stream gets its final result, not a cut),
 closes idle connections, lets running handlers finish for ``grace`` seconds
@@ -138,6 +146,7 @@ import trio
 
 import mrtr_core as m
 
+from ..access import access_enabled
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
 from ..legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
@@ -145,7 +154,8 @@ from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_rout
 from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool
 from .policy import AccessPolicy
-from .refusals import close_lingering, refuse_busy
+from .refusals import close_lingering, refuse_busy, write_refusal
+from .routes import DEFAULT_HEALTH_PATH, HealthRoute, SideRoute
 from .sessions import SessionEndpoint
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
@@ -231,6 +241,7 @@ class HttpServer:
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         public_url: str | None = None,
         callback_path: str = DEFAULT_CALLBACK_PATH,
+        health_path: str | None = DEFAULT_HEALTH_PATH,
         **connection_options: Any,
     ) -> None:
         for name, value in (
@@ -321,6 +332,20 @@ class HttpServer:
         )
         #: The absolute callback URL (known once serving: from ``public_url`` or the address).
         self.callback_url: str | None = None
+        #: Paths beside the endpoint, with rules of their own (``routes.py``).
+        self.routes: dict[bytes, SideRoute] = {}
+        if self.callback is not None:
+            self.routes[self.callback.path.encode("latin-1")] = self.callback
+        if health_path is not None:
+            if not health_path.startswith("/") or health_path == path:
+                raise ValueError(f"health_path must be a path of its own, not {health_path!r}")
+            self.routes[health_path.encode("latin-1")] = HealthRoute(self)
+        #: The access log's connection class while it is on (``access.py``), else the plain one.
+        self.connection_class = HttpConnection
+        if access_enabled():
+            from .access import LoggedHttpConnection
+
+            self.connection_class = LoggedHttpConnection
 
     # --- Life cycle ---
 
@@ -360,8 +385,7 @@ class HttpServer:
         """Stop accepting; end the app's listen streams (``close_subscriptions``);
         give running requests ``grace`` seconds; cancel the rest."""
         if not self.closing:
-            self.closing = True
-            self._accept_scope.cancel()
+            self.closing = True  # newcomers get 503 (_serve_connection) until the end
             end_subscriptions(self.app)  # open listen streams get their final result
             self.sessions.shutting_down()  # their standalone streams end
             for connection in list(self._connections):
@@ -384,8 +408,12 @@ class HttpServer:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        if self.closing:  # draining: a client or balancer is told to go elsewhere
+            await write_refusal(stream, 503, "the server is shutting down: retry", retry_after=1)
+            await close_lingering(stream, self.lingering, self._request_bytes())
+            return
         CURRENT_CALLBACK_URL.set(self.callback_url)  # this connection's task: its handlers
-        connection = HttpConnection(self, stream)
+        connection = self.connection_class(self, stream)
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
             await refuse_busy(stream, self.lingering, self._request_bytes())
