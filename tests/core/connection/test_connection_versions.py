@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
-import mrtr_core.connection._connection as connection_module
+# a connection splits the versions it is given with the versions its options module knows
+import mrtr_core.connection._options as options_module
 from mrtr_core import (
     CLIENT,
     SERVER,
@@ -39,7 +40,7 @@ FUTURE = "2099-01-01"
 
 @pytest.fixture
 def future_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_module, "MODERN_VERSIONS", (FUTURE, "2026-07-28"))
+    monkeypatch.setattr(options_module, "MODERN_VERSIONS", (FUTURE, "2026-07-28"))
 
 
 def _client(era: Any, versions: tuple[str, ...] = (FUTURE, "2026-07-28")) -> Connection:

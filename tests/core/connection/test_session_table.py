@@ -29,6 +29,7 @@ from support.pairing import (
 )
 
 import mrtr_core.connection._connection as connection_module
+import mrtr_core.connection._options as options_module
 from mrtr_core import (
     CLIENT,
     SERVER,
@@ -481,7 +482,7 @@ def test_client_version_error_naming_our_version_retries_the_probe_once_then_fai
 @pytest.fixture
 def future_version(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend a newer per-request version exists (as tests/test_connection_versions.py)."""
-    monkeypatch.setattr(connection_module, "MODERN_VERSIONS", (FUTURE, MODERN))
+    monkeypatch.setattr(options_module, "MODERN_VERSIONS", (FUTURE, MODERN))
 
 
 def _future_client() -> Connection:
