@@ -22,6 +22,10 @@ rule has one home:
   caching, no proxy buffering).
 * ``error_body``: the JSON-RPC error response (without id) every HTTP error
   carries, so a client always has a message to show.
+* ``parse_posted`` and ``header_refusal``: a body is parsed once, and the headers
+  that mirror it (``Mcp-Method``, ``Mcp-Name``, a tool's ``Mcp-Param-*``) are
+  checked against that value before the connection takes it; a mismatch is a
+  ``HeaderRefusal`` (-32020, 400) answered under the request's id.
 
 The header mirrors (``check_request_headers``), ``Accept`` (``accepted_media``)
 and the 2025-era test (``is_legacy_message``) have their own modules.
@@ -29,6 +33,7 @@ and the 2025-era test (``is_legacy_message``) have their own modules.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -44,9 +49,16 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     MrtrError,
 )
-from ..wire._codec import encode_message
+from ..wire._codec import default_codec, encode_message
 from ..wire._model import ErrorObject, ErrorResponse, Request, RequestId, error_response
-from ._headers import ReceivedHeaders, accepted_media
+from ._headers import (
+    HeaderMismatch,
+    HeaderParams,
+    ReceivedHeaders,
+    accepted_media,
+    called_tool,
+    check_request_headers,
+)
 
 __all__ = [
     "LISTEN_METHOD",
@@ -57,7 +69,10 @@ __all__ = [
     "removed_method_reply",
     "SSE_RESPONSE_HEADERS",
     "STATUS_FOR_CODE",
+    "HeaderRefusal",
     "PostRefusal",
+    "header_refusal",
+    "parse_posted",
     "body_too_large",
     "error_body",
     "post_refusal",
@@ -155,3 +170,43 @@ def listen_closure(subscription_id: RequestId) -> dict[str, Any]:
     """The result that ends a ``subscriptions/listen`` stream gracefully: the client
     opens a new one (a stream cut without it looks like a failure)."""
     return {"_meta": {SUBSCRIPTION_ID: subscription_id}}
+
+
+def parse_posted(body: bytes) -> Any:
+    """A POST body's JSON value, parsed once for the header checks and the connection;
+    ``None`` when it is not JSON (the connection, given the bytes, reports what is wrong)."""
+    try:
+        return default_codec.loads(body)
+    except MrtrError:
+        return None
+
+
+@attrs.frozen
+class HeaderRefusal:
+    """A POST whose mirrored headers contradict its body: the HTTP status and the error
+    response (under the request's id) that answer it."""
+
+    status: int
+    reply: ErrorResponse
+
+
+def header_refusal(
+    received: ReceivedHeaders,
+    message: Any,
+    header_params: Callable[[str], HeaderParams | None],
+) -> HeaderRefusal | None:
+    """Why ``message`` (what ``parse_posted`` gave) is refused for its headers, or ``None``.
+
+    ``header_params(tool)`` is the ``Mcp-Param-*`` mapping a tool declares (``None``:
+    none); it is asked only for a ``tools/call``.
+    """
+    if not isinstance(message, Mapping):
+        return None
+    tool = called_tool(message)
+    try:
+        check_request_headers(
+            received, message, header_params=header_params(tool) if tool is not None else None
+        )
+    except HeaderMismatch as exc:
+        return HeaderRefusal(status_for_error(exc.code), error_response(exc.request_id, exc))
+    return None

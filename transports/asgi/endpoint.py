@@ -58,7 +58,6 @@ from typing import Any
 import anyio
 
 import mrtr_core as m
-from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
@@ -236,27 +235,15 @@ class McpAsgi:
         json_ok: bool,
         sse_ok: bool,
     ) -> None:
-        try:  # parsed once: the headers are checked against it, then the connection takes it
-            message = m.wire.default_codec.loads(body)
-        except m.MrtrError:
-            message = None  # the connection reports what is wrong with the bytes
+        message = m.protocol.parse_posted(body)  # once: the headers, then the connection
         if m.protocol.is_legacy_message(headers.fields, message):
             await self._legacy_refused(send, message)
             return
+        refused = m.protocol.header_refusal(headers.fields, message, self.header_params)
+        if refused is not None:
+            await send_whole(send, refused.status, m.wire.encode_message(refused.reply))
+            return
         conn = m.Connection(m.SERVER, framing="messages", **self.connection_options)
-        if isinstance(message, Mapping):
-            tool = called_tool(message)
-            try:
-                check_request_headers(
-                    headers.fields,
-                    message,
-                    header_params=self.header_params(tool) if tool is not None else None,
-                )
-            except HeaderMismatch as exc:
-                error = m.error_response(exc.request_id, exc)
-                data = m.wire.encode_message(error)
-                await send_whole(send, m.protocol.status_for_error(exc.code), data)
-                return
         if message is None:
             conn.receive_data(body)
         else:

@@ -148,6 +148,10 @@ class Handshaking:
             error = self._session_error
             if self._lost is not None:
                 raise self._lost_error()
-            raise CallError(error.code, f"no session with the server: {error.message}", error.data)
+            raise CallError(
+                error.code,
+                f"the server refused to open the conversation: {error.message}",
+                error.data,
+            )
         if self._closed:
             raise self._lost_error()

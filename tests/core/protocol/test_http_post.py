@@ -88,3 +88,49 @@ def test_listen_closure_names_the_subscription() -> None:
     closure = m.protocol.listen_closure("sub-1")
     assert closure == {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub-1"}}
     assert m.protocol.LISTEN_METHOD == "subscriptions/listen"
+
+
+def test_parse_posted_gives_the_value_or_none_for_what_is_not_json() -> None:
+    assert m.protocol.parse_posted(b'{"jsonrpc":"2.0","id":1,"method":"x"}') == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "x",
+    }
+    assert m.protocol.parse_posted(b"{oops") is None  # the connection reports it from the bytes
+
+
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 7,
+    "method": "tools/call",
+    "params": {"name": "greet", "arguments": {"region": "eu"}},
+}
+ASKED: list[str] = []
+
+
+def params_of(tool: str) -> dict[str, list[str]]:
+    ASKED.append(tool)
+    return {"Region": ["region"]}
+
+
+def test_header_refusal_passes_headers_that_mirror_the_body() -> None:
+    ASKED.clear()
+    fields = {"mcp-method": ["tools/call"], "mcp-name": ["greet"], "mcp-param-region": ["eu"]}
+    assert m.protocol.header_refusal(fields, CALL, params_of) is None
+    assert ASKED == ["greet"]  # a tool's own header params are asked for its calls only
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert m.protocol.header_refusal({"mcp-method": ["ping"]}, ping, params_of) is None
+    assert ASKED == ["greet"]
+    # a body that is not an object is the connection's to refuse, not the headers'
+    assert m.protocol.header_refusal({}, None, params_of) is None
+    assert m.protocol.header_refusal({}, [CALL], params_of) is None
+
+
+def test_header_refusal_answers_a_mismatch_under_the_request_id() -> None:
+    fields = {"mcp-method": ["tools/call"], "mcp-name": ["greet"], "mcp-param-region": ["us"]}
+    refused = m.protocol.header_refusal(fields, CALL, params_of)
+    assert isinstance(refused, m.protocol.HeaderRefusal)
+    assert refused.status == 400
+    assert refused.reply.id == 7
+    assert refused.reply.error.code == m.protocol.HEADER_MISMATCH
+    assert "Mcp-Param-Region" in refused.reply.error.message

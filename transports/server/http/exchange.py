@@ -42,7 +42,6 @@ import h11
 import trio
 
 import mrtr_core as m
-from mrtr_core.protocol import HeaderMismatch, called_tool, check_request_headers
 
 from ..app import ServerApp, run_app
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, send_response
@@ -457,26 +456,15 @@ class HttpConnection:
         if empty is not None:
             await self._send_error(empty.status, empty.message, empty.code)
             return
-        try:  # parsed once: the headers are checked against it, then the connection takes it
-            message = m.wire.default_codec.loads(body)
-        except m.MrtrError:
-            message = None  # the connection reports what is wrong with the bytes
+        message = m.protocol.parse_posted(body)  # once: the headers, then the connection
         if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             await server.sessions.post(self, headers, message, json_ok, sse_ok)
             return
+        refused = m.protocol.header_refusal(headers.fields, message, server.header_params)
+        if refused is not None:
+            await self._send_json(m.wire.encode_message(refused.reply), refused.status)
+            return
         conn = m.Connection(m.SERVER, framing="messages", **server.connection_options)
-        if isinstance(message, Mapping):
-            tool = called_tool(message)
-            try:
-                check_request_headers(
-                    headers.fields,
-                    message,
-                    header_params=server.header_params(tool) if tool is not None else None,
-                )
-            except HeaderMismatch as exc:
-                error = m.error_response(exc.request_id, exc)
-                await self._send_json(m.wire.encode_message(error), STATUS_FOR_CODE[exc.code])
-                return
         if message is None:
             conn.receive_data(body)
         else:
