@@ -61,7 +61,7 @@ import mrtr_core as m
 
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
-from ..server.http.limits import Lease, ListenPool, ListenRefusal
+from ..server.http.limits import Lease, ListenPool, ListenRefusal, check_bounds
 from ..server.http.policy import AccessPolicy, Headers
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 
@@ -109,19 +109,17 @@ class McpAsgi:
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         **connection_options: Any,
     ) -> None:
-        for name, value in (
-            ("max_body_size", max_body_size),
-            ("max_listen_streams", max_listen_streams),
-            ("max_listen_streams_per_client", max_listen_streams_per_client),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer")
-        for name, seconds in (
-            ("write_timeout", write_timeout),
-            ("listen_lifetime", listen_lifetime),
-        ):
-            if not seconds > 0:
-                raise ValueError(f"{name} must be a positive number of seconds")
+        check_bounds(
+            (
+                ("max_body_size", max_body_size),
+                ("max_listen_streams", max_listen_streams),
+                ("max_listen_streams_per_client", max_listen_streams_per_client),
+            ),
+            (
+                ("write_timeout", write_timeout),
+                ("listen_lifetime", listen_lifetime),
+            ),
+        )
         self.app = app
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)

@@ -9,7 +9,8 @@ must not shield the oldest trickler.
 
 from __future__ import annotations
 
-from mrtr_transports.server.http.limits import ConnectionSlots
+import pytest
+from mrtr_transports.server.http.limits import ConnectionSlots, check_bounds
 
 
 class Conn:
@@ -44,3 +45,21 @@ def test_a_kept_alive_connection_whose_next_request_arrives_waits_as_others_do()
     assert slots.admit(Conn("new")) and old.evicted and not kept.evicted
     slots.busy(kept)
     assert kept in slots and len(slots) == 2
+
+
+@pytest.mark.parametrize(
+    ("counts", "seconds", "message"),
+    [
+        ((("max_connections", 0),), (), "max_connections must be a positive integer"),
+        ((("max_body_size", 1.5),), (), "max_body_size must be a positive integer"),
+        ((("max_sessions", 1),), (("idle_timeout", 0.0),), "idle_timeout must be a positive"),
+        ((), (("write_timeout", -1),), "write_timeout must be a positive number of seconds"),
+    ],
+)
+def test_check_bounds_names_the_first_bound_out_of_range(
+    counts: tuple[tuple[str, int], ...], seconds: tuple[tuple[str, float], ...], message: str
+) -> None:
+    # one check for every HTTP server's bounds (the trio server and McpAsgi)
+    with pytest.raises(ValueError, match=message):
+        check_bounds(counts, seconds)
+    check_bounds((("max_connections", 1),), (("idle_timeout", 0.001),))  # in range: nothing

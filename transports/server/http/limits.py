@@ -28,13 +28,15 @@ Two pools, so that neither kind of client can starve the other:
   and no number of sessions, can take the slots that other clients' requests
   need.  Past either: 503 with ``Retry-After: 1``.
 
-No I/O here: the server asks, these answer; time is passed in.
+No I/O here: the server asks, these answer; time is passed in.  ``check_bounds``
+is how every HTTP server (the trio one, ``McpAsgi``) refuses a bound out of range.
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Protocol
 
 import attrs
@@ -46,7 +48,20 @@ __all__ = [
     "ListenPool",
     "ListenRefusal",
     "SessionStreams",
+    "check_bounds",
 ]
+
+
+def check_bounds(
+    counts: Iterable[tuple[str, int]], seconds: Iterable[tuple[str, float]] = ()
+) -> None:
+    """``ValueError`` naming the first count below 1 (or not an int) or duration not above 0."""
+    for name, value in counts:
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer")
+    for name, duration in seconds:
+        if not duration > 0:
+            raise ValueError(f"{name} must be a positive number of seconds")
 
 
 class Evictable(Protocol):

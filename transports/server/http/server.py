@@ -152,7 +152,7 @@ from ..driver import end_subscriptions
 from ..legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .exchange import HttpConnection
-from .limits import ConnectionSlots, ListenPool
+from .limits import ConnectionSlots, ListenPool, check_bounds
 from .policy import AccessPolicy
 from .refusals import close_lingering, refuse_busy, write_refusal
 from .routes import DEFAULT_HEALTH_PATH, HealthRoute, SideRoute
@@ -244,31 +244,29 @@ class HttpServer:
         health_path: str | None = DEFAULT_HEALTH_PATH,
         **connection_options: Any,
     ) -> None:
-        for name, value in (
-            ("max_body_size", max_body_size),
-            ("max_header_size", max_header_size),
-            ("max_connections", max_connections),
-            ("max_listen_streams", max_listen_streams),
-            ("max_listen_streams_per_client", max_listen_streams_per_client),
-            ("max_sessions", max_sessions),
-            ("replay_buffer_events", replay_buffer_events),
-            ("replay_buffer_bytes", replay_buffer_bytes),
-            ("max_session_streams", max_session_streams),
-            ("max_streams_per_session", max_streams_per_session),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer")
-        for name, seconds in (
-            ("idle_timeout", idle_timeout),
-            ("head_timeout", head_timeout),
-            ("body_timeout", body_timeout),
-            ("write_timeout", write_timeout),
-            ("listen_lifetime", listen_lifetime),
-            ("session_idle_timeout", session_idle_timeout),
-            ("legacy_answer_timeout", legacy_answer_timeout),
-        ):
-            if not seconds > 0:
-                raise ValueError(f"{name} must be a positive number of seconds")
+        check_bounds(
+            (
+                ("max_body_size", max_body_size),
+                ("max_header_size", max_header_size),
+                ("max_connections", max_connections),
+                ("max_listen_streams", max_listen_streams),
+                ("max_listen_streams_per_client", max_listen_streams_per_client),
+                ("max_sessions", max_sessions),
+                ("replay_buffer_events", replay_buffer_events),
+                ("replay_buffer_bytes", replay_buffer_bytes),
+                ("max_session_streams", max_session_streams),
+                ("max_streams_per_session", max_streams_per_session),
+            ),
+            (
+                ("idle_timeout", idle_timeout),
+                ("head_timeout", head_timeout),
+                ("body_timeout", body_timeout),
+                ("write_timeout", write_timeout),
+                ("listen_lifetime", listen_lifetime),
+                ("session_idle_timeout", session_idle_timeout),
+                ("legacy_answer_timeout", legacy_answer_timeout),
+            ),
+        )
         self.app = app
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
