@@ -18,7 +18,7 @@ declared before it may be asked something (never ask beyond it: raise
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 from .._errors import (
     INVALID_PARAMS,
@@ -33,6 +33,7 @@ from ..wire._convert import structure, unstructure_input_required
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
     CreateMessageRequest,
+    CreateMessageResult,
     ElicitFormRequest,
     ElicitResult,
     ElicitUrlRequest,
@@ -40,6 +41,7 @@ from ..wire._model import (
     InputRequiredResult,
     InputResponse,
     ListRootsRequest,
+    ListRootsResult,
 )
 from ._ask_rules import check_elicitation_url, check_primitive_schema
 from ._plain import plain_elicit_result, plain_form_wire
@@ -266,6 +268,17 @@ class Answers:
         """Whether the previous leg asked ``key`` as a request of ``asked``'s kind."""
         return self._proven.get(key) == self._input_kinds.kind_for(asked).name
 
+    # Typed by the ask: a form or URL elicitation is answered by an ElicitResult, a
+    # sampling request by a CreateMessageResult, roots/list by a ListRootsResult (what
+    # INPUT_KINDS pairs at run time), so a handler reads ``.action`` without isinstance.
+    @overload
+    def get(self, key: str, asked: ElicitFormRequest | ElicitUrlRequest) -> ElicitResult | None: ...
+    @overload
+    def get(self, key: str, asked: CreateMessageRequest) -> CreateMessageResult | None: ...
+    @overload
+    def get(self, key: str, asked: ListRootsRequest) -> ListRootsResult | None: ...
+    @overload
+    def get(self, key: str, asked: InputRequest) -> InputResponse | None: ...
     def get(self, key: str, asked: InputRequest) -> InputResponse | None:
         """The typed answer to ``asked`` under ``key``, or ``None`` if there is none.
 

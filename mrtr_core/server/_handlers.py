@@ -34,14 +34,25 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, overload
 
 import attrs
 
 from .._errors import LocalProtocolError
 from ..protocol._meta import RequestInfo
 from ..wire._inputs import INPUT_KINDS, InputRegistry
-from ..wire._model import InputRequest, InputResponse, Request
+from ..wire._model import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    InputRequest,
+    InputResponse,
+    ListRootsRequest,
+    ListRootsResult,
+    Request,
+)
 from ._asking import (
     Answers,
     CapabilityRequired,
@@ -137,8 +148,21 @@ class HandlerContext:
         found = self.params.get("arguments")
         return found if isinstance(found, Mapping) else {}
 
+    # Typed by the ask, as Answers.get.
+    @overload
+    def answer(
+        self, key: str, asked: ElicitFormRequest | ElicitUrlRequest
+    ) -> ElicitResult | None: ...
+    @overload
+    def answer(self, key: str, asked: CreateMessageRequest) -> CreateMessageResult | None: ...
+    @overload
+    def answer(self, key: str, asked: ListRootsRequest) -> ListRootsResult | None: ...
+    @overload
+    def answer(self, key: str, asked: InputRequest) -> InputResponse | None: ...
     def answer(self, key: str, asked: InputRequest) -> InputResponse | None:
-        """The typed answer under ``key`` to ``asked``, or ``None`` (then ask again)."""
+        """The typed answer under ``key`` to ``asked``, or ``None`` (then ask again):
+        an ``ElicitResult`` for ``elicit_form``/``elicit_url``, a ``CreateMessageResult``
+        for ``sample``, a ``ListRootsResult`` for ``list_roots``."""
         return self.answers.get(key, asked)
 
     def can_ask(self, *requests: InputRequest) -> bool:

@@ -27,7 +27,7 @@ request (-32603).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import mrtr_core as m
 
@@ -107,9 +107,27 @@ class Context(m.server.HandlerContext):
         self._resume_at(await self._suspension.suspend(asks), asked=asks)
         return self.answers
 
+    # Typed by the ask, as ``answer``.
+    @overload
+    async def wait_for_answer(
+        self, key: str, asked: m.wire.ElicitFormRequest | m.wire.ElicitUrlRequest
+    ) -> m.wire.ElicitResult: ...
+    @overload
+    async def wait_for_answer(
+        self, key: str, asked: m.wire.CreateMessageRequest
+    ) -> m.wire.CreateMessageResult: ...
+    @overload
+    async def wait_for_answer(
+        self, key: str, asked: m.wire.ListRootsRequest
+    ) -> m.wire.ListRootsResult: ...
+    @overload
+    async def wait_for_answer(
+        self, key: str, asked: m.wire.InputRequest
+    ) -> m.wire.InputResponse: ...
     async def wait_for_answer(self, key: str, asked: m.wire.InputRequest) -> m.wire.InputResponse:
         """Continuation style: ask ``asked`` under ``key`` until the client answers it;
-        the typed answer."""
+        the typed answer (an ``ElicitResult`` for an elicitation, a
+        ``CreateMessageResult`` for ``sample``, a ``ListRootsResult`` for ``list_roots``)."""
         while True:
             answer = (await self.wait_for({key: asked})).get(key, asked)
             if answer is not None:

@@ -58,14 +58,27 @@ class Outlet(Protocol):
 
 
 class ServerApp(Protocol):
-    """An MCP server application, whatever transport carries it."""
+    """An MCP server application, whatever transport carries it.
 
-    #: ``serverInfo``: ``{"name": ..., "version": ...}``.
-    info: Mapping[str, Any]
-    #: The server capabilities advertised by ``server/discover`` and ``initialize``.
-    capabilities: Mapping[str, Any]
-    #: Optional instructions for ``server/discover`` / ``initialize``.
-    instructions: str | None
+    The transports only read ``info``, ``capabilities`` and ``instructions``, so each is
+    a read-only property here: an app may hold them as plain attributes or compute them
+    (``McpApp.capabilities`` follows what is registered) and match either way.
+    """
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        """``serverInfo``: ``{"name": ..., "version": ...}``."""
+        ...
+
+    @property
+    def capabilities(self) -> Mapping[str, Any]:
+        """The server capabilities advertised by ``server/discover`` and ``initialize``."""
+        ...
+
+    @property
+    def instructions(self) -> str | None:
+        """Optional instructions for ``server/discover`` / ``initialize``."""
+        ...
 
     async def handle(
         self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet

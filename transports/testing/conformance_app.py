@@ -152,7 +152,7 @@ async def test_streaming_elicitation(ctx: Context) -> Any:
     answer = ctx.answer("confirm", CONFIRM_STREAMING)
     if answer is None:
         return ctx.ask({"confirm": CONFIRM_STREAMING})
-    return f"Streaming elicitation answered: {answer.action}"  # type: ignore[union-attr]
+    return f"Streaming elicitation answered: {answer.action}"
 
 
 def _dynamic_tool(ctx: Context) -> str:
@@ -272,7 +272,7 @@ def test_input_required_result_list_roots(ctx: Context) -> Any:
     roots = ctx.answer("client_roots", ROOTS)
     if roots is None:
         return ctx.ask({"client_roots": ROOTS})
-    uris = [root.uri for root in roots.roots]  # type: ignore[union-attr]
+    uris = [root.uri for root in roots.roots]
     return f"Client roots: {', '.join(uris) or '(none)'}"
 
 
