@@ -25,13 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import trio
-from mrtr_transports.apps.context import Context
-from mrtr_transports.apps.mcp_app import McpApp
-from mrtr_transports.apps.results import tool_error
+from mrtr_transports import Context, McpApp, MrtrError, elicit_form, tool_error
 
 import mrtr_core as m
 
-CONFIRM = m.server.elicit_form(
+CONFIRM = elicit_form(
     "Deploy to production?", {"confirm": {"type": "boolean"}}, required=["confirm"]
 )
 deployments: list[str] = []
@@ -45,7 +43,7 @@ def deploy(ctx: Context) -> Any:
     answer = ctx.answer("confirm", CONFIRM)
     if answer is None:
         return ctx.ask({"confirm": CONFIRM}, state={"env": env})
-    if answer.action != "accept" or not (answer.content or {}).get("confirm"):  # type: ignore[union-attr]
+    if answer.action != "accept" or not (answer.content or {}).get("confirm"):
         # Declined, cancelled or answered no: a tool error, so nobody reads it as deployed.
         return tool_error(f"Not deployed to {env}: the user did not confirm.")
     if ctx.once("deploy"):
@@ -86,7 +84,7 @@ async def main() -> None:
         request = m.Request(id=1, method="tools/call", params=request_params)
         try:
             return await app.handle(request, info, Silent())
-        except m.MrtrError as exc:
+        except MrtrError as exc:
             return {"error": m.error_response(1, exc).error.data}
 
     yes = {"confirm": {"action": "accept", "content": {"confirm": True}}}

@@ -13,7 +13,7 @@ from typing import Any
 
 import mrtr_core as m
 
-CAPABILITIES = {"elicitation": {}, "sampling": {}, "roots": {}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 ORIGINAL_PARAMS = {"name": "plan_trip", "arguments": {"destination": "Lisbon"}}
 
 

@@ -15,19 +15,27 @@ from collections.abc import Mapping
 from typing import Any
 
 import trio
-from mrtr_transports.apps.context import Context
-from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports import (
+    Context,
+    CreateMessageResult,
+    ElicitResult,
+    McpApp,
+    Next,
+    Steps,
+    elicit_form,
+    sample,
+)
 
-import mrtr_core as m
+import mrtr_core as m  # the client Connection that drives the app below
 
-CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
-UNITS = m.server.elicit_form("Units?", {"units": {"type": "string", "enum": ["C", "F"]}})
-TONE = m.server.sample("Describe sunshine in three words", max_tokens=10)
-CAPABILITIES = {"elicitation": {}, "sampling": {}}
+CITY = elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+UNITS = elicit_form("Units?", {"units": {"type": "string", "enum": ["C", "F"]}})
+TONE = sample("Describe sunshine in three words", max_tokens=10)
+CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}}
 USER = {  # what the client's user (and its LLM) answer
-    "city": m.wire.ElicitResult(action="accept", content={"city": "Oslo"}),
-    "units": m.wire.ElicitResult(action="accept", content={"units": "C"}),
-    "tone": m.wire.CreateMessageResult(
+    "city": ElicitResult(action="accept", content={"city": "Oslo"}),
+    "units": ElicitResult(action="accept", content={"units": "C"}),
+    "tone": CreateMessageResult(
         role="assistant", content={"type": "text", "text": "warm and bright"}, model="demo"
     ),
 }
@@ -43,16 +51,16 @@ class Refused(Exception):
     """The user declined or cancelled a question: the tool ends with this message."""
 
 
-def accepted(answer: Any, asked: m.wire.ElicitFormRequest, name: str) -> Any:
+def accepted(answer: ElicitResult, asked: m.wire.ElicitFormRequest, name: str) -> Any:
     """The accepted form's ``name``; a decline or a cancel ends the tool (``Refused``)."""
     if answer.action == "decline":
         raise Refused(f"No forecast: you declined to answer {asked.message!r}.")
     if answer.action == "cancel":
         raise Refused(f"No forecast: you dismissed {asked.message!r} without answering.")
-    return answer.content[name]
+    return (answer.content or {})[name]
 
 
-def text(answer: Any) -> str:
+def text(answer: CreateMessageResult) -> str:
     return str(answer.content["text"])
 
 
@@ -93,12 +101,12 @@ def with_once(ctx: Context) -> Any:
 
 # --- 3. Steps: named stages; the last one runs at most once -------------------------------
 
-steps = m.server.Steps()  # its steps get the same Context
+steps = Steps()  # its steps get the same Context
 
 
 @steps.step("city")
 def ask_city(ctx: Context, data: Any) -> Any:
-    return m.server.Next({}, ask={"city": CITY})
+    return Next({}, ask={"city": CITY})
 
 
 @steps.step("units")
@@ -106,7 +114,7 @@ def ask_units(ctx: Context, data: Any) -> Any:
     city = ctx.answer("city", CITY)
     if city is None:
         return ctx.ask({"city": CITY})
-    return m.server.Next({"city": accepted(city, CITY, "city")}, ask={"units": UNITS})
+    return Next({"city": accepted(city, CITY, "city")}, ask={"units": UNITS})
 
 
 @steps.step("tone")
@@ -114,7 +122,7 @@ def ask_tone(ctx: Context, data: Any) -> Any:
     units = ctx.answer("units", UNITS)
     if units is None:
         return ctx.ask({"units": UNITS})
-    return m.server.Next({**data, "units": accepted(units, UNITS, "units")}, ask={"tone": TONE})
+    return Next({**data, "units": accepted(units, UNITS, "units")}, ask={"tone": TONE})
 
 
 @steps.step("read tone")
@@ -122,7 +130,7 @@ def read_tone(ctx: Context, data: Any) -> Any:
     tone = ctx.answer("tone", TONE)
     if tone is None:
         return ctx.ask({"tone": TONE})
-    return m.server.Next({**data, "tone": text(tone)})  # no ask: straight on to the last step
+    return Next({**data, "tone": text(tone)})  # no ask: straight on to the last step
 
 
 @steps.step("forecast")
@@ -201,7 +209,7 @@ async def main() -> None:
         print(f"{style:<13} {legs} legs: {result}")
         assert result == "Oslo: 21 C, warm and bright" and legs == 4
     # The user declines the first question: every style ends there, with a tool error.
-    declining = {**USER, "city": m.wire.ElicitResult(action="decline")}
+    declining = {**USER, "city": ElicitResult(action="decline")}
     for style in ("re-entrant", "once", "steps", "continuation"):
         result, legs = await serve_one_call(style, declining)
         print(f"{style:<13} {legs} legs: {result}")

@@ -22,24 +22,31 @@ The parts, one subpackage each:
 * :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``);
 * :mod:`mrtr_transports.testing`: what the official conformance suite runs.
 
-The names below are the ones most programs need; each is loaded on first use, so
-``import mrtr_transports`` stays cheap for a command that needs only one side.
+One place to import from: everything an app author needs to write a tool (``McpApp``,
+``Context``), ask (``elicit_form``, ``elicit_url``, ``sample``, ``list_roots``; ``Ask``,
+``Steps``, ``Next``), read the answers (``ElicitResult``, ``CreateMessageResult``,
+``ListRootsResult``: ``ctx.answer(key, asked)`` is typed by the ask), return an error
+(``tool_error``, ``MrtrError``), test (``TestClient``, ``accept``, ``decline``,
+``cancel``, ``sampled``, ``roots``), serve (``serve_stdio``, ``serve_http``/``HttpServer``,
+``serve_ws``/``WsServer``, ``McpAsgi``) and call (``Client``, ``open_stdio_client``,
+``open_http_client``, ``open_ws_client``, and their errors).  Each name is loaded on
+first use, so ``import mrtr_transports`` stays cheap for a command that needs only one
+side; the protocol's own names stay in :mod:`mrtr_core`.
 
 A tool that asks the user a question, then answers (save it as ``greet.py``)::
 
-    import mrtr_core as m
-    from mrtr_transports import Context, McpApp
+    from mrtr_transports import Ask, Context, McpApp, elicit_form
 
     app = McpApp("greeter", "1.0")
-    NAME = m.server.elicit_form("Your name?", {"name": {"type": "string"}}, required=["name"])
+    NAME = elicit_form("Your name?", {"name": {"type": "string"}}, required=["name"])
 
 
     @app.tool(description="Greets the user by the name they give.")
-    def greet(ctx: Context) -> str | m.server.Ask:
-        answer = ctx.answer("name", NAME)
+    def greet(ctx: Context) -> str | Ask:
+        answer = ctx.answer("name", NAME)  # an ElicitResult: NAME is a form
         if answer is None:  # the first leg: ask; the client calls again with the answer
             return ctx.ask({"name": NAME})
-        if not isinstance(answer, m.wire.ElicitResult) or answer.action != "accept":
+        if answer.action != "accept":
             return "Hello, whoever you are."
         return f"Hello, {(answer.content or {}).get('name')}!"
 
@@ -60,11 +67,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mrtr_core import MrtrError
     from mrtr_core import __version__ as __version__
+    from mrtr_core.server import (
+        Ask,
+        Next,
+        Steps,
+        elicit_form,
+        elicit_url,
+        list_roots,
+        sample,
+    )
+    from mrtr_core.wire import CreateMessageResult, ElicitResult, ListRootsResult
 
     from .apps.context import Context
     from .apps.continuations import ContinuationStore
     from .apps.mcp_app import McpApp
+    from .apps.results import tool_error
+    from .asgi.endpoint import McpAsgi
     from .client.client import Client
     from .client.errors import (
         CallError,
@@ -77,51 +97,107 @@ if TYPE_CHECKING:
     )
     from .client.http import open_http_client
     from .client.stdio import open_stdio_client
+    from .client.ws import open_ws_client
     from .server.app import Outlet, ServerApp
     from .server.http.server import HttpServer, serve_http
     from .server.stdio import serve_stdio
+    from .server.ws import WsServer, serve_ws
+    from .testing.answers import accept, cancel, decline, roots, sampled
+    from .testing.client import TestClient
 
-#: Where each public name lives (the module is imported when the name is first used).
+#: Where each public name lives, by what it is for (its module is imported when the name
+#: is first used).  The core's names come from its public modules: ``mrtr_transports`` is
+#: one place to import from, never a second home for them.
 _HOMES = {
-    "Context": "apps.context",
-    "ContinuationStore": "apps.continuations",
-    "McpApp": "apps.mcp_app",
-    "Client": "client.client",
-    "CallError": "client.errors",
-    "CallTimeout": "client.errors",
-    "ClientError": "client.errors",
-    "ExitCode": "client.errors",
-    "InputUnavailable": "client.errors",
-    "RoundCapExceeded": "client.errors",
-    "TransportError": "client.errors",
-    "open_http_client": "client.http",
-    "open_stdio_client": "client.stdio",
-    "Outlet": "server.app",
-    "ServerApp": "server.app",
-    "HttpServer": "server.http.server",
-    "serve_http": "server.http.server",
-    "serve_stdio": "server.stdio",
+    # writing a tool
+    "McpApp": "mrtr_transports.apps.mcp_app",
+    "Context": "mrtr_transports.apps.context",
+    "ContinuationStore": "mrtr_transports.apps.continuations",
+    # asking, and reading the answers
+    "elicit_form": "mrtr_core.server",
+    "elicit_url": "mrtr_core.server",
+    "sample": "mrtr_core.server",
+    "list_roots": "mrtr_core.server",
+    "Ask": "mrtr_core.server",
+    "Steps": "mrtr_core.server",
+    "Next": "mrtr_core.server",
+    "ElicitResult": "mrtr_core.wire",
+    "CreateMessageResult": "mrtr_core.wire",
+    "ListRootsResult": "mrtr_core.wire",
+    # results and errors
+    "tool_error": "mrtr_transports.apps.results",
+    "MrtrError": "mrtr_core",
+    # testing
+    "TestClient": "mrtr_transports.testing.client",
+    "accept": "mrtr_transports.testing.answers",
+    "decline": "mrtr_transports.testing.answers",
+    "cancel": "mrtr_transports.testing.answers",
+    "sampled": "mrtr_transports.testing.answers",
+    "roots": "mrtr_transports.testing.answers",
+    # serving
+    "ServerApp": "mrtr_transports.server.app",
+    "Outlet": "mrtr_transports.server.app",
+    "serve_stdio": "mrtr_transports.server.stdio",
+    "HttpServer": "mrtr_transports.server.http.server",
+    "serve_http": "mrtr_transports.server.http.server",
+    "WsServer": "mrtr_transports.server.ws",
+    "serve_ws": "mrtr_transports.server.ws",
+    "McpAsgi": "mrtr_transports.asgi.endpoint",
+    # calling
+    "Client": "mrtr_transports.client.client",
+    "open_stdio_client": "mrtr_transports.client.stdio",
+    "open_http_client": "mrtr_transports.client.http",
+    "open_ws_client": "mrtr_transports.client.ws",
+    "CallError": "mrtr_transports.client.errors",
+    "CallTimeout": "mrtr_transports.client.errors",
+    "ClientError": "mrtr_transports.client.errors",
+    "ExitCode": "mrtr_transports.client.errors",
+    "InputUnavailable": "mrtr_transports.client.errors",
+    "RoundCapExceeded": "mrtr_transports.client.errors",
+    "TransportError": "mrtr_transports.client.errors",
 }
 
 __all__ = [
+    "Ask",
     "CallError",
     "CallTimeout",
     "Client",
     "ClientError",
     "Context",
     "ContinuationStore",
+    "CreateMessageResult",
+    "ElicitResult",
     "ExitCode",
     "HttpServer",
     "InputUnavailable",
+    "ListRootsResult",
     "McpApp",
+    "McpAsgi",
+    "MrtrError",
+    "Next",
     "Outlet",
     "RoundCapExceeded",
     "ServerApp",
+    "Steps",
+    "TestClient",
     "TransportError",
+    "WsServer",
+    "accept",
+    "cancel",
+    "decline",
+    "elicit_form",
+    "elicit_url",
+    "list_roots",
     "open_http_client",
     "open_stdio_client",
+    "open_ws_client",
+    "roots",
+    "sample",
+    "sampled",
     "serve_http",
     "serve_stdio",
+    "serve_ws",
+    "tool_error",
 ]
 
 
@@ -131,7 +207,7 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'mrtr_transports' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

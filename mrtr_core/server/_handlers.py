@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import attrs
 
@@ -384,6 +384,9 @@ def _ask(ctx: HandlerContext, requests: Mapping[str, InputRequest], state: Any) 
 
 
 StepFunction = Callable[[HandlerContext, Any], Any]
+#: A step as written: ``fn(ctx, data)``, its ``ctx`` the host's context (a subclass of
+#: ``HandlerContext``, such as ``McpApp``'s ``Context``), kept as it is by ``step``.
+_Step = TypeVar("_Step", bound=Callable[[Any, Any], Any])
 
 
 class Steps:
@@ -409,14 +412,10 @@ class Steps:
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self._steps)
 
-    def step(
-        self, name: str
-    ) -> Callable[[Callable[[HandlerContext, Any], Any]], Callable[..., Any]]:
+    def step(self, name: str) -> Callable[[_Step], _Step]:
         """Decorator: append a step called ``name`` (names are unique)."""
 
-        def register(
-            fn: Callable[[HandlerContext, Any], Any],
-        ) -> Callable[[HandlerContext, Any], Any]:
+        def register(fn: _Step) -> _Step:
             if name in self.names:
                 raise LocalProtocolError(f"step {name!r} is defined twice")
             self._steps.append((name, fn))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import pydoc
 import subprocess
@@ -19,9 +20,35 @@ def test_every_public_name_resolves_to_its_home() -> None:
     assert sorted(mrtr_transports.__all__) == sorted(mrtr_transports._HOMES)
     for name in mrtr_transports.__all__:
         value = getattr(mrtr_transports, name)
-        home = f"mrtr_transports.{mrtr_transports._HOMES[name]}"
-        assert getattr(value, "__module__", home) == home, name
+        home = mrtr_transports._HOMES[name]
+        assert getattr(importlib.import_module(home), name) is value, name
+        if home.startswith("mrtr_transports."):  # defined there, not re-exported
+            assert getattr(value, "__module__", home) == home, name
     assert set(mrtr_transports.__all__) <= set(dir(mrtr_transports))
+
+
+#: What an app author needs, by job; each name comes from ``mrtr_transports``.
+AUTHOR_NAMES = {
+    "write a tool": {"McpApp", "Context"},
+    "ask": {"elicit_form", "elicit_url", "sample", "list_roots", "Ask", "Steps", "Next"},
+    "read answers": {"ElicitResult", "CreateMessageResult", "ListRootsResult"},
+    "return an error": {"tool_error", "MrtrError"},
+    "test": {"TestClient", "accept", "decline", "cancel", "sampled", "roots"},
+    "serve": {"serve_stdio", "serve_http", "HttpServer", "serve_ws", "WsServer", "McpAsgi"},
+    "call": {"Client", "open_stdio_client", "open_http_client", "open_ws_client"},
+}
+
+
+@pytest.mark.parametrize("job", sorted(AUTHOR_NAMES))
+def test_an_app_author_imports_every_name_from_the_package(job: str) -> None:
+    assert AUTHOR_NAMES[job] <= set(mrtr_transports.__all__), job
+
+
+def test_the_cores_names_are_the_cores_own_objects() -> None:
+    assert mrtr_transports.elicit_form is mrtr_core.server.elicit_form
+    assert mrtr_transports.Ask is mrtr_core.server.Ask
+    assert mrtr_transports.ElicitResult is mrtr_core.wire.ElicitResult
+    assert mrtr_transports.MrtrError is mrtr_core.MrtrError
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
