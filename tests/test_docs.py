@@ -5,6 +5,11 @@ in a fresh namespace, in this process.  It is compiled with padding so that a
 traceback names the Markdown file and its line.  A block must contain at least
 one ``assert``, and every file at least one block.  The transition table in
 docs/engine.md is also checked against ``mrtr_core.engine.TRANSITIONS``.
+
+The examples are type-checked too: ``examples/*.py`` with ``mypy --strict``, and every
+block that imports from ``mrtr_transports`` (an app author's code) with mypy's checks of
+unannotated functions as well (``--check-untyped-defs``: a doc's short handlers go
+without annotations, but a name, a call or an answer's attribute is checked).
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import re
 from pathlib import Path
 
 import pytest
+from support.typecheck import mypy_errors
 
 import mrtr_core as m
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 ENGINE_DOC = ROOT / "docs" / "engine.md"
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -96,3 +103,21 @@ def test_the_api_reference_has_a_page_per_public_module() -> None:
     for page in pages - {"index"}:
         text = (ROOT / "docs" / "api" / f"{page}.md").read_text(encoding="utf-8")
         assert f".. automodule:: {page}\n" in text, page
+
+
+def test_the_examples_pass_mypy_strict(tmp_path: Path) -> None:
+    assert EXAMPLES
+    assert mypy_errors(EXAMPLES, "--strict", cwd=tmp_path) == []
+
+
+def test_the_app_authors_blocks_type_check(tmp_path: Path) -> None:
+    files = []
+    for path in DOC_FILES:
+        for line, code in python_blocks(path):
+            if "from mrtr_transports" in code:
+                # One module per block, padded so that an error names the Markdown line.
+                name = f"{path.stem.replace('-', '_')}_{line}.py".lower()
+                (tmp_path / name).write_text("\n" * (line - 1) + code, encoding="utf-8")
+                files.append(tmp_path / name)
+    assert len(files) >= 10, files
+    assert mypy_errors(files, "--check-untyped-defs", cwd=tmp_path) == []
