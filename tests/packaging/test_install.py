@@ -4,9 +4,10 @@ One virtualenv for the module: first the core alone (``pip install .``), whose `
 script must say in one line which extra it needs; then ``pip install '.[transports]'``,
 after which ``mrtr serve --http`` (a real subprocess on 127.0.0.1) serves the example app
 and a user's own program, and ``mrtr call`` answers their questions with ``--answer``;
-last, ``mypy --strict`` checks the user's program against the installed packages (through
-their ``py.typed``).  The build reads a copy of what a source distribution holds, so the
-work tree is left as it was; dependencies come from pip's cache or the index.
+a typed program hands its app to every host and the test client and runs its calls; last,
+``mypy --strict`` checks the user's programs against the installed packages (through their
+``py.typed``).  The build reads a copy of what a source distribution holds, so the work
+tree is left as it was; dependencies come from pip's cache or the index.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.user_program import greet_program
+from support.user_program import greet_program, typed_program
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the build needs: a source distribution's content.
@@ -209,6 +210,8 @@ def test_a_users_program_is_served_and_passes_mypy_strict(
     with_transports: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "greet.py").write_text(greet_program())
+    # The app on every host and the test client, each answer typed by its ask.
+    (tmp_path / "typed_app.py").write_text(typed_program())
     # Wrong on purpose: the installed packages' annotations are what mypy checks it against.
     (tmp_path / "wrong.py").write_text(
         "import mrtr_transports\nfrom mrtr_transports import McpApp\n\n"
@@ -227,6 +230,11 @@ def test_a_users_program_is_served_and_passes_mypy_strict(
         )
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    ran = _run([with_transports / "bin" / "python", "typed_app.py"], env=env, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    introduced, signed_in = json.loads(ran.stdout)
+    assert introduced["content"][0]["text"].startswith("Ada (test-model: rain on the roof)")
+    assert signed_in["content"] == [{"type": "text", "text": "sign-in: accept"}]
 
     # The project's mypy, reading the fresh virtualenv's site-packages (and nothing of the
     # work tree: the program's folder is the working directory, with no config file).
@@ -235,7 +243,7 @@ def test_a_users_program_is_served_and_passes_mypy_strict(
         [
             mypy, "--strict", "--no-incremental",
             "--python-executable", with_transports / "bin" / "python",
-            "greet.py", "wrong.py",
+            "greet.py", "typed_app.py", "wrong.py",
         ],
         env=_clean_env(),
         cwd=tmp_path,
@@ -243,7 +251,7 @@ def test_a_users_program_is_served_and_passes_mypy_strict(
     )  # fmt: skip
     errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert not [e for e in errors if e.startswith("greet.py")], checked.stdout
+    assert not [e for e in errors if not e.startswith("wrong.py")], checked.stdout
     assert len(errors) == 2, checked.stdout
     assert re.search(r'wrong\.py:4: error: Incompatible types .* "str".* "int"', checked.stdout)
     assert re.search(
