@@ -2,7 +2,8 @@
 
 The project is installed in editable mode through an import hook, which mypy cannot
 follow: it reads both packages from a folder of links named as they are installed
-(``mrtr_transports`` is the ``transports`` folder).  The folder and mypy's cache live in
+(``mrtr_transports`` is the ``transports`` folder), and the tests' ``support`` package
+from ``tests/`` (a test file may be the program it checks).  The folder and mypy's cache live in
 the temporary directory, one per work tree, so a run after the first one only checks
 what changed.
 """
@@ -40,7 +41,7 @@ def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
     home = _home()
     mypy = Path(sys.executable).parent / "mypy"
     argv = [str(mypy), *options, "--cache-dir", str(home / "cache"), *map(str, files)]
-    env = {**os.environ, "MYPYPATH": str(home / "packages")}
+    env = {**os.environ, "MYPYPATH": os.pathsep.join([str(home / "packages"), str(ROOT / "tests")])}
     ran = subprocess.run(
         argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=MYPY_TIMEOUT, check=False
     )
