@@ -5,16 +5,18 @@ prompts, one completion handler; their entries are in ``registry``) and a
 dispatcher.  ``handle`` looks at the request's method, finds the registered
 function and runs it for one leg (``legs``)::
 
+    from mrtr_transports import Ask, Context, McpApp, elicit_form
+
     app = McpApp("weather", "1.0")
 
-    CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
+    CITY = elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
 
     @app.tool("weather", description="The weather in a city")
-    def weather(ctx):
-        city = ctx.answer("city", CITY)
+    def weather(ctx: Context) -> str | Ask:
+        city = ctx.answer("city", CITY)  # an ElicitResult, or None
         if city is None:
             return ctx.ask({"city": CITY})  # an input_required round
-        return f"Sunny in {city.content['city']}"
+        return f"Sunny in {(city.content or {}).get('city')}"
 
 A tool's parameters after the context are its arguments: ``@app.tool`` over
 ``def forecast(ctx, city: str, days: int = 1) -> Forecast`` lists their JSON Schema
