@@ -52,7 +52,8 @@ still open then is ended by the server's own grace period
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -61,9 +62,13 @@ import mrtr_core as m
 
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
-from ..server.http.limits import Lease, ListenPool, ListenRefusal, check_bounds
-from ..server.http.policy import AccessPolicy, Headers
+from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
+from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
+from .policy import AccessPolicy, Headers
+from .pools import Lease, ListenPool, ListenRefusal, check_bounds
+from .routes import DEFAULT_HEALTH_PATH, Page, health_page
+from .sessions import SessionEndpoint
 
 __all__ = ["McpAsgi"]
 
@@ -75,6 +80,12 @@ DEFAULT_WRITE_TIMEOUT = 60.0
 DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
+DEFAULT_REPLAY_EVENTS = 256
+DEFAULT_REPLAY_BYTES = 256 * 1024
+DEFAULT_MAX_SESSION_STREAMS = 256
+DEFAULT_MAX_STREAMS_PER_SESSION = 16
 
 
 class McpAsgi:
@@ -106,7 +117,17 @@ class McpAsgi:
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_buffer_events: int = DEFAULT_REPLAY_EVENTS,
+        replay_buffer_bytes: int = DEFAULT_REPLAY_BYTES,
+        legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
+        max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
+        max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        public_url: str | None = None,
+        callback_path: str = DEFAULT_CALLBACK_PATH,
+        health_path: str | None = DEFAULT_HEALTH_PATH,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -114,10 +135,17 @@ class McpAsgi:
                 ("max_body_size", max_body_size),
                 ("max_listen_streams", max_listen_streams),
                 ("max_listen_streams_per_client", max_listen_streams_per_client),
+                ("max_sessions", max_sessions),
+                ("replay_buffer_events", replay_buffer_events),
+                ("replay_buffer_bytes", replay_buffer_bytes),
+                ("max_session_streams", max_session_streams),
+                ("max_streams_per_session", max_streams_per_session),
             ),
             (
                 ("write_timeout", write_timeout),
                 ("listen_lifetime", listen_lifetime),
+                ("session_idle_timeout", session_idle_timeout),
+                ("legacy_answer_timeout", legacy_answer_timeout),
             ),
         )
         self.app = app
@@ -130,21 +158,69 @@ class McpAsgi:
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
         self._fixed_header_params = param_headers
-        versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
-        self.connection_options: dict[str, Any] = {
+        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
+        common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
             "instructions": app.instructions,
             **connection_options,
+        }
+        #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
+        self.connection_options: dict[str, Any] = {
+            **common,
             "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
+        #: The 2025-era side; each session's connection negotiates its version at initialize.
+        self.sessions = SessionEndpoint(
+            app,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
+            replay_events=replay_buffer_events,
+            replay_bytes=replay_buffer_bytes,
+            legacy_answer_timeout=legacy_answer_timeout,
+            max_streams=max_session_streams,
+            max_streams_per_session=max_streams_per_session,
+            keepalive_interval=keepalive_interval,
+            write_timeout=write_timeout,
+            connection_options={**common, "versions": tuple(versions)},
+        )
         self.closing = False
+        # URL elicitation (callback.py): the app's callback route, if it has URL flows.
+        self.public_url = public_url
+        self.callback = callback_route(
+            app,
+            endpoint=path or "",
+            callback_path=callback_path,
+            allowed_hosts=allowed_hosts,
+            trusted_proxies=trusted_proxies,
+            public_url=public_url,
+        )
+        if health_path is not None and (not health_path.startswith("/") or health_path == path):
+            raise ValueError(f"health_path must be a path of its own, not {health_path!r}")
+        self.health_path = health_path
 
     def shutdown(self) -> None:
-        """The server is stopping: the app's listen streams end with their final result."""
-        self.closing = True
-        end_subscriptions(self.app)
+        """The server is stopping: the app's listen streams end with their final result,
+        sessions' standalone streams end; the health check says ``draining``."""
+        if not self.closing:
+            self.closing = True
+            end_subscriptions(self.app)
+            self.sessions.shutting_down()
+
+    @asynccontextmanager
+    async def lifespan(self, *_: Any) -> AsyncIterator[None]:
+        """Where 2025-era sessions live while it is entered: the ASGI ``lifespan`` enters
+        it; so may a framework that runs the lifespan itself (Starlette's ``lifespan=``
+        takes it as it is).  On exit, ``shutdown()`` and every session ends."""
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(self.sessions.run)
+            try:
+                yield
+            finally:
+                self.shutdown()
+                self.sessions.close_all()
+                tasks.cancel_scope.cancel()
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None:
         """The ``Mcp-Param-*`` headers of ``tool``: ``param_headers``, else the app's."""
@@ -165,14 +241,14 @@ class McpAsgi:
             raise ValueError(f"unsupported ASGI scope type {scope['type']!r}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # (the protocol starts with startup)
+            return
+        async with self.lifespan():
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+        await send({"type": "lifespan.shutdown.complete"})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope.get("headers", ()))
@@ -190,21 +266,39 @@ class McpAsgi:
             body = m.protocol.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
+        path = _route_path(scope)
+        page = await self._side_route(scope, method, path, headers, peer)
+        if page is not None:  # the health check, the URL callback: rules of their own
+            await send_whole(
+                send,
+                page.status,
+                page.body,
+                content_type=page.content_type,
+                extra=page.headers,
+                head_only=head_only,
+            )
+            return
         refusal = self.policy.refusal(headers, peer)
         if refusal is not None:
             log.warning("refused: %s", refusal)
             await refuse(403, refusal)
             return
-        path = _route_path(scope)
         if self.path is not None and path != self.path:
             await refuse(404, f"no MCP endpoint at {path!r}: use {self.path!r}")
+            return
+        if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
+            if method == "GET":  # a 2025-era session's stream
+                _, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
+                await self.sessions.get(receive, send, headers, sse_ok)
+            else:
+                await self.sessions.delete(send, headers)
             return
         if method != "POST":
             await refuse(
                 405,
-                f"{method} is not allowed here: POST a message (this endpoint serves "
-                "MCP 2026-07-28, which has no GET stream and no sessions)",
-                extra=[(b"allow", b"POST")],
+                f"{method} is not allowed here: POST a message "
+                "(GET and DELETE are for a 2025-era session: send its Mcp-Session-Id)",
+                extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
         post = m.protocol.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
@@ -234,8 +328,9 @@ class McpAsgi:
         sse_ok: bool,
     ) -> None:
         message = m.protocol.parse_posted(body)  # once: the headers, then the connection
-        if m.protocol.is_legacy_message(headers.fields, message):
-            await self._legacy_refused(send, message)
+        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
+            assert isinstance(message, Mapping)
+            await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
             return
         refused = m.protocol.header_refusal(headers.fields, message, self.header_params)
         if refused is not None:
@@ -272,20 +367,35 @@ class McpAsgi:
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
 
-    async def _legacy_refused(self, send: Send, message: Any) -> None:
-        """A 2025-era message: this endpoint has no sessions; say which version it speaks."""
-        versions = self.connection_options["versions"]
-        error = m.MrtrError(
-            "this endpoint serves MCP 2026-07-28 only (no 2025-era sessions): send "
-            "_meta.protocolVersion with each request",
-            code=m.protocol.UNSUPPORTED_PROTOCOL_VERSION,
-            data={"supported": list(versions)},
-        )
-        request_id = message.get("id") if isinstance(message, Mapping) else None
-        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-            request_id = None
-        data = m.wire.encode_message(m.error_response(request_id, error))
-        await send_whole(send, 400, data)
+    async def _side_route(
+        self, scope: Scope, method: str, path: str, headers: Headers, peer: str | None
+    ) -> Page | None:
+        """The page of a path beside the endpoint (``routes.py``, ``callback.py``), or
+        ``None`` for the endpoint's own; sets the callback URL the request's handlers see."""
+        if path == self.health_path:
+            return health_page(method, self.closing)
+        if self.callback is None:
+            return None
+        if path == self.callback.path:
+            query = bytes(scope.get("query_string", b""))
+            return await self.callback.answer(method, query, headers, peer)
+        CURRENT_CALLBACK_URL.set(self._base_url(scope) + self.callback.path)
+        return None
+
+    def _base_url(self, scope: Scope) -> str:
+        """``public_url`` (its scheme and authority), else the address the request came
+        to, with the ASGI ``root_path`` the endpoint is mounted below."""
+        if self.public_url is not None:
+            return self.public_url.rstrip("/").removesuffix((self.path or "").rstrip("/"))
+        scheme = str(scope.get("scheme", "http"))
+        server = scope.get("server")
+        if server is None or server[1] is None:
+            authority = Headers(scope.get("headers", ())).get("host") or "localhost"
+        else:
+            host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(str(server[0]), str(server[0]))
+            host = f"[{host}]" if ":" in host else host
+            authority = f"{host}:{server[1]}"
+        return f"{scheme}://{authority}{scope.get('root_path', '')}"
 
     async def _listen(
         self,

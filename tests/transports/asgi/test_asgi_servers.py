@@ -167,15 +167,17 @@ def test_accept_and_content_type(base: str) -> None:
     assert status == 400 and error_of(body)["code"] == m.protocol.PARSE_ERROR
 
 
-def test_get_and_head_are_405_with_allow_post(base: str) -> None:
+def test_get_and_head_without_a_session_are_405(base: str) -> None:
+    # GET and DELETE are a 2025-era session's (with its Mcp-Session-Id), as on the trio server.
     status, headers, body = post(base, None, method="GET")
-    assert (status, headers["allow"]) == (405, "POST")
-    assert "2026-07-28" in error_of(body)["message"]
+    assert (status, headers["allow"]) == (405, "GET, POST, DELETE")
+    assert "Mcp-Session-Id" in error_of(body)["message"]
     status, headers, body = post(base, None, method="HEAD")
-    assert (status, headers["allow"], body) == (405, "POST", b"")
+    assert (status, headers["allow"], body) == (405, "GET, POST, DELETE", b"")
 
 
-def test_2025_era_messages_are_told_the_version(base: str) -> None:
+def test_without_the_lifespan_2025_era_messages_are_told_the_version(base: str) -> None:
+    # Mounted in Starlette, the endpoint's lifespan does not run: no sessions, 2026 only.
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -155,7 +155,7 @@ from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool, check_bounds
 from .policy import AccessPolicy
 from .refusals import close_lingering, refuse_busy, write_refusal
-from .routes import DEFAULT_HEALTH_PATH, HealthRoute, SideRoute
+from .routes import DEFAULT_HEALTH_PATH, CallbackAdapter, HealthRoute, SideRoute
 from .sessions import SessionEndpoint
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
@@ -333,7 +333,7 @@ class HttpServer:
         #: Paths beside the endpoint, with rules of their own (``routes.py``).
         self.routes: dict[bytes, SideRoute] = {}
         if self.callback is not None:
-            self.routes[self.callback.path.encode("latin-1")] = self.callback
+            self.routes[self.callback.path.encode("latin-1")] = CallbackAdapter(self.callback)
         if health_path is not None:
             if not health_path.startswith("/") or health_path == path:
                 raise ValueError(f"health_path must be a path of its own, not {health_path!r}")
