@@ -1,9 +1,9 @@
 """``McpAsgi`` served by a real ASGI server on 127.0.0.1, for tests written against the trio
 server's ``serving(app, **options)``: hypercorn's trio worker in this process (so a test may
 look at the endpoint's state, ``McpAsgi.sessions``), or uvicorn (asyncio) as a subprocess
-serving ``support.asgi_conformance:endpoint`` (the conformance fixtures app) with the
-options passed as JSON in ``MRTR_ASGI_OPTIONS``.  Each yields (the endpoint or ``None``
-for a subprocess, host, port).
+serving ``support.asgi_conformance:endpoint`` (the conformance fixtures app, or another
+named one) with the options passed as JSON in ``MRTR_ASGI_OPTIONS``.  Each yields (the
+endpoint or ``None`` for a subprocess, host, port).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from hypercorn.trio import serve
 from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.server.app import ServerApp
 
+from support.asgi_conformance import FIXTURES
 from support.asgi_servers import serving
 
 #: The in-process kind and the subprocess kind.
@@ -48,11 +49,13 @@ async def hypercorn_serving(
 
 
 @asynccontextmanager
-async def uvicorn_serving(**options: Any) -> AsyncIterator[tuple[None, str, int]]:
-    """uvicorn serving the conformance fixtures app as ``McpAsgi(app, **options)``."""
+async def uvicorn_serving(
+    app: str = FIXTURES, **options: Any
+) -> AsyncIterator[tuple[None, str, int]]:
+    """uvicorn serving ``app`` (``module:attribute``) as ``McpAsgi(app, **options)``."""
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "uvicorn.log"
-        env = {"MRTR_ASGI_OPTIONS": json.dumps(options)}
+        env = {"MRTR_ASGI_OPTIONS": json.dumps(options), "MRTR_ASGI_APP": app}
         target = "support.asgi_conformance:endpoint"
         with serving("uvicorn", target, log, factory=True, env=env) as base:
             address = urlsplit(base)
