@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,14 @@ def serving(
     *,
     factory: bool = False,
     env: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
 ) -> Iterator[str]:
     """``server`` (a key of ``SERVERS``) serving ``target``; its base URL.  Its stderr
     goes to ``log_path`` (a file, never a pipe nobody drains).  ``factory``: ``target``
-    names a function that makes the app (uvicorn's ``--factory``); ``env``: more variables."""
+    names a function that makes the app (uvicorn's ``--factory``); ``env``: more variables;
+    ``options``: more command-line options of the server."""
     args, listening = SERVERS[server]
+    args = [*args, *options]
     if factory:
         args = [*args, "--factory"]
     env = {

@@ -1,52 +1,62 @@
-"""``McpAsgi``: the 2026-07-28 Streamable HTTP endpoint of a ``ServerApp`` as an ASGI 3 app.
+"""``McpAsgi``: the Streamable HTTP endpoint of a ``ServerApp`` as an ASGI 3 app (both eras).
 
-The model: the same endpoint as the trio server (``server/http/``), with the
+The model: one endpoint for 2026-07-28 and 2025-11-25 clients at once, with the
 bytes, connections and timeouts left to the ASGI server that runs it (uvicorn,
-hypercorn, ...) and everything MCP taken from the same places: who may talk
-(``AccessPolicy``), what a POST must be (``mrtr_core.protocol.post_refusal``),
-the header mirrors (``check_request_headers``), a fresh server
-``mrtr_core.Connection`` per POST, the app run by ``run_app``, the answer
-through ``send_response``, the status of an error
-(``mrtr_core.protocol.status_for_error``).  2026-07-28 has no sessions, so
-nothing is shared between POSTs, and any number of worker processes may serve
-one endpoint (state a handler needs between rounds travels sealed in
-``requestState``).
+hypercorn, the project's own host) and everything MCP taken from one place each:
+who may talk (``policy.py``), what a POST must be
+(``mrtr_core.protocol.post_refusal``), the header mirrors
+(``header_refusal``), a fresh server ``mrtr_core.Connection`` per 2026-07-28
+POST, the app run by ``run_app``, the answer (``answer.py``), the status of an
+error (``mrtr_core.protocol.status_for_error``).  2026-07-28 has no sessions, so
+nothing is shared between its POSTs, and any number of worker processes may
+serve them (state a handler needs between rounds travels sealed in
+``requestState``).  A 2025-era client (an ``initialize``, an
+``Mcp-Session-Id``, a 2025 ``MCP-Protocol-Version``, no 2026 ``_meta``) gets a
+session (``sessions.py``, ``session.py``): SSE streams with event ids,
+``Last-Event-ID`` resumption, the legacy shim's questions, a GET stream and
+DELETE; sessions live in one process, in the task group the ASGI ``lifespan``
+holds (``McpAsgi.lifespan()`` for a framework that runs the lifespan itself;
+without it, an ``initialize`` gets 400 with -32022 naming 2026-07-28).
 
 For each HTTP request, in order:
 
-1. ``Host`` and ``Origin`` against the allow-lists (403; the defaults and the
-   settings are the trio server's: loopback only, ``allowed_hosts``,
-   ``allowed_origins``, ``trusted_proxies`` for ``X-Forwarded-Host``).
-2. The path (404), relative to where the app is mounted (the ASGI
+1. The head's size (431 past ``max_header_size``: what the server let through).
+2. Paths with rules of their own, matched on the path alone: the health check
+   (``health_path``, ``/healthz``: ``routes.py``) and the URL-elicitation
+   callback (``{path}/{callback_path}`` for an app with ``url_flows``:
+   ``callback.py``).
+3. ``Host`` and ``Origin`` against the allow-lists (403; loopback only by
+   default, ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies`` for
+   ``X-Forwarded-Host``).
+4. The path (404), relative to where the app is mounted (the ASGI
    ``root_path``); ``path=None`` serves any path that reaches it.
-3. The method: POST only (405 with ``Allow: POST``; a ``HEAD`` gets the
-   headers alone).  2026-07-28 defines no GET on the endpoint, and 2025-era
-   sessions (GET streams, DELETE) are not served here: use ``mrtr serve --http``
-   for them.  A 2025-era message (an ``initialize``, an ``Mcp-Session-Id``, a
-   2025 ``MCP-Protocol-Version``) gets 400 with -32022 naming 2026-07-28.
-4. ``Accept`` (406), ``Content-Type`` (415; two, 400), the body size (413:
+5. The method: ``GET`` and ``DELETE`` with an ``Mcp-Session-Id`` go to the
+   session side; any other but POST gets 405 with ``Allow: GET, POST, DELETE``
+   (a ``HEAD`` gets the headers alone).
+6. ``Accept`` (406), ``Content-Type`` (415; two, 400), the body size (413:
    the declared length, then the bytes as they arrive; ``max_body_size``).
-5. The headers that mirror the body (400, -32020), then the connection reads
+   A 2025-era message goes to the session side.
+7. The headers that mirror the body (400, -32020), then the connection reads
    the body: a notification gets 202; what the connection answers itself
    (``server/discover``, bad input, a missing ``_meta``) is sent as JSON; a
-   request runs the app and is answered as JSON or as an SSE stream
-   (``answer.py``).  ``ping`` and ``initialize`` are 404 with -32601.
-6. ``subscriptions/listen`` takes a place in the listen pool
+   request runs the app and is answered as JSON or as an SSE stream.
+   ``ping`` and ``initialize`` with 2026 ``_meta`` are 404 with -32601.
+8. ``subscriptions/listen`` takes a place in the listen pool
    (``max_listen_streams`` in all, ``max_listen_streams_per_client``; 429 or
    503 with ``Retry-After``) and ends gracefully after ``listen_lifetime``.
 
-Bounds that belong to the ASGI server, not here: connections, header size,
-keep-alive and read timeouts (uvicorn's ``--limit-concurrency``,
-``--timeout-keep-alive``, ``--h11-max-incomplete-event-size``; hypercorn's
-``--keep-alive``, ``h11_max_incomplete_size``): see docs/asgi.md.
+Bounds that belong to the server that holds the connections, not here:
+connections, head and read deadlines, keep-alive, trickling clients: see
+docs/asgi.md for what uvicorn and hypercorn do and the settings that give each.
 
 Shutdown: ``shutdown()`` ends the app's open listen streams with their final
-result (``close_subscriptions``) and refuses new ones (503).  Run directly by
-the server, the app calls it at the ``lifespan`` shutdown event; uvicorn and
-hypercorn send that only once their connections are done, so a listen stream
-still open then is ended by the server's own grace period
-(``--timeout-graceful-shutdown``, ``--graceful-timeout``): keep
-``listen_lifetime`` short, or call ``shutdown()`` yourself when shutdown begins.
+result (``close_subscriptions``), ends sessions' standalone streams, refuses new
+listen streams (503) and turns the health check to 503.  The lifespan calls it
+at the shutdown event, then ends every session; uvicorn and hypercorn send that
+only once their connections are done, so a stream still open then is ended by
+the server's own grace period (``--timeout-graceful-shutdown``,
+``--graceful-timeout``): keep ``listen_lifetime`` short, or call ``shutdown()``
+yourself when shutdown begins.
 """
 
 from __future__ import annotations
@@ -75,6 +85,7 @@ __all__ = ["McpAsgi"]
 log = logging.getLogger("mrtr_transports.asgi")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+DEFAULT_MAX_HEADER_SIZE = 16 * 1024
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
 DEFAULT_WRITE_TIMEOUT = 60.0
 DEFAULT_MAX_LISTEN_STREAMS = 256
@@ -89,7 +100,7 @@ DEFAULT_MAX_STREAMS_PER_SESSION = 16
 
 
 class McpAsgi:
-    """An ASGI 3 application serving ``app`` at the 2026-07-28 Streamable HTTP endpoint.
+    """An ASGI 3 application serving ``app`` at the Streamable HTTP endpoint (both eras).
 
     ::
 
@@ -98,9 +109,14 @@ class McpAsgi:
 
     Options: ``path`` (``"/mcp"``; ``None``: any), the access policy
     (``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``), ``max_body_size``,
-    ``keepalive_interval``, ``write_timeout``, the listen pool
+    ``max_header_size``, ``keepalive_interval``, ``write_timeout``, the listen pool
     (``max_listen_streams``, ``max_listen_streams_per_client``, ``listen_lifetime``),
-    ``param_headers`` (as ``HttpServer``), and ``mrtr_core.Connection`` options.
+    2025-era sessions (``max_sessions``, ``session_idle_timeout``,
+    ``replay_buffer_events``, ``replay_buffer_bytes``, ``legacy_answer_timeout``,
+    ``max_session_streams``, ``max_streams_per_session``), the side routes
+    (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
+    ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
+    by default).  Every default is the trio server's.
     """
 
     def __init__(
@@ -112,6 +128,7 @@ class McpAsgi:
         allowed_origins: Iterable[str] | None = None,
         trusted_proxies: Iterable[str] = (),
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
@@ -133,6 +150,7 @@ class McpAsgi:
         check_bounds(
             (
                 ("max_body_size", max_body_size),
+                ("max_header_size", max_header_size),
                 ("max_listen_streams", max_listen_streams),
                 ("max_listen_streams_per_client", max_listen_streams_per_client),
                 ("max_sessions", max_sessions),
@@ -152,6 +170,7 @@ class McpAsgi:
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
         self.max_body_size = max_body_size
+        self.max_header_size = max_header_size
         self.keepalive_interval = keepalive_interval
         self.write_timeout = write_timeout
         self.listens = ListenPool(
@@ -266,6 +285,9 @@ class McpAsgi:
             body = m.protocol.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
+        if _head_size(scope) > self.max_header_size:  # (what the server let through)
+            await refuse(431, "request header fields too large")
+            return
         path = _route_path(scope)
         page = await self._side_route(scope, method, path, headers, peer)
         if page is not None:  # the health check, the URL callback: rules of their own
@@ -453,6 +475,13 @@ class McpAsgi:
             outcome = m.protocol.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await answer.finish(response, data)
+
+
+def _head_size(scope: Scope) -> int:
+    """The request head's size as the trio server measures it: target and header fields."""
+    target = len(scope.get("raw_path") or str(scope.get("path", "")).encode())
+    target += len(scope.get("query_string", b""))
+    return target + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
 
 
 def _route_path(scope: Scope) -> str:
