@@ -100,3 +100,6 @@ app = Starlette(
 #: The endpoint alone, run by the server itself (its own 404s and lifespan), with a
 #: small listen pool: one stream per client, each for a second.
 bare = McpAsgi(mcp, max_body_size=MAX_BODY, listen_lifetime=1.0, max_listen_streams_per_client=1)
+
+#: The endpoint alone with a short body deadline (the bounds tests trickle a body).
+strict = McpAsgi(mcp, body_timeout=2.0)

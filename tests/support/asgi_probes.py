@@ -1,7 +1,8 @@
 """Probes of what an ASGI server bounds before a request reaches the endpoint: a head with
-one big header (``big_header``), a head trickled a byte at a time (``trickle``), many idle
-connections (``idle_connections``).  Each speaks raw HTTP/1.1 on a socket of its own
-and reports what the server did (docs/asgi.md's table is measured with them)."""
+one big header (``big_header``), a head or a body trickled a byte at a time (``trickle``,
+``trickle_body``), many idle connections (``idle_connections``).  Each speaks raw
+HTTP/1.1 on a socket of its own and reports what the server did (docs/asgi.md's table
+is measured with them)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,29 @@ def trickle(base: str, *, give_up: float = 20.0, interval: float = 1.0) -> Outco
             except (ConnectionResetError, BrokenPipeError):
                 return Outcome(None, time.monotonic() - started)
             return Outcome(_status_of(data), time.monotonic() - started)  # an answer, or EOF
+    return Outcome(None, None)
+
+
+def trickle_body(base: str, *, give_up: float = 20.0, interval: float = 1.0) -> Outcome:
+    """A POST whose head arrives at once and whose body (1000 bytes declared) comes one
+    byte every ``interval`` seconds, until the server answers or ends the connection."""
+    host, port = _address(base)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {ACCEPT_BOTH}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    ).encode()
+    started = time.monotonic()
+    with socket.create_connection((host, port), timeout=interval) as sock:
+        sock.sendall(head)
+        while time.monotonic() - started < give_up:
+            try:
+                sock.sendall(b" ")
+                data = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return Outcome(None, time.monotonic() - started)
+            return Outcome(_status_of(data), time.monotonic() - started)
     return Outcome(None, None)
 
 

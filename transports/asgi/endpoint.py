@@ -34,7 +34,8 @@ For each HTTP request, in order:
    session side; any other but POST gets 405 with ``Allow: GET, POST, DELETE``
    (a ``HEAD`` gets the headers alone).
 6. ``Accept`` (406), ``Content-Type`` (415; two, 400), the body size (413:
-   the declared length, then the bytes as they arrive; ``max_body_size``).
+   the declared length, then the bytes as they arrive; ``max_body_size``) and
+   time (408 past ``body_timeout``, a deadline a trickled byte does not reset).
    A 2025-era message goes to the session side.
 7. The headers that mirror the body (400, -32020), then the connection reads
    the body: a notification gets 202; what the connection answers itself
@@ -88,6 +89,7 @@ DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 DEFAULT_MAX_HEADER_SIZE = 16 * 1024
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
 DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
@@ -109,7 +111,8 @@ class McpAsgi:
 
     Options: ``path`` (``"/mcp"``; ``None``: any), the access policy
     (``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``), ``max_body_size``,
-    ``max_header_size``, ``keepalive_interval``, ``write_timeout``, the listen pool
+    ``max_header_size``, ``body_timeout``, ``keepalive_interval``, ``write_timeout``,
+    the listen pool
     (``max_listen_streams``, ``max_listen_streams_per_client``, ``listen_lifetime``),
     2025-era sessions (``max_sessions``, ``session_idle_timeout``,
     ``replay_buffer_events``, ``replay_buffer_bytes``, ``legacy_answer_timeout``,
@@ -131,6 +134,7 @@ class McpAsgi:
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
@@ -161,6 +165,7 @@ class McpAsgi:
             ),
             (
                 ("write_timeout", write_timeout),
+                ("body_timeout", body_timeout),
                 ("listen_lifetime", listen_lifetime),
                 ("session_idle_timeout", session_idle_timeout),
                 ("legacy_answer_timeout", legacy_answer_timeout),
@@ -173,6 +178,7 @@ class McpAsgi:
         self.max_header_size = max_header_size
         self.keepalive_interval = keepalive_interval
         self.write_timeout = write_timeout
+        self.body_timeout = body_timeout
         self.listens = ListenPool(
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
@@ -327,7 +333,12 @@ class McpAsgi:
         if post is not None:
             await refuse(post.status, post.message, post.code)
             return
-        body = await _read_body(receive, self.max_body_size)
+        body: bytes | None = b""
+        with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickling too
+            body = await _read_body(receive, self.max_body_size)
+        if reading.cancelled_caught:
+            await refuse(408, f"the request body took longer than {self.body_timeout} s")
+            return
         if body is None:
             too_large = m.protocol.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)

@@ -1,6 +1,7 @@
 """The connection-level bounds in front of ``McpAsgi``, measured on the real servers with
 the probes (``support.asgi_probes``), as docs/asgi.md's table states them: what the
-endpoint itself refuses wherever it runs (a head over ``max_header_size``: 431), and
+endpoint itself refuses wherever it runs (a head over ``max_header_size``: 431; a body
+past ``body_timeout``: 408), and
 the server settings that bound the rest (hypercorn's ``--keep-alive`` ends a trickled
 or silent head; uvicorn's ``--limit-concurrency`` caps connections, with 503)."""
 
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.asgi_probes import big_header, idle_connections, trickle
+from support.asgi_probes import big_header, idle_connections, trickle, trickle_body
 from support.asgi_servers import SERVERS, serving
 
 KIB = 1024
@@ -25,6 +26,16 @@ def test_a_big_head_is_431_under_every_server(server: str, tmp_path: Path) -> No
         assert big_header(base, 10).status == 200
         assert big_header(base, 20 * KIB).status == 431
         assert big_header(base, 70 * KIB).status == 431
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_a_trickled_body_is_408_at_the_body_deadline(server: str, tmp_path: Path) -> None:
+    # Neither server bounds a body sent a byte a second (a read timeout is reset by each
+    # byte): the endpoint's body_timeout (2 s here) is a deadline.
+    with serving(server, "support.asgi_apps:strict", tmp_path / "log") as base:
+        trickled = trickle_body(base, give_up=10)
+        assert trickled.status == 408, trickled
+        assert trickled.closed_after is not None and trickled.closed_after < 4
 
 
 def test_hypercorn_keep_alive_ends_a_trickled_and_a_silent_head(tmp_path: Path) -> None:
