@@ -25,7 +25,7 @@ For each HTTP request, in order:
    (``health_path``, ``/healthz``: ``routes.py``) and the URL-elicitation
    callback (``{path}/{callback_path}`` for an app with ``url_flows``:
    ``callback.py``).
-3. ``Host`` and ``Origin`` against the allow-lists (403; loopback only by
+3. ``Host`` (one: 400 for more) and ``Origin`` against the allow-lists (403; loopback only by
    default, ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies`` for
    ``X-Forwarded-Host``).
 4. The path (404), relative to where the app is mounted (the ASGI
@@ -305,6 +305,9 @@ class McpAsgi:
                 extra=page.headers,
                 head_only=head_only,
             )
+            return
+        if len(headers.get_all("host")) > 1:  # (h11 refuses it first; not every parser does)
+            await refuse(400, "multiple Host headers: a request names one host")
             return
         refusal = self.policy.refusal(headers, peer)
         if refusal is not None:

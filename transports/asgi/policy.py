@@ -93,7 +93,7 @@ class AccessPolicy:
     def refusal(self, headers: Headers, peer: str | None) -> str | None:
         """Why this request is refused (the 403 message), or None.
 
-        (More than one ``Host`` never gets here: h11 refuses it with a 400.)
+        (More than one ``Host`` never gets here: h11, or the endpoint, refuses it with a 400.)
         """
         host = headers.get("host")
         forwarded = headers.get("x-forwarded-host")

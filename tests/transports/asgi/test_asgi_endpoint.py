@@ -140,6 +140,25 @@ async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
         await endpoint({"type": "telepathy"}, receive, send)  # type: ignore[arg-type]
 
 
+async def test_two_host_headers_are_refused_by_the_endpoint_too() -> None:
+    # h11 refuses them before any app sees them; a server whose parser lets them through
+    # meets the same 400 at the endpoint.
+    endpoint = McpAsgi(mcp)
+    said: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def collect(message: dict[str, object]) -> None:
+        said.append(message)
+
+    headers = [(b"host", b"localhost"), (b"host", b"evil.example.com")]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
+    await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+    assert said[0]["status"] == 400
+    assert "multiple Host" in error_of(said[1]["body"])["message"]  # type: ignore[arg-type]
+
+
 def test_uvicorn_runs_its_lifespan(tmp_path: Path) -> None:
     log = tmp_path / "log"
     with serving("uvicorn", "support.asgi_apps:bare", log) as base:
