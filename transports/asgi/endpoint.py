@@ -279,7 +279,7 @@ class McpAsgi:
         headers = Headers(scope.get("headers", ()))
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        method = str(scope.get("method", "GET")).upper()
+        method = str(scope.get("method", "GET")).upper()  # (ASGI says uppercased already)
         head_only = method == "HEAD"
 
         async def refuse(
