@@ -7,7 +7,9 @@ Its handlers use anyio (``anyio.sleep``), so the same app runs on either loop:
 note, then a pause longer than the keep-alive interval), ``sleep`` (runs
 until cancelled; ``cancelled`` counts how many were).  ``app`` mounts the
 endpoint twice (``/mcp`` and ``/api/mcp``) beside ``/health`` and ``/stats``;
-``bare`` is the endpoint alone.
+``bare`` is the endpoint alone.  Starlette runs the lifespan itself, so it enters the
+``/mcp`` endpoint's (``McpAsgi.lifespan``: where 2025-era sessions live); the one under
+``/api`` is left without it (2026-07-28 only there).
 """
 
 from __future__ import annotations
@@ -85,15 +87,19 @@ endpoint = McpAsgi(mcp, max_body_size=MAX_BODY, keepalive_interval=0.2)
 
 #: The MCP endpoint beside other routes: ``POST /mcp``, ``GET /health``, ``GET /stats``.
 app = Starlette(
+    lifespan=endpoint.lifespan,
     routes=[
         Route("/health", health),
         Route("/stats", stats),
         Route("/mcp", endpoint),
         # mounted under a prefix: the endpoint's path is below the mount (root_path)
         Mount("/api", app=McpAsgi(mcp, path="/mcp", max_body_size=MAX_BODY)),
-    ]
+    ],
 )
 
 #: The endpoint alone, run by the server itself (its own 404s and lifespan), with a
 #: small listen pool: one stream per client, each for a second.
 bare = McpAsgi(mcp, max_body_size=MAX_BODY, listen_lifetime=1.0, max_listen_streams_per_client=1)
+
+#: The endpoint alone with a short body deadline (the bounds tests trickle a body).
+strict = McpAsgi(mcp, body_timeout=2.0)

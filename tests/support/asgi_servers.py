@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,12 +39,26 @@ SERVERS: dict[str, tuple[list[str], re.Pattern[str]]] = {
 
 
 @contextmanager
-def serving(server: str, target: str, log_path: Path) -> Iterator[str]:
+def serving(
+    server: str,
+    target: str,
+    log_path: Path,
+    *,
+    factory: bool = False,
+    env: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
+) -> Iterator[str]:
     """``server`` (a key of ``SERVERS``) serving ``target``; its base URL.  Its stderr
-    goes to ``log_path`` (a file, never a pipe nobody drains)."""
+    goes to ``log_path`` (a file, never a pipe nobody drains).  ``factory``: ``target``
+    names a function that makes the app (uvicorn's ``--factory``); ``env``: more variables;
+    ``options``: more command-line options of the server."""
     args, listening = SERVERS[server]
+    args = [*args, *options]
+    if factory:
+        args = [*args, "--factory"]
     env = {
         **os.environ,
+        **(env or {}),
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
     }

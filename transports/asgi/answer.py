@@ -31,7 +31,7 @@ import anyio.abc
 
 import mrtr_core as m
 
-__all__ = ["Receive", "Scope", "Send", "StreamingAnswer", "send_whole"]
+__all__ = ["SSE_HEADERS", "Receive", "Scope", "Send", "Sender", "StreamingAnswer", "send_whole"]
 
 log = logging.getLogger("mrtr_transports.asgi")
 
@@ -62,6 +62,57 @@ async def send_whole(
     await send({"type": "http.response.body", "body": b"" if head_only else body})
 
 
+class Sender:
+    """A response's ASGI messages, one at a time (keep-alives and events take turns),
+    each never cut by a cancellation; a client that does not take one within
+    ``write_timeout``, or is gone, only loses it: ``gone`` is set and ``on_lost()``
+    called (the caller stops, as for a disconnect)."""
+
+    def __init__(
+        self, send: Send, write_timeout: float, on_lost: Callable[[], None] | None = None
+    ) -> None:
+        self._send = send
+        self.write_timeout = write_timeout
+        self.on_lost = on_lost
+        self.gone = False
+        self._lock = anyio.Lock()
+
+    async def __call__(self, message: Message) -> None:
+        if self.gone:
+            return
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + self.write_timeout
+            async with self._lock:
+                try:
+                    await self._send(message)
+                except OSError:  # (uvicorn's ClientDisconnected)
+                    self.lost()
+        if scope.cancelled_caught:
+            self.lost()
+
+    def lost(self) -> None:
+        """The client went away (a disconnect, a write it did not take)."""
+        if not self.gone:
+            self.gone = True
+            if self.on_lost is not None:
+                self.on_lost()
+
+    async def start_stream(self) -> None:
+        await self({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+
+    async def body(self, data: bytes, *, more: bool) -> None:
+        await self({"type": "http.response.body", "body": data, "more_body": more})
+
+
+async def watch_disconnect(receive: Receive, sender: Sender) -> None:
+    """While a response is written: the client's ``http.disconnect`` is ``sender.lost()``."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            sender.lost()
+            return
+
+
 class StreamingAnswer:
     """The response to one request: JSON, or an SSE stream once the handler streams.
 
@@ -86,9 +137,7 @@ class StreamingAnswer:
         self.keepalive = keepalive
         self.write_timeout = write_timeout
         self.streaming = False
-        #: The client went away (``http.disconnect``) while the handler ran.
-        self.gone = False
-        self._lock = anyio.Lock()
+        self._sender = Sender(send, write_timeout, self._lost)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._handler_scope: anyio.CancelScope | None = None
 
@@ -107,13 +156,14 @@ class StreamingAnswer:
             tasks.cancel_scope.cancel()  # the watcher and the keep-alives
         return value, scope.cancelled_caught and not self.gone
 
+    @property
+    def gone(self) -> bool:
+        """The client went away (``http.disconnect``, a write it did not take)."""
+        return self._sender.gone
+
     async def _watch(self) -> None:
         """While the handler runs: the client's disconnect is its cancellation."""
-        while True:
-            message = await self._receive()
-            if message["type"] == "http.disconnect":
-                self._lost()
-                return
+        await watch_disconnect(self._receive, self._sender)
 
     async def notify(self, data: bytes) -> None:
         """The outlet's write: the first notification opens the stream."""
@@ -151,20 +201,8 @@ class StreamingAnswer:
         await self._write({"type": "http.response.body", "body": data, "more_body": more})
 
     async def _write(self, message: Message) -> None:
-        """One ASGI message at a time (keep-alives and notifications take turns), never
-        cut by a cancellation; a client that does not take it within ``write_timeout``,
-        or is gone, only loses it (and the handler is cancelled, as for a disconnect)."""
-        with anyio.CancelScope(shield=True) as scope:
-            scope.deadline = anyio.current_time() + self.write_timeout
-            async with self._lock:
-                try:
-                    await self._send(message)
-                except OSError:  # (uvicorn's ClientDisconnected)
-                    self._lost()
-        if scope.cancelled_caught:
-            self._lost()
+        await self._sender(message)
 
     def _lost(self) -> None:
-        self.gone = True
         if self._handler_scope is not None:
             self._handler_scope.cancel()

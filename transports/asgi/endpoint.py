@@ -1,58 +1,70 @@
-"""``McpAsgi``: the 2026-07-28 Streamable HTTP endpoint of a ``ServerApp`` as an ASGI 3 app.
+"""``McpAsgi``: the Streamable HTTP endpoint of a ``ServerApp`` as an ASGI 3 app (both eras).
 
-The model: the same endpoint as the trio server (``server/http/``), with the
+The model: one endpoint for 2026-07-28 and 2025-11-25 clients at once, with the
 bytes, connections and timeouts left to the ASGI server that runs it (uvicorn,
-hypercorn, ...) and everything MCP taken from the same places: who may talk
-(``AccessPolicy``), what a POST must be (``mrtr_core.protocol.post_refusal``),
-the header mirrors (``check_request_headers``), a fresh server
-``mrtr_core.Connection`` per POST, the app run by ``run_app``, the answer
-through ``send_response``, the status of an error
-(``mrtr_core.protocol.status_for_error``).  2026-07-28 has no sessions, so
-nothing is shared between POSTs, and any number of worker processes may serve
-one endpoint (state a handler needs between rounds travels sealed in
-``requestState``).
+hypercorn, the project's own host) and everything MCP taken from one place each:
+who may talk (``policy.py``), what a POST must be
+(``mrtr_core.protocol.post_refusal``), the header mirrors
+(``header_refusal``), a fresh server ``mrtr_core.Connection`` per 2026-07-28
+POST, the app run by ``run_app``, the answer (``answer.py``), the status of an
+error (``mrtr_core.protocol.status_for_error``).  2026-07-28 has no sessions, so
+nothing is shared between its POSTs, and any number of worker processes may
+serve them (state a handler needs between rounds travels sealed in
+``requestState``).  A 2025-era client (an ``initialize``, an
+``Mcp-Session-Id``, a 2025 ``MCP-Protocol-Version``, no 2026 ``_meta``) gets a
+session (``sessions.py``, ``session.py``): SSE streams with event ids,
+``Last-Event-ID`` resumption, the legacy shim's questions, a GET stream and
+DELETE; sessions live in one process, in the task group the ASGI ``lifespan``
+holds (``McpAsgi.lifespan()`` for a framework that runs the lifespan itself;
+without it, an ``initialize`` gets 400 with -32022 naming 2026-07-28).
 
 For each HTTP request, in order:
 
-1. ``Host`` and ``Origin`` against the allow-lists (403; the defaults and the
-   settings are the trio server's: loopback only, ``allowed_hosts``,
-   ``allowed_origins``, ``trusted_proxies`` for ``X-Forwarded-Host``).
-2. The path (404), relative to where the app is mounted (the ASGI
+1. The head's size (431 past ``max_header_size``: what the server let through).
+2. Paths with rules of their own, matched on the path alone: the health check
+   (``health_path``, ``/healthz``: ``routes.py``) and the URL-elicitation
+   callback (``{path}/{callback_path}`` for an app with ``url_flows``:
+   ``callback.py``).
+3. ``Host`` (one: 400 for more) and ``Origin`` against the allow-lists (403; loopback only by
+   default, ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies`` for
+   ``X-Forwarded-Host``).
+4. The path (404), relative to where the app is mounted (the ASGI
    ``root_path``); ``path=None`` serves any path that reaches it.
-3. The method: POST only (405 with ``Allow: POST``; a ``HEAD`` gets the
-   headers alone).  2026-07-28 defines no GET on the endpoint, and 2025-era
-   sessions (GET streams, DELETE) are not served here: use ``mrtr serve --http``
-   for them.  A 2025-era message (an ``initialize``, an ``Mcp-Session-Id``, a
-   2025 ``MCP-Protocol-Version``) gets 400 with -32022 naming 2026-07-28.
-4. ``Accept`` (406), ``Content-Type`` (415; two, 400), the body size (413:
-   the declared length, then the bytes as they arrive; ``max_body_size``).
-5. The headers that mirror the body (400, -32020), then the connection reads
+5. The method: ``GET`` and ``DELETE`` with an ``Mcp-Session-Id`` go to the
+   session side; any other but POST gets 405 with ``Allow: GET, POST, DELETE``
+   (a ``HEAD`` gets the headers alone).
+6. ``Accept`` (406), ``Content-Type`` (415; two, 400), the body size (413:
+   the declared length, then the bytes as they arrive; ``max_body_size``) and
+   time (408 past ``body_timeout``, a deadline a trickled byte does not reset).
+   A 2025-era message goes to the session side.
+7. The headers that mirror the body (400, -32020), then the connection reads
    the body: a notification gets 202; what the connection answers itself
    (``server/discover``, bad input, a missing ``_meta``) is sent as JSON; a
-   request runs the app and is answered as JSON or as an SSE stream
-   (``answer.py``).  ``ping`` and ``initialize`` are 404 with -32601.
-6. ``subscriptions/listen`` takes a place in the listen pool
+   request runs the app and is answered as JSON or as an SSE stream.
+   ``ping`` and ``initialize`` with 2026 ``_meta`` are 404 with -32601.
+8. ``subscriptions/listen`` takes a place in the listen pool
    (``max_listen_streams`` in all, ``max_listen_streams_per_client``; 429 or
    503 with ``Retry-After``) and ends gracefully after ``listen_lifetime``.
 
-Bounds that belong to the ASGI server, not here: connections, header size,
-keep-alive and read timeouts (uvicorn's ``--limit-concurrency``,
-``--timeout-keep-alive``, ``--h11-max-incomplete-event-size``; hypercorn's
-``--keep-alive``, ``h11_max_incomplete_size``): see docs/asgi.md.
+Bounds that belong to the server that holds the connections, not here:
+connections, head and read deadlines, keep-alive, trickling clients: see
+docs/asgi.md for what uvicorn and hypercorn do and the settings that give each.
 
 Shutdown: ``shutdown()`` ends the app's open listen streams with their final
-result (``close_subscriptions``) and refuses new ones (503).  Run directly by
-the server, the app calls it at the ``lifespan`` shutdown event; uvicorn and
-hypercorn send that only once their connections are done, so a listen stream
-still open then is ended by the server's own grace period
-(``--timeout-graceful-shutdown``, ``--graceful-timeout``): keep
-``listen_lifetime`` short, or call ``shutdown()`` yourself when shutdown begins.
+result (``close_subscriptions``), ends sessions' standalone streams, refuses new
+listen streams (503) and turns the health check to 503.  The lifespan calls it
+at the shutdown event, then ends every session; uvicorn and hypercorn send that
+only once their connections are done, so a stream still open then is ended by
+the server's own grace period (``--timeout-graceful-shutdown``,
+``--graceful-timeout``): keep ``listen_lifetime`` short, or call ``shutdown()``
+yourself when shutdown begins.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -61,24 +73,36 @@ import mrtr_core as m
 
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
-from ..server.http.limits import Lease, ListenPool, ListenRefusal, check_bounds
-from ..server.http.policy import AccessPolicy, Headers
+from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
+from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
+from .policy import AccessPolicy, Headers
+from .pools import Lease, ListenPool, ListenRefusal, check_bounds
+from .routes import DEFAULT_HEALTH_PATH, Page, health_page
+from .sessions import SessionEndpoint
 
 __all__ = ["McpAsgi"]
 
 log = logging.getLogger("mrtr_transports.asgi")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+DEFAULT_MAX_HEADER_SIZE = 16 * 1024
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
 DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_MAX_LISTEN_STREAMS = 256
 DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT = 8
 DEFAULT_LISTEN_LIFETIME = 600.0
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_SESSION_IDLE_TIMEOUT = 1800.0
+DEFAULT_REPLAY_EVENTS = 256
+DEFAULT_REPLAY_BYTES = 256 * 1024
+DEFAULT_MAX_SESSION_STREAMS = 256
+DEFAULT_MAX_STREAMS_PER_SESSION = 16
 
 
 class McpAsgi:
-    """An ASGI 3 application serving ``app`` at the 2026-07-28 Streamable HTTP endpoint.
+    """An ASGI 3 application serving ``app`` at the Streamable HTTP endpoint (both eras).
 
     ::
 
@@ -87,9 +111,15 @@ class McpAsgi:
 
     Options: ``path`` (``"/mcp"``; ``None``: any), the access policy
     (``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``), ``max_body_size``,
-    ``keepalive_interval``, ``write_timeout``, the listen pool
+    ``max_header_size``, ``body_timeout``, ``keepalive_interval``, ``write_timeout``,
+    the listen pool
     (``max_listen_streams``, ``max_listen_streams_per_client``, ``listen_lifetime``),
-    ``param_headers`` (as ``HttpServer``), and ``mrtr_core.Connection`` options.
+    2025-era sessions (``max_sessions``, ``session_idle_timeout``,
+    ``replay_buffer_events``, ``replay_buffer_bytes``, ``legacy_answer_timeout``,
+    ``max_session_streams``, ``max_streams_per_session``), the side routes
+    (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
+    ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
+    by default).  Every default is the trio server's.
     """
 
     def __init__(
@@ -101,50 +131,121 @@ class McpAsgi:
         allowed_origins: Iterable[str] | None = None,
         trusted_proxies: Iterable[str] = (),
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
         keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_listen_streams: int = DEFAULT_MAX_LISTEN_STREAMS,
         max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
         listen_lifetime: float = DEFAULT_LISTEN_LIFETIME,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_buffer_events: int = DEFAULT_REPLAY_EVENTS,
+        replay_buffer_bytes: int = DEFAULT_REPLAY_BYTES,
+        legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
+        max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
+        max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        public_url: str | None = None,
+        callback_path: str = DEFAULT_CALLBACK_PATH,
+        health_path: str | None = DEFAULT_HEALTH_PATH,
         **connection_options: Any,
     ) -> None:
         check_bounds(
             (
                 ("max_body_size", max_body_size),
+                ("max_header_size", max_header_size),
                 ("max_listen_streams", max_listen_streams),
                 ("max_listen_streams_per_client", max_listen_streams_per_client),
+                ("max_sessions", max_sessions),
+                ("replay_buffer_events", replay_buffer_events),
+                ("replay_buffer_bytes", replay_buffer_bytes),
+                ("max_session_streams", max_session_streams),
+                ("max_streams_per_session", max_streams_per_session),
             ),
             (
                 ("write_timeout", write_timeout),
+                ("body_timeout", body_timeout),
                 ("listen_lifetime", listen_lifetime),
+                ("session_idle_timeout", session_idle_timeout),
+                ("legacy_answer_timeout", legacy_answer_timeout),
             ),
         )
         self.app = app
         self.path = path
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
         self.max_body_size = max_body_size
+        self.max_header_size = max_header_size
         self.keepalive_interval = keepalive_interval
         self.write_timeout = write_timeout
+        self.body_timeout = body_timeout
         self.listens = ListenPool(
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
         self._fixed_header_params = param_headers
-        versions = connection_options.pop("versions", m.protocol.MODERN_VERSIONS)
-        self.connection_options: dict[str, Any] = {
+        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
+        common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
             "instructions": app.instructions,
             **connection_options,
+        }
+        #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
+        self.connection_options: dict[str, Any] = {
+            **common,
             "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
+        #: The 2025-era side; each session's connection negotiates its version at initialize.
+        self.sessions = SessionEndpoint(
+            app,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
+            replay_events=replay_buffer_events,
+            replay_bytes=replay_buffer_bytes,
+            legacy_answer_timeout=legacy_answer_timeout,
+            max_streams=max_session_streams,
+            max_streams_per_session=max_streams_per_session,
+            keepalive_interval=keepalive_interval,
+            write_timeout=write_timeout,
+            connection_options={**common, "versions": tuple(versions)},
+        )
         self.closing = False
+        # URL elicitation (callback.py): the app's callback route, if it has URL flows.
+        self.public_url = public_url
+        self.callback = callback_route(
+            app,
+            endpoint=path or "",
+            callback_path=callback_path,
+            allowed_hosts=allowed_hosts,
+            trusted_proxies=trusted_proxies,
+            public_url=public_url,
+        )
+        if health_path is not None and (not health_path.startswith("/") or health_path == path):
+            raise ValueError(f"health_path must be a path of its own, not {health_path!r}")
+        self.health_path = health_path
 
     def shutdown(self) -> None:
-        """The server is stopping: the app's listen streams end with their final result."""
-        self.closing = True
-        end_subscriptions(self.app)
+        """The server is stopping: the app's listen streams end with their final result,
+        sessions' standalone streams end; the health check says ``draining``."""
+        if not self.closing:
+            self.closing = True
+            end_subscriptions(self.app)
+            self.sessions.shutting_down()
+
+    @asynccontextmanager
+    async def lifespan(self, *_: Any) -> AsyncIterator[None]:
+        """Where 2025-era sessions live while it is entered: the ASGI ``lifespan`` enters
+        it; so may a framework that runs the lifespan itself (Starlette's ``lifespan=``
+        takes it as it is).  On exit, ``shutdown()`` and every session ends."""
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(self.sessions.run)
+            try:
+                yield
+            finally:
+                self.shutdown()
+                self.sessions.close_all()
+                tasks.cancel_scope.cancel()
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None:
         """The ``Mcp-Param-*`` headers of ``tool``: ``param_headers``, else the app's."""
@@ -165,20 +266,20 @@ class McpAsgi:
             raise ValueError(f"unsupported ASGI scope type {scope['type']!r}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # (the protocol starts with startup)
+            return
+        async with self.lifespan():
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+        await send({"type": "lifespan.shutdown.complete"})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope.get("headers", ()))
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        method = str(scope.get("method", "GET")).upper()
+        method = str(scope.get("method", "GET")).upper()  # (ASGI says uppercased already)
         head_only = method == "HEAD"
 
         async def refuse(
@@ -190,28 +291,57 @@ class McpAsgi:
             body = m.protocol.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
+        if _head_size(scope) > self.max_header_size:  # (what the server let through)
+            await refuse(431, "request header fields too large")
+            return
+        path = _route_path(scope)
+        page = await self._side_route(scope, method, path, headers, peer)
+        if page is not None:  # the health check, the URL callback: rules of their own
+            await send_whole(
+                send,
+                page.status,
+                page.body,
+                content_type=page.content_type,
+                extra=page.headers,
+                head_only=head_only,
+            )
+            return
+        if len(headers.get_all("host")) > 1:  # (h11 refuses it first; not every parser does)
+            await refuse(400, "multiple Host headers: a request names one host")
+            return
         refusal = self.policy.refusal(headers, peer)
         if refusal is not None:
             log.warning("refused: %s", refusal)
             await refuse(403, refusal)
             return
-        path = _route_path(scope)
         if self.path is not None and path != self.path:
             await refuse(404, f"no MCP endpoint at {path!r}: use {self.path!r}")
+            return
+        if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
+            if method == "GET":  # a 2025-era session's stream
+                _, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
+                await self.sessions.get(receive, send, headers, sse_ok)
+            else:
+                await self.sessions.delete(send, headers)
             return
         if method != "POST":
             await refuse(
                 405,
-                f"{method} is not allowed here: POST a message (this endpoint serves "
-                "MCP 2026-07-28, which has no GET stream and no sessions)",
-                extra=[(b"allow", b"POST")],
+                f"{method} is not allowed here: POST a message "
+                "(GET and DELETE are for a 2025-era session: send its Mcp-Session-Id)",
+                extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
         post = m.protocol.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
         if post is not None:
             await refuse(post.status, post.message, post.code)
             return
-        body = await _read_body(receive, self.max_body_size)
+        body: bytes | None = b""
+        with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickling too
+            body = await _read_body(receive, self.max_body_size)
+        if reading.cancelled_caught:
+            await refuse(408, f"the request body took longer than {self.body_timeout} s")
+            return
         if body is None:
             too_large = m.protocol.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
@@ -234,8 +364,9 @@ class McpAsgi:
         sse_ok: bool,
     ) -> None:
         message = m.protocol.parse_posted(body)  # once: the headers, then the connection
-        if m.protocol.is_legacy_message(headers.fields, message):
-            await self._legacy_refused(send, message)
+        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
+            assert isinstance(message, Mapping)
+            await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
             return
         refused = m.protocol.header_refusal(headers.fields, message, self.header_params)
         if refused is not None:
@@ -272,20 +403,35 @@ class McpAsgi:
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
 
-    async def _legacy_refused(self, send: Send, message: Any) -> None:
-        """A 2025-era message: this endpoint has no sessions; say which version it speaks."""
-        versions = self.connection_options["versions"]
-        error = m.MrtrError(
-            "this endpoint serves MCP 2026-07-28 only (no 2025-era sessions): send "
-            "_meta.protocolVersion with each request",
-            code=m.protocol.UNSUPPORTED_PROTOCOL_VERSION,
-            data={"supported": list(versions)},
-        )
-        request_id = message.get("id") if isinstance(message, Mapping) else None
-        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-            request_id = None
-        data = m.wire.encode_message(m.error_response(request_id, error))
-        await send_whole(send, 400, data)
+    async def _side_route(
+        self, scope: Scope, method: str, path: str, headers: Headers, peer: str | None
+    ) -> Page | None:
+        """The page of a path beside the endpoint (``routes.py``, ``callback.py``), or
+        ``None`` for the endpoint's own; sets the callback URL the request's handlers see."""
+        if path == self.health_path:
+            return health_page(method, self.closing)
+        if self.callback is None:
+            return None
+        if path == self.callback.path:
+            query = bytes(scope.get("query_string", b""))
+            return await self.callback.answer(method, query, headers, peer)
+        CURRENT_CALLBACK_URL.set(self._base_url(scope) + self.callback.path)
+        return None
+
+    def _base_url(self, scope: Scope) -> str:
+        """``public_url`` (its scheme and authority), else the address the request came
+        to, with the ASGI ``root_path`` the endpoint is mounted below."""
+        if self.public_url is not None:
+            return self.public_url.rstrip("/").removesuffix((self.path or "").rstrip("/"))
+        scheme = str(scope.get("scheme", "http"))
+        server = scope.get("server")
+        if server is None or server[1] is None:
+            authority = Headers(scope.get("headers", ())).get("host") or "localhost"
+        else:
+            host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(str(server[0]), str(server[0]))
+            host = f"[{host}]" if ":" in host else host
+            authority = f"{host}:{server[1]}"
+        return f"{scheme}://{authority}{scope.get('root_path', '')}"
 
     async def _listen(
         self,
@@ -343,6 +489,13 @@ class McpAsgi:
             outcome = m.protocol.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await answer.finish(response, data)
+
+
+def _head_size(scope: Scope) -> int:
+    """The request head's size as the trio server measures it: target and header fields."""
+    target = len(scope.get("raw_path") or str(scope.get("path", "")).encode())
+    target += len(scope.get("query_string", b""))
+    return target + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
 
 
 def _route_path(scope: Scope) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -35,7 +35,7 @@ async def test_tool_with_logging(ctx: Context) -> str:
         ("Tool execution started", "Tool processing data", "Tool execution completed")
     ):
         if step:
-            await trio.sleep(0.05)
+            await anyio.sleep(0.05)
         await ctx.log("info", message, logger="test_tool_with_logging")
     return "Logging tool completed."
 
@@ -160,7 +160,7 @@ async def test_reconnection(ctx: Context) -> str:
     close = getattr(ctx.outlet, "close_sse_stream", None)
     if close is not None:  # only a 2025-era HTTP session's stream can be resumed
         await close()
-        await trio.sleep(0.1)  # the answer comes after the stream closed
+        await anyio.sleep(0.1)  # the answer comes after the stream closed
     return "Reconnection test completed."
 
 

@@ -26,7 +26,7 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -117,7 +117,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
     """Reports progress 0, 50 and 100 of 100, about 50 ms apart."""
     for step in (0, 50, 100):
         if step:
-            await trio.sleep(0.05)
+            await anyio.sleep(0.05)  # (anyio: the app runs under asyncio too)
         await ctx.progress(step, 100, f"{step}% done")
     return "Progress test completed."
 

@@ -70,10 +70,49 @@ def test_listen_streams_are_pooled_and_end_gracefully(bare: str) -> None:
     assert status == 200
 
 
+def test_the_health_check_answers_any_host_and_origin_with_a_tiny_body(bare: str) -> None:
+    # A balancer dials the pod's address, sends no Accept, maybe an Origin: all fine.
+    probe = {"Host": "10.1.2.3", "Origin": "https://elsewhere.example"}
+    status, headers, body = post(bare, None, method="GET", path="/healthz?probe=1", headers=probe)
+    assert (status, body) == (200, b'{"status":"ok"}')
+    assert headers["content-type"] == "application/json"
+    assert headers["cache-control"] == "no-store"
+    status, _, body = post(bare, None, method="HEAD", path="/healthz", headers=probe)
+    assert (status, body) == (200, b"")
+    status, headers, _ = post(bare, None, path="/healthz", body=b"{}")
+    assert status == 405 and headers["allow"] == "GET, HEAD"
+    # The endpoint keeps its rules: the same Host is refused there.
+    assert post(bare, None, body=b"{}", headers=probe)[0] == 403
+
+
+async def test_the_health_check_says_draining_once_shutting_down() -> None:
+    endpoint = McpAsgi(mcp, health_path="/ready")
+    said: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def collect(message: dict[str, object]) -> None:
+        said.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/ready", "headers": []}
+    await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+    assert said[0]["status"] == 200
+    endpoint.shutdown()
+    said.clear()
+    await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+    assert said[0]["status"] == 503 and said[1]["body"] == b'{"status":"draining"}'
+    assert (b"retry-after", b"1") in said[0]["headers"]  # type: ignore[operator]
+    with pytest.raises(ValueError, match="health_path"):
+        McpAsgi(mcp, health_path="/mcp")
+
+
 @pytest.mark.parametrize(
     "options",
     [
         {"max_body_size": 0},
+        {"max_sessions": 0},
+        {"session_idle_timeout": 0},
         {"max_listen_streams": -1},
         {"write_timeout": 0},
         {"listen_lifetime": -1.0},
@@ -99,6 +138,25 @@ async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
     assert sent == [{"type": "websocket.close", "code": 1008}]
     with pytest.raises(ValueError, match="unsupported ASGI scope"):
         await endpoint({"type": "telepathy"}, receive, send)  # type: ignore[arg-type]
+
+
+async def test_two_host_headers_are_refused_by_the_endpoint_too() -> None:
+    # h11 refuses them before any app sees them; a server whose parser lets them through
+    # meets the same 400 at the endpoint.
+    endpoint = McpAsgi(mcp)
+    said: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def collect(message: dict[str, object]) -> None:
+        said.append(message)
+
+    headers = [(b"host", b"localhost"), (b"host", b"evil.example.com")]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
+    await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+    assert said[0]["status"] == 400
+    assert "multiple Host" in error_of(said[1]["body"])["message"]  # type: ignore[arg-type]
 
 
 def test_uvicorn_runs_its_lifespan(tmp_path: Path) -> None:

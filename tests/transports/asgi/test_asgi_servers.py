@@ -68,6 +68,26 @@ def test_two_rounds_with_mrtr_call(base: str, tmp_path: Path) -> None:
     assert len(rounds) >= 1 and len(calls) >= 2, lines  # input_required, then the retry
 
 
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+def test_mrtr_call_in_either_era(base: str, era: str, tmp_path: Path) -> None:
+    # legacy: a 2025-11-25 session (initialize, Mcp-Session-Id, the shim's question on the
+    # request's stream, DELETE); auto: the probe finds 2026-07-28.
+    trace = tmp_path / "trace.ndjson"
+    key = "elicitation/create" if era == "legacy" else "city"  # (a 2025 question has no key)
+    answer = key + '={"action": "accept", "content": {"city": "Lisbon"}}'
+    done = mrtr_call(
+        "--era", era, f"{base}/mcp", "trip", '{"days": 3}', "--answer", answer,
+        "--trace", str(trace),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert text_of(json.loads(done.stdout)) == "Trip to Lisbon for 3 days"
+    said = trace.read_text()
+    if era == "legacy":
+        assert '"initialize"' in said and "elicitation/create" in said
+    else:
+        assert '"server/discover"' in said and "input_required" in said
+
+
 async def test_two_rounds_with_the_client_library(base: str) -> None:
     asked: list[str] = []
 
@@ -167,22 +187,25 @@ def test_accept_and_content_type(base: str) -> None:
     assert status == 400 and error_of(body)["code"] == m.protocol.PARSE_ERROR
 
 
-def test_get_and_head_are_405_with_allow_post(base: str) -> None:
+def test_get_and_head_without_a_session_are_405(base: str) -> None:
+    # GET and DELETE are a 2025-era session's (with its Mcp-Session-Id), as on the trio server.
     status, headers, body = post(base, None, method="GET")
-    assert (status, headers["allow"]) == (405, "POST")
-    assert "2026-07-28" in error_of(body)["message"]
+    assert (status, headers["allow"]) == (405, "GET, POST, DELETE")
+    assert "Mcp-Session-Id" in error_of(body)["message"]
     status, headers, body = post(base, None, method="HEAD")
-    assert (status, headers["allow"], body) == (405, "POST", b"")
+    assert (status, headers["allow"], body) == (405, "GET, POST, DELETE", b"")
 
 
-def test_2025_era_messages_are_told_the_version(base: str) -> None:
+def test_without_the_lifespan_2025_era_messages_are_told_the_version(base: str) -> None:
+    # Mounted in Starlette, the endpoint's lifespan does not run: no sessions, 2026 only.
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}},
     }
-    status, _, body = post(base, initialize, headers={"MCP-Protocol-Version": "2025-11-25"})
+    headers = {"MCP-Protocol-Version": "2025-11-25"}
+    status, _, body = post(base, initialize, headers=headers, path="/api/mcp")
     assert status == 400
     reply = json.loads(body)
     assert reply["id"] == 1

@@ -1,11 +1,12 @@
 """URL elicitation end to end: a real server, a real client, the test as the browser.
 
-``mrtr serve --http`` (a subprocess) serves the example app's ``connect_provider``
-tool; the project's client calls it and answers its URL elicitation; the test
-plays the browser the provider redirects: it reads ``redirect_uri`` and ``state``
-from the URL shown and GETs the callback with a ``code`` (or an ``error``).  The
-tests that need a short lifetime or a small bound serve an app of their own
-in-process, on a real socket.
+``mrtr serve --http`` (a subprocess), and ``McpAsgi`` under uvicorn (a subprocess), serve
+the example app's ``connect_provider`` tool; the project's client calls it and
+answers its URL elicitation; the test plays the browser the provider redirects: it
+reads ``redirect_uri`` and ``state`` from the URL shown and GETs the callback with a
+``code`` (or an ``error``).  The tests that need a short lifetime or a small bound
+serve an app of their own in-process, on a real socket: the trio server, and
+``McpAsgi`` under hypercorn's trio worker.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mrtr_transports.client.errors import CallError, CallTimeout
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.server import entry
 from mrtr_transports.server.http.server import HttpServer
+from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.url_browser import Page, browse, callback_of, mrtr_serve_http
 
 import mrtr_core as m
@@ -68,8 +70,12 @@ def text_of(result: Mapping[str, Any]) -> str:
 # --- a real `mrtr serve --http` ---------------------------------------------------------
 
 
-@pytest.fixture
-async def served() -> AsyncIterator[str]:
+@pytest.fixture(params=["mrtr-serve", UVICORN])
+async def served(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    if request.param == UVICORN:
+        async with uvicorn_serving(entry.DEFAULT_APP) as (_, host, port):
+            yield f"http://{host}:{port}/mcp"
+        return
     async with mrtr_serve_http() as url:
         yield url
 
@@ -203,8 +209,16 @@ class Clock:
         return self.now
 
 
+#: The in-process servers of the endpoint.
+IN_PROCESS = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+
+
 @asynccontextmanager
-async def app_served(app: McpApp, **options: Any) -> AsyncIterator[str]:
+async def app_served(kind: str, app: McpApp, **options: Any) -> AsyncIterator[str]:
+    if kind == HYPERCORN:
+        async with hypercorn_serving(app, **options) as (_, host, port):
+            yield f"http://{host}:{port}/mcp"
+        return
     server = HttpServer(app, **options)
     async with trio.open_nursery() as nursery:
         host, port = await nursery.start(server.serve, "127.0.0.1", 0)
@@ -220,10 +234,11 @@ def provider_app(clock: Callable[[], float], **flows: Any) -> McpApp:
     return app
 
 
-async def test_an_expired_interaction_is_gone_and_the_tool_asks_again() -> None:
+@IN_PROCESS
+async def test_an_expired_interaction_is_gone_and_the_tool_asks_again(kind: str) -> None:
     clock = Clock()
     app = provider_app(clock, ttl=60.0)
-    async with app_served(app) as url, trio.open_nursery() as nursery:
+    async with app_served(kind, app) as url, trio.open_nursery() as nursery:
         browser = Browser(nursery)
         browser.follow = False  # the person wanders off
         async with (
@@ -251,11 +266,12 @@ async def test_an_expired_interaction_is_gone_and_the_tool_asks_again() -> None:
         assert "'late'" not in text_of(outcome[0]) and "'XYZW'" in text_of(outcome[0])
 
 
-async def test_pending_interactions_are_bounded() -> None:
+@IN_PROCESS
+async def test_pending_interactions_are_bounded(kind: str) -> None:
     clock = Clock()
     store = MemoryInteractionStore(max_entries=2)
     app = provider_app(clock, store=store)
-    async with app_served(app) as url, trio.open_nursery() as nursery:
+    async with app_served(kind, app) as url, trio.open_nursery() as nursery:
         browser = Browser(nursery)
         browser.follow = False
         async with (
@@ -280,11 +296,12 @@ async def test_pending_interactions_are_bounded() -> None:
             calls.cancel_scope.cancel()
 
 
-async def test_the_public_url_names_the_callback_and_its_host_is_allowed() -> None:
+@IN_PROCESS
+async def test_the_public_url_names_the_callback_and_its_host_is_allowed(kind: str) -> None:
     clock = Clock()
     app = provider_app(clock)
     public = "https://mcp.example.com/mcp"
-    async with app_served(app, public_url=public) as url, trio.open_nursery() as nursery:
+    async with app_served(kind, app, public_url=public) as url, trio.open_nursery() as nursery:
         browser = Browser(nursery)
         browser.follow = False
         async with open_http_client(url, answer=browser, capabilities=URL_CAPS) as client:
@@ -336,11 +353,14 @@ class BrokenStore(MemoryInteractionStore):
         raise m.MrtrError("the store is unreachable")
 
 
-async def test_a_store_that_cannot_answer_is_a_503_and_the_interaction_stays_pending() -> None:
+@IN_PROCESS
+async def test_a_store_that_cannot_answer_is_a_503_and_the_interaction_stays_pending(
+    kind: str,
+) -> None:
     clock = Clock()
     store = BrokenStore()
     app = provider_app(clock, store=store)
-    async with app_served(app) as url, trio.open_nursery() as nursery:
+    async with app_served(kind, app) as url, trio.open_nursery() as nursery:
         browser = Browser(nursery)
         browser.follow = False
         async with open_http_client(url, answer=browser, capabilities=URL_CAPS) as client:

@@ -24,7 +24,16 @@ from mrtr_transports.server.http.limits import ConnectionSlots, ListenPool, List
 from mrtr_transports.server.http.policy import AccessPolicy, Headers
 from mrtr_transports.server.http.refusals import SERVER_BUSY
 from mrtr_transports.server.http.server import HttpServer
-from test_http_server import ACCEPT_BOTH, HttpPeer, Reply, Served, rpc, serving, tool_call
+from test_http_server import (
+    ACCEPT_BOTH,
+    ENDPOINT,
+    HttpPeer,
+    Reply,
+    Served,
+    rpc,
+    serving,
+    tool_call,
+)
 
 import mrtr_core as m
 
@@ -94,11 +103,12 @@ async def raw_exchange(served: Served, data: bytes, *, head_request: bool = Fals
 # --- 1. HEAD ---
 
 
+@ENDPOINT
 async def test_head_gets_the_headers_of_a_get_and_no_body(
-    server_log: list[logging.LogRecord],
+    server_log: list[logging.LogRecord], kind: str
 ) -> None:
     with trio.fail_after(10):
-        async with serving() as served:
+        async with serving(kind=kind) as served:
             for target, status in (("/mcp", 405), ("/mcp?x=1", 405), ("/other", 404), ("/", 404)):
                 async with served.connect() as peer:
                     get = await peer.post(method="GET", target=target)
@@ -144,8 +154,9 @@ async def test_head_gets_the_headers_of_a_get_and_no_body(
         b"POST /mcp HTTP/1.0\r\n",
     ],
 )
-async def test_an_empty_post_that_closes_gets_its_400_at_once(head: bytes) -> None:
-    async with serving() as served:  # idle_timeout and body_timeout are 60 s
+@ENDPOINT
+async def test_an_empty_post_that_closes_gets_its_400_at_once(head: bytes, kind: str) -> None:
+    async with serving(kind=kind) as served:  # idle_timeout and body_timeout are 60 s
         started = trio.current_time()
         with trio.fail_after(5):
             request = head + b"Content-Type: application/json\r\nAccept: " + ACCEPT_BOTH.encode()

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator
 import attrs
 import pytest
 import trio
-from test_http_server import ACCEPT_BOTH, serving, tool_call
+from test_http_server import ACCEPT_BOTH, ENDPOINT, serving, tool_call
 
 GOOD = json.dumps(tool_call("echo", {"text": "hi"})).encode()
 MIRRORED = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
@@ -402,15 +402,19 @@ def assert_no_traceback(records: list[logging.LogRecord]) -> None:
     assert not broken, [r.getMessage() for r in broken]
 
 
+@ENDPOINT
 async def test_every_malformed_request_gets_a_clear_answer(
-    server_log: list[logging.LogRecord],
+    server_log: list[logging.LogRecord], kind: str
 ) -> None:
+    kind_of_server = kind
     assert len(KINDS) >= 150
     assert len({kind.name for kind in KINDS}) == len(KINDS)
     outcomes: dict[str, bytes] = {}
     with trio.fail_after(60):
-        options = {"head_timeout": 5.0, "body_timeout": 5.0, "max_body_size": 4 * 1024 * 1024}
-        async with serving(**options) as served:
+        options = {"body_timeout": 5.0, "max_body_size": 4 * 1024 * 1024}
+        if kind == "trio":
+            options["head_timeout"] = 5.0  # (a connection's bound: the host's)
+        async with serving(**options, kind=kind) as served:
             limit = trio.CapacityLimiter(16)
 
             async def one(kind: Kind) -> None:
@@ -424,11 +428,18 @@ async def test_every_malformed_request_gets_a_clear_answer(
     for kind in KINDS:
         answers = [a for a in parse(outcomes[kind.name]) if a.status != 100]
         if not answers:
-            if not kind.may_close:
+            # hypercorn's trio worker, writing the endpoint's early 413 while it handles the
+            # client's end of input mid-body, can fail its own write (BusyResourceError, a
+            # race) and close: the connection is the server's, not the endpoint's.
+            host_closes = kind_of_server != "trio" and kind.name.startswith("absurd")
+            if not (kind.may_close or host_closes):
                 wrong[kind.name] = "closed without an answer"
             continue
         first = answers[0]
-        if first.status not in kind.statuses:
+        statuses = kind.statuses
+        if kind_of_server != "trio" and kind.name == "method post":
+            statuses = frozenset({200})  # an ASGI scope's method is uppercased (the spec's)
+        if first.status not in statuses:
             wrong[kind.name] = f"{first.status}: {first.body[:200]!r}"
             continue
         for answer in answers:

@@ -1,7 +1,9 @@
-"""2025-era Streamable HTTP sessions on the HTTP server, on a real socket, with raw h11.
+"""2025-era Streamable HTTP sessions on the HTTP endpoint, on a real socket, with raw h11.
 
 The conformance fixtures app (``mrtr_transports.testing.conformance_app``) is served
-in-process on 127.0.0.1; each test speaks HTTP/1.1 to it by hand: ``initialize``,
+on 127.0.0.1 by each kind of server (``kind``): the trio server, and ``McpAsgi`` under
+hypercorn's trio worker (in-process: a test may look at the endpoint's sessions) and
+under uvicorn (asyncio, a subprocess); each test speaks HTTP/1.1 to it by hand: ``initialize``,
 ``Mcp-Session-Id``, the request's SSE stream with its priming event and event
 ids, the legacy shim's questions on that stream and the answers POSTed back,
 the standalone GET stream, ``DELETE``, ``Last-Event-ID`` resumption, and the
@@ -16,15 +18,39 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import h11
+import pytest
 import trio
 from mrtr_transports.server.http.limits import SessionStreams
 from mrtr_transports.testing.conformance_app import app as fixtures_app
-from test_http_server import HttpPeer, Reply, Served, serving, tool_call
+from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
+from test_http_server import HttpPeer, Reply, Served, tool_call
+from test_http_server import serving as trio_serving
 
 import mrtr_core as m
 
 VERSION = "2025-11-25"
 Header = tuple[str, str]
+
+#: Every server of the endpoint; those in this process, whose state a test may read.
+ALL_KINDS = pytest.mark.parametrize("kind", ["trio", HYPERCORN, UVICORN])
+IN_PROCESS = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+
+
+@asynccontextmanager
+async def serving(kind: str, app: Any, **options: Any) -> AsyncIterator[Served]:
+    """``app`` served by ``kind``, as ``test_http_server.serving`` serves it."""
+    if kind == "trio":
+        async with trio_serving(app, **options) as served:
+            yield served
+        return
+    options.setdefault("keepalive_interval", 0.05)
+    if kind == HYPERCORN:
+        async with hypercorn_serving(app, **options) as (endpoint, host, port):
+            yield Served(endpoint, app, host, port)  # type: ignore[arg-type]
+        return
+    assert app is fixtures_app  # (what the subprocess serves)
+    async with uvicorn_serving(**options) as (_, host, port):
+        yield Served(None, app, host, port)  # type: ignore[arg-type]
 
 
 def initialize(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -122,9 +148,10 @@ def priming_of(stream: Stream) -> tuple[str, int]:
     return fields["id"], int(fields["retry"])
 
 
-async def test_initialize_opens_a_session_and_requests_stream_with_event_ids() -> None:
+@ALL_KINDS
+async def test_initialize_opens_a_session_and_requests_stream_with_event_ids(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             first, second = await open_session(served), await open_session(served)
             assert first != second and len(first) >= 40
             assert all("\x21" <= c <= "\x7e" for c in first)
@@ -144,9 +171,10 @@ async def test_initialize_opens_a_session_and_requests_stream_with_event_ids() -
             assert ping.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
-async def test_session_ids_are_required_and_checked() -> None:
+@IN_PROCESS
+async def test_session_ids_are_required_and_checked(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, session_idle_timeout=0.3) as served:
+        async with serving(kind, fixtures_app, session_idle_timeout=0.3) as served:
             session_id = await open_session(served)
             sse_only = await served.post(initialize(), [], accept="text/event-stream")
             assert sse_only.status == 406 and "mcp-session-id" not in sse_only.headers
@@ -174,9 +202,10 @@ async def test_session_ids_are_required_and_checked() -> None:
             assert session_id not in served.server.sessions.sessions
 
 
-async def test_delete_ends_the_session_and_cancels_its_work() -> None:
+@ALL_KINDS
+async def test_delete_ends_the_session_and_cancels_its_work(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "who?"})
             async with streaming(served, question, in_session(session_id)) as stream:
@@ -192,9 +221,10 @@ async def test_delete_ends_the_session_and_cancels_its_work() -> None:
             assert after.status == 404
 
 
-async def test_shim_questions_travel_on_the_post_stream_and_answers_come_back() -> None:
+@ALL_KINDS
+async def test_shim_questions_travel_on_the_post_stream_and_answers_come_back(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             other = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "Your details?"}, rid="q")
@@ -219,9 +249,10 @@ async def test_shim_questions_travel_on_the_post_stream_and_answers_come_back() 
                 assert await stream.next() is None
 
 
-async def test_the_answer_timeout_ends_a_question_nobody_answers() -> None:
+@ALL_KINDS
+async def test_the_answer_timeout_ends_a_question_nobody_answers(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, legacy_answer_timeout=0.2) as served:
+        async with serving(kind, fixtures_app, legacy_answer_timeout=0.2) as served:
             session_id = await open_session(served, {"sampling": {}})
             question = call("test_sampling", {"prompt": "hi"})
             async with streaming(served, question, in_session(session_id)) as stream:
@@ -234,9 +265,10 @@ async def test_the_answer_timeout_ends_a_question_nobody_answers() -> None:
                 assert "did not answer in time" in final["error"]["message"]
 
 
-async def test_a_cut_stream_resumes_with_last_event_id() -> None:
+@ALL_KINDS
+async def test_a_cut_stream_resumes_with_last_event_id(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, call("test_reconnection"), in_session(session_id)) as s:
                 assert await s.next() is None  # closed mid-call, before the answer
@@ -261,9 +293,10 @@ async def test_a_cut_stream_resumes_with_last_event_id() -> None:
             assert refused.status == 400
 
 
-async def test_a_client_that_leaves_does_not_cancel_and_can_come_back() -> None:
+@ALL_KINDS
+async def test_a_client_that_leaves_does_not_cancel_and_can_come_back(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served)
             logging_call = call("test_tool_with_logging", rid=5)
             async with served.connect() as peer:
@@ -282,9 +315,10 @@ async def test_a_client_that_leaves_does_not_cancel_and_can_come_back() -> None:
             assert rest[-1]["id"] == 5 and "result" in rest[-1]
 
 
-async def test_the_replay_buffer_is_bounded_and_a_lost_id_is_refused() -> None:
+@IN_PROCESS
+async def test_the_replay_buffer_is_bounded_and_a_lost_id_is_refused(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, replay_buffer_events=2) as served:
+        async with serving(kind, fixtures_app, replay_buffer_events=2) as served:
             session_id = await open_session(served)
             async with served.connect() as peer:
                 await peer.send_request(call("test_tool_with_logging"), in_session(session_id))
@@ -299,9 +333,10 @@ async def test_the_replay_buffer_is_bounded_and_a_lost_id_is_refused() -> None:
             assert refused.status == 400 and "no longer held" in refused.json()["error"]["message"]
 
 
-async def test_one_standalone_stream_per_session() -> None:
+@ALL_KINDS
+async def test_one_standalone_stream_per_session(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, None, in_session(session_id), method="GET") as first:
                 assert first.status == 200
@@ -330,9 +365,10 @@ async def test_one_standalone_stream_per_session() -> None:
             assert no_sse.status in (404, 406)
 
 
-async def test_the_live_session_bound() -> None:
+@IN_PROCESS
+async def test_the_live_session_bound(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, max_sessions=2) as served:
+        async with serving(kind, fixtures_app, max_sessions=2) as served:
             oldest = await open_session(served)
             newer = await open_session(served)
             assert (await served.post(request("ping"), in_session(newer))).status == 200
@@ -350,9 +386,10 @@ async def test_the_live_session_bound() -> None:
             assert len(served.server.sessions.sessions) == 2
 
 
-async def test_both_eras_on_one_server_at_once() -> None:
+@ALL_KINDS
+async def test_both_eras_on_one_server_at_once(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_input_required_result_elicitation", rid=1)
             async with streaming(served, question, in_session(session_id)) as legacy:
@@ -399,7 +436,7 @@ def test_the_session_streams_pool_counts_per_session_and_in_all() -> None:
 async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -> None:
     with trio.fail_after(10):
         options = {"max_streams_per_session": 1, "max_connections": 2}
-        async with serving(fixtures_app, **options) as served:
+        async with serving("trio", fixtures_app, **options) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "wait"}, rid="w")
             async with streaming(served, question, in_session(session_id)) as waiting:
@@ -424,9 +461,10 @@ async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -
                 await trio.sleep(0.01)
 
 
-async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> None:
+@IN_PROCESS
+async def test_a_request_whose_client_left_keeps_its_place_until_it_ends(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, max_streams_per_session=1) as served:
+        async with serving(kind, fixtures_app, max_streams_per_session=1) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "still there?"}, rid="left")
             async with streaming(served, question, in_session(session_id)) as left:
@@ -443,9 +481,12 @@ async def test_a_request_whose_client_left_keeps_its_place_until_it_ends() -> No
                 assert (await s.message() or {})["id"] == 3
 
 
-async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_session() -> None:
+@IN_PROCESS
+async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_session(
+    kind: str,
+) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app, versions=("2026-07-28",), max_sessions=1) as served:
+        async with serving(kind, fixtures_app, versions=("2026-07-28",), max_sessions=1) as served:
             refused = await served.post(initialize(), [])
             assert refused.status == 400 and "mcp-session-id" not in refused.headers
             assert refused.json()["error"]["code"] == m.protocol.METHOD_NOT_FOUND
@@ -457,9 +498,10 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
             assert batch.status == 400 and "batches" in batch.json()["error"]["message"]
 
 
-async def test_the_standalone_stream_resumes_too() -> None:
+@ALL_KINDS
+async def test_the_standalone_stream_resumes_too(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(fixtures_app) as served:
+        async with serving(kind, fixtures_app) as served:
             session_id = await open_session(served)
             async with streaming(served, None, in_session(session_id), method="GET") as first:
                 assert first.status == 200

@@ -43,6 +43,7 @@ import trio
 
 import mrtr_core as m
 
+from ...asgi.sessions import SessionEndpoint
 from ..app import ServerApp, run_app
 from ..driver import READ_SIZE, ConnectionOutlet, response_for, send_response
 from .limits import ConnectionSlots, ListenPool, ListenRefusal
@@ -55,6 +56,7 @@ from .refusals import (
     write_refusal,
 )
 from .routes import SideRoute
+from .sessions import serve_session
 
 
 class ExchangeHost(Protocol):
@@ -76,8 +78,8 @@ class ExchangeHost(Protocol):
     listens: ListenPool
     routes: dict[bytes, SideRoute]  # by path: URL callback, health check (routes.py)
 
-    #: The 2025-era side: ``sessions.SessionEndpoint`` (``post``, ``get``, ``delete``).
-    sessions: Any
+    #: The 2025-era side: the endpoint's ``SessionEndpoint`` (``post``, ``get``, ``delete``).
+    sessions: SessionEndpoint
 
     def header_params(self, tool: str) -> Mapping[str, Sequence[str]] | None: ...
 
@@ -89,8 +91,9 @@ log = logging.getLogger("mrtr_transports.http")
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 
 
-class _PeerGone(Exception):
-    """The client closed the connection."""
+class _PeerGone(ConnectionError):
+    """The client closed the connection (an ``OSError``, as the endpoint's ASGI writers
+    expect of a ``send`` that cannot go out: ``sessions.py``)."""
 
 
 class _Body:
@@ -424,10 +427,13 @@ class HttpConnection:
             return
         json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
         if request.method in (b"GET", b"DELETE") and headers.get_all("mcp-session-id"):
+            sessions = server.sessions
             if request.method == b"GET":  # a 2025-era session's stream
-                await server.sessions.get(self, headers, sse_ok)
+                gone = await serve_session(self, lambda r, s: sessions.get(r, s, headers, sse_ok))
             else:
-                await server.sessions.delete(self, headers)
+                gone = await serve_session(self, lambda r, s: sessions.delete(s, headers))
+            if gone:
+                raise _PeerGone
             return
         if request.method != b"POST":
             await self._send_error(
@@ -458,7 +464,12 @@ class HttpConnection:
             return
         message = m.protocol.parse_posted(body)  # once: the headers, then the connection
         if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
-            await server.sessions.post(self, headers, message, json_ok, sse_ok)
+            assert isinstance(message, Mapping)
+            sessions = server.sessions
+            if await serve_session(
+                self, lambda r, s: sessions.post(r, s, headers, message, json_ok, sse_ok)
+            ):
+                raise _PeerGone
             return
         refused = m.protocol.header_refusal(headers.fields, message, server.header_params)
         if refused is not None:

@@ -1,45 +1,30 @@
-"""What the HTTP server holds open, and for whom: connection slots and listen streams.
+"""What the HTTP host holds open: connection slots.
 
-Two pools, so that neither kind of client can starve the other:
+``ConnectionSlots``: at most ``max_connections`` connections that carry
+ordinary requests.  A connection is *waiting* while it has no whole request
+to work on (a fresh connection, a head or body still arriving, a
+kept-alive connection between requests) and *busy* while its request runs.
+When every slot is taken, a newcomer evicts the connection that has waited
+longest, a *kept-alive* one first (answered, and nothing of its next
+request yet: evicting it costs its client nothing now, while evicting a
+request on its way costs a refusal and a retry); only when every slot is
+busy is the newcomer refused (503).  So sockets that trickle a head a byte
+at a time, or that just sit there, can delay nobody: each new connection
+pushes the oldest of them out, and a real client, which sends its request
+at once, is always the youngest.  (Only connections that have had a request
+answered go first: a flood of fresh connections cannot shield tricklers.)
 
-* ``ConnectionSlots``: at most ``max_connections`` connections that carry
-  ordinary requests.  A connection is *waiting* while it has no whole request
-  to work on (a fresh connection, a head or body still arriving, a
-  kept-alive connection between requests) and *busy* while its request runs.
-  When every slot is taken, a newcomer evicts the connection that has waited
-  longest, a *kept-alive* one first (answered, and nothing of its next
-  request yet: evicting it costs its client nothing now, while evicting a
-  request on its way costs a refusal and a retry); only when every slot is
-  busy is the newcomer refused (503).  So sockets that trickle a head a byte
-  at a time, or that just sit there, can delay nobody: each new connection
-  pushes the oldest of them out, and a real client, which sends its request
-  at once, is always the youngest.  (Only connections that have had a request
-  answered go first: a flood of fresh connections cannot shield tricklers.)
-* ``ListenPool``: ``subscriptions/listen`` streams, long-lived by design, get
-  their own pool of ``max_streams`` (their connections leave the connection
-  slots), at most ``per_client`` of them for one client, each for at most
-  ``lifetime`` seconds.  A refusal says when to come back: when the oldest of
-  the streams in the way reaches its lifetime.
-
-* ``SessionStreams``: the SSE streams of 2025-era sessions (a request's
-  stream, which may wait minutes for a person to answer the legacy shim's
-  question, and the GET streams), out of the connection slots too: at most
-  ``max_streams`` in all and ``per_session`` for one session, so no session,
-  and no number of sessions, can take the slots that other clients' requests
-  need.  Past either: 503 with ``Retry-After: 1``.
-
-No I/O here: the server asks, these answer; time is passed in.  ``check_bounds``
-is how every HTTP server (the trio one, ``McpAsgi``) refuses a bound out of range.
+The endpoint's own pools (listen streams, sessions' streams) and ``check_bounds``
+live with the endpoint (``mrtr_transports.asgi.pools``), imported here for the
+trio server.
 """
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
-from collections.abc import Iterable
 from typing import Protocol
 
-import attrs
+from ...asgi.pools import Lease, ListenPool, ListenRefusal, SessionStreams, check_bounds
 
 __all__ = [
     "ConnectionSlots",
@@ -50,18 +35,6 @@ __all__ = [
     "SessionStreams",
     "check_bounds",
 ]
-
-
-def check_bounds(
-    counts: Iterable[tuple[str, int]], seconds: Iterable[tuple[str, float]] = ()
-) -> None:
-    """``ValueError`` naming the first count below 1 (or not an int) or duration not above 0."""
-    for name, value in counts:
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer")
-    for name, duration in seconds:
-        if not duration > 0:
-            raise ValueError(f"{name} must be a positive number of seconds")
 
 
 class Evictable(Protocol):
@@ -128,111 +101,3 @@ class ConnectionSlots:
         self._kept_alive.pop(connection, None)
         self._waiting.pop(connection, None)
         self._busy.discard(connection)
-
-
-@attrs.define(eq=False)
-class Lease:
-    """One listen stream's place in the pool, until ``deadline`` (the stream's lifetime)."""
-
-    client: str
-    deadline: float
-
-
-@attrs.frozen
-class ListenRefusal:
-    """Why a listen stream was refused: the HTTP status, the seconds after which a
-    place is sure to be free (``Retry-After``), and a message naming the setting."""
-
-    status: int
-    retry_after: int
-    message: str
-
-
-class ListenPool:
-    """``subscriptions/listen`` streams: ``max_streams`` in all, ``per_client`` for one
-    client, each ending ``lifetime`` seconds after it opened."""
-
-    def __init__(self, max_streams: int, per_client: int, lifetime: float) -> None:
-        self.max_streams = max_streams
-        self.per_client = per_client
-        self.lifetime = lifetime
-        self._leases: dict[str, list[Lease]] = {}
-        self._count = 0
-
-    def __len__(self) -> int:
-        return self._count
-
-    def held_by(self, client: str) -> int:
-        return len(self._leases.get(client, ()))
-
-    def admit(self, client: str, now: float) -> Lease | ListenRefusal:
-        """A place for one more stream of ``client``, or why not."""
-        own = self._leases.get(client, [])
-        if len(own) >= self.per_client:
-            return ListenRefusal(
-                429,
-                _seconds_until(own, now),
-                f"this client already holds {len(own)} subscriptions/listen streams "
-                f"(max_listen_streams_per_client={self.per_client}): close one, or retry later",
-            )
-        if self._count >= self.max_streams:
-            every = [lease for leases in self._leases.values() for lease in leases]
-            return ListenRefusal(
-                503,
-                _seconds_until(every, now),
-                f"the server holds max_listen_streams={self.max_streams} "
-                "subscriptions/listen streams: retry later",
-            )
-        lease = Lease(client, now + self.lifetime)
-        self._leases.setdefault(client, []).append(lease)
-        self._count += 1
-        return lease
-
-    def release(self, lease: Lease) -> None:
-        own = self._leases.get(lease.client, [])
-        if lease in own:
-            own.remove(lease)
-            self._count -= 1
-            if not own:
-                del self._leases[lease.client]
-
-
-def _seconds_until(leases: list[Lease], now: float) -> int:
-    """Whole seconds until the first of ``leases`` ends (at least 1)."""
-    return max(1, math.ceil(min(lease.deadline for lease in leases) - now))
-
-
-class SessionStreams:
-    """Open SSE streams of 2025-era sessions: ``max_streams`` in all, ``per_session`` each."""
-
-    def __init__(self, max_streams: int, per_session: int) -> None:
-        self.max_streams = max_streams
-        self.per_session = per_session
-        self._held: dict[str, int] = {}
-        self._count = 0
-
-    def __len__(self) -> int:
-        return self._count
-
-    def admit(self, session_id: str) -> str | None:
-        """Take a place for one more stream of the session; or why not (the 503 message)."""
-        own = self._held.get(session_id, 0)
-        if own >= self.per_session:
-            return (
-                f"this session already has {own} open streams "
-                f"(max_streams_per_session={self.per_session}): retry when one ends"
-            )
-        if self._count >= self.max_streams:
-            return f"the server holds max_session_streams={self.max_streams} streams: retry later"
-        self._held[session_id] = own + 1
-        self._count += 1
-        return None
-
-    def release(self, session_id: str) -> None:
-        own = self._held.get(session_id, 0)
-        if own:
-            self._count -= 1
-            if own == 1:
-                del self._held[session_id]
-            else:
-                self._held[session_id] = own - 1

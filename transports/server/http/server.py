@@ -9,7 +9,8 @@ collide.  A 2025-era client (its POST is an ``initialize``, names an
 ``_meta``) gets a session: a long-lived connection of its own, SSE streams
 with event ids and ``Last-Event-ID`` resumption, the legacy shim's questions
 on each request's own stream, a standalone ``GET`` stream and ``DELETE``
-(``sessions.py``, ``session.py``; the rules: ``mrtr_core.protocol``).  For
+(the endpoint's ``asgi/sessions.py``, ``asgi/session.py``, reached through
+``sessions.py``; the rules: ``mrtr_core.protocol``).  For
 each 2026-07-28 POST, in order:
 
 1. ``Host`` and ``Origin`` are checked against allow-lists (DNS rebinding):
@@ -128,12 +129,16 @@ connection slots in a pool of their own: ``max_session_streams`` (256) in all,
 A request without 2026 ``_meta`` that is none of the 2025-era kinds
 gets the connection's -32602 naming the 2026 version to use.
 
-The parts: ``policy.py`` (who may talk: ``AccessPolicy``), ``limits.py``
-(connection slots, the listen pool), ``exchange.py`` (one TCP connection's
-h11 requests and their answers), ``sessions.py`` and ``session.py`` (the
-2025-era side), ``callback.py`` (the URL-elicitation callback), ``refusals.py``
-(error statuses and bodies), this module (the server object, ``serve_http``);
-the header and session rules are the core's (``mrtr_core.protocol``).
+The parts: ``limits.py`` (connection slots), ``exchange.py`` (one TCP
+connection's h11 requests and their answers), ``sessions.py`` (the way into
+the endpoint's 2025-era side), ``routes.py`` (the health check and the URL
+callback written with h11), ``refusals.py`` (refusals written to a connection),
+this module (the server object, ``serve_http``).  What is the endpoint's has its
+home in ``mrtr_transports.asgi`` (``McpAsgi``'s package): who may talk
+(``policy.py``), the listen and session pools (``pools.py``), the sessions,
+the health and callback pages; the header and session rules are the core's
+(``mrtr_core.protocol``).  This server goes once ``mrtr serve --http`` runs the
+endpoint on the project's ASGI host.
 """
 
 from __future__ import annotations
@@ -146,6 +151,7 @@ import trio
 
 import mrtr_core as m
 
+from ...asgi.sessions import SessionEndpoint
 from ..access import access_enabled
 from ..app import ServerApp, tool_header_params
 from ..driver import end_subscriptions
@@ -155,8 +161,7 @@ from .exchange import HttpConnection
 from .limits import ConnectionSlots, ListenPool, check_bounds
 from .policy import AccessPolicy
 from .refusals import close_lingering, refuse_busy, write_refusal
-from .routes import DEFAULT_HEALTH_PATH, HealthRoute, SideRoute
-from .sessions import SessionEndpoint
+from .routes import DEFAULT_HEALTH_PATH, CallbackAdapter, HealthRoute, SideRoute
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
@@ -293,7 +298,7 @@ class HttpServer:
         #: The connection of each 2025-era session (its initialize negotiates the version).
         session_versions = tuple(versions)
         self.sessions = SessionEndpoint(
-            self,
+            app,
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
             replay_events=replay_buffer_events,
@@ -301,6 +306,8 @@ class HttpServer:
             legacy_answer_timeout=legacy_answer_timeout,
             max_streams=max_session_streams,
             max_streams_per_session=max_streams_per_session,
+            keepalive_interval=keepalive_interval,
+            write_timeout=write_timeout,
             connection_options={**common, "versions": session_versions},
         )
         self.address: tuple[str, int] | None = None
@@ -333,7 +340,7 @@ class HttpServer:
         #: Paths beside the endpoint, with rules of their own (``routes.py``).
         self.routes: dict[bytes, SideRoute] = {}
         if self.callback is not None:
-            self.routes[self.callback.path.encode("latin-1")] = self.callback
+            self.routes[self.callback.path.encode("latin-1")] = CallbackAdapter(self.callback)
         if health_path is not None:
             if not health_path.startswith("/") or health_path == path:
                 raise ValueError(f"health_path must be a path of its own, not {health_path!r}")

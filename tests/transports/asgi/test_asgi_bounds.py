@@ -1,0 +1,58 @@
+"""The connection-level bounds in front of ``McpAsgi``, measured on the real servers with
+the probes (``support.asgi_probes``), as docs/asgi.md's table states them: what the
+endpoint itself refuses wherever it runs (a head over ``max_header_size``: 431; a body
+past ``body_timeout``: 408), and
+the server settings that bound the rest (hypercorn's ``--keep-alive`` ends a trickled
+or silent head; uvicorn's ``--limit-concurrency`` caps connections, with 503)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from support.asgi_probes import big_header, idle_connections, trickle, trickle_body
+from support.asgi_servers import SERVERS, serving
+
+KIB = 1024
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_a_big_head_is_431_under_every_server(server: str, tmp_path: Path) -> None:
+    # uvicorn lets both through (a head that arrives whole escapes h11's incomplete-event
+    # bound); hypercorn stops the 70 KiB one itself: the endpoint answers the rest alike.
+    with serving(server, "support.asgi_apps:bare", tmp_path / "log") as base:
+        assert big_header(base, 10).status == 200
+        assert big_header(base, 20 * KIB).status == 431
+        assert big_header(base, 70 * KIB).status == 431
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_a_trickled_body_is_408_at_the_body_deadline(server: str, tmp_path: Path) -> None:
+    # Neither server bounds a body sent a byte a second (a read timeout is reset by each
+    # byte): the endpoint's body_timeout (2 s here) is a deadline.
+    with serving(server, "support.asgi_apps:strict", tmp_path / "log") as base:
+        trickled = trickle_body(base, give_up=10)
+        assert trickled.status == 408, trickled
+        assert trickled.closed_after is not None and trickled.closed_after < 4
+
+
+def test_hypercorn_keep_alive_ends_a_trickled_and_a_silent_head(tmp_path: Path) -> None:
+    log, options = tmp_path / "log", ["--keep-alive", "2"]
+    with serving("hypercorn-trio", "support.asgi_apps:bare", log, options=options) as base:
+        trickled = trickle(base, give_up=10)
+        assert trickled.closed_after is not None and trickled.closed_after < 4, trickled
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            started = time.monotonic()
+            assert silent.recv(100) == b""  # closed, with nothing said
+            assert time.monotonic() - started < 4
+
+
+def test_uvicorn_limit_concurrency_caps_connections_with_503(tmp_path: Path) -> None:
+    options = ["--limit-concurrency", "4"]
+    with serving("uvicorn", "support.asgi_apps:bare", tmp_path / "log", options=options) as base:
+        assert big_header(base, 10).status == 200
+        (past_the_cap,) = idle_connections(base, 6)  # six silent connections hold it
+        assert past_the_cap.status == 503
