@@ -1,0 +1,14 @@
+"""The host: an ASGI 3 server on anyio and h11 (trio or asyncio) that bounds every connection.
+
+``serve_asgi(asgi_app, host, port, **bounds)`` and ``AsgiHost`` (``http.py``);
+the bounds and their defaults (those of ``mrtr serve --http``): ``bounds.py``;
+one connection's requests: ``connection.py``; how it refuses: ``refusals.py``;
+the ``lifespan`` protocol: ``lifespan.py``.
+"""
+
+from .bounds import HostBounds
+from .connection import ClientDisconnected
+from .http import AsgiHost, serve_asgi
+from .lifespan import LifespanFailure
+
+__all__ = ["AsgiHost", "ClientDisconnected", "HostBounds", "LifespanFailure", "serve_asgi"]

@@ -1,0 +1,77 @@
+"""What the host bounds for every connection, and the defaults (``docs/transports.md`` says why).
+
+These are the connection-level bounds of ``mrtr serve --http`` (the trio
+server's ``HttpServer`` options of the same names, with the same defaults):
+
+* ``max_connections`` (256): connection slots (``ConnectionSlots``: a
+  connection without its whole request yet may be evicted by a newer one; when
+  every slot runs a request, a newcomer gets 503 with ``Retry-After: 1``).
+* ``max_header_size`` (16 KiB): a request head (431 past it).
+* ``max_body_size`` (4 MiB): a request body (413 past it), and so the most a
+  refused client's leftover bytes are read and dropped (``refusals.py``).
+* ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
+  (10 s) from it to the end of the head, ``body_timeout`` (60 s) from the end of
+  the head to the end of the body: deadlines (408), not timers a trickled byte resets.
+* ``write_timeout`` (60 s): how long the peer may take to accept one write.
+* ``shutdown_grace`` (10 s): how long ``aclose`` lets running requests finish.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..server.http.limits import check_bounds
+
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEAD_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_SIZE",
+    "DEFAULT_SHUTDOWN_GRACE",
+    "DEFAULT_WRITE_TIMEOUT",
+    "HostBounds",
+]
+
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_MAX_HEADER_SIZE = 16 * 1024
+DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_HEAD_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 60.0
+DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_SHUTDOWN_GRACE = 10.0
+
+
+@attrs.frozen(kw_only=True)
+class HostBounds:
+    """Every connection bound of the host; ``ValueError`` for one out of range."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    head_timeout: float = DEFAULT_HEAD_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+
+    def __attrs_post_init__(self) -> None:
+        check_bounds(
+            (
+                ("max_connections", self.max_connections),
+                ("max_header_size", self.max_header_size),
+                ("max_body_size", self.max_body_size),
+            ),
+            (
+                ("idle_timeout", self.idle_timeout),
+                ("head_timeout", self.head_timeout),
+                ("body_timeout", self.body_timeout),
+                ("write_timeout", self.write_timeout),
+            ),
+        )
+
+    @property
+    def request_bytes(self) -> int:
+        """One request's worth: the most a lingering close or a watcher reads."""
+        return self.max_header_size + self.max_body_size
