@@ -38,7 +38,7 @@ from anyio.abc import SocketAttribute
 from ..server.http.limits import ConnectionSlots
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
 from .connection import AsgiApp, HostConnection
-from .lifespan import Lifespan
+from .lifespan import Lifespan, LifespanFailure
 from .refusals import close_lingering, write_refusal
 
 __all__ = ["AsgiHost", "serve_asgi"]
@@ -121,9 +121,13 @@ class AsgiHost:
         if self._serving:
             raise RuntimeError("an AsgiHost serves once")
         self._serving = True
+        failure: str | None = None
         try:
             async with anyio.create_task_group() as tasks:
-                await self._lifespan.startup(tasks)
+                failure = await self._lifespan.startup(tasks)
+                if failure is not None:
+                    tasks.cancel_scope.cancel()
+                    return
                 self.state = self._lifespan.state
                 listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
                 async with listener:
@@ -140,6 +144,8 @@ class AsgiHost:
                 tasks.cancel_scope.cancel()
         finally:
             self._stopped.set()
+            if failure is not None:
+                raise LifespanFailure(failure)
 
     async def aclose(self, grace: float = DEFAULT_SHUTDOWN_GRACE) -> None:
         """Stop taking requests; ``on_drain()``; give running requests ``grace`` seconds;

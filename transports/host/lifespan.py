@@ -5,8 +5,9 @@ The app runs in a task of its own for the host's whole life with a ``lifespan``
 scope.  An app that raises before it answers ``lifespan.startup`` is taken not
 to speak the protocol (as uvicorn's ``--lifespan auto`` does): the host serves
 without it.  ``lifespan.startup.failed`` stops the host before it listens
-(``LifespanFailure``).  What the app puts in ``scope["state"]`` at startup is
-copied into each request's scope (ASGI ``state``).
+(``LifespanFailure``); ``lifespan.shutdown.failed`` is logged.  What the app
+puts in ``scope["state"]`` at startup is copied into each request's scope
+(ASGI ``state``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ log = logging.getLogger("mrtr_transports.host")
 
 
 class LifespanFailure(RuntimeError):
-    """The app answered ``lifespan.startup.failed`` (or ``shutdown.failed``)."""
+    """The app answered ``lifespan.startup.failed``: the host does not serve it."""
 
 
 class Lifespan:
@@ -44,24 +45,29 @@ class Lifespan:
         self._ended = anyio.Event()
         self._started = False  # the app answered lifespan.startup
 
-    async def startup(self, tasks: anyio.abc.TaskGroup) -> None:
+    async def startup(self, tasks: anyio.abc.TaskGroup) -> str | None:
+        """Start the app's lifespan task in ``tasks``; why its startup failed, if it did."""
         tasks.start_soon(self._run)
-        await self._ask("lifespan.startup")
+        failure = await self._ask("lifespan.startup")
         self._started = True
+        return failure
 
     async def shutdown(self) -> None:
         if self.supported and not self._ended.is_set():
-            await self._ask("lifespan.shutdown")
+            failure = await self._ask("lifespan.shutdown")
+            if failure is not None:
+                log.error("%s", failure)
 
-    async def _ask(self, kind: str) -> None:
+    async def _ask(self, kind: str) -> str | None:
         self._answered = anyio.Event()
         await self._to_app.send({"type": kind})
         await self._answered.wait()
         if not self.supported:
-            return
+            return None
         answer = self._answers.pop(0) if self._answers else {"type": f"{kind}.complete"}
         if answer["type"] == f"{kind}.failed":
-            raise LifespanFailure(f"{kind} failed: {answer.get('message', '')}")
+            return f"{kind} failed: {answer.get('message', '')}"
+        return None
 
     async def _run(self) -> None:
         scope = {"type": "lifespan", "asgi": ASGI_VERSION, "state": self.state}
