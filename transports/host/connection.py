@@ -66,6 +66,7 @@ AsgiApp = Callable[
 #: The most one read takes from the socket.
 READ_SIZE = 65536
 ASGI_VERSION = {"version": "3.0", "spec_version": "2.4"}
+TOO_LARGE = "request header fields too large"
 
 
 class ClientDisconnected(OSError):
@@ -241,6 +242,8 @@ class HostConnection:
         """An error after an HTTP-level failure (h11's), when one can still be sent."""
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
+        if status == 431:  # (h11 says "Receive buffer too long")
+            message = TOO_LARGE
         self.linger = True  # the client's request was not read through: it may still send
         with contextlib.suppress(ClientDisconnected, h11.LocalProtocolError):
             await self.send_error(status, message)
@@ -277,7 +280,11 @@ class RequestCycle:
         # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
         head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
         if head_size > bounds.max_header_size:
-            await connection.send_simple(431, "request header fields too large")
+            await connection.send_simple(431, TOO_LARGE)
+            return
+        if request.http_version not in (b"1.0", b"1.1"):  # (h11 parses "PRI * HTTP/2.0")
+            version = request.http_version.decode("latin-1")
+            await connection.send_simple(505, f"HTTP/{version} is not served here: use HTTP/1.1")
             return
         self._take_body()  # what came with the head (usually all of it)
         if self.bad is not None:
