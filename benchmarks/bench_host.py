@@ -38,7 +38,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -327,6 +326,16 @@ def probe_idle(port: int, app_name: str, count: int) -> str:
     return f"{held}/{len(idle)} held; {real}"
 
 
+def probes(port: int, app_name: str) -> list[tuple[str, str]]:
+    """Each probe's name and what the server did."""
+    return [
+        ("20 KiB header", probe_header(port, app_name, 20 * 1024)),
+        ("70 KiB header", probe_header(port, app_name, 70 * 1024)),
+        ("1,000 idle", probe_idle(port, app_name, 1000)),
+        ("head at 1 B/s", probe_trickle(port, app_name, 15.0)),
+    ]
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--serve", nargs=3, metavar=("KIND", "APP", "PORT"))
@@ -351,14 +360,8 @@ def main(argv: list[str]) -> None:
                     flush=True,
                 )
                 if app_name == "mcp" and not args.no_probes:
-                    probes: list[tuple[str, Callable[[], str]]] = [
-                        ("20 KiB header", lambda: probe_header(served.port, app_name, 20 * 1024)),
-                        ("70 KiB header", lambda: probe_header(served.port, app_name, 70 * 1024)),
-                        ("1,000 idle", lambda: probe_idle(served.port, app_name, 1000)),
-                        ("head at 1 B/s", lambda: probe_trickle(served.port, app_name, 15.0)),
-                    ]
-                    for name, probe in probes:
-                        print(f"{kind:18} {name:14} {probe()}", flush=True)
+                    for name, line in probes(served.port, app_name):
+                        print(f"{kind:18} {name:14} {line}", flush=True)
             finally:
                 served.stop()
 

@@ -2,12 +2,13 @@
 
 ``serve_asgi(asgi_app, host, port, **bounds)`` and ``AsgiHost`` (``http.py``);
 the bounds and their defaults (those of ``mrtr serve --http``): ``bounds.py``;
-one connection's requests: ``connection.py``; how it refuses: ``refusals.py``;
+one connection's requests: ``connection.py``; a WebSocket on one: ``websocket.py``;
+the ASGI shapes: ``asgi.py``; how it refuses: ``refusals.py``;
 the ``lifespan`` protocol: ``lifespan.py``.
 """
 
+from .asgi import ClientDisconnected
 from .bounds import HostBounds
-from .connection import ClientDisconnected
 from .http import AsgiHost, serve_asgi
 from .lifespan import LifespanFailure
 

@@ -14,11 +14,18 @@ server's ``HttpServer`` options of the same names, with the same defaults):
   the head to the end of the body: deadlines (408), not timers a trickled byte resets.
 * ``write_timeout`` (60 s): how long the peer may take to accept one write.
 * ``shutdown_grace`` (10 s): how long ``aclose`` lets running requests finish.
+
+And for a WebSocket (``websocket.py``; ``mrtr serve --ws``'s ``WsServer`` options
+and defaults): ``max_message_size`` (4 MiB: closed with 1009 past it, while it
+grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
+(20 s) for the pong (closed with 1011 without one).
 """
 
 from __future__ import annotations
 
 import attrs
+
+import mrtr_core as m
 
 from ..server.http.limits import check_bounds
 
@@ -29,6 +36,9 @@ __all__ = [
     "DEFAULT_MAX_BODY_SIZE",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_HEADER_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_PING_INTERVAL",
+    "DEFAULT_PING_TIMEOUT",
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_WRITE_TIMEOUT",
     "HostBounds",
@@ -42,6 +52,9 @@ DEFAULT_HEAD_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_WRITE_TIMEOUT = 60.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
+DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
+DEFAULT_PING_INTERVAL = 20.0
+DEFAULT_PING_TIMEOUT = 20.0
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +68,9 @@ class HostBounds:
     head_timeout: float = DEFAULT_HEAD_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    ping_interval: float = DEFAULT_PING_INTERVAL
+    ping_timeout: float = DEFAULT_PING_TIMEOUT
 
     def __attrs_post_init__(self) -> None:
         check_bounds(
@@ -62,12 +78,15 @@ class HostBounds:
                 ("max_connections", self.max_connections),
                 ("max_header_size", self.max_header_size),
                 ("max_body_size", self.max_body_size),
+                ("max_message_size", self.max_message_size),
             ),
             (
                 ("idle_timeout", self.idle_timeout),
                 ("head_timeout", self.head_timeout),
                 ("body_timeout", self.body_timeout),
                 ("write_timeout", self.write_timeout),
+                ("ping_interval", self.ping_interval),
+                ("ping_timeout", self.ping_timeout),
             ),
         )
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import anyio
@@ -41,6 +40,7 @@ import h11
 
 import mrtr_core as m
 
+from .asgi import ASGI_VERSION, ClientDisconnected, Message, Scope
 from .refusals import (
     SERVER_BUSY,
     STREAM_GONE,
@@ -48,29 +48,18 @@ from .refusals import (
     reason_phrase,
     write_refusal,
 )
+from .websocket import WebSocketCycle, is_websocket_upgrade
 
 if TYPE_CHECKING:
     from .http import AsgiHost
 
-__all__ = ["ClientDisconnected", "HostConnection"]
+__all__ = ["HostConnection", "RequestCycle"]
 
 log = logging.getLogger("mrtr_transports.host")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-AsgiApp = Callable[
-    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
-    Awaitable[None],
-]
-
 #: The most one read takes from the socket.
 READ_SIZE = 65536
-ASGI_VERSION = {"version": "3.0", "spec_version": "2.4"}
 TOO_LARGE = "request header fields too large"
-
-
-class ClientDisconnected(OSError):
-    """A response write failed: the client is gone, or took none of it for ``write_timeout``."""
 
 
 class HostConnection:
@@ -289,6 +278,12 @@ class RequestCycle:
         self._take_body()  # what came with the head (usually all of it)
         if self.bad is not None:
             await connection.send_simple(self.bad.error_status_hint, f"bad request: {self.bad}")
+            return
+        if self.body_done and is_websocket_upgrade(request):
+            scope = self.scope()
+            scope.update(type="websocket", scheme="ws")
+            del scope["method"]
+            await WebSocketCycle(connection, request, scope).run()
             return
         try:
             await connection.host.app(self.scope(), self.receive, self.send)

@@ -3,9 +3,9 @@
 ``serve_asgi(app, host, port)`` serves any ASGI 3 application over HTTP/1.1 on
 trio or asyncio (whichever loop runs it) until cancelled; ``AsgiHost`` is the
 same as an object that can also be closed gracefully.  It knows HTTP/1.1 and
-ASGI (``http`` and ``lifespan`` scopes, request bodies as they arrive,
-streaming responses, ``http.disconnect``), not MCP: the MCP endpoint is the
-app (``mrtr_transports.asgi.McpAsgi``).
+ASGI (``http``, ``websocket`` and ``lifespan`` scopes, request bodies as they
+arrive, streaming responses, ``http.disconnect``), not MCP: the MCP endpoint
+is the app (``mrtr_transports.asgi.McpAsgi``).
 
 What it adds to a plain ASGI server is the bounds of ``mrtr serve --http``
 (``bounds.py``, with that server's defaults): connection slots with eviction of
@@ -13,7 +13,7 @@ waiting connections (``ConnectionSlots``), deadlines for the head and the body
 from the first byte (so a trickled head is cut at ``head_timeout``), a head
 size (431), a body size (413), a write timeout, and a lingering close for a
 refused client (``refusals.py``).  The requests of one connection:
-``connection.py``.
+``connection.py``; a WebSocket upgrade (message size, pings): ``websocket.py``.
 
 Shutdown: ``aclose(grace)`` stops taking requests (a new connection gets 503
 with ``Retry-After`` before its request is read), calls ``on_drain`` (for an
@@ -36,8 +36,9 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 from ..server.http.limits import ConnectionSlots
+from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
-from .connection import AsgiApp, HostConnection
+from .connection import HostConnection
 from .lifespan import Lifespan, LifespanFailure
 from .refusals import close_lingering, write_refusal
 
@@ -64,7 +65,8 @@ async def serve_asgi(
     ``task_status.started()`` reports the bound ``(host, port)`` (useful with
     ``port=0``).  ``options``: the bounds (``max_connections``, ``max_header_size``,
     ``max_body_size``, ``idle_timeout``, ``head_timeout``, ``body_timeout``,
-    ``write_timeout``: ``HostBounds``), ``root_path`` and ``on_drain``.
+    ``write_timeout``; for WebSockets ``max_message_size``, ``ping_interval``,
+    ``ping_timeout``: ``HostBounds``), ``root_path`` and ``on_drain``.
     """
     server = AsgiHost(app, **options)
     await server.serve(host, port, task_status=task_status)

@@ -19,7 +19,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .connection import ASGI_VERSION, AsgiApp, Message
+from .asgi import ASGI_VERSION, AsgiApp, Message
 
 __all__ = ["Lifespan", "LifespanFailure"]
 

@@ -28,12 +28,13 @@ from host_peer import (
 from mrtr_transports.host import AsgiHost, HostBounds
 from mrtr_transports.host.refusals import SERVER_BUSY
 from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.ws import WsServer
 from tiny_app import TinyApp
 
 pytestmark = pytest.mark.anyio
 
 
-def test_the_bounds_are_those_of_the_trio_server_and_must_be_positive() -> None:
+def test_the_bounds_are_those_of_the_trio_servers_and_must_be_positive() -> None:
     defaults = HttpServer.__init__.__kwdefaults__ or {}
     bounds = HostBounds()
     for name in (
@@ -46,6 +47,11 @@ def test_the_bounds_are_those_of_the_trio_server_and_must_be_positive() -> None:
         "write_timeout",
     ):
         assert getattr(bounds, name) == defaults[name], name
+        with pytest.raises(ValueError, match=name):
+            AsgiHost(TinyApp(), **{name: 0})
+    ws_defaults = WsServer.__init__.__kwdefaults__ or {}
+    for name in ("max_message_size", "ping_interval", "ping_timeout"):
+        assert getattr(bounds, name) == ws_defaults[name], name
         with pytest.raises(ValueError, match=name):
             AsgiHost(TinyApp(), **{name: 0})
 
