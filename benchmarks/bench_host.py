@@ -8,8 +8,9 @@ and 408.  This script measures, for each server, in a subprocess on 127.0.0.1:
 
 * the probes: a 20 KiB and a 70 KiB header (the status), a request head
   trickled at 1 byte/s (what the server does, and when, within 15 s), and
-  1,000 idle connections against a cap of 256 (how many the server still holds
-  after a second, and whether a real client is then served, and how fast);
+  1,000 idle connections against a cap of 256 (how many the server still holds,
+  and whether a real client is served, and how fast: at once, behind the flood
+  in the accept queue, and a second later);
 * sequential throughput: requests per second on one kept-alive connection, for a
   tiny ASGI app (``POST /echo``: the server's own cost) and for ``McpAsgi``
   (a ``tools/call``: what ``mrtr serve --http`` does), the median of batches.
@@ -296,34 +297,40 @@ def probe_trickle(port: int, app_name: str, cap: float) -> str:
         sock.close()
 
 
+def real_client(port: int, app_name: str) -> str:
+    started = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(request_bytes(app_name))
+            status, _, _ = read_response(sock)
+            return f"{status} in {1000 * (time.monotonic() - started):.0f} ms"
+    except (ConnectionError, OSError) as exc:
+        return f"failed ({type(exc).__name__})"
+
+
 def probe_idle(port: int, app_name: str, count: int) -> str:
-    """``count`` connections that send nothing, then a real client."""
+    """``count`` connections that send nothing, then a real client at once (behind the
+    flood in the accept queue) and one a second later."""
     idle = []
     for _ in range(count):
         try:
             idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         except OSError:
             break
+    at_once = real_client(port, app_name)
     time.sleep(1.0)
-    started = time.monotonic()
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(request_bytes(app_name))
-            status, _, _ = read_response(sock)
-            real = f"real client {status} in {1000 * (time.monotonic() - started):.0f} ms"
-    except (ConnectionError, OSError) as exc:
-        real = f"real client failed ({type(exc).__name__})"
+    later = real_client(port, app_name)
     held = 0
     for sock in idle:
         sock.setblocking(False)
         try:
-            held += sock.recv(1, socket.MSG_PEEK) == b"" and 0  # closed: not held
+            sock.recv(1, socket.MSG_PEEK)  # a refusal, or the close: not held
         except BlockingIOError:
             held += 1  # nothing to read, not closed: the server holds it
         except OSError:
             pass
         sock.close()
-    return f"{held}/{len(idle)} held; {real}"
+    return f"{held}/{len(idle)} held; a real client: {at_once} at once, {later} 1 s later"
 
 
 def probes(port: int, app_name: str) -> list[tuple[str, str]]:
