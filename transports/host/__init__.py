@@ -8,8 +8,15 @@ the ``lifespan`` protocol: ``lifespan.py``.
 """
 
 from .asgi import ClientDisconnected
-from .bounds import HostBounds
+from .bounds import HostBounds, split_options
 from .http import AsgiHost, serve_asgi
 from .lifespan import LifespanFailure
 
-__all__ = ["AsgiHost", "ClientDisconnected", "HostBounds", "LifespanFailure", "serve_asgi"]
+__all__ = [
+    "AsgiHost",
+    "ClientDisconnected",
+    "HostBounds",
+    "LifespanFailure",
+    "serve_asgi",
+    "split_options",
+]

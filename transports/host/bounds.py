@@ -23,6 +23,9 @@ grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import attrs
 
 import mrtr_core as m
@@ -42,6 +45,8 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_WRITE_TIMEOUT",
     "HostBounds",
+    "SHARED_BOUNDS",
+    "split_options",
 ]
 
 DEFAULT_MAX_CONNECTIONS = 256
@@ -94,3 +99,19 @@ class HostBounds:
     def request_bytes(self) -> int:
         """One request's worth: the most a lingering close or a watcher reads."""
         return self.max_header_size + self.max_body_size
+
+
+#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule.
+SHARED_BOUNDS = frozenset({"max_body_size", "write_timeout"})
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``HttpServer``-style options (``mrtr serve --http``'s) as (the host's bounds, the
+    app's options): each bound of ``HostBounds`` to the host, the rest (path, access
+    policy, listen pool, ...) to the app, and ``SHARED_BOUNDS`` to both."""
+    names = set(attrs.fields_dict(HostBounds))
+    host = {name: value for name, value in options.items() if name in names}
+    app = {
+        name: value for name, value in options.items() if name not in names or name in SHARED_BOUNDS
+    }
+    return host, app

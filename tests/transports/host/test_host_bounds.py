@@ -25,7 +25,9 @@ from host_peer import (
     status_of,
     tracebacks,
 )
-from mrtr_transports.host import AsgiHost, HostBounds
+from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.asgi import McpAsgi
+from mrtr_transports.host import AsgiHost, HostBounds, split_options
 from mrtr_transports.host.refusals import SERVER_BUSY
 from mrtr_transports.server.http.server import HttpServer
 from mrtr_transports.server.ws import WsServer
@@ -54,6 +56,32 @@ def test_the_bounds_are_those_of_the_trio_servers_and_must_be_positive() -> None
         assert getattr(bounds, name) == ws_defaults[name], name
         with pytest.raises(ValueError, match=name):
             AsgiHost(TinyApp(), **{name: 0})
+
+
+def test_the_serve_options_split_between_the_host_and_the_endpoint() -> None:
+    options = {
+        "max_connections": 8,
+        "head_timeout": 2.0,
+        "max_body_size": 1000,
+        "write_timeout": 5.0,
+        "max_listen_streams": 3,
+        "allowed_hosts": ["example.com"],
+    }
+    host, app = split_options(options)
+    assert host == {
+        "max_connections": 8,
+        "head_timeout": 2.0,
+        "max_body_size": 1000,
+        "write_timeout": 5.0,
+    }
+    assert app == {
+        "max_body_size": 1000,
+        "write_timeout": 5.0,
+        "max_listen_streams": 3,
+        "allowed_hosts": ["example.com"],
+    }
+    endpoint = McpAsgi(McpApp("split", "1.0"), **app)  # each side takes its own
+    assert AsgiHost(endpoint, **host).bounds.max_connections == 8
 
 
 async def test_heads_and_bodies_are_bounded() -> None:
