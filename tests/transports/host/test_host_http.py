@@ -12,7 +12,7 @@ import json
 
 import anyio
 import pytest
-from host_peer import body_of, hosting, server_log, status_of, tracebacks
+from host_peer import body_of, hosting, server_log, status_of
 from mrtr_transports.host import AsgiHost, LifespanFailure, serve_asgi
 from tiny_app import TinyApp
 
@@ -179,4 +179,22 @@ def test_an_asgi_host_serves_once() -> None:
             await host.aclose(grace=0.1)
 
     anyio.run(main)
-    _ = tracebacks  # (shared helper; used by the bounds tests)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_on_asyncio_an_app_may_await_an_asyncio_only_library() -> None:
+    import asyncio
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] != "http":
+            return
+        loop = asyncio.get_running_loop()  # asyncio's own API: raises off an asyncio loop
+        future = loop.create_future()
+        loop.call_later(0.01, future.set_result, b"from asyncio")
+        body = await future
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    with anyio.fail_after(5):
+        async with hosting(app) as hosted:
+            assert (await hosted.request("/")).body == b"from asyncio"
