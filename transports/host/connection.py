@@ -428,8 +428,9 @@ class RequestCycle:
         connection = self.connection
         self.gone = True
         connection.linger = True
-        if self.started or connection.h11.our_state is not h11.SEND_RESPONSE:
-            return  # the app has answered already: the close is all that is left
+        if connection.h11.our_state is not h11.SEND_RESPONSE:
+            return  # the app's answer has begun: the close is all that is left
+        self.head = None  # (an app's head not yet written gives way to the refusal)
         with contextlib.suppress(ClientDisconnected, h11.LocalProtocolError):
             await connection.send_error(status, message, code, extra, head_only=self.head_only)
 
