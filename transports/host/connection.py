@@ -37,6 +37,8 @@ from urllib.parse import unquote
 import anyio
 import anyio.abc
 import h11
+import sniffio
+from anyio.abc import SocketAttribute
 
 import mrtr_core as m
 
@@ -87,6 +89,11 @@ class HostConnection:
         #: No request has arrived on this connection yet.
         self.fresh = True
         self.write_lock = anyio.Lock()
+        #: On trio, a write the socket takes whole goes straight to it (``write``); on
+        #: asyncio the transport buffers writes, so every one goes through the stream.
+        self._raw = None
+        if sniffio.current_async_library() == "trio":
+            self._raw = stream.extra(SocketAttribute.raw_socket, None)
 
     @property
     def peer(self) -> str | None:
@@ -191,14 +198,37 @@ class HostConnection:
     async def write(self, data: bytes) -> None:
         """Write ``data`` whole, or give the peer up after ``write_timeout``
         (``ClientDisconnected``).  Shielded: a write cut in half would leave the client
-        a broken message, and what the app has produced is owed to it."""
+        a broken message, and what the app has produced is owed to it.
+
+        When no other write is under way and the socket takes it all at once (the usual
+        case), it is written there and then (trio): no lock, no scope, no wait."""
+        lock = self.write_lock
+        acquired = False
+        raw = self._raw
+        if raw is not None and not lock.locked() and raw.fileno() >= 0:
+            try:
+                sent = raw.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise ClientDisconnected("the client is gone") from exc
+            if sent == len(data):
+                return
+            data = data[sent:]
+            lock.acquire_nowait()  # (free: nothing else ran since it was checked)
+            acquired = True
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + self.bounds.write_timeout
-            async with self.write_lock:
-                try:
-                    await self.stream.send(data)
-                except STREAM_GONE as exc:
-                    raise ClientDisconnected("the client is gone") from exc
+            try:
+                if not acquired:
+                    await lock.acquire()
+                    acquired = True
+                await self.stream.send(data)
+            except STREAM_GONE as exc:
+                raise ClientDisconnected("the client is gone") from exc
+            finally:
+                if acquired:
+                    lock.release()
         if scope.cancelled_caught:
             raise ClientDisconnected(f"the client took nothing for {self.bounds.write_timeout} s")
 
