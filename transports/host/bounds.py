@@ -1,0 +1,117 @@
+"""What the host bounds for every connection, and the defaults (``docs/transports.md`` says why).
+
+These are the connection-level bounds of ``mrtr serve --http`` (the trio
+server's ``HttpServer`` options of the same names, with the same defaults):
+
+* ``max_connections`` (256): connection slots (``ConnectionSlots``: a
+  connection without its whole request yet may be evicted by a newer one; when
+  every slot runs a request, a newcomer gets 503 with ``Retry-After: 1``).
+* ``max_header_size`` (16 KiB): a request head (431 past it).
+* ``max_body_size`` (4 MiB): a request body (413 past it), and so the most a
+  refused client's leftover bytes are read and dropped (``refusals.py``).
+* ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
+  (10 s) from it to the end of the head, ``body_timeout`` (60 s) from the end of
+  the head to the end of the body: deadlines (408), not timers a trickled byte resets.
+* ``write_timeout`` (60 s): how long the peer may take to accept one write.
+* ``shutdown_grace`` (10 s): how long ``aclose`` lets running requests finish.
+
+And for a WebSocket (``websocket.py``; ``mrtr serve --ws``'s ``WsServer`` options
+and defaults): ``max_message_size`` (4 MiB: closed with 1009 past it, while it
+grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
+(20 s) for the pong (closed with 1011 without one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+import mrtr_core as m
+
+from ..server.http.limits import check_bounds
+
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEAD_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_PING_INTERVAL",
+    "DEFAULT_PING_TIMEOUT",
+    "DEFAULT_SHUTDOWN_GRACE",
+    "DEFAULT_WRITE_TIMEOUT",
+    "HostBounds",
+    "SHARED_BOUNDS",
+    "split_options",
+]
+
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_MAX_HEADER_SIZE = 16 * 1024
+DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_HEAD_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 60.0
+DEFAULT_WRITE_TIMEOUT = 60.0
+DEFAULT_SHUTDOWN_GRACE = 10.0
+DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
+DEFAULT_PING_INTERVAL = 20.0
+DEFAULT_PING_TIMEOUT = 20.0
+
+
+@attrs.frozen(kw_only=True)
+class HostBounds:
+    """Every connection bound of the host; ``ValueError`` for one out of range."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    head_timeout: float = DEFAULT_HEAD_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    ping_interval: float = DEFAULT_PING_INTERVAL
+    ping_timeout: float = DEFAULT_PING_TIMEOUT
+
+    def __attrs_post_init__(self) -> None:
+        check_bounds(
+            (
+                ("max_connections", self.max_connections),
+                ("max_header_size", self.max_header_size),
+                ("max_body_size", self.max_body_size),
+                ("max_message_size", self.max_message_size),
+            ),
+            (
+                ("idle_timeout", self.idle_timeout),
+                ("head_timeout", self.head_timeout),
+                ("body_timeout", self.body_timeout),
+                ("write_timeout", self.write_timeout),
+                ("ping_interval", self.ping_interval),
+                ("ping_timeout", self.ping_timeout),
+            ),
+        )
+
+    @property
+    def request_bytes(self) -> int:
+        """One request's worth: the most a lingering close or a watcher reads."""
+        return self.max_header_size + self.max_body_size
+
+
+#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule.
+SHARED_BOUNDS = frozenset({"max_body_size", "write_timeout"})
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``HttpServer``-style options (``mrtr serve --http``'s) as (the host's bounds, the
+    app's options): each bound of ``HostBounds`` to the host, the rest (path, access
+    policy, listen pool, ...) to the app, and ``SHARED_BOUNDS`` to both."""
+    names = set(attrs.fields_dict(HostBounds))
+    host = {name: value for name, value in options.items() if name in names}
+    app = {
+        name: value for name, value in options.items() if name not in names or name in SHARED_BOUNDS
+    }
+    return host, app
