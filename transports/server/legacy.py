@@ -17,8 +17,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
-import trio
+import anyio
 
 import mrtr_core as m
 from mrtr_core import AppResultRefused
@@ -43,7 +45,7 @@ class LegacyFlow:
     def __init__(self) -> None:
         # Bounded by the questions of one round (the shim's waiting_for).
         self.inbox: deque[Response] = deque()
-        self.arrived = trio.Event()
+        self.arrived = anyio.Event()
 
     def deliver(self, response: Response) -> None:
         self.inbox.append(response)
@@ -51,7 +53,7 @@ class LegacyFlow:
 
     async def next_answer(self) -> Response:
         while not self.inbox:
-            self.arrived = trio.Event()
+            self.arrived = anyio.Event()
             await self.arrived.wait()
         return self.inbox.popleft()
 
@@ -62,7 +64,7 @@ async def run_legacy(
     request: m.Request,
     info: m.protocol.RequestInfo,
     outlet: Outlet,
-    scope: trio.CancelScope,
+    scope: AbstractContextManager[Any],  # (a cancel scope: anyio's, or trio's)
     *,
     questions: dict[m.RequestId, LegacyFlow],
     write: Callable[[bytes], Awaitable[None]],
@@ -91,7 +93,7 @@ async def run_legacy(
     response: Response | None = None
     refusal: m.ErrorResponse | None = None
     with scope:
-        shim.start(trio.current_time())
+        shim.start(anyio.current_time())
         try:
             while True:
                 event = shim.next_event()
@@ -99,14 +101,14 @@ async def run_legacy(
                     answer = await next_answer(flow)
                     if answer is None:
                         break
-                    shim.receive(answer, trio.current_time())
+                    shim.receive(answer, anyio.current_time())
                 elif isinstance(event, m.server.ShimRun):
                     shim.leg_done(await run_app(app, event.request, info, outlet))
                 elif isinstance(event, m.server.ShimSend):
                     await ask(event.message)
                 elif isinstance(event, m.server.ShimWait):
-                    await trio.sleep(event.delay)
-                    shim.resume(trio.current_time())
+                    await anyio.sleep(event.delay)
+                    shim.resume(anyio.current_time())
                 else:
                     # (Each ShimRun runs at once, so NEED_RESULT never shows.)
                     assert isinstance(event, m.server.ShimDone), event
