@@ -1,7 +1,8 @@
 """Tools that await their own loop's library: asyncio's on asyncio, trio's on trio.
 
 ``nap`` awaits ``asyncio.sleep`` (or ``trio.sleep``) and says which loop ran it;
-``greet`` asks the user's name (a second round), naps, then greets; ``echo`` answers
+``greet`` asks the user's name (a second round), naps, then greets; ``greet_twice``
+does it twice in the continuation style (parked between rounds); ``echo`` answers
 at once; ``hang`` naps for a minute and counts how it ended (``counts``: started, cancelled).
 """
 
@@ -54,6 +55,16 @@ async def greet(ctx: Context) -> Any:
         return ctx.ask({"name": NAME})
     library = await native_sleep(0.01)
     return f"Hello, {answer.content.get('name')}! ({library})"  # type: ignore[union-attr]
+
+
+@app.tool(continuation=True)
+async def greet_twice(ctx: Context) -> str:
+    """Continuation style: the coroutine waits, parked, for each answer, napping between."""
+    first = await ctx.wait_for_answer("first", NAME)
+    library = await native_sleep(0.01)
+    second = await ctx.wait_for_answer("second", NAME)
+    names = [answer.content.get("name") for answer in (first, second)]  # type: ignore[union-attr]
+    return f"Hello, {' and '.join(names)}! ({library})"
 
 
 @app.tool()

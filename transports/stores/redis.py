@@ -32,7 +32,7 @@ Use::
         app.configure_state(keys, "k1", single_use=store)
         ...serve...
 
-The client is ``coredis`` (anyio-based, so it runs on trio; redis-py's asyncio
+The client is ``coredis`` (anyio-based, so it runs on trio and asyncio alike; redis-py's asyncio
 client does not).  ``mrtr serve --single-use redis://...`` does all of this.
 """
 

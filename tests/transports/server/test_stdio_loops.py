@@ -52,6 +52,8 @@ async def test_a_tool_awaits_its_own_loop_across_rounds(backend: str) -> None:
             assert text(await client.call_tool("nap")) == f"napped on {backend}"
             greeting = await client.call_tool("greet")
             assert text(greeting) == f"Hello, Ada! ({backend})"
+            parked = await client.call_tool("greet_twice")  # parked on the server's loop
+            assert text(parked) == f"Hello, Ada and Ada! ({backend})"
             async with trio.open_nursery() as nursery:  # many at once, on one connection
                 for _ in range(20):
                     nursery.start_soon(client.call_tool, "greet")
