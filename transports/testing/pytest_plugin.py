@@ -34,6 +34,7 @@ costs nothing in a project that has only the core installed.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -207,8 +208,47 @@ async def mrtr_client(
     from .client import TestClient
 
     era: Any = mrtr_era
-    async with TestClient(mrtr_app, era=era, answers=mrtr_answers) as client:
+    async with _held_open(TestClient(mrtr_app, era=era, answers=mrtr_answers)) as client:
         yield client
+
+
+@contextlib.asynccontextmanager
+async def _held_open(client: TestClient) -> AsyncIterator[TestClient]:
+    """``client``, opened and closed by one task of its own on asyncio.
+
+    pytest-asyncio sets an async fixture up in one task and tears it down in
+    another; the client's task group must be entered and left by the same task.
+    (trio's runners, and anyio's on either loop, keep a fixture in one task.)
+    """
+    import sniffio
+
+    if sniffio.current_async_library() != "asyncio":
+        async with client:
+            yield client
+        return
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    opened: asyncio.Future[None] = loop.create_future()
+    leave = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with client:
+                opened.set_result(None)
+                await leave.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    holder = loop.create_task(hold())
+    try:
+        await opened
+        yield client
+    finally:
+        leave.set()
+        await holder
 
 
 @pytest.fixture
