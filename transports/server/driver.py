@@ -73,7 +73,7 @@ import os
 import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -234,14 +234,34 @@ def _receiver(stream: anyio.abc.ByteReceiveStream) -> Callable[[], Awaitable[byt
     return receive
 
 
-def loop_clock() -> Callable[[], float]:
-    """The running loop's clock (trio's, asyncio's), looked up once: ``anyio.current_time``
-    looks the loop up on every call, and the read loop asks for the time per message."""
+class RequestScope(Protocol):
+    """A request's cancel scope: ``anyio.CancelScope``, or trio's own on trio."""
+
+    def cancel(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: types.TracebackType | None,
+        /,
+    ) -> bool | None: ...
+
+
+def loop_primitives() -> tuple[Callable[[], float], Callable[[], RequestScope]]:
+    """The running loop's clock and cancel scopes, looked up once per connection.
+
+    ``anyio.current_time`` looks the loop up on every call, and an anyio scope on
+    trio wraps a trio scope; the read loop asks for the time per message and makes a
+    scope per request, so on trio these are trio's own (the same scopes anyio's trio
+    backend runs on underneath)."""
     if sniffio.current_async_library() == "trio":
         import trio  # (only on trio)
 
-        return trio.current_time
-    return asyncio.get_running_loop().time
+        return trio.current_time, trio.CancelScope
+    return asyncio.get_running_loop().time, anyio.CancelScope
 
 
 def end_subscriptions(app: ServerApp) -> None:
@@ -303,7 +323,7 @@ class _StreamDriver:
         # the writer; with every slot taken the read loop stops reading (backpressure).
         self.slots = anyio.Semaphore(conn.max_incoming)
         # Both bounded by the connection's max_incoming / max_outgoing.
-        self.running: dict[m.RequestId, anyio.CancelScope] = {}
+        self.running: dict[m.RequestId, RequestScope] = {}
         self.questions: dict[m.RequestId, LegacyFlow] = {}  # our request id -> its flow
         self.legacy_waits: set[anyio.CancelScope] = set()
         # Bytes go out through one writer task, in the order the connection produced
@@ -322,7 +342,7 @@ class _StreamDriver:
         self.receive: Callable[[], Awaitable[bytes]] | None = None
         self.input_ended = anyio.Event()  # the read loop has ended (whichever task ran it)
         self.everything: anyio.CancelScope | None = None
-        self.clock = loop_clock()
+        self.clock, self.new_scope = loop_primitives()
 
     async def write(self, data: bytes) -> None:
         """Hand ``data`` (whole messages) to the writer; a checkpoint, like any stream send."""
@@ -457,7 +477,7 @@ class _StreamDriver:
         except anyio.WouldBlock:
             await self.slots.acquire()
         # Registered now, so a cancellation that arrives before it runs counts.
-        self.running[request.id] = anyio.CancelScope()
+        self.running[request.id] = self.new_scope()
         context = contextvars.copy_context()
         coro = self.run_request(request)
         try:
