@@ -483,6 +483,8 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             )
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
+        for end in (server_input, server_output, from_server):
+            await end.aclose()
 
 
 def test_the_legacy_answer_timeout_is_on_by_default() -> None:
@@ -585,6 +587,8 @@ async def test_requests_run_at_once_or_in_a_task_of_their_own_each_in_its_own_co
             assert isinstance(third, m.ResultResponse)
             assert third.result["content"][0]["text"] == "quick3 saw nothing, then quick3"
             await to_server.aclose()  # end of input: serve_stream returns
+        for end in (server_input, server_output, from_server):
+            await end.aclose()
     # quick1 ran in the reading task, which then carried `wait`; quick2 and quick3 ran
     # in the task that took over reading.
     assert app.tasks["quick1"] is app.tasks["wait"]
