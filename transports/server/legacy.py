@@ -64,7 +64,7 @@ async def run_legacy(
     request: m.Request,
     info: m.protocol.RequestInfo,
     outlet: Outlet,
-    scope: AbstractContextManager[Any],  # (a cancel scope: anyio's, or trio's)
+    scope: AbstractContextManager[Any],
     *,
     questions: dict[m.RequestId, LegacyFlow],
     write: Callable[[bytes], Awaitable[None]],
