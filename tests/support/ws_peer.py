@@ -65,6 +65,7 @@ class WsPeer:
         self.received: list[dict[str, Any]] = []  # every message the server sent
         self.other: list[Any] = []
         self.closed: Closed | None = None
+        self.pending = ""  # the start of a text message still arriving
 
     # --- frames ---
 
@@ -78,7 +79,6 @@ class WsPeer:
     async def read_messages(self) -> list[str]:
         """Read until at least one text message (or the close, raised as ``Closed``)."""
         texts: list[str] = []
-        pending = ""
         while not texts:
             if self.closed is not None:
                 raise self.closed
@@ -86,10 +86,10 @@ class WsPeer:
             self.ws.receive_data(data or None)
             for event in self.ws.events():
                 if isinstance(event, TextMessage):
-                    pending += event.data
+                    self.pending += event.data  # (kept: a message may span two reads)
                     if event.message_finished:
-                        texts.append(pending)
-                        pending = ""
+                        texts.append(self.pending)
+                        self.pending = ""
                 elif isinstance(event, Ping):
                     self.pings += 1
                     if self.answer_pings:

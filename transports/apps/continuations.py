@@ -1,4 +1,4 @@
-"""The continuation store: where continuation-style handlers wait between rounds (trio).
+"""The continuation store: where continuation-style handlers wait between rounds (anyio).
 
 The fourth handler style of ``docs/server.md``, and the only one that keeps
 something in a process between rounds.  A handler registered with
@@ -19,9 +19,10 @@ state of an older round is ``replayed``.
 
 The app owns one store: ``McpApp(..., continuations=ContinuationStore(...))``,
 or one with the default bounds, made when the first continuation handler is
-registered.  The app has no nursery of its own, so each parked handler runs as
-a trio system task: it lives until it returns, fails, is evicted, or the trio
-run ends.
+registered.  The app has no task group of its own, so each parked handler runs
+detached from the request that started it (``_spawn_detached``): a trio system
+task on trio, a task of the running loop on asyncio.  It lives until it
+returns, fails, is evicted, or the run ends.
 
 Bounds: at most ``max_parked`` handlers are alive at once (a new flow past
 that is refused with :class:`TooManyParked`, -32603); a flow stops counting
@@ -39,13 +40,16 @@ it: its continuation is gone, and a re-issued leg gets
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
+import anyio
 import attrs
-import trio
+import sniffio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import mrtr_core as m
 
@@ -96,9 +100,13 @@ class _Parked:
 
     def __init__(self, token: str) -> None:
         self.token = token
-        self.scope = trio.CancelScope()
-        self.to_handler, self.legs = trio.open_memory_channel[Leg](1)
-        self.to_store, self.outcomes = trio.open_memory_channel[_Outcome](1)
+        self.scope = anyio.CancelScope()
+        self.to_handler: MemoryObjectSendStream[Leg]
+        self.legs: MemoryObjectReceiveStream[Leg]
+        self.to_handler, self.legs = anyio.create_memory_object_stream[Leg](1)
+        self.to_store: MemoryObjectSendStream[_Outcome]
+        self.outcomes: MemoryObjectReceiveStream[_Outcome]
+        self.to_store, self.outcomes = anyio.create_memory_object_stream[_Outcome](1)
         self.busy = True  # running a leg (not waiting for the client)
         self.round = 0  # which ask the client's next state must name
 
@@ -144,7 +152,7 @@ class ContinuationStore:
             )
         parked = _Parked(secrets.token_urlsafe(32))
         self._parked[parked.token] = parked
-        trio.lowlevel.spawn_system_task(self._run, run, parked)
+        _spawn_detached(self._run(run, parked))
         return await self._next_outcome(parked, leg, sealer)
 
     async def resume(self, leg: Leg, *, sealer: m.server.StateSealer) -> dict[str, Any]:
@@ -174,14 +182,14 @@ class ContinuationStore:
     ) -> dict[str, Any]:
         try:
             outcome = await parked.outcomes.receive()
-        except trio.Cancelled:
+        except anyio.get_cancelled_exc_class():
             # The leg's stream closed while the handler ran: it goes with it.
             parked.scope.cancel()
             raise
         if isinstance(outcome, _Asked):
             parked.busy = False
             parked.round += 1
-            parked.scope.deadline = trio.current_time() + self.idle_timeout
+            parked.scope.deadline = anyio.current_time() + self.idle_timeout
             sealed = sealer.seal(
                 {"c": parked.token, "r": parked.round},
                 method=leg.info.method,
@@ -213,6 +221,25 @@ class ContinuationStore:
 
     def _forget(self, parked: _Parked) -> None:
         self._parked.pop(parked.token, None)
+
+
+#: The detached tasks running on asyncio (the loop keeps only weak references).
+_detached: set[asyncio.Task[None]] = set()
+
+
+def _spawn_detached(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` in a task of its own that outlives the request starting it."""
+    if sniffio.current_async_library() == "trio":
+        import trio  # (only on trio: its system tasks are what this is)
+
+        async def run() -> None:
+            await coro
+
+        trio.lowlevel.spawn_system_task(run)
+        return
+    task = asyncio.get_running_loop().create_task(coro)
+    _detached.add(task)
+    task.add_done_callback(_detached.discard)
 
 
 __all__ = ["ContinuationStore", "Leg", "Suspension", "TooManyParked"]

@@ -17,12 +17,10 @@ stream holds at most one pending notification per kind and per subscribed URI
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection, Mapping
 from typing import Any
 
-import sniffio
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -42,12 +40,10 @@ LIST_CHANGED = {
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
-def _wakeup() -> trio.Event | asyncio.Event:
-    """An event of the loop the stream runs on: trio's, or asyncio's (an ASGI server
-    such as uvicorn running ``mrtr_transports.asgi``); both have ``set`` and ``wait``."""
-    if sniffio.current_async_library() == "asyncio":
-        return asyncio.Event()
-    return trio.Event()
+def _wakeup() -> anyio.Event:
+    """An event of the loop the stream runs on (trio, or asyncio: say uvicorn running
+    ``mrtr_transports.asgi``)."""
+    return anyio.Event()
 
 
 class Listener:

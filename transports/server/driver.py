@@ -1,4 +1,5 @@
-"""The shared server driver: a ``mrtr_core.Connection`` served for a ``ServerApp`` on trio.
+"""The shared server driver: a ``mrtr_core.Connection`` served for a ``ServerApp`` on anyio
+(trio or asyncio: an ``async def`` handler runs on the loop that hosts it).
 
 The model.  A server transport owns bytes; the connection owns the protocol;
 the app owns answers.  This module is the piece in between that every server
@@ -64,23 +65,27 @@ waits for the writer like any other message).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import errno
-import functools
 import logging
 import os
 import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-import trio
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import sniffio
 
 import mrtr_core as m
 from mrtr_core import AppResultRefused
 
 from .access import access_enabled, log_rpc
 from .app import Outcome, Outlet, ServerApp, run_app
+from .fdstream import FdStream
 from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT, LegacyFlow, run_legacy
 from .loading import AppSpecError, load_app  # (re-exported: their home was here)
 
@@ -171,11 +176,12 @@ def _carry_on(
     context: contextvars.Context, coro: Coroutine[Any, Any, None], trap: Any
 ) -> Generator[Any, Any, None]:
     """Carry on running ``coro`` (which yielded ``trap`` to the run loop) in the task
-    that awaits this: trio's answers to its traps go back into it, in ``context``."""
+    that awaits this: the loop's answers to its traps (trio's, or asyncio's futures) go
+    back into it, in ``context``."""
     while True:
         try:
             answer = yield trap
-        except BaseException as exc:  # (trio throws Cancelled and the like into the task)
+        except BaseException as exc:  # (the loop throws its cancellation into the task)
             try:
                 trap = context.run(coro.throw, exc)
             except StopIteration:
@@ -187,16 +193,24 @@ def _carry_on(
                 return
 
 
-def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
-    """``stream.receive_some(READ_SIZE)``; for a pipe (``FdStream``) read directly.
+def _receiver(stream: anyio.abc.ByteReceiveStream) -> Callable[[], Awaitable[bytes]]:
+    """The next bytes from ``stream`` (``b""`` at its end); a pipe (``FdStream``) is read
+    directly.
 
-    ``FdStream.receive_some`` yields to the scheduler before every read, even when
-    bytes wait; per message that is a pass of the run loop.  Here a read yields only
-    by waiting for the pipe, or by one checkpoint when it found bytes without waiting
-    twice in a row (so a flood of input still lets the request tasks run).
+    A stream's ``receive`` yields to the scheduler before every read, even when
+    bytes wait; per message that is a pass of the run loop.  Here a pipe's read yields
+    only by waiting for the pipe, or by one checkpoint when it found bytes without
+    waiting twice in a row (so a flood of input still lets the request tasks run).
     """
-    if not isinstance(stream, trio.lowlevel.FdStream):
-        return functools.partial(stream.receive_some, READ_SIZE)
+    if not isinstance(stream, FdStream):
+
+        async def receive_stream() -> bytes:
+            try:
+                return await stream.receive(READ_SIZE)
+            except anyio.EndOfStream:
+                return b""
+
+        return receive_stream
     waited = True
 
     async def receive() -> bytes:
@@ -206,17 +220,48 @@ def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | 
                 data = os.read(stream.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
             except BlockingIOError:
                 waited = True
-                await trio.lowlevel.wait_readable(stream.fileno())
+                await stream.wait_readable()
                 continue
             except OSError as exc:
-                closed = exc.errno == errno.EBADF
-                raise trio.ClosedResourceError() if closed else trio.BrokenResourceError() from exc
+                if exc.errno == errno.EBADF:
+                    raise anyio.ClosedResourceError() from exc
+                raise anyio.BrokenResourceError() from exc
             if not waited:  # bytes twice in a row without waiting: let the others run first
-                await trio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
             waited = False
             return data
 
     return receive
+
+
+class RequestScope(Protocol):
+    """A request's cancel scope: ``anyio.CancelScope``, or trio's own on trio."""
+
+    def cancel(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: types.TracebackType | None,
+        /,
+    ) -> bool | None: ...
+
+
+def loop_primitives() -> tuple[Callable[[], float], Callable[[], RequestScope]]:
+    """The running loop's clock and cancel scopes, looked up once per connection.
+
+    ``anyio.current_time`` looks the loop up on every call, and an anyio scope on
+    trio wraps a trio scope; the read loop asks for the time per message and makes a
+    scope per request, so on trio these are trio's own (the same scopes anyio's trio
+    backend runs on underneath)."""
+    if sniffio.current_async_library() == "trio":
+        import trio  # (only on trio)
+
+        return trio.current_time, trio.CancelScope
+    return asyncio.get_running_loop().time, anyio.CancelScope
 
 
 def end_subscriptions(app: ServerApp) -> None:
@@ -229,8 +274,8 @@ def end_subscriptions(app: ServerApp) -> None:
 
 async def serve_stream(
     app: ServerApp,
-    receive_stream: trio.abc.ReceiveStream,
-    send_stream: trio.abc.SendStream,
+    receive_stream: anyio.abc.ByteReceiveStream,
+    send_stream: anyio.abc.ByteSendStream,
     *,
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
     legacy_answer_timeout: float | None = DEFAULT_LEGACY_ANSWER_TIMEOUT,
@@ -262,7 +307,7 @@ class _StreamDriver:
         self,
         app: ServerApp,
         conn: m.Connection,
-        send_stream: trio.abc.SendStream,
+        send_stream: anyio.abc.ByteSendStream,
         legacy_answer_timeout: float | None,
         drain_timeout: float,
         where: str = "stdio",
@@ -276,33 +321,34 @@ class _StreamDriver:
         self.drain_timeout = drain_timeout
         # A request holds a slot from when it is read until its response is handed to
         # the writer; with every slot taken the read loop stops reading (backpressure).
-        self.slots = trio.Semaphore(conn.max_incoming)
+        self.slots = anyio.Semaphore(conn.max_incoming)
         # Both bounded by the connection's max_incoming / max_outgoing.
-        self.running: dict[m.RequestId, trio.CancelScope] = {}
+        self.running: dict[m.RequestId, RequestScope] = {}
         self.questions: dict[m.RequestId, LegacyFlow] = {}  # our request id -> its flow
-        self.legacy_waits: set[trio.CancelScope] = set()
+        self.legacy_waits: set[anyio.CancelScope] = set()
         # Bytes go out through one writer task, in the order the connection produced
         # them; a request cancelled while it hands over its bytes can never cut a line
         # in half.  At most OUTBOX_SIZE messages wait (then writers wait: backpressure).
-        self.outbox, self.outgoing = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        self.outbox, self.outgoing = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
         # Messages handed to the outbox and not yet written to the end.  While it is 0 a
         # pipe's bytes go out at once (``os.write``, no hop through the writer task);
         # whatever the pipe does not take goes to the outbox, so the order holds.
         self.queued = 0
-        self.out_pipe = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
+        self.out_pipe = send_stream if isinstance(send_stream, FdStream) else None
         self.output_broken = False
         self.input_closed = False
         self.draining = False  # the end of input was read: the drain time runs
-        self.nursery: trio.Nursery | None = None  # the request tasks
-        self.receive: Callable[[], Awaitable[bytes | bytearray]] | None = None
-        self.input_ended = trio.Event()  # the read loop has ended (whichever task ran it)
-        self.everything: trio.CancelScope | None = None
+        self.nursery: anyio.abc.TaskGroup | None = None  # the request tasks
+        self.receive: Callable[[], Awaitable[bytes]] | None = None
+        self.input_ended = anyio.Event()  # the read loop has ended (whichever task ran it)
+        self.everything: anyio.CancelScope | None = None
+        self.clock, self.new_scope = loop_primitives()
 
     async def write(self, data: bytes) -> None:
-        """Hand ``data`` (whole messages) to the writer; a checkpoint, like any trio send."""
-        await trio.lowlevel.checkpoint_if_cancelled()
+        """Hand ``data`` (whole messages) to the writer; a checkpoint, like any stream send."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
         await self.put(data)
-        await trio.lowlevel.cancel_shielded_checkpoint()
+        await anyio.lowlevel.cancel_shielded_checkpoint()
 
     async def put(self, data: bytes) -> None:
         """Hand ``data`` over without a checkpoint when it can go at once (the last thing
@@ -327,7 +373,7 @@ class _StreamDriver:
         self.queued += 1
         try:
             self.outbox.send_nowait(data)  # (no checkpoint while the outbox has room)
-        except trio.WouldBlock:
+        except anyio.WouldBlock:
             try:
                 await self.outbox.send(data)
             except BaseException:
@@ -337,7 +383,7 @@ class _StreamDriver:
     def output_lost(self, exc: BaseException) -> None:
         # The peer stopped reading: nobody can get an answer any more.
         if isinstance(exc, OSError) and exc.errno == errno.EBADF:
-            exc = trio.ClosedResourceError()
+            exc = anyio.ClosedResourceError()
         self.output_broken = True
         log.info("output closed by the peer: stopping (%r)", exc)
         assert self.everything is not None
@@ -347,17 +393,17 @@ class _StreamDriver:
         async for data in self.outgoing:
             try:
                 if not self.output_broken:
-                    await self.send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    await self.send_stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 self.output_lost(exc)
             finally:
                 self.queued -= 1
 
-    async def serve(self, receive_stream: trio.abc.ReceiveStream) -> None:
-        async with trio.open_nursery() as outer:
+    async def serve(self, receive_stream: anyio.abc.ByteReceiveStream) -> None:
+        async with anyio.create_task_group() as outer:
             self.everything = outer.cancel_scope
             outer.start_soon(self.writer)
-            async with trio.open_nursery() as nursery:
+            async with anyio.create_task_group() as nursery:
                 self.nursery = nursery
                 self.receive = _receiver(receive_stream)
                 nursery.start_soon(self.read_loop)
@@ -376,7 +422,7 @@ class _StreamDriver:
         if not self.draining:
             self.draining = True
             assert self.everything is not None
-            self.everything.deadline = trio.current_time() + self.drain_timeout
+            self.everything.deadline = self.clock() + self.drain_timeout
 
     async def read_loop(self) -> None:
         """Read and dispatch until the input ends (then set ``input_ended``), unless this
@@ -387,11 +433,11 @@ class _StreamDriver:
         handed_over = False
         try:
             while not self.output_broken:
-                event = conn.next_event(trio.current_time())
+                event = conn.next_event(self.clock())
                 if event is m.NEED_DATA:
                     try:
                         data = await receive()
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         data = b""
                     if not data:
                         # The drain time starts now, not when the connection says it is
@@ -428,10 +474,10 @@ class _StreamDriver:
         # refuses requests past max_incoming and never gets here.)
         try:
             self.slots.acquire_nowait()  # (no checkpoint: the read loop has its own)
-        except trio.WouldBlock:
+        except anyio.WouldBlock:
             await self.slots.acquire()
         # Registered now, so a cancellation that arrives before it runs counts.
-        self.running[request.id] = trio.CancelScope()
+        self.running[request.id] = self.new_scope()
         context = contextvars.copy_context()
         coro = self.run_request(request)
         try:
@@ -515,9 +561,9 @@ class _StreamDriver:
         """The next answer; ``None`` at the end of input or past ``legacy_answer_timeout``."""
         if self.input_closed and not flow.inbox:
             return None
-        waiting = trio.CancelScope()
+        waiting = anyio.CancelScope()
         if self.legacy_answer_timeout is not None:
-            waiting.deadline = trio.current_time() + self.legacy_answer_timeout
+            waiting.deadline = self.clock() + self.legacy_answer_timeout
         self.legacy_waits.add(waiting)
         try:
             with waiting:

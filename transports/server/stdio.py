@@ -24,6 +24,12 @@ its slot until its answer is handed to the writer, and with all
 ``max_incoming`` (1024) slots taken the server stops reading stdin until the
 client reads again.
 
+It runs on whichever loop hosts it: ``anyio.run(serve_stdio, app)`` serves on
+asyncio (an ``async def`` tool may await asyncio-only libraries), and
+``anyio.run(serve_stdio, app, backend="trio")`` or ``trio.run`` on trio.  The
+pipes are :class:`~mrtr_transports.server.fdstream.FdStream`: non-blocking
+descriptors the loop watches, on both loops, no thread per read.
+
 Run it (both go through :mod:`~mrtr_transports.server.entry`)::
 
     mrtr serve --stdio --app mypackage.server:app
@@ -35,15 +41,24 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from typing import Any
+from contextlib import AsyncExitStack, contextmanager
+from typing import Any, Protocol
 
-import trio
+import anyio
+import anyio.abc
 
 from .app import ServerApp
 from .driver import DEFAULT_DRAIN_TIMEOUT, serve_stream
+from .fdstream import FdStream
 
-__all__ = ["guard_stdout", "serve_stdio"]
+__all__ = ["Stop", "guard_stdout", "serve_stdio"]
+
+
+class Stop(Protocol):
+    """What ``serve_stdio(stop=...)`` waits on: an ``anyio.Event`` (or a ``trio.Event``)."""
+
+    async def wait(self) -> Any: ...
+
 
 #: The protocol's duplicate of the real stdout while a guard is taken.
 _protocol_fd: int | None = None
@@ -83,10 +98,10 @@ def guard_stdout() -> Iterator[int]:
 async def serve_stdio(
     app: ServerApp,
     *,
-    stdin: trio.abc.ReceiveStream | None = None,
-    stdout: trio.abc.SendStream | None = None,
+    stdin: anyio.abc.ByteReceiveStream | None = None,
+    stdout: anyio.abc.ByteSendStream | None = None,
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
-    stop: trio.Event | None = None,
+    stop: Stop | None = None,
     **connection_options: Any,
 ) -> None:
     """Serve ``app`` on ``stdin``/``stdout`` (fds 0 and 1 by default) until stdin ends,
@@ -99,15 +114,15 @@ async def serve_stdio(
     used as they are and left open.
     ``connection_options`` go to ``mrtr_core.Connection``.
     """
-    with ExitStack() as owned:
+    async with AsyncExitStack() as owned:
         if stdin is None:
-            own_stdin = trio.lowlevel.FdStream(os.dup(0))  # our own fd: closing it leaves fd 0 be
-            owned.callback(own_stdin.close)
+            own_stdin = FdStream(os.dup(0))  # our own fd: closing it leaves fd 0 be
+            owned.push_async_callback(own_stdin.aclose)
             stdin = own_stdin
         if stdout is None:
             protocol_fd = owned.enter_context(guard_stdout())
-            own_stdout = trio.lowlevel.FdStream(os.dup(protocol_fd))
-            owned.callback(own_stdout.close)
+            own_stdout = FdStream(os.dup(protocol_fd))
+            owned.push_async_callback(own_stdout.aclose)
             stdout = own_stdout
         serving = serve_stream(
             app, stdin, stdout, drain_timeout=drain_timeout, **connection_options
@@ -115,12 +130,12 @@ async def serve_stdio(
         if stop is None:
             await serving
             return
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(_close_on, stop, stdin)
             await serving
             nursery.cancel_scope.cancel()
 
 
-async def _close_on(stop: trio.Event, stdin: trio.abc.ReceiveStream) -> None:
+async def _close_on(stop: Stop, stdin: anyio.abc.ByteReceiveStream) -> None:
     await stop.wait()
     await stdin.aclose()  # a read waiting on it ends (ClosedResourceError: the end of input)

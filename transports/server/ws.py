@@ -1,4 +1,4 @@
-"""Serve a ``ServerApp`` over WebSocket (the SEP-1288 draft), on trio with wsproto.
+"""Serve a ``ServerApp`` over WebSocket (the SEP-1288 draft), on anyio with wsproto.
 
 The model.  A WebSocket is one long conversation, like stdio: the server runs
 one ``mrtr_core.Connection(framing="messages")`` per WebSocket and drives it
@@ -69,8 +69,10 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import anyio
+import anyio.abc
 import h11
-import trio
+from anyio.abc import SocketAttribute
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import (
@@ -118,6 +120,7 @@ _CLOSE_STATES = frozenset({ConnectionState.OPEN, ConnectionState.REMOTE_CLOSING}
 #: Bytes of the upgrade request head (h11's bound on it).
 MAX_HANDSHAKE_SIZE = 16 * 1024
 READ_SIZE = 65536
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 class WsServer:
@@ -172,30 +175,28 @@ class WsServer:
         self.address: tuple[str, int] | None = None
         #: The conversations open now (accepted or still in their handshake).
         self.connections: set[WsConnection] = set()
-        self.lingering = trio.CapacityLimiter(self.max_connections)
+        self.lingering = anyio.CapacityLimiter(self.max_connections)
         #: ``aclose`` began: newcomers are refused, the open ones drain.
         self.closing = False
-        self._nursery: trio.Nursery | None = None
-        self._all_closed = trio.Event()
+        self._nursery: anyio.abc.TaskGroup | None = None
+        self._all_closed = anyio.Event()
 
     async def serve(
         self,
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+        task_status: anyio.abc.TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Listen on ``host:port`` and serve until cancelled (then every WebSocket gets 1001)."""
-        listeners = await trio.open_tcp_listeners(port, host=host)
-        if port == 0:  # each address family would get its own free port: keep one
-            for extra in listeners[1:]:
-                await extra.aclose()
-            listeners = listeners[:1]
-        bound = listeners[0].socket.getsockname()
+        # (With port 0 anyio gives every address family the same free port.)
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        bound = listener.listeners[0].extra(SocketAttribute.local_address)
+        assert isinstance(bound, tuple)
         self.address = (str(bound[0]), int(bound[1]))
-        async with trio.open_nursery() as nursery:
+        async with listener, anyio.create_task_group() as nursery:
             self._nursery = nursery
-            nursery.start_soon(trio.serve_listeners, self._serve_connection, listeners)
+            nursery.start_soon(listener.serve, self._serve_connection, nursery)
             task_status.started(self.address)
 
     async def aclose(self, grace: float) -> None:
@@ -205,13 +206,13 @@ class WsServer:
         for connection in list(self.connections):
             connection.stop_reading(grace)
         if self.connections:
-            self._all_closed = trio.Event()
-            with trio.move_on_after(grace + self.close_timeout):
+            self._all_closed = anyio.Event()
+            with anyio.move_on_after(grace + self.close_timeout):
                 await self._all_closed.wait()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+    async def _serve_connection(self, stream: anyio.abc.SocketStream) -> None:
         if self.closing:
             await write_refusal(stream, 503, "the server is shutting down: retry", retry_after=1)
             await close_lingering(stream, self.lingering, MAX_HANDSHAKE_SIZE)
@@ -230,7 +231,7 @@ class WsServer:
             self.connections.discard(connection)
             if not self.connections:
                 self._all_closed.set()
-            await trio.aclose_forcefully(stream)
+            await anyio.aclose_forcefully(stream)
 
 
 async def serve_ws(
@@ -238,7 +239,7 @@ async def serve_ws(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+    task_status: anyio.abc.TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED,
     **options: Any,
 ) -> None:
     """Serve ``app`` over WebSocket on ``host:port`` until cancelled.
@@ -278,18 +279,18 @@ class _OneConversation:
 class WsConnection:
     """One WebSocket: its handshake, its conversation, its close."""
 
-    def __init__(self, server: WsServer, stream: trio.SocketStream) -> None:
+    def __init__(self, server: WsServer, stream: anyio.abc.SocketStream) -> None:
         self.server = server
         self.stream = stream
         try:
-            self.peer: str | None = str(stream.socket.getpeername()[0])
-        except OSError:
+            self.peer: str | None = str(stream.extra(SocketAttribute.remote_address)[0])
+        except (OSError, anyio.TypedAttributeLookupError):
             self.peer = None
         self.ws = WSConnection(ConnectionType.SERVER)
         self.assembler = MessageAssembler(max_message_size=server.max_message_size)
-        self.send_lock = trio.Lock()
+        self.send_lock = anyio.Lock()
         self.write_broken = False
-        self.pong_seen = trio.Event()
+        self.pong_seen = anyio.Event()
         self.input_ended = False
         #: The close we sent: (code, reason); None until then.
         self.sent_close: tuple[int, str] | None = None
@@ -297,19 +298,19 @@ class WsConnection:
         self.received_close: tuple[int, str | None] | None = None
         #: The server stops: the driver reads the end of input (``stop_reading``).
         self.stopping = False
-        self.read_scope: trio.CancelScope | None = None
+        self.read_scope: anyio.CancelScope | None = None
         self.driver: _StreamDriver | None = None
 
     async def serve(self) -> None:
         try:
             accepted = False
-            with trio.move_on_after(self.server.handshake_timeout):
+            with anyio.move_on_after(self.server.handshake_timeout):
                 accepted = await self.handshake()
             if accepted:
                 await self.converse()
         finally:
-            with trio.CancelScope(shield=True) as cleanup:
-                cleanup.deadline = trio.current_time() + self.server.close_timeout
+            with anyio.CancelScope(shield=True) as cleanup:
+                cleanup.deadline = anyio.current_time() + self.server.close_timeout
                 if self.ws.state is ConnectionState.OPEN:  # we are shutting down
                     await self.close(Fault.SHUTDOWN, "the server is shutting down")
                 await self.await_peer_close()
@@ -327,10 +328,8 @@ class WsConnection:
                 return False
             if event is h11.NEED_DATA:
                 try:
-                    data = await self.stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return False
-                if not data:
+                    data = await self.stream.receive(READ_SIZE)
+                except (anyio.EndOfStream, *_GONE):
                     return False
                 http.receive_data(data)
                 continue
@@ -365,8 +364,8 @@ class WsConnection:
             )
             return False
         try:
-            await self.stream.send_all(self.ws.send(AcceptConnection(subprotocol=subprotocol)))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.stream.send(self.ws.send(AcceptConnection(subprotocol=subprotocol)))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return False
         trailing, _ = http.trailing_data  # frames the client sent right behind its request
         if trailing:
@@ -397,7 +396,7 @@ class WsConnection:
             server.drain_timeout,
             where=f"ws {self.peer}",
         )
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(self.keepalive)
             await driver.serve(_MessageReceiver(self))
             nursery.cancel_scope.cancel()
@@ -421,10 +420,10 @@ class WsConnection:
                     break
             else:
                 data: bytes | None = None
-                with trio.CancelScope() as self.read_scope:
+                with anyio.CancelScope() as self.read_scope:
                     try:
-                        data = await self.stream.receive_some(READ_SIZE)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = await self.stream.receive(READ_SIZE)
+                    except (anyio.EndOfStream, *_GONE):
                         data = b""
                 self.read_scope = None
                 if self.stopping:
@@ -470,13 +469,13 @@ class WsConnection:
         """Ping every ``ping_interval``; no pong within ``ping_timeout``: close (1011) and drop."""
         count = 0
         while True:
-            await trio.sleep(self.server.ping_interval)
+            await anyio.sleep(self.server.ping_interval)
             count += 1
-            self.pong_seen = trio.Event()
-            with trio.move_on_after(self.server.ping_timeout):
+            self.pong_seen = anyio.Event()
+            with anyio.move_on_after(self.server.ping_timeout):
                 try:
                     await self.send(Ping(payload=b"%d" % count))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return  # the conversation is ending anyway
                 await self.pong_seen.wait()
                 continue
@@ -484,7 +483,7 @@ class WsConnection:
             log.warning("WebSocket from %s: no pong within %g s: dropped", self.peer, timeout)
             await self.close(Fault.KEEPALIVE_TIMEOUT, f"no pong within {timeout:g} s")
             self.input_ended = True
-            await trio.aclose_forcefully(self.stream)  # the reader sees the end at once
+            await anyio.aclose_forcefully(self.stream)  # the reader sees the end at once
             return
 
     # --- 3. Writing and closing ---
@@ -497,12 +496,12 @@ class WsConnection:
         async with self.send_lock:
             allowed = _CLOSE_STATES if isinstance(event, CloseConnection) else _OPEN_STATE
             if self.write_broken or self.ws.state not in allowed:
-                raise trio.BrokenResourceError("the WebSocket is closing")
+                raise anyio.BrokenResourceError("the WebSocket is closing")
             data = self.ws.send(event)
             written = False
             try:
-                with trio.move_on_after(self.server.write_timeout):
-                    await self.stream.send_all(data)
+                with anyio.move_on_after(self.server.write_timeout):
+                    await self.stream.send(data)
                     written = True
             finally:
                 # A write cut short (the timeout, a cancellation) leaves half a frame on
@@ -510,12 +509,12 @@ class WsConnection:
                 self.write_broken = not written
             if not written:
                 log.warning("WebSocket from %s: a write took too long: dropped", self.peer)
-                await trio.aclose_forcefully(self.stream)
-                raise trio.BrokenResourceError("the peer does not read its WebSocket")
+                await anyio.aclose_forcefully(self.stream)
+                raise anyio.BrokenResourceError("the peer does not read its WebSocket")
 
     async def send_quietly(self, event: Event) -> None:
-        with trio.move_on_after(self.server.close_timeout):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        with anyio.move_on_after(self.server.close_timeout):
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self.send(event)
 
     async def close(self, fault: Fault, reason: str) -> None:
@@ -530,41 +529,44 @@ class WsConnection:
         """After our close: read (and drop) until the peer's close frame, or its end."""
         while self.ws.state is ConnectionState.LOCAL_CLOSING:
             try:
-                data = await self.stream.receive_some(READ_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data: bytes | None = await self.stream.receive(READ_SIZE)
+            except anyio.EndOfStream:
+                data = None
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return
-            self.ws.receive_data(data or None)
+            self.ws.receive_data(data)
             for event in self.ws.events():
                 if isinstance(event, CloseConnection):
                     self.received_close = (event.code, event.reason)
 
 
-class _TextSender(trio.abc.SendStream):
-    """The driver's output: each ``send_all`` is one whole message, sent as one text message."""
+class _TextSender(anyio.abc.ByteSendStream):
+    """The driver's output: each ``send`` is one whole message, sent as one text message."""
 
     def __init__(self, connection: WsConnection) -> None:
         self.connection = connection
 
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+    async def send(self, item: bytes) -> None:
         # Our connection encodes UTF-8 JSON; after a close nothing more may go out.
-        await self.connection.send(TextMessage(data=bytes(data).decode("utf-8")))
-
-    async def wait_send_all_might_not_block(self) -> None:
-        """Writes are whole messages: nothing to wait for."""
+        await self.connection.send(TextMessage(data=bytes(item).decode("utf-8")))
 
     async def aclose(self) -> None:
         """The connection closes the socket."""
 
 
-class _MessageReceiver(trio.abc.ReceiveStream):
-    """The driver's input: each ``receive_some`` is one whole message (``max_bytes`` is
-    ignored: the connection reads ``framing="messages"``, already bounded), ``b""`` at the end."""
+class _MessageReceiver(anyio.abc.ByteReceiveStream):
+    """The driver's input: each ``receive`` is one whole message (``max_bytes`` is
+    ignored: the connection reads ``framing="messages"``, already bounded);
+    ``EndOfStream`` at the end."""
 
     def __init__(self, connection: WsConnection) -> None:
         self.connection = connection
 
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        return await self.connection.next_message()
+    async def receive(self, max_bytes: int = READ_SIZE) -> bytes:
+        message = await self.connection.next_message()
+        if not message:
+            raise anyio.EndOfStream
+        return message
 
     async def aclose(self) -> None:
         """The connection closes the socket."""

@@ -32,8 +32,8 @@ Use::
         app.configure_state(keys, "k1", single_use=store)
         ...serve...
 
-The client is ``coredis`` (anyio-based, so it runs on trio; redis-py's asyncio
-client does not).  ``mrtr serve --single-use redis://...`` does all of this.
+The client is ``coredis`` (anyio-based: it runs on trio and on asyncio; redis-py's asyncio
+client runs on asyncio only).  ``mrtr serve --single-use redis://...`` does all of this.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import trio
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import mrtr_core as m
 
@@ -31,37 +34,34 @@ from ..server.driver import serve_stream
 __all__ = ["MemoryLink"]
 
 
-class _ClientToServer(trio.abc.ReceiveStream):
+class _ClientToServer(anyio.abc.ByteReceiveStream):
     """The server's input: the messages the client transmitted, in order."""
 
-    def __init__(self, incoming: trio.MemoryReceiveChannel[bytes]) -> None:
+    def __init__(self, incoming: MemoryObjectReceiveStream[bytes]) -> None:
         self._incoming = incoming
 
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+    async def receive(self, max_bytes: int = 65536) -> bytes:
         try:
             return await self._incoming.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return b""  # the client closed its side: the end of input
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise anyio.EndOfStream from None  # the client closed its side: the end of input
 
     async def aclose(self) -> None:
         await self._incoming.aclose()
 
 
-class _ServerToClient(trio.abc.SendStream):
+class _ServerToClient(anyio.abc.ByteSendStream):
     """The server's output: straight into the client's connection."""
 
     def __init__(self, client: LinkClient) -> None:
         self._client = client
 
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await trio.lowlevel.checkpoint()  # (a send is a checkpoint, as on a real stream)
-        self._client.receive_data(bytes(data))
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await trio.lowlevel.checkpoint()
+    async def send(self, item: bytes) -> None:
+        await anyio.lowlevel.checkpoint()  # (a send is a checkpoint, as on a real stream)
+        self._client.receive_data(bytes(item))
 
     async def aclose(self) -> None:
-        await trio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()
 
 
 class MemoryLink:
@@ -81,17 +81,17 @@ class MemoryLink:
         self.app = app
         self._server_options = server_options
         self._max_queued = max_queued
-        self._to_server: trio.MemorySendChannel[bytes] | None = None
+        self._to_server: MemoryObjectSendStream[bytes] | None = None
         self._client: LinkClient | None = None
-        self._served = trio.Event()
+        self._served = anyio.Event()
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: Any) -> None:  # (a task group)
         self._client = client
-        send, receive = trio.open_memory_channel[bytes](self._max_queued)
+        send, receive = anyio.create_memory_object_stream[bytes](self._max_queued)
         self._to_server = send
         nursery.start_soon(self._serve, receive, client)
 
-    async def _serve(self, receive: trio.MemoryReceiveChannel[bytes], client: LinkClient) -> None:
+    async def _serve(self, receive: MemoryObjectReceiveStream[bytes], client: LinkClient) -> None:
         try:
             await serve_stream(
                 self.app, _ClientToServer(receive), _ServerToClient(client), **self._server_options
@@ -106,7 +106,7 @@ class MemoryLink:
             return
         try:
             self._to_server.send_nowait(out.data)
-        except trio.WouldBlock:
+        except anyio.WouldBlock:
             assert self._client is not None
             self._client.link_lost(
                 TransportError(
@@ -114,7 +114,7 @@ class MemoryLink:
                     kind="disconnect",
                 )
             )
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # shutting down
 
     def close_stream(self, request_id: m.RequestId) -> None:

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 import trio
-import trio.testing
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
 from mrtr_transports.server import driver
 from mrtr_transports.server.driver import AppSpecError, load_app, serve_stream
+from mrtr_transports.server.fdstream import FdStream
 from mrtr_transports.server.http.server import HttpServer
 from mrtr_transports.server.ws import WsServer
 from support import srv_apps
@@ -449,11 +449,22 @@ async def test_server_stops_when_nobody_reads_its_output() -> None:
             assert await peer.process.wait() == 0  # stdin is still open: it stopped by itself
 
 
+def pipe() -> tuple[trio.lowlevel.FdStream, FdStream]:
+    """A pipe to the driver in this process: our (trio) end, the server's end."""
+    read_end, write_end = os.pipe()
+    return trio.lowlevel.FdStream(write_end), FdStream(read_end)
+
+
+def pipe_back() -> tuple[FdStream, trio.lowlevel.FdStream]:
+    read_end, write_end = os.pipe()
+    return FdStream(write_end), trio.lowlevel.FdStream(read_end)
+
+
 async def test_a_legacy_question_nobody_answers_times_out() -> None:
-    """The shared driver in-process, over memory streams, with ``legacy_answer_timeout``."""
+    """The shared driver in-process, over pipes, with ``legacy_answer_timeout``."""
     with trio.fail_after(5):
-        to_server, server_input = trio.testing.memory_stream_one_way_pair()
-        server_output, from_server = trio.testing.memory_stream_one_way_pair()
+        to_server, server_input = pipe()
+        server_output, from_server = pipe_back()
         peer = Peer(client_connection("legacy", CAPS), to_server, from_server)
         serve = functools.partial(serve_stream, legacy_answer_timeout=0.1)
         async with trio.open_nursery() as nursery:
@@ -472,6 +483,8 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             )
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
+        for end in (server_input, server_output, from_server):
+            await end.aclose()
 
 
 def test_the_legacy_answer_timeout_is_on_by_default() -> None:
@@ -549,8 +562,8 @@ async def test_requests_run_at_once_or_in_a_task_of_their_own_each_in_its_own_co
     # task of its own has): what one sets is not seen by the next.
     app = ContextApp()
     with trio.fail_after(5):
-        to_server, server_input = trio.testing.memory_stream_one_way_pair()
-        server_output, from_server = trio.testing.memory_stream_one_way_pair()
+        to_server, server_input = pipe()
+        server_output, from_server = pipe_back()
         peer = Peer(client_connection("modern", CAPS), to_server, from_server)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(serve_stream, app, server_input, server_output)
@@ -574,6 +587,8 @@ async def test_requests_run_at_once_or_in_a_task_of_their_own_each_in_its_own_co
             assert isinstance(third, m.ResultResponse)
             assert third.result["content"][0]["text"] == "quick3 saw nothing, then quick3"
             await to_server.aclose()  # end of input: serve_stream returns
+        for end in (server_input, server_output, from_server):
+            await end.aclose()
     # quick1 ran in the reading task, which then carried `wait`; quick2 and quick3 ran
     # in the task that took over reading.
     assert app.tasks["quick1"] is app.tasks["wait"]

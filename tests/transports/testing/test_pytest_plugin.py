@@ -31,7 +31,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_async_tests_run_under_trio_with_the_client_and_scripted_answers(
+def test_tests_using_the_client_run_under_trio_with_scripted_answers(
     project: pytest.Pytester,
 ) -> None:
     project.makepyfile(
@@ -40,7 +40,7 @@ def test_async_tests_run_under_trio_with_the_client_and_scripted_answers(
         import pytest
         from mrtr_transports.testing import accept, decline
 
-        async def test_trio_runs_it():
+        async def test_trio_runs_it(mrtr_client):
             await trio.sleep(0)
             assert trio.lowlevel.current_task() is not None
 
@@ -70,7 +70,7 @@ def test_async_tests_run_under_trio_with_the_client_and_scripted_answers(
     result.stdout.fnmatch_lines(["*no scripted answer for the input request 'traveller'*"])
     verbose = project.runpytest_subprocess("-p", "no:cacheprovider", "-v", "-k", "both_eras")
     verbose.stdout.fnmatch_lines(
-        ["*test_both_eras?modern? PASSED*", "*test_both_eras?legacy? PASSED*"]
+        ["*test_both_eras?modern-trio? PASSED*", "*test_both_eras?legacy-trio? PASSED*"]
     )
 
 
@@ -182,8 +182,8 @@ def test_without_an_app_the_fixture_says_how_to_give_one(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["*define a fixture `mrtr_app` that returns it*"])
 
 
-def test_a_project_on_asyncio_keeps_its_runner(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
+def test_a_project_on_asyncio_keeps_its_runner(project: pytest.Pytester) -> None:
+    project.makepyfile(
         test_other="""
         import pytest
         import sniffio
@@ -196,14 +196,12 @@ def test_a_project_on_asyncio_keeps_its_runner(pytester: pytest.Pytester) -> Non
         def anyio_backend():
             return "asyncio"
 
-        async def test_unmarked_goes_to_trio():
+        async def test_unmarked_with_the_client_goes_to_trio(mrtr_client):
             assert sniffio.current_async_library() == "trio"
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    off = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "mrtr_trio_mode=false")
-    assert off.ret != 0  # the unmarked async test has no runner then
 
 
 def test_the_documented_test_file_passes_through_the_plugin(pytester: pytest.Pytester) -> None:
@@ -212,7 +210,7 @@ def test_the_documented_test_file_passes_through_the_plugin(pytester: pytest.Pyt
     pytester.makepyfile(test_documented=example)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["*test_buying_asks_first?legacy? PASSED*"])
+    result.stdout.fnmatch_lines(["*test_buying_asks_first?legacy-trio? PASSED*"])
     # Charging before the question, the same test file fails, saying where it ran twice.
     first_line = '    confirm = ctx.answer("confirm", CONFIRM)\n'
     assert first_line in example
@@ -255,3 +253,84 @@ def test_the_plugin_loads_where_only_the_core_is_installed() -> None:
     assert ran.stdout.strip() == (
         "['mrtr_transports', 'mrtr_transports.testing', 'mrtr_transports.testing.pytest_plugin']"
     )
+
+
+# --- Beside other runners: the plugin runs only the tests that use its loop fixtures --------
+
+BESIDE = """
+import asyncio
+import pytest
+import sniffio
+
+async def test_client_unmarked_runs_on_trio(mrtr_client):
+    assert sniffio.current_async_library() == "trio"
+    assert "buy" in {tool["name"] for tool in await mrtr_client.list_tools()}
+
+@pytest.mark.trio
+async def test_client_marked_trio_keeps_pytest_trio(mrtr_client):
+    assert sniffio.current_async_library() == "trio"
+    assert "buy" in {tool["name"] for tool in await mrtr_client.list_tools()}
+
+@pytest.mark.anyio
+async def test_marked_anyio_keeps_anyio(anyio_backend):
+    assert sniffio.current_async_library() == anyio_backend
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.asyncio
+async def test_marked_asyncio_keeps_pytest_asyncio():
+    await asyncio.sleep(0)
+
+async def test_unmarked_without_the_fixtures_is_not_ours():
+    await asyncio.sleep(0)
+"""
+
+
+@pytest.mark.parametrize("setting", ["plain", "pytest-asyncio"])
+def test_the_plugin_takes_only_the_tests_using_its_loop_fixtures(
+    project: pytest.Pytester, setting: str
+) -> None:
+    # In a plain project (no asyncio plugin) and beside pytest-asyncio (strict mode,
+    # its default): an unmarked async test without mrtr's fixtures is left alone
+    # (pytest refuses it: nobody runs it), the marked ones keep their runners.
+    source = BESIDE
+    options = ["-p", "no:cacheprovider", "-v"]
+    if setting == "plain":
+        options += ["-p", "no:asyncio"]
+        source = source.replace("@pytest.mark.asyncio\n", "@pytest.mark.anyio\n")
+    project.makepyfile(test_beside=source)
+    result = project.runpytest_subprocess(*options)
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_client_unmarked_runs_on_trio?trio? PASSED*",
+            "*test_client_marked_trio_keeps_pytest_trio PASSED*",
+            "*test_unmarked_without_the_fixtures_is_not_ours FAILED*",
+            "*async def functions are not natively supported*",
+        ]
+    )
+
+
+def test_pytest_asyncio_auto_mode_keeps_every_async_test(project: pytest.Pytester) -> None:
+    # In auto mode pytest-asyncio takes every async test: the plugin runs none.
+    project.makepyfile(
+        test_auto="""
+        import asyncio
+        import sniffio
+
+        async def test_unmarked_runs_on_asyncio():
+            await asyncio.sleep(0)
+            assert sniffio.current_async_library() == "asyncio"
+        """
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto")
+    result.assert_outcomes(passed=1)
+
+
+def test_an_unknown_backend_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_x="def test_x(): pass")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-o", "mrtr_backend=curio")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*mrtr_backend = curio: expected trio or asyncio*"])
