@@ -12,14 +12,14 @@ The parts, one subpackage each:
   functions, in every handler style), the ``Context`` a handler gets, the continuation
   store, the example app that ``mrtr serve`` runs by default;
 * :mod:`mrtr_transports.server`: what a server transport serves (``ServerApp``,
-  ``Outlet``), the driver every server shares, stdio, Streamable HTTP, WebSocket, and
-  the one serve entry behind ``mrtr serve``;
+  ``Outlet``), the driver every server shares, stdio, Streamable HTTP, WebSocket;
 * :mod:`mrtr_transports.client`: the ``Client`` (calls through every round, input
   handlers, timeouts from trio's clock) over a stdio child, an HTTP endpoint or a
   WebSocket;
 * :mod:`mrtr_transports.stores`: what several server processes share (sealing keys,
   a Redis single-use store);
-* :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``);
+* :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``),
+  the one command line that starts a server;
 * :mod:`mrtr_transports.testing`: what the official conformance suite runs.
 
 The names below are the ones most programs need; each is loaded on first use, so
@@ -65,12 +65,12 @@ if TYPE_CHECKING:
     from .apps.context import Context
     from .apps.continuations import ContinuationStore
     from .apps.mcp_app import McpApp
+    from .cli.exit_codes import ExitCode
     from .client.client import Client
     from .client.errors import (
         CallError,
         CallTimeout,
         ClientError,
-        ExitCode,
         InputUnavailable,
         RoundCapExceeded,
         TransportError,
@@ -90,7 +90,7 @@ _HOMES = {
     "CallError": "client.errors",
     "CallTimeout": "client.errors",
     "ClientError": "client.errors",
-    "ExitCode": "client.errors",
+    "ExitCode": "cli.exit_codes",
     "InputUnavailable": "client.errors",
     "RoundCapExceeded": "client.errors",
     "TransportError": "client.errors",

@@ -5,6 +5,6 @@
 from __future__ import annotations
 
 from mrtr_transports.asgi import McpAsgi
-from mrtr_transports.server.driver import load_app
+from mrtr_transports.cli.app_loading import load_app
 
 app = McpAsgi(load_app("mrtr_transports.testing.conformance_app:app"))

@@ -82,14 +82,11 @@ from mrtr_core import AppResultRefused
 from .access import access_enabled, log_rpc
 from .app import Outcome, Outlet, ServerApp, run_app
 from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT, LegacyFlow, run_legacy
-from .loading import AppSpecError, load_app  # (re-exported: their home was here)
 
 __all__ = [
     "READ_SIZE",
-    "AppSpecError",
     "ConnectionOutlet",
     "end_subscriptions",
-    "load_app",
     "run_app",
     "send_response",
     "serve_stream",

@@ -36,14 +36,14 @@ def server_env() -> dict[str, str]:
 
 
 def stdio_server() -> StdioServerParameters:
-    args = ["-m", "mrtr_transports.server", "--stdio", *APP]
+    args = ["-m", "mrtr_transports", "serve", "--stdio", *APP]
     return StdioServerParameters(command=sys.executable, args=args, env=server_env(), cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """Our HTTP server as a subprocess on a free port; its endpoint URL."""
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *APP]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--http", "127.0.0.1:0", *APP]
     process = subprocess.Popen(argv, cwd=ROOT, env=server_env(), stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:
