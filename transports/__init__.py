@@ -20,7 +20,7 @@ The parts, one subpackage each:
   a Redis single-use store);
 * :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``),
   the one command line that starts a server;
-* :mod:`mrtr_transports.testing`: what the official conformance suite runs.
+* :mod:`mrtr_transports.testing`: testing an app in memory (``TestClient``, a pytest plugin).
 
 The names below are the ones most programs need; each is loaded on first use, so
 ``import mrtr_transports`` stays cheap for a command that needs only one side.

@@ -1,10 +1,11 @@
-"""The conformance fixtures app (``mrtr_transports.testing.conformance_app``) as
-``McpAsgi``, for the official conformance suite's 2026-07-28 server leg under an ASGI server
-(hypercorn's trio worker: the fixtures sleep with trio)."""
+"""The conformance fixtures app (``tests/support/conformance_app.py``) as ``McpAsgi``, for
+the official conformance suite's 2026-07-28 server leg under an ASGI server (the fixtures
+sleep with anyio: any worker loop)."""
 
 from __future__ import annotations
 
 from mrtr_transports.asgi import McpAsgi
-from mrtr_transports.cli.app_loading import load_app
 
-app = McpAsgi(load_app("mrtr_transports.testing.conformance_app:app"))
+from support.conformance_app import build_conformance_app
+
+app = McpAsgi(build_conformance_app())

@@ -31,7 +31,7 @@ __all__ = [
     "parse_host_port",
 ]
 
-DEFAULT_APP = "mrtr_transports.apps.example:app"
+DEFAULT_APP = "mrtr_transports.apps.example:build_example_app"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PATH = "/mcp"
 #: How long HTTP and WebSocket requests in flight may finish after SIGTERM or Ctrl-C.

@@ -1,6 +1,6 @@
 """2025-era Streamable HTTP sessions on the HTTP server, on a real socket, with raw h11.
 
-The conformance fixtures app (``mrtr_transports.testing.conformance_app``) is served
+The conformance fixtures app (``tests/support/conformance_app.py``) is served
 in-process on 127.0.0.1; each test speaks HTTP/1.1 to it by hand: ``initialize``,
 ``Mcp-Session-Id``, the request's SSE stream with its priming event and event
 ids, the legacy shim's questions on that stream and the answers POSTed back,
@@ -18,12 +18,13 @@ from typing import Any
 import h11
 import trio
 from mrtr_transports.server.http.limits import SessionStreams
-from mrtr_transports.testing.conformance_app import app as fixtures_app
+from support.conformance_app import build_conformance_app
 from test_http_server import HttpPeer, Reply, Served, serving, tool_call
 
 import mrtr_core as m
 
 VERSION = "2025-11-25"
+fixtures_app = build_conformance_app()
 Header = tuple[str, str]
 
 
