@@ -140,6 +140,11 @@ def test_elicit_form_required_fields_must_be_properties(required: list[str]) -> 
         elicit_form("Which city?", CITY_SCHEMA, required=required)
 
 
+def test_elicit_form_required_fields_are_named_by_strings() -> None:
+    with pytest.raises(LocalProtocolError, match="named by strings"):
+        elicit_form("Which city?", CITY_SCHEMA, required=[1])  # type: ignore[list-item]
+
+
 def test_elicit_url_sets_mode_url() -> None:
     ask = elicit_url("Sign in, please", "https://auth.example.com/start?x=1")
     assert ask == ElicitUrlRequest(
