@@ -33,7 +33,7 @@ import mrtr_core as m
 
 __all__ = ["Receive", "Scope", "Send", "StreamingAnswer", "send_whole"]
 
-log = logging.getLogger("mrtr_transports.asgi")
+log = logging.getLogger("mrtr.server.asgi")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

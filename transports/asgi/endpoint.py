@@ -67,7 +67,7 @@ from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 
 __all__ = ["McpAsgi"]
 
-log = logging.getLogger("mrtr_transports.asgi")
+log = logging.getLogger("mrtr.server.asgi")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 DEFAULT_KEEPALIVE_INTERVAL = 15.0

@@ -79,7 +79,7 @@ from .serve_options import LOOPS, ServeOptions, UsageError, add_arguments
 
 __all__ = ["ANNOUNCE", "DESCRIPTION", "PROG", "StopRequest", "main", "serve", "settle_heap"]
 
-log = logging.getLogger("mrtr_transports.serve")
+log = logging.getLogger("mrtr.cli")
 
 PROG = "mrtr serve"
 #: What the stderr line announcing the address starts with.

@@ -92,7 +92,7 @@ __all__ = [
     "serve_stream",
 ]
 
-log = logging.getLogger("mrtr_transports.serve")
+log = logging.getLogger("mrtr.server")
 
 #: Bytes read from the peer at a time.
 READ_SIZE = 65536

@@ -100,7 +100,7 @@ request's id when it was read).
 Health (``routes.py``): ``GET /healthz`` (``health_path``; ``None``: none) answers
 ``200 {"status":"ok"}``, or 503 once closing, before the Host, Origin and Accept
 rules (a load balancer's probe meets none of them).  Access log (``access.py``):
-with the logger ``mrtr_transports.access`` at INFO when the server is made, each
+with the logger ``mrtr.server.access`` at INFO when the server is made, each
 request leaves a line; otherwise not one instruction more per request.
 
 Shutdown: ``HttpServer.aclose(grace)`` stops taking requests (a new connection
@@ -160,7 +160,7 @@ from .sessions import SessionEndpoint
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 DEFAULT_MAX_HEADER_SIZE = 16 * 1024

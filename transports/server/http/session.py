@@ -36,7 +36,7 @@ from ..legacy import LegacyFlow, run_legacy
 
 __all__ = ["Session", "SessionOutlet"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 METHOD_NOT_FOUND = m.protocol.METHOD_NOT_FOUND
 SUBSCRIBE_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
