@@ -138,3 +138,11 @@ def test_the_server_and_client_never_import_the_command(layer: str) -> None:
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     assert not alias.name.startswith("mrtr_transports.cli"), name
+
+
+@pytest.mark.parametrize(
+    "name", ["conformance_app", "conformance_2025", "conformance_client", "fixture_data"]
+)
+def test_the_conformance_fixtures_are_not_installed(name: str) -> None:
+    # Only the suite and the tests serve them: they live in tests/support/.
+    assert importlib.util.find_spec(f"mrtr_transports.testing.{name}") is None

@@ -282,3 +282,10 @@ def test_loop_names_a_loop_this_machine_has(capsys: pytest.CaptureFixture[str]) 
     uvloop = importlib.util.find_spec("uvloop") is not None
     assert ("uvloop" in LOOPS) is uvloop  # offered exactly where it is installed
     assert LOOPS["trio"] == ("trio", {}) and LOOPS["asyncio"] == ("asyncio", {})
+
+
+def test_there_is_one_serve_entry() -> None:
+    # `python -m mrtr_transports.server` was a second entry: the server package has no
+    # `__main__` now (`python -m mrtr_transports serve` is the same main as `mrtr serve`).
+    assert importlib.util.find_spec("mrtr_transports.server.__main__") is None
+    assert importlib.util.find_spec("mrtr_transports.__main__") is not None
