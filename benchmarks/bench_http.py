@@ -75,9 +75,9 @@ def server(side: str, max_connections: int) -> Iterator[tuple[int, int]]:
     """``side``'s server in a subprocess; yields its (port, pid)."""
     pipe = subprocess.PIPE
     if side.startswith("mrtr"):
-        argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *OUR_APP]
+        argv = [sys.executable, "-m", "mrtr_transports", "serve", "--http", "127.0.0.1:0", *OUR_APP]
         if side == "mrtr@base":  # the same server from another source tree (before/after)
-            argv[1:3] = [str(HERE / "_run_from_tree.py"), BASELINE[0], "mrtr_transports.server"]
+            argv[1:4] = [str(HERE / "_run_from_tree.py"), BASELINE[0], "mrtr_transports", "serve"]
         argv += ["--max-connections", str(max_connections)]
         env = {**os.environ, **OUR_ENV}
         process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=pipe, stderr=pipe)

@@ -130,7 +130,7 @@ def http_server(side: str) -> Iterator[str]:
     """A Streamable HTTP server for ``side`` in a subprocess; yields its endpoint URL."""
     pipe = subprocess.PIPE
     if side == "mrtr":
-        argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *OUR_APP]
+        argv = [sys.executable, "-m", "mrtr_transports", "serve", "--http", "127.0.0.1:0", *OUR_APP]
         env = {**os.environ, **OUR_ENV}
         process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=pipe, stderr=pipe)
         ready, said, other = "listening on http://", process.stderr, process.stdout
@@ -268,7 +268,7 @@ def work_mrtr(transport: str, warmup: int) -> None:
 
     async def main() -> None:
         if transport == "stdio":
-            argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio", *OUR_APP]
+            argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio", *OUR_APP]
             async with open_stdio_client(argv, env=OUR_ENV, cwd=ROOT, **options) as client:
                 await run(client)
             return

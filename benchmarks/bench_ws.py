@@ -47,7 +47,7 @@ TRANSPORTS = ("stdio", "http", "ws")
 @contextmanager
 def network_server(transport: str) -> Iterator[str]:
     """``mrtr_transports.server --http`` or ``--ws`` on a free port; yields its URL."""
-    argv = [sys.executable, "-m", "mrtr_transports.server", f"--{transport}", "127.0.0.1:0"]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", f"--{transport}", "127.0.0.1:0"]
     process = subprocess.Popen(
         [*argv, *OUR_APP],
         cwd=ROOT,
@@ -104,7 +104,7 @@ def measure(transport: str, warmup: int, calls: int, repeats: int) -> dict[str, 
 
     async def main() -> dict[str, Any]:
         if transport == "stdio":
-            argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio", *OUR_APP]
+            argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio", *OUR_APP]
             async with open_stdio_client(argv, env=OUR_ENV, cwd=ROOT, **options) as client:
                 return await run(client)
         with network_server(transport) as url:

@@ -12,15 +12,15 @@ The parts, one subpackage each:
   functions, in every handler style), the ``Context`` a handler gets, the continuation
   store, the example app that ``mrtr serve`` runs by default;
 * :mod:`mrtr_transports.server`: what a server transport serves (``ServerApp``,
-  ``Outlet``), the driver every server shares, stdio, Streamable HTTP, WebSocket, and
-  the one serve entry behind ``mrtr serve``;
+  ``Outlet``), the driver every server shares, stdio, Streamable HTTP, WebSocket;
 * :mod:`mrtr_transports.client`: the ``Client`` (calls through every round, input
   handlers, timeouts from trio's clock) over a stdio child, an HTTP endpoint or a
   WebSocket;
 * :mod:`mrtr_transports.stores`: what several server processes share (sealing keys,
   a Redis single-use store);
-* :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``);
-* :mod:`mrtr_transports.testing`: what the official conformance suite runs.
+* :mod:`mrtr_transports.cli`: the ``mrtr`` command (``serve``, ``call``, ``state inspect``),
+  the one command line that starts a server;
+* :mod:`mrtr_transports.testing`: testing an app in memory (``TestClient``, a pytest plugin).
 
 One place to import from: everything an app author needs to write a tool (``McpApp``,
 ``Context``), ask (``elicit_form``, ``elicit_url``, ``sample``, ``list_roots``; ``Ask``,
@@ -85,12 +85,12 @@ if TYPE_CHECKING:
     from .apps.mcp_app import McpApp
     from .apps.results import tool_error
     from .asgi.endpoint import McpAsgi
+    from .cli.exit_codes import ExitCode
     from .client.client import Client
     from .client.errors import (
         CallError,
         CallTimeout,
         ClientError,
-        ExitCode,
         InputUnavailable,
         RoundCapExceeded,
         TransportError,
@@ -151,7 +151,7 @@ _HOMES = {
     "CallError": "mrtr_transports.client.errors",
     "CallTimeout": "mrtr_transports.client.errors",
     "ClientError": "mrtr_transports.client.errors",
-    "ExitCode": "mrtr_transports.client.errors",
+    "ExitCode": "mrtr_transports.cli.exit_codes",
     "InputUnavailable": "mrtr_transports.client.errors",
     "RoundCapExceeded": "mrtr_transports.client.errors",
     "TransportError": "mrtr_transports.client.errors",

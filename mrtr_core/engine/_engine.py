@@ -23,6 +23,8 @@ from .._errors import (
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..protocol._meta import declared_capabilities
 from ..wire._convert import (
+    structure_input_request,
+    unstructure_input_request,
     unstructure_input_response,
 )
 from ..wire._inputs import INPUT_KINDS, InputRegistry
@@ -43,9 +45,10 @@ from ._events import (
 )
 from ._retry import MRTR_METHODS, strip_round_fields
 from ._rounds import answer_problem, read_input_requests, read_round_fields
-from ._snapshot import restored, snapshot_of
 from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
 
+#: The version of :meth:`RoundEngine.snapshot`'s format.
+SNAPSHOT_VERSION = 1
 #: Pacing of requestState-only legs: 50 ms, doubling, capped at 250 ms.
 PACE_FIRST = 0.05
 PACE_CAP = 0.25
@@ -308,7 +311,7 @@ class RoundEngine:
             self._events.append(CancelLeg(leg=self.legs))
         self._finish(EngineState.CANCELLED, Cancelled())
 
-    # --- Snapshot and restore (_snapshot.py) ---------------------------------------
+    # --- Snapshot and restore: the engine's own fields, as a plain JSON-able value ---
 
     def snapshot(self, now: float) -> dict[str, Any]:
         """The engine's state as a plain JSON-able value, to resume it elsewhere.
@@ -317,7 +320,42 @@ class RoundEngine:
         out.  Times are stored as elapsed seconds, so the snapshot does not depend
         on this process's monotonic clock.
         """
-        return snapshot_of(self, now)
+        if self.state in TERMINAL_STATES or self._events:
+            raise LocalProtocolError("snapshot needs an open flow with every event handed out")
+        return {
+            "version": SNAPSHOT_VERSION,
+            "method": self.method,
+            "params": dict(self.params),
+            "capabilities": dict(self.capabilities),
+            "options": {
+                "leg_timeout": self.leg_timeout,
+                "total_timeout": self.total_timeout,
+                "input_timeout": self.input_timeout,
+                "max_rounds": self.max_rounds,
+                "max_state_only_legs": self.max_state_only_legs,
+                "max_leg_reissues": self.max_leg_reissues,
+                "url_wait_timeout": self.url_wait_timeout,
+            },
+            "state": self.state.value,
+            "elapsed": now - self._started_at,
+            "round": self.round,
+            "legs": self.legs,
+            "input_rounds": self._input_rounds,
+            "state_only_legs": self._state_only_legs,
+            "reissues": self._reissues,
+            "pace": self._pace,
+            "url_accepted": self._url_accepted,
+            "url_waited": None if self._url_wait_since is None else now - self._url_wait_since,
+            "leg_params": dict(self._leg_params),
+            "leg_is_retry": self._leg_is_retry,
+            "pending": {k: unstructure_input_request(v) for k, v in self._pending.items()},
+            "responses": dict(self._responses),
+            "request_state": self._request_state,
+            "round_elapsed": now - self._round_started_at,
+            "last_input_required": (
+                None if self.last_input_required is None else dict(self.last_input_required)
+            ),
+        }
 
     @classmethod
     def restore(
@@ -336,11 +374,65 @@ class RoundEngine:
         registry the snapshotted engine had, if it was not the default.
         """
         try:
-            return restored(cls, snapshot, now, input_kinds)
+            return cls._restored(snapshot, now, input_kinds)
         except LocalProtocolError:
             raise
         except Exception as exc:  # any shape error in stored data, ours included
             raise LocalProtocolError(f"invalid snapshot: {exc!r:.200}") from exc
+
+    @classmethod
+    def _restored(
+        cls, snap: Mapping[str, Any], now: float, input_kinds: InputRegistry
+    ) -> RoundEngine:
+        """:meth:`restore`, its errors not yet wrapped; restoring rebases the stored
+        elapsed times on the new ``now``."""
+        if snap["version"] != SNAPSHOT_VERSION:
+            raise LocalProtocolError(f"unknown snapshot version {describe(snap['version'])}")
+        engine = cls(
+            snap["method"],
+            snap["params"],
+            capabilities=snap["capabilities"],
+            input_kinds=input_kinds,
+            **snap["options"],
+        )
+        state = EngineState(snap["state"])
+        if state in TERMINAL_STATES:  # (an open state: one whose wait the engine names)
+            raise LocalProtocolError(f"cannot restore a flow in state {state.value}")
+        engine.state = state
+        engine._started_at = now - float(snap["elapsed"])
+        engine.round = int(snap["round"])
+        engine.legs = int(snap["legs"])
+        engine._input_rounds = int(snap["input_rounds"])
+        engine._state_only_legs = int(snap["state_only_legs"])
+        engine._reissues = int(snap["reissues"])
+        pace = snap["pace"]
+        engine._pace = None if pace is None else float(pace)
+        # (absent from a snapshot of an older version: no person waited for)
+        engine._url_accepted = bool(snap.get("url_accepted", False))
+        waited = snap.get("url_waited")
+        engine._url_wait_since = None if waited is None else now - float(waited)
+        engine._leg_params = dict(snap["leg_params"])
+        engine._leg_is_retry = bool(snap["leg_is_retry"])
+        engine._responses = dict(snap["responses"])
+        request_state = snap["request_state"]
+        if request_state is not None and not isinstance(request_state, str):
+            raise LocalProtocolError("invalid snapshot: request_state must be a str")
+        engine._request_state = request_state
+        last = snap["last_input_required"]
+        engine.last_input_required = None if last is None else dict(last)
+        if state is EngineState.AWAITING_RESULT:
+            # The leg in flight died with the old process: re-issue it with a new id.
+            # Not counted against max_leg_reissues (that bounds one process's broken
+            # streams); how often a stored flow is resumed is the app's decision.
+            params, retry = engine._leg_params, engine._leg_is_retry
+            engine._send_leg(now, params, retry=retry, delay=0.0, reissue=True)
+        elif state is EngineState.AWAITING_INPUT:
+            engine._pending = {
+                k: structure_input_request(v, input_kinds) for k, v in dict(snap["pending"]).items()
+            }
+            engine._round_started_at = now - float(snap["round_elapsed"])
+            engine._open_round(now)
+        return engine
 
     # --- Internals ----------------------------------------------------------------
 

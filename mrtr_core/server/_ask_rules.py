@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import LocalProtocolError
+from ._validation import schema_problem
 
 _COMMON = frozenset({"type", "title", "description", "default"})
 _KEYWORDS: dict[str, frozenset[str]] = {
@@ -31,29 +32,112 @@ _KEYWORDS: dict[str, frozenset[str]] = {
     "array": _COMMON | {"minItems", "maxItems", "items"},
 }
 STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+_NUMERIC = ("minimum", "maximum", "default")
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+# --- what each field type's keywords must hold: a rule is a message and a JSON Schema --------
+# The first rule a field's definition fails names its problem; the schemas are checked by
+# the one validator (``_validation``), as answers and tool arguments are.
+
+_COUNT = {"type": "integer", "minimum": 0}
+_NUMBER = {"type": "number"}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+#: ``[{"const": str, "title": str}, ...]``: enum options with display labels.
+_TITLED_OPTIONS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"const": {"type": "string"}, "title": {"type": "string"}},
+        "required": ["const", "title"],
+        "additionalProperties": False,
+    },
+}
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _keyword(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A rule's schema: keyword ``name``, when present, matches ``schema``."""
+    return {"properties": {name: schema}}
 
 
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+def _present(*names: str) -> dict[str, Any]:
+    return {"anyOf": [{"required": [name]} for name in names]}
 
 
-def _titled_options(value: object) -> bool:
-    """``[{"const": str, "title": str}, ...]``: enum options with display labels."""
-    return isinstance(value, list) and all(
-        isinstance(v, Mapping)
-        and set(v) == {"const", "title"}
-        and isinstance(v["const"], str)
-        and isinstance(v["title"], str)
-        for v in value
-    )
+_TEXTS = (
+    ("title must be a string", _keyword("title", {"type": "string"})),
+    ("description must be a string", _keyword("description", {"type": "string"})),
+)
+_RULES: dict[str, tuple[tuple[str, Mapping[str, Any]], ...]] = {
+    "string": (
+        *_TEXTS,
+        ("minLength must be a non-negative integer", _keyword("minLength", _COUNT)),
+        ("maxLength must be a non-negative integer", _keyword("maxLength", _COUNT)),
+        (
+            f"format must be one of {sorted(STRING_FORMATS)}",
+            _keyword("format", {"enum": sorted(STRING_FORMATS)}),
+        ),
+        ("enum must be a list of strings", _keyword("enum", _STRINGS)),
+        (
+            "enumNames must be a list of strings, beside enum",
+            {**_keyword("enumNames", _STRINGS), "dependentRequired": {"enumNames": ["enum"]}},
+        ),
+        (
+            'oneOf must be a list of {"const": string, "title": string}',
+            _keyword("oneOf", _TITLED_OPTIONS),
+        ),
+        ("an enum field has enum or oneOf, not both", {"not": {"required": ["enum", "oneOf"]}}),
+        (
+            # The spec's enum schemas have no such keywords (its StringSchema has them).
+            "an enum field has no minLength, maxLength or format",
+            {
+                "if": _present("enum", "oneOf"),
+                "then": {"not": _present("minLength", "maxLength", "format")},
+            },
+        ),
+        ("default must be a string", _keyword("default", {"type": "string"})),
+    ),
+    "number": (
+        *_TEXTS,
+        *((f"{name} must be a number", _keyword(name, _NUMBER)) for name in _NUMERIC),
+    ),
+    "integer": (
+        *_TEXTS,
+        *((f"{name} must be a number", _keyword(name, _NUMBER)) for name in _NUMERIC),
+    ),
+    "boolean": (*_TEXTS, ("default must be a boolean", _keyword("default", {"type": "boolean"}))),
+    "array": (  # a multi-select of enum strings
+        *_TEXTS,
+        ("minItems must be a non-negative integer", _keyword("minItems", _COUNT)),
+        ("maxItems must be a non-negative integer", _keyword("maxItems", _COUNT)),
+        (
+            'an array field is a multi-select: items must be {"type": "string", '
+            '"enum": [...]} or {"anyOf": [{"const": ..., "title": ...}, ...]}',
+            {
+                "required": ["items"],
+                **_keyword(
+                    "items",
+                    {
+                        "anyOf": [
+                            {
+                                "type": "object",
+                                "properties": {"type": {"const": "string"}, "enum": _STRINGS},
+                                "required": ["type", "enum"],
+                                "additionalProperties": False,
+                            },
+                            {
+                                "type": "object",
+                                "properties": {"anyOf": _TITLED_OPTIONS},
+                                "required": ["anyOf"],
+                                "additionalProperties": False,
+                            },
+                        ]
+                    },
+                ),
+            },
+        ),
+        ("default must be a list of strings", _keyword("default", _STRINGS)),
+    ),
+}
 
 
 def check_primitive_schema(name: object, definition: object) -> None:
@@ -80,55 +164,11 @@ def check_primitive_schema(name: object, definition: object) -> None:
         raise LocalProtocolError(f"form field {name!r}: {problem}")
 
 
-def _keyword_problem(kind: str, d: Mapping[str, Any]) -> str | None:
-    for text in ("title", "description"):
-        if text in d and not isinstance(d[text], str):
-            return f"{text} must be a string"
-    if kind == "string":
-        for bound in ("minLength", "maxLength"):
-            if bound in d and not _is_count(d[bound]):
-                return f"{bound} must be a non-negative integer"
-        # (isinstance first: a list or an object is unhashable, and no format either)
-        if "format" in d and not (isinstance(d["format"], str) and d["format"] in STRING_FORMATS):
-            return f"format must be one of {sorted(STRING_FORMATS)}"
-        if "enum" in d and not _strings(d["enum"]):
-            return "enum must be a list of strings"
-        if "enumNames" in d and ("enum" not in d or not _strings(d["enumNames"])):
-            return "enumNames must be a list of strings, beside enum"
-        if "oneOf" in d and not _titled_options(d["oneOf"]):
-            return 'oneOf must be a list of {"const": string, "title": string}'
-        if "enum" in d and "oneOf" in d:
-            return "an enum field has enum or oneOf, not both"
-        if ("enum" in d or "oneOf" in d) and {"minLength", "maxLength", "format"} & set(d):
-            # The spec's enum schemas have no such keywords (its StringSchema has them).
-            return "an enum field has no minLength, maxLength or format"
-        if "default" in d and not isinstance(d["default"], str):
-            return "default must be a string"
-    elif kind in ("number", "integer"):
-        for bound in ("minimum", "maximum", "default"):
-            if bound in d and not _is_number(d[bound]):
-                return f"{bound} must be a number"
-    elif kind == "boolean":
-        if "default" in d and not isinstance(d["default"], bool):
-            return "default must be a boolean"
-    else:  # array: a multi-select of enum strings
-        for bound in ("minItems", "maxItems"):
-            if bound in d and not _is_count(d[bound]):
-                return f"{bound} must be a non-negative integer"
-        items = d.get("items")
-        if not isinstance(items, Mapping):
-            items = {}
-        untitled = (
-            set(items) == {"type", "enum"} and items["type"] == "string" and _strings(items["enum"])
-        )
-        titled = set(items) == {"anyOf"} and _titled_options(items["anyOf"])
-        if not (untitled or titled):
-            return (
-                'an array field is a multi-select: items must be {"type": "string", '
-                '"enum": [...]} or {"anyOf": [{"const": ..., "title": ...}, ...]}'
-            )
-        if "default" in d and not _strings(d["default"]):
-            return "default must be a list of strings"
+def _keyword_problem(kind: str, definition: Mapping[str, Any]) -> str | None:
+    """The message of the first rule of ``kind`` that ``definition`` fails, or ``None``."""
+    for message, rule in _RULES[kind]:
+        if schema_problem(rule, dict(definition)) is not None:
+            return message
     return None
 
 

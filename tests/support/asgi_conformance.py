@@ -1,7 +1,8 @@
-"""The conformance fixtures app (``mrtr_transports.testing.conformance_app``) as
-``McpAsgi``: ``app`` for the official conformance suite's server legs under an ASGI server
-(uvicorn, hypercorn), ``endpoint()`` (uvicorn's ``--factory``) with the options given as
-JSON in ``MRTR_ASGI_OPTIONS``, of the app ``MRTR_ASGI_APP`` names (``support.asgi_hosts``)."""
+"""The conformance fixtures app (``tests/support/conformance_app.py``) as ``McpAsgi``:
+``app`` for the official conformance suite's server legs under an ASGI server (uvicorn,
+hypercorn; the fixtures sleep with anyio, so any worker loop), ``endpoint()`` (uvicorn's
+``--factory``) with the options given as JSON in ``MRTR_ASGI_OPTIONS``, of the app
+``MRTR_ASGI_APP`` names (``support.asgi_hosts``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import json
 import os
 
 from mrtr_transports.asgi import McpAsgi
-from mrtr_transports.server.driver import load_app
+from mrtr_transports.cli.app_loading import load_app
 
-FIXTURES = "mrtr_transports.testing.conformance_app:app"
+from support.conformance_suite import FIXTURES_APP
+
+FIXTURES = FIXTURES_APP
 
 app = McpAsgi(load_app(FIXTURES))
 

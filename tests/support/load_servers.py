@@ -28,7 +28,7 @@ import trio
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 APP = "support.load_app:app"
-STDIO_SERVER = [sys.executable, "-m", "mrtr_transports.server", "--stdio", "--app", APP]
+STDIO_SERVER = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio", "--app", APP]
 #: Seconds a server may take to say it listens (a loaded machine imports slowly).
 START_TIMEOUT = 60.0
 

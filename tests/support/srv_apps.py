@@ -1,6 +1,6 @@
 """A small ServerApp for the server transport tests (stdio, HTTP, interop with ``mcp``).
 
-Served as ``python -m mrtr_transports.server --stdio --app support.srv_apps:TestApp`` with
+Served as ``python -m mrtr_transports serve --stdio --app support.srv_apps:TestApp`` with
 ``tests/`` on ``PYTHONPATH``, or in-process.  Its tools cover what the
 transports must carry: a two-round MRTR flow with sealed state (``trip``:
 elicitation, then sampling), roots, a requestState-only round (``pause``),

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from support.conformance_suite import NODE, ROOT
+from support.conformance_suite import FIXTURES_APP, NODE, ROOT
 
 PROJECT = ROOT / "tests" / "support" / "ts"
 CLIENT_JS = PROJECT / "peer_client.mjs"
@@ -36,7 +36,7 @@ MRTR_SERVE = [
     "mrtr_transports.cli.main",
     "serve",
     "--app",
-    "mrtr_transports.testing.conformance_app:app",
+    FIXTURES_APP,
 ]
 
 

@@ -1,4 +1,4 @@
-"""The example server ``mrtr serve`` runs by default: ``mrtr_transports.apps.example:app``.
+"""The example server ``mrtr serve`` runs by default: :func:`build_example_app`.
 
 The model: one :class:`~mrtr_transports.apps.mcp_app.McpApp` with real examples
 only, each a tool that asks the user for input over multi round-trip requests
@@ -13,6 +13,11 @@ only, each a tool that asks the user for input over multi round-trip requests
 * ``connect_provider`` (:mod:`.example_auth`) signs in to a demo provider through
   URL elicitation (``mrtr serve --http`` only: it needs the callback).
 
+The tools are plain functions; :func:`build_example_app` makes an app and
+registers them (``mrtr serve`` with no ``--app`` calls it), and ``app`` is one
+built at import, for ``--app mrtr_transports.apps.example:app`` and for code
+that imports it.
+
 **When the user says no.**  Each question can be accepted, declined (the user
 said no) or cancelled (the user dismissed it without choosing).  A tool that
 cannot do its job without the answer ends at once with a tool error
@@ -26,7 +31,7 @@ those for protocol failures (a model cannot see them).  Asking again instead
 would pester a user who has just said no.
 
 The conformance suite's fixtures (``test_*`` tools, ``test://`` resources, ...)
-are a separate app: ``mrtr_transports.testing.conformance_app:app``.
+are a separate app, kept with the tests: ``tests/support/conformance_app.py``.
 
 Sampling is deprecated in protocol 2026-07-28 (SEP-2577; it keeps working for
 at least twelve months): ``weather`` says so in its description.  Every handler
@@ -40,27 +45,23 @@ from typing import Any
 
 import mrtr_core as m
 
+from . import example_auth
 from .context import Context
 from .mcp_app import McpApp
 from .results import tool_error
 
-__all__ = ["CONFIRM_DEPLOY", "app", "deploy", "deployments", "plan_trip", "refused", "weather"]
+__all__ = [
+    "CONFIRM_DEPLOY",
+    "app",
+    "build_example_app",
+    "deploy",
+    "deployments",
+    "plan_trip",
+    "refused",
+    "weather",
+]
 
 DEPRECATED = "Deprecated in 2026-07-28 (SEP-2577), still served"
-
-app = McpApp(
-    "mrtr-example",
-    "0.1.0",
-    title="mrtr example server",
-    instructions=(
-        "Example tools that ask the user for input over multi round-trip requests: "
-        "weather, plan_trip, deploy and connect_provider (a URL sign-in, over HTTP). "
-        "Each ends with a tool error when the user declines or cancels a question."
-    ),
-    # Lists are the same for every caller: cacheable by anyone for a minute.
-    cache_ttl_ms=60_000,
-    cache_scope="public",
-)
 
 
 # --- reading answers ----------------------------------------------------------------------
@@ -106,12 +107,12 @@ TONE = m.server.sample("Describe sunshine in three words", max_tokens=10)
 NO_FORECAST = "No forecast"
 
 
-@app.tool(
-    description=(
-        "The weather in a city: asks the city, then the units, then (if the client "
-        f"can sample; sampling: {DEPRECATED}) a tone from the client's LLM."
-    )
+WEATHER_DESCRIPTION = (
+    "The weather in a city: asks the city, then the units, then (if the client "
+    f"can sample; sampling: {DEPRECATED}) a tone from the client's LLM."
 )
+
+
 def weather(ctx: Context) -> Any:
     state = ctx.state or {}
     if "city" not in state:
@@ -155,13 +156,13 @@ NIGHTS = m.server.elicit_form(
 NO_TRIP = "Trip not planned"
 
 
-@app.tool(
-    input_schema={
-        "type": "object",
-        "properties": {"destination": {"type": "string", "description": "Where to go"}},
-        "required": ["destination"],
-    }
-)
+PLAN_TRIP_SCHEMA = {
+    "type": "object",
+    "properties": {"destination": {"type": "string", "description": "Where to go"}},
+    "required": ["destination"],
+}
+
+
 def plan_trip(ctx: Context) -> Any:
     """Plans a trip in two rounds of questions: who travels, then for how long."""
     destination = str(ctx.arguments["destination"])
@@ -190,16 +191,12 @@ CONFIRM_DEPLOY = m.server.elicit_form(
 deployments: list[str] = []
 
 
-@app.tool(
-    input_schema={
-        "type": "object",
-        "properties": {"env": {"type": "string", "description": "Where to deploy"}},
-    },
-    annotations={"destructiveHint": True, "idempotentHint": False},
-    # A confirmation no sealed state proves was asked reads as missing: a client that
-    # invents ``inputResponses.confirm`` on the first call is simply asked.
-    require_proof=True,
-)
+DEPLOY_SCHEMA = {
+    "type": "object",
+    "properties": {"env": {"type": "string", "description": "Where to deploy"}},
+}
+
+
 def deploy(ctx: Context) -> Any:
     """Deploys after the user confirms; the deployment runs at most once per call."""
     # The sealed state is bound to these arguments: a retry cannot switch the env.
@@ -217,5 +214,37 @@ def deploy(ctx: Context) -> Any:
     return f"Deployed to {env}."
 
 
-# The URL sign-in lives in its own module and registers itself on this app.
-from . import example_auth  # noqa: E402, F401
+# --- the app ------------------------------------------------------------------------------
+
+
+def build_example_app() -> McpApp:
+    """A new example app with every example tool registered."""
+    app = McpApp(
+        "mrtr-example",
+        "0.1.0",
+        title="mrtr example server",
+        instructions=(
+            "Example tools that ask the user for input over multi round-trip requests: "
+            "weather, plan_trip, deploy and connect_provider (a URL sign-in, over HTTP). "
+            "Each ends with a tool error when the user declines or cancels a question."
+        ),
+        # Lists are the same for every caller: cacheable by anyone for a minute.
+        cache_ttl_ms=60_000,
+        cache_scope="public",
+    )
+    app.add_tool(weather, description=WEATHER_DESCRIPTION)
+    app.add_tool(plan_trip, input_schema=PLAN_TRIP_SCHEMA)
+    app.add_tool(
+        deploy,
+        input_schema=DEPLOY_SCHEMA,
+        annotations={"destructiveHint": True, "idempotentHint": False},
+        # A confirmation no sealed state proves was asked reads as missing: a client that
+        # invents ``inputResponses.confirm`` on the first call is simply asked.
+        require_proof=True,
+    )
+    example_auth.add_to(app)
+    return app
+
+
+#: The example app, built once at import (``--app mrtr_transports.apps.example:app``).
+app = build_example_app()

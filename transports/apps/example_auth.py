@@ -5,8 +5,8 @@ and finishes when the provider's redirect reaches the server's callback
 (``{endpoint}/auth/callback``).  The provider here is a placeholder
 (``provider.example`` does not exist): a test, or a person trying it, plays the
 browser by opening the ``redirect_uri`` of the URL shown with its ``state`` and
-a ``code``.  Registered on :mod:`~mrtr_transports.apps.example`'s app (imported
-at its end), so ``mrtr serve --http`` serves it.  It needs the client's
+a ``code``.  :func:`add_to` registers it (the example app's builder calls it), so
+``mrtr serve --http`` serves it.  It needs the client's
 ``elicitation.url`` capability and an HTTP server (stdio has no callback).
 Declined at the provider, refused or dismissed by the user, or failed at the
 provider: the tool ends with a tool error that says which.
@@ -17,8 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from .context import Context
-from .example import app
+from .mcp_app import McpApp
 from .results import tool_error
+
+__all__ = ["PROVIDER_URL", "add_to", "connect_provider"]
 
 #: The demo provider's authorization URL: the server rewrites ``state`` and
 #: ``redirect_uri``; the provider's own ``state`` comes back in ``provider_state``.
@@ -28,13 +30,17 @@ PROVIDER_URL = (
 )
 
 
-@app.tool(
-    "connect_provider",
-    description=(
-        "Signs in to a demo OAuth-style provider through URL elicitation: shows a sign-in "
-        "URL, then completes when the provider redirects back to this server's callback."
-    ),
+DESCRIPTION = (
+    "Signs in to a demo OAuth-style provider through URL elicitation: shows a sign-in "
+    "URL, then completes when the provider redirects back to this server's callback."
 )
+
+
+def add_to(app: McpApp) -> None:
+    """Register ``connect_provider`` on ``app``."""
+    app.add_tool(connect_provider, "connect_provider", description=DESCRIPTION)
+
+
 async def connect_provider(ctx: Context) -> Any:
     outcome = await ctx.ask_provider(
         "sign_in", PROVIDER_URL, message="Sign in to the demo provider to connect it."

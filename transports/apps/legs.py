@@ -44,7 +44,7 @@ from .results import (
     with_cache_hints,
 )
 
-log = logging.getLogger("mrtr_transports.serve")
+log = logging.getLogger("mrtr.server")
 
 Entry = Tool | Resource | ResourceTemplate | Prompt
 

@@ -32,7 +32,7 @@ import mrtr_core as m
 from .registry import CacheScope, Tool, put_present
 from .signatures import to_json
 
-log = logging.getLogger("mrtr_transports.apps")
+log = logging.getLogger("mrtr.apps")
 
 
 def with_cache_hints(

@@ -33,7 +33,7 @@ import mrtr_core as m
 
 __all__ = ["SSE_HEADERS", "Receive", "Scope", "Send", "Sender", "StreamingAnswer", "send_whole"]
 
-log = logging.getLogger("mrtr_transports.asgi")
+log = logging.getLogger("mrtr.server.http")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -52,7 +52,7 @@ __all__ = [
     "callback_route",
 ]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 DEFAULT_CALLBACK_PATH = "auth/callback"
 

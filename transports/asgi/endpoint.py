@@ -83,7 +83,7 @@ from .sessions import SessionEndpoint
 
 __all__ = ["McpAsgi"]
 
-log = logging.getLogger("mrtr_transports.asgi")
+log = logging.getLogger("mrtr.server.http")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 DEFAULT_MAX_HEADER_SIZE = 16 * 1024

@@ -37,7 +37,7 @@ from ..server.legacy import LegacyFlow, run_legacy
 
 __all__ = ["Session", "SessionOutlet"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 METHOD_NOT_FOUND = m.protocol.METHOD_NOT_FOUND
 SUBSCRIBE_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})

@@ -60,7 +60,7 @@ from .session import Session
 
 __all__ = ["SSE_RETRY_MS", "SessionEndpoint"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 #: The ``retry`` (milliseconds) of each stream's priming event: how soon a client
 #: whose stream was closed comes back with ``Last-Event-ID``.

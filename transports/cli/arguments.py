@@ -13,7 +13,7 @@ import math
 from mrtr_core.engine import DEFAULT_URL_WAIT
 from mrtr_core.protocol import LEGACY_VERSIONS, LOG_LEVELS, MODERN_VERSIONS
 
-from ..client.errors import ExitCode
+from .exit_codes import ExitCode
 
 __all__ = [
     "ANSWERS_HELP",

@@ -38,9 +38,10 @@ import mrtr_core as m
 from mrtr_core.connection import Verdict
 
 from ..client import errors
-from ..client.errors import ClientError, ExitCode, exit_code_of
+from ..client.errors import ClientError, exit_code_of
 from . import json_text
 from .connecting import UsageError, open_target, parse_headers, parse_target
+from .exit_codes import ExitCode
 from .interrupts import is_interrupt
 from .notices import Notices, one_line
 from .verdicts import VerdictFile

@@ -3,19 +3,15 @@
 Shared by the answers book (an accepted form answer is checked against the
 requested schema before it is sent: :func:`check_form_answer`) and the
 terminal prompts (each typed field is parsed and checked:
-:func:`parse_field`, :func:`check_value`).  What is checked: the types,
-enums (single and multi select), required fields, numeric bounds, string
-lengths and the ``email``, ``uri``, ``date`` and ``date-time`` formats.  A
-type the schema language does not name is left to the server.
+:func:`parse_field`, :func:`check_value`).  Values are checked by the core's
+JSON-Schema validator (jsonschema-rs, formats asserted), the one the server
+checks them with; a schema it cannot use is left to the server.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import mrtr_core as m
 
@@ -67,67 +63,24 @@ def choices(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
     return None
 
 
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATE_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
-)
-
-
 def check_value(prop: Mapping[str, Any], value: Any) -> str | None:
-    """Why ``value`` does not fit the field's schema, or ``None`` when it does."""
-    kind = prop.get("type")
+    """Why ``value`` does not fit the field's schema, or ``None`` when it does.
+
+    The check is the core's, the one JSON-Schema validator
+    (:func:`mrtr_core.server.schema_problem`), so a value it passes is one the server
+    accepts; its reason is shown as it is, except for a single-select field, where the
+    options a person can type are more use than the schema's wording.
+    """
+    try:
+        problem = m.server.schema_problem(prop, value)
+    except m.LocalProtocolError:
+        return None  # not a schema the validator can use: the server judges the value
+    if problem is None:
+        return None
     options = choices(prop)
-    if kind == "array":
-        if not isinstance(value, list):
-            return "expected a list"
-        if options is not None:
-            allowed = [v for v, _ in options]
-            bad = [v for v in value if v not in allowed]
-            if bad:
-                return f"not among the options: {', '.join(map(str, bad))}"
-        low, high = prop.get("minItems"), prop.get("maxItems")
-        if isinstance(low, int) and len(value) < low:
-            return f"choose at least {low}"
-        if isinstance(high, int) and len(value) > high:
-            return f"choose at most {high}"
-        return None
-    if options is not None and value not in [v for v, _ in options]:
+    if options is not None and prop.get("type") != "array":
         return f"choose one of: {', '.join(label for _, label in options)}"
-    if kind == "boolean":
-        return None if isinstance(value, bool) else "expected true or false"
-    if kind in ("number", "integer"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return "expected a number"
-        if kind == "integer" and not (isinstance(value, int) or float(value).is_integer()):
-            return "expected a whole number"
-        if not math.isfinite(value):
-            return "expected a finite number"
-        low, high = prop.get("minimum"), prop.get("maximum")
-        if isinstance(low, (int, float)) and value < low:
-            return f"at least {low}"
-        if isinstance(high, (int, float)) and value > high:
-            return f"at most {high}"
-        return None
-    if kind == "string":
-        if not isinstance(value, str):
-            return "expected text"
-        low, high = prop.get("minLength"), prop.get("maxLength")
-        if isinstance(low, int) and len(value) < low:
-            return f"at least {low} characters"
-        if isinstance(high, int) and len(value) > high:
-            return f"at most {high} characters"
-        fmt = prop.get("format")
-        if fmt == "email" and not _EMAIL.fullmatch(value):
-            return "expected an email address"
-        if fmt == "uri" and not urlsplit(value).scheme:
-            return "expected a URI (scheme:...)"
-        if fmt == "date" and not _DATE.fullmatch(value):
-            return "expected a date, YYYY-MM-DD"
-        if fmt == "date-time" and not _DATE_TIME.fullmatch(value):
-            return "expected a date and time, YYYY-MM-DDTHH:MM[:SS][Z]"
-        return None
-    return None  # a type we do not know: the server judges it
+    return problem.reason  # (a field is flat: the reason names the item it is about)
 
 
 def check_form_answer(schema: Mapping[str, Any], answer: m.wire.ElicitResult) -> None:

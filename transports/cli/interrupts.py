@@ -1,7 +1,8 @@
 """How a command ends when it is asked to stop: Ctrl-C (SIGINT) and SIGTERM.
 
 The model.  A signal is a request to stop, not a crash, so it never ends in a
-traceback.  :func:`run_stoppable` runs a command's trio main with a watcher
+traceback.  :func:`run_stoppable` runs a command's async main (on trio unless
+told otherwise: ``anyio.run``'s backend, ``mrtr serve --loop``) with a watcher
 for the signals the command honours: the first one cancels everything (so
 ``finally`` blocks, child shutdown and stdout restoring run as on any other
 exit), and the command's exit code says which signal it was.  Signals that
@@ -21,7 +22,7 @@ but asks it to stop taking new work and drain what is in flight (``mrtr serve
 A second signal while it drains cancels at once (Ctrl-C twice: "now").
 
 trio raises a ``KeyboardInterrupt`` that arrives before the watcher is up (or
-outside ``trio.run``) inside an exception group when it passes through a
+outside the run) inside an exception group when it passes through a
 nursery, so :func:`is_interrupt` looks through groups.
 """
 
@@ -29,12 +30,13 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Collection
-from typing import TextIO
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any, TextIO
 
-import trio
+import anyio
+from anyio.abc import TaskStatus
 
-from ..client.errors import ExitCode
+from .exit_codes import ExitCode
 
 __all__ = ["STOPPED_BY_SIGTERM", "interrupted", "is_interrupt", "run_stoppable"]
 
@@ -60,8 +62,10 @@ def run_stoppable(
     *,
     signals: Collection[signal.Signals] = (signal.SIGINT,),
     on_stop: Callable[[], object] | None = None,
+    backend: str = "trio",
+    backend_options: Mapping[str, Any] | None = None,
 ) -> int:
-    """``trio.run(main)``'s exit code, or the code of the signal in ``signals`` that stopped it.
+    """``anyio.run(main)``'s exit code, or the code of the signal in ``signals`` that stopped it.
 
     With ``on_stop``, the first signal calls it (from inside the run) instead of
     cancelling ``main``, and a second one cancels.  Only call from the main thread
@@ -69,8 +73,8 @@ def run_stoppable(
     """
     stopped_by: list[signal.Signals] = []
 
-    async def watch(cancel: trio.CancelScope, task_status: trio.TaskStatus[None]) -> None:
-        with trio.open_signal_receiver(*signals) as arrivals:
+    async def watch(cancel: anyio.CancelScope, *, task_status: TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(*signals) as arrivals:
             task_status.started()
             async for signum in arrivals:  # (until the run ends: later ones are absorbed)
                 if not stopped_by:
@@ -84,14 +88,14 @@ def run_stoppable(
 
     async def run() -> int:
         code = int(ExitCode.RESULT)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(watch, nursery.cancel_scope)
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(watch, tasks.cancel_scope)
             code = await main()
-            nursery.cancel_scope.cancel()
+            tasks.cancel_scope.cancel()
         return code
 
     try:
-        code = trio.run(run)
+        code = anyio.run(run, backend=backend, backend_options=dict(backend_options or {}))
     except BaseException as exc:
         if not is_interrupt(exc):
             raise

@@ -33,7 +33,7 @@ import trio
 import mrtr_core as m
 
 from ..client.client import Client
-from ..client.errors import CallError, ExitCode
+from ..client.errors import CallError
 from .call import (
     client_failure,
     client_options,
@@ -43,6 +43,7 @@ from .call import (
     write_out,
 )
 from .connecting import UsageError, open_target, parse_headers
+from .exit_codes import ExitCode
 from .notices import Notices, one_line
 
 __all__ = ["KINDS", "MAX_PAGES", "describe_schema", "run_list", "show_entries"]

@@ -2,7 +2,8 @@
 
 Commands (each in its own module; docs/cli.md describes them)::
 
-    mrtr serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [--app MODULE:ATTR|FILE.py:ATTR]
+    mrtr serve [--stdio | --http HOST:PORT | --ws HOST:PORT] [--loop trio|asyncio]
+               [--app MODULE:ATTR|FILE.py:ATTR]
                [--log-level LEVEL] [--no-access-log] [--drain-timeout SEC] [--path PATH]
                [--health-path PATH|off] [--allow-origin ORIGIN ...] [--allow-host HOST ...]
                [--trusted-proxy CIDR ...] [--state-keys FILE|env:NAME] ...
@@ -19,9 +20,8 @@ Commands (each in its own module; docs/cli.md describes them)::
               [--method M] [--params JSON] [--principal P] [--now SECONDS] TOKEN
     mrtr --version
 
-* ``mrtr serve`` is the one serve entry, :mod:`mrtr_transports.server.entry`
-  (the same as ``python -m mrtr_transports.server --stdio`` and
-  ``python -m mrtr_transports.server --http 127.0.0.1:0``);
+* ``mrtr serve`` is the one command line that starts a server,
+  :mod:`mrtr_transports.cli.serve` (``python -m mrtr_transports serve`` is the same);
 * ``mrtr call``, ``mrtr get-prompt`` and ``mrtr read`` are
   :mod:`mrtr_transports.cli.call` (``tools/call``, ``prompts/get``,
   ``resources/read``: each through every input round), ``mrtr list`` is
@@ -51,10 +51,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..client.errors import ExitCode
-from ..server.entry import MRTR_SERVE
-from ..server.entry import add_arguments as add_serve_arguments
-from ..server.entry import serve as run_serve
 from .arguments import (
     ANSWERS_HELP,
     EXIT_CODES_HELP,
@@ -64,7 +60,11 @@ from .arguments import (
     version_text,
 )
 from .call import CALLS, package_version, run_call
+from .exit_codes import ExitCode
 from .interrupts import interrupted, run_stoppable
+from .serve import DESCRIPTION as SERVE_DESCRIPTION
+from .serve import serve as run_serve
+from .serve_options import add_arguments as add_serve_arguments
 from .state import run_state_inspect
 
 # --- Arguments --------------------------------------------------------------------------------
@@ -102,10 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve",
-        help="serve an app over stdio or Streamable HTTP",
-        description=MRTR_SERVE.description,
+        help="serve an app over stdio, Streamable HTTP or WebSocket",
+        description=SERVE_DESCRIPTION,
     )
-    add_serve_arguments(serve, MRTR_SERVE)
+    add_serve_arguments(serve)
 
     calls = {
         "call": ("call a tool, answering the input it asks for", "Call TOOL on TARGET"),
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = f"mrtr {args.command}"
     try:
         if args.command == "serve":
-            return run_serve(MRTR_SERVE, args)  # Ctrl-C and SIGTERM: see the serve entry
+            return run_serve(args)  # Ctrl-C and SIGTERM: see cli/serve.py
         if args.command in CALLS:
             return run_stoppable(prog, functools.partial(run_call, args))
         if args.command == "list":
@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_stoppable(prog, functools.partial(run_list, args))
         return run_state_inspect(args)
-    except KeyboardInterrupt:  # outside trio.run: e.g. while importing what a command needs
+    except KeyboardInterrupt:  # outside the run: e.g. while importing what a command needs
         return interrupted(prog)
 
 

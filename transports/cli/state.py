@@ -24,9 +24,9 @@ from typing import Any, TextIO
 
 import mrtr_core as m
 
-from ..client.errors import ExitCode
 from ..stores.keys import StateKeysError, load_state_keys
 from .call import UsageError, parse_json_object
+from .exit_codes import ExitCode
 
 #: What each ``InvalidRequestState`` reason means, for people.
 REASON_TEXT: Mapping[str, str] = {

@@ -3,7 +3,7 @@
 Every error a :class:`~mrtr_transports.client.client.Client` raises is a
 :class:`ClientError`, and each kind maps to one exit code of ``mrtr call``,
 its class's ``exit_code`` (the command exits with ``type(error).exit_code``;
-:class:`ExitCode` is the command's whole table, written here once):
+``mrtr_transports.cli.exit_codes.ExitCode`` is the command's whole table):
 
 ====================  ====  ===============================================================
 class                 exit  meaning
@@ -27,7 +27,6 @@ refused to send) is exit 3.
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any, ClassVar, Literal
 
 import mrtr_core as m
@@ -38,42 +37,6 @@ TransportErrorKind = Literal[
 ]
 
 
-class ExitCode(IntEnum):
-    """The exit codes of ``mrtr call`` (docs/cli.md); the errors below carry theirs.
-
-    ``INTERRUPTED`` (130) is every ``mrtr`` command's answer to Ctrl-C.
-    """
-
-    RESULT = 0
-    TOOL_ERROR = 1
-    USAGE = 2
-    PROTOCOL = 3
-    TIMEOUT = 4
-    ROUND_CAP = 5
-    TRANSPORT = 6
-    NO_ANSWER = 7
-    #: Ctrl-C (SIGINT): the shell's 128 + 2.  Not a client error: the person stopped it.
-    INTERRUPTED = 130
-
-    @property
-    def meaning(self) -> str:
-        """One line for ``mrtr call --help``."""
-        return _MEANINGS[self]
-
-
-_MEANINGS = {
-    ExitCode.RESULT: "a result (printed as JSON on stdout)",
-    ExitCode.TOOL_ERROR: "a tool result with isError: true",
-    ExitCode.USAGE: "usage error (arguments, answers file)",
-    ExitCode.PROTOCOL: "JSON-RPC or protocol error",
-    ExitCode.TIMEOUT: "timed out",
-    ExitCode.ROUND_CAP: "round cap (--max-rounds, --max-state-only-legs) exceeded",
-    ExitCode.TRANSPORT: "transport failure (connect, server process died, HTTP)",
-    ExitCode.NO_ANSWER: "cancelled, declined to answer, or no answer available",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
-
 class ClientError(Exception):
     """Base of everything a client call raises instead of returning its result.
 
@@ -81,8 +44,9 @@ class ClientError(Exception):
     leg the connection would not send): a protocol failure, exit 3.
     """
 
-    #: The ``mrtr call`` exit code for this kind of failure.
-    exit_code: ClassVar[ExitCode] = ExitCode.PROTOCOL
+    #: The ``mrtr call`` exit code for this kind of failure (a number of
+    #: ``cli.exit_codes.ExitCode``: the client does not import the command).
+    exit_code: ClassVar[int] = 3
 
 
 class CallError(ClientError):
@@ -94,7 +58,7 @@ class CallError(ClientError):
     declare a capability for).
     """
 
-    exit_code = ExitCode.PROTOCOL
+    exit_code = 3
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(f"{message} (JSON-RPC error {code})")
@@ -110,7 +74,7 @@ class CallTimeout(ClientError):
     limit itself in seconds (``None`` when no budget was configured).
     """
 
-    exit_code = ExitCode.TIMEOUT
+    exit_code = 4
 
     def __init__(self, elapsed: float, budget: float | None, limit: str) -> None:
         budget_text = "no budget" if budget is None else f"budget {budget:g} s"
@@ -128,7 +92,7 @@ class RoundCapExceeded(ClientError):
     ``last_result`` is the last ``input_required`` result received.
     """
 
-    exit_code = ExitCode.ROUND_CAP
+    exit_code = 5
 
     def __init__(
         self,
@@ -157,7 +121,7 @@ class TransportError(ClientError):
     ``status`` the HTTP status, where they apply.
     """
 
-    exit_code = ExitCode.TRANSPORT
+    exit_code = 6
 
     def __init__(
         self,
@@ -196,7 +160,7 @@ class InputUnavailable(ClientError):
     and by the call itself.  ``key`` names the input request when known.
     """
 
-    exit_code = ExitCode.NO_ANSWER
+    exit_code = 7
 
     def __init__(self, reason: str, *, key: str | None = None) -> None:
         super().__init__(reason if key is None else f"no answer for {key!r}: {reason}")
@@ -204,10 +168,10 @@ class InputUnavailable(ClientError):
         self.key = key
 
 
-def exit_code_of(error: ClientError) -> ExitCode:
+def exit_code_of(error: ClientError) -> int:
     """The ``mrtr call`` exit code of ``error``: ``type(error).exit_code``, except that a
     ``CallError`` -32021 (the server needs input this client declared it cannot give)
-    is :attr:`ExitCode.NO_ANSWER`, as ``InputUnavailable`` is."""
+    is exit 7 (no answer), as ``InputUnavailable`` is."""
     if isinstance(error, CallError) and error.code == m.protocol.MISSING_CLIENT_CAPABILITY:
         return InputUnavailable.exit_code
     return type(error).exit_code

@@ -103,7 +103,7 @@ from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
-logger = logging.getLogger("mrtr.http")
+logger = logging.getLogger("mrtr.client.http")
 
 MAX_ERROR_BODY = 64 * 1024
 DEFAULT_RETRY_ATTEMPTS = 3

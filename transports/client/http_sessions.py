@@ -53,7 +53,7 @@ from .http_streams import read_sse
 if TYPE_CHECKING:
     from .http import HttpLink
 
-logger = logging.getLogger("mrtr.http")
+logger = logging.getLogger("mrtr.client.http")
 
 _SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
 #: The longest a session's request waits for the GET stream to open (seconds).

@@ -30,7 +30,7 @@ from .link import Outbound
 if TYPE_CHECKING:
     from .http import HttpLink
 
-logger = logging.getLogger("mrtr.http")
+logger = logging.getLogger("mrtr.client.http")
 
 #: Seconds to wait for the end of an SSE stream once its answer has arrived.
 LINGER_AFTER_ANSWER = 1.0

@@ -45,7 +45,7 @@ from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
 
-stderr_logger = logging.getLogger("mrtr.stdio")
+stderr_logger = logging.getLogger("mrtr.client.stdio")
 
 #: Bytes of one stderr line kept (longer lines are cut into pieces).
 MAX_STDERR_LINE = 8192

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HostConnection", "RequestCycle"]
 
-log = logging.getLogger("mrtr_transports.host")
+log = logging.getLogger("mrtr.host")
 
 #: The most one read takes from the socket.
 READ_SIZE = 65536

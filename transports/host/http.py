@@ -44,7 +44,7 @@ from .refusals import close_lingering, write_refusal
 
 __all__ = ["AsgiHost", "serve_asgi"]
 
-log = logging.getLogger("mrtr_transports.host")
+log = logging.getLogger("mrtr.host")
 
 #: accept() errors that mean "out of resources now", not "the listener is broken":
 #: wait a little and accept again (as trio's serve_listeners does).

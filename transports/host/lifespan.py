@@ -23,7 +23,7 @@ from .asgi import ASGI_VERSION, AsgiApp, Message
 
 __all__ = ["Lifespan", "LifespanFailure"]
 
-log = logging.getLogger("mrtr_transports.host")
+log = logging.getLogger("mrtr.host")
 
 
 class LifespanFailure(RuntimeError):

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CLOSE_TIMEOUT", "WebSocketCycle", "is_websocket_upgrade"]
 
-log = logging.getLogger("mrtr_transports.host")
+log = logging.getLogger("mrtr.host")
 
 #: Seconds the peer's close frame is awaited after ours.
 CLOSE_TIMEOUT = 2.0

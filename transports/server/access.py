@@ -2,7 +2,7 @@
 
 The model.  An operator asks "what did this server do, for whom, how fast?"
 without a debugger, so each request leaves one line on the logger
-``mrtr_transports.access`` at INFO:
+``mrtr.server.access`` at INFO:
 
 * HTTP (``http/access.py``), one per HTTP request: the client address, method,
   path, status, duration, response body bytes, then the MCP method and the tool
@@ -37,7 +37,7 @@ import mrtr_core as m
 
 __all__ = ["ACCESS_LOGGER", "access_enabled", "called_name", "http_line", "log_rpc"]
 
-ACCESS_LOGGER = "mrtr_transports.access"
+ACCESS_LOGGER = "mrtr.server.access"
 access_log = logging.getLogger(ACCESS_LOGGER)
 
 #: The longest name or URI quoted in a line: a peer's text is bounded here.

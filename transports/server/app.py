@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import mrtr_core as m
 
-log = logging.getLogger("mrtr_transports.serve")
+log = logging.getLogger("mrtr.server")
 
 #: What one leg of an app came to: its result mapping, or the ``MrtrError`` it raised.
 Outcome = Mapping[str, Any] | m.MrtrError

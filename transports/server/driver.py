@@ -87,20 +87,17 @@ from .access import access_enabled, log_rpc
 from .app import Outcome, Outlet, ServerApp, run_app
 from .fdstream import FdStream
 from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT, LegacyFlow, run_legacy
-from .loading import AppSpecError, load_app  # (re-exported: their home was here)
 
 __all__ = [
     "READ_SIZE",
-    "AppSpecError",
     "ConnectionOutlet",
     "end_subscriptions",
-    "load_app",
     "run_app",
     "send_response",
     "serve_stream",
 ]
 
-log = logging.getLogger("mrtr_transports.serve")
+log = logging.getLogger("mrtr.server")
 
 #: Bytes read from the peer at a time.
 READ_SIZE = 65536

@@ -29,7 +29,7 @@ from .app import Outlet, ServerApp, run_app
 
 __all__ = ["DEFAULT_LEGACY_ANSWER_TIMEOUT", "LegacyFlow", "run_legacy"]
 
-log = logging.getLogger("mrtr_transports.server")
+log = logging.getLogger("mrtr.server.legacy")
 
 Response = m.ResultResponse | m.ErrorResponse
 

@@ -7,7 +7,7 @@ stdout out of everyone's way: it keeps a private duplicate of file descriptor
 1 for the protocol, points fd 1 itself at stderr (so even a C extension or a
 child process that writes to fd 1 lands on stderr) and sets ``sys.stdout`` to
 ``sys.stderr`` (so ``print`` does too).  The serve entry
-(:mod:`~mrtr_transports.server.entry`) takes the guard *before* it imports the
+(:mod:`~mrtr_transports.cli.serve`) takes the guard *before* it imports the
 app, so a ``print`` at import time is as harmless as one in a handler;
 ``serve_stdio`` takes it (or uses the one already taken) while serving.
 Logging goes to stderr, which the client must not treat as an error.
@@ -30,10 +30,10 @@ asyncio (an ``async def`` tool may await asyncio-only libraries), and
 pipes are :class:`~mrtr_transports.server.fdstream.FdStream`: non-blocking
 descriptors the loop watches, on both loops, no thread per read.
 
-Run it (both go through :mod:`~mrtr_transports.server.entry`)::
+Run it (both go through :mod:`~mrtr_transports.cli.serve`)::
 
     mrtr serve --stdio --app mypackage.server:app
-    python -m mrtr_transports.server --stdio --app mypackage.server:app
+    python -m mrtr_transports serve --stdio --app mypackage.server:app
 """
 
 from __future__ import annotations

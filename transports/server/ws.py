@@ -106,7 +106,7 @@ from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 
 __all__ = ["WsServer", "serve_ws"]
 
-log = logging.getLogger("mrtr_transports.ws")
+log = logging.getLogger("mrtr.server.ws")
 
 DEFAULT_PATH = "/mcp"
 DEFAULT_MAX_CONNECTIONS = 256

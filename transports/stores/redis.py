@@ -63,7 +63,7 @@ MAX_NONCE_CHARS = 256
 
 T = TypeVar("T")
 
-log = logging.getLogger("mrtr_transports.stores.redis")
+log = logging.getLogger("mrtr.stores.redis")
 
 
 class SingleUseStoreUnavailable(m.server.NonceStoreFull):

@@ -1,5 +1,7 @@
-"""Testing an mrtr app: the in-memory test client, its pytest plugin, and what the
-official conformance suite runs against mrtr.
+"""Testing an mrtr app: the in-memory test client and its pytest plugin.
+
+(The official conformance suite's fixtures and client are not installed: they live
+with the project's tests, in ``tests/support/``.)
 
 The test client's names are importable from here (``from mrtr_transports.testing
 import TestClient, accept``); they load on first use, so the pytest plugin, which

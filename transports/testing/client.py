@@ -68,7 +68,7 @@ ALL_CAPABILITIES: Mapping[str, Any] = {
 }
 
 _MRTR_METHODS = m.protocol.MRTR_METHODS
-_SERVE_LOGGER = "mrtr_transports.serve"
+_SERVE_LOGGER = "mrtr.server"
 
 
 @dataclass

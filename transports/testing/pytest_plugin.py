@@ -178,7 +178,7 @@ def mrtr_app(request: pytest.FixtureRequest) -> ServerApp:
             "the mrtr_app fixture needs your app: define a fixture `mrtr_app` that returns it "
             "(in conftest.py), or set `mrtr_app = package.module:app` in the pytest configuration"
         )
-    from ..server.driver import AppSpecError, load_app
+    from ..cli.app_loading import AppSpecError, load_app
 
     try:
         return load_app(spec)

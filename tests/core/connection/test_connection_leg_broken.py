@@ -155,3 +155,29 @@ def test_an_answer_for_a_leg_of_an_ended_call_is_dropped_not_a_key_error() -> No
     # The broken leg's answer after its call has ended: a late answer, dropped.
     client_conn.receive_data(server.send(ResultResponse(id=lost.id, result={"content": [1]})))
     assert drain(client_conn) == []
+
+
+def _killed_with_a_leg_on_the_wire() -> tuple[Connection, object]:
+    """A call whose leg is on the wire when misuse kills its engine (ERROR)."""
+    conn = client()
+    call = conn.call("tools/call", {"name": "t"})
+    (leg,) = drain(conn)
+    conn.send(leg)
+    (rid,) = conn.outstanding
+    with pytest.raises(LocalProtocolError):
+        conn.provide(call, "nobody-asked", {"action": "accept"})  # no input is pending
+    return conn, rid
+
+
+def test_the_answer_to_a_leg_of_a_call_killed_by_misuse_is_dropped() -> None:
+    conn, rid = _killed_with_a_leg_on_the_wire()
+    conn.receive_data(answer(rid, {"content": []}))
+    assert [e for e in drain(conn) if isinstance(e, CallEvent)] == []
+
+
+def test_a_dropped_leg_of_a_call_killed_by_misuse_is_not_reissued() -> None:
+    conn, rid = _killed_with_a_leg_on_the_wire()
+    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    cancelled["params"] = {"requestId": rid, "reason": "server shutting down"}
+    conn.receive_data(json.dumps(cancelled).encode() + b"\n")
+    assert [e for e in drain(conn) if isinstance(e, CallEvent)] == []

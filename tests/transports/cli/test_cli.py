@@ -148,6 +148,7 @@ async def test_exit_5_when_the_state_only_leg_cap_is_exceeded():
 
 def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
     from mrtr_transports.cli.call import exit_code_for
+    from mrtr_transports.cli.exit_codes import ExitCode
     from mrtr_transports.client import errors
 
     cases = [
@@ -161,7 +162,8 @@ def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
     ]
     assert [exit_code_for(error) for error, _ in cases] == [code for _, code in cases]
     assert exit_code_for(RuntimeError("not a client error")) is None
-    assert [int(code) for code in errors.ExitCode] == [*range(8), 130]  # docs/cli.md's table
+    assert [int(code) for code in ExitCode] == [*range(8), 130]  # docs/cli.md's table
+    assert {error.exit_code for error, _ in cases} <= set(ExitCode)  # each one a row of it
 
 
 async def test_exit_7_no_answer_available():

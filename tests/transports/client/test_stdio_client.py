@@ -47,7 +47,7 @@ def stdio_link(client: Any) -> StdioLink:
 async def test_a_modern_session_over_a_child_with_a_chatty_stderr(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mrtr.stdio")
+    caplog.set_level(logging.INFO, logger="mrtr.client.stdio")
     with trio.fail_after(10):
         async with open_stdio_client(peer(), answer=answer) as client:
             assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
@@ -59,10 +59,10 @@ async def test_a_modern_session_over_a_child_with_a_chatty_stderr(
             link = stdio_link(client)
         assert link.signals_sent == []  # it exited when its stdin closed
         assert link.process is not None and link.process.returncode == 0
-    stderr = [r.getMessage() for r in caplog.records if r.name == "mrtr.stdio"]
+    stderr = [r.getMessage() for r in caplog.records if r.name == "mrtr.client.stdio"]
     assert any(line.endswith("peer starting") for line in stderr)
     assert any("invalid utf-8: \ufffd" in line for line in stderr)  # decoded, never fatal
-    assert all(r.levelno < logging.WARNING for r in caplog.records if r.name == "mrtr.stdio")
+    assert all(r.levelno < logging.WARNING for r in caplog.records if r.name == "mrtr.client.stdio")
 
 
 async def test_junk_on_stdout_is_skipped_and_the_call_goes_on() -> None:

@@ -24,6 +24,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from support.conformance_suite import FIXTURES_APP
 
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
@@ -36,21 +37,21 @@ def server_env() -> dict[str, str]:
 
 
 def stdio_server() -> StdioServerParameters:
-    args = ["-m", "mrtr_transports.server", "--stdio", *APP]
+    args = ["-m", "mrtr_transports", "serve", "--stdio", *APP]
     return StdioServerParameters(command=sys.executable, args=args, env=server_env(), cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """Our HTTP server as a subprocess on a free port; its endpoint URL."""
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--http", "127.0.0.1:0", *APP]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--http", "127.0.0.1:0", *APP]
     process = subprocess.Popen(argv, cwd=ROOT, env=server_env(), stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:
         ready, _, _ = select.select([process.stderr], [], [], 10.0)
         assert ready, "the HTTP server did not start within 10 s"
         line = process.stderr.readline().decode()
-        assert line.startswith("listening on http://127.0.0.1:"), line
+        assert line.startswith("mrtr serve: listening on http://127.0.0.1:"), line
         # Keep reading its stderr so the server never blocks on a full pipe.
         threading.Thread(target=process.stderr.read, daemon=True).start()
         yield line.split()[-1]
@@ -194,7 +195,7 @@ def test_http_server_with_the_legacy_client_through_the_shim(http_url: str) -> N
 def fixtures_url() -> Iterator[str]:
     """``mrtr serve --http`` with the conformance fixtures app."""
     argv = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--http", "127.0.0.1:0"]
-    argv += ["--app", "mrtr_transports.testing.conformance_app:app"]
+    argv += ["--app", FIXTURES_APP]
     process = subprocess.Popen(argv, cwd=ROOT, env=server_env(), stderr=subprocess.PIPE)
     assert process.stderr is not None
     try:

@@ -27,7 +27,7 @@ BUDGET = 90
 async def test_flows_over_more_connections_than_slots_are_never_started_over(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="mrtr.http")
+    caplog.set_level(logging.DEBUG, logger="mrtr.client.http")
     with trio.fail_after(BUDGET):
         async with http_server(max_connections=8, idle_timeout=2.0) as server:
             driver = FlowDriver(max_attempts=1)  # a refusal would lose its flow

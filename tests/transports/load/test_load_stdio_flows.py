@@ -1,6 +1,6 @@
 """Many multi-round flows at once over one stdio connection to a real server subprocess.
 
-The server is the serve entry (``python -m mrtr_transports.server --stdio``)
+The server is the serve entry (``mrtr serve --stdio``)
 with ``support.load_app``; the client is ``open_stdio_client``.  Every call
 shares the one pair of pipes, so what must hold is that concurrent calls never
 mix: each ``relay`` flow (three legs, questions that name the flow) ends with

@@ -32,7 +32,7 @@ def line(rid: int) -> bytes:
 
 
 async def test_a_server_whose_stdout_is_not_read_stops_reading_and_loses_nothing() -> None:
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio", "--app", APP]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio", "--app", APP]
     argv += ["--drain-timeout", "60"]  # the end of input comes long before the last answer
     env = {**os.environ, **server_env()}
     with trio.fail_after(BUDGET):

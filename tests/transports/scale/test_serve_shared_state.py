@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from mrtr_transports.server import entry
+from mrtr_transports.cli import serve as serve_command
 from mrtr_transports.stores.keys import new_state_keys
 from scale_cluster import Flow, Worker, error_reason, text_of
 from scale_services import RedisServer, free_port
@@ -30,13 +30,13 @@ def keys_file(tmp_path: Path) -> Path:
 
 
 def serve(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = entry.main(entry.MRTR_SERVE, argv)
+    code = serve_command.main(argv)
     return code, capsys.readouterr().err
 
 
 def test_help_names_the_shared_state_options(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        entry.main(entry.MRTR_SERVE, ["--help"])
+        serve_command.main(["--help"])
     assert exited.value.code == 0
     shown = capsys.readouterr().out
     assert "--state-keys FILE|env:NAME" in shown

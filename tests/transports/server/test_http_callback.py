@@ -21,9 +21,10 @@ import trio
 from mrtr_transports.apps import example_auth
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.apps.url_flows import MemoryInteractionStore, UrlFlows
+from mrtr_transports.cli import serve
+from mrtr_transports.cli.serve_options import DEFAULT_APP
 from mrtr_transports.client.errors import CallError, CallTimeout
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server import entry
 from mrtr_transports.server.http.server import HttpServer
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.url_browser import Page, browse, callback_of, mrtr_serve_http
@@ -73,7 +74,7 @@ def text_of(result: Mapping[str, Any]) -> str:
 @pytest.fixture(params=["mrtr-serve", UVICORN])
 async def served(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     if request.param == UVICORN:
-        async with uvicorn_serving(entry.DEFAULT_APP) as (_, host, port):
+        async with uvicorn_serving(DEFAULT_APP) as (_, host, port):
             yield f"http://{host}:{port}/mcp"
         return
     async with mrtr_serve_http() as url:
@@ -342,7 +343,7 @@ async def test_mrtr_serve_takes_the_public_url_and_the_callback_path() -> None:
 def test_callback_options_that_do_not_fit_are_usage_errors(
     argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert entry.main(entry.MRTR_SERVE, argv) == 2
+    assert serve.main(argv) == 2
     assert words in capsys.readouterr().err
 
 

@@ -388,7 +388,7 @@ def server_log() -> Iterator[list[logging.LogRecord]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    logger = logging.getLogger("mrtr_transports")
+    logger = logging.getLogger("mrtr")  # every logger of the tree (docs/transports.md)
     handler = Keep(logging.DEBUG)
     logger.addHandler(handler)
     try:

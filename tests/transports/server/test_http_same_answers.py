@@ -12,9 +12,11 @@ import json
 from typing import Any
 
 import trio
-from mrtr_transports.testing.conformance_app import app as fixtures_app
 from support.asgi_hosts import HYPERCORN
+from support.conformance_app import build_conformance_app
 from test_http_server import Reply, Served, rpc, serving, tool_call
+
+fixtures_app = build_conformance_app()
 
 #: Headers that are the endpoint's to set (the rest, e.g. date and server, are the server's).
 COMPARED = ("content-type", "allow", "retry-after", "cache-control", "mcp-session-id")

@@ -1,6 +1,6 @@
 """2025-era Streamable HTTP sessions on the HTTP endpoint, on a real socket, with raw h11.
 
-The conformance fixtures app (``mrtr_transports.testing.conformance_app``) is served
+The conformance fixtures app (``tests/support/conformance_app.py``) is served
 on 127.0.0.1 by each kind of server (``kind``): the trio server, and ``McpAsgi`` under
 hypercorn's trio worker (in-process: a test may look at the endpoint's sessions) and
 under uvicorn (asyncio, a subprocess); each test speaks HTTP/1.1 to it by hand: ``initialize``,
@@ -21,14 +21,15 @@ import h11
 import pytest
 import trio
 from mrtr_transports.server.http.limits import SessionStreams
-from mrtr_transports.testing.conformance_app import app as fixtures_app
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
+from support.conformance_app import build_conformance_app
 from test_http_server import HttpPeer, Reply, Served, tool_call
 from test_http_server import serving as trio_serving
 
 import mrtr_core as m
 
 VERSION = "2025-11-25"
+fixtures_app = build_conformance_app()
 Header = tuple[str, str]
 
 #: Every server of the endpoint; those in this process, whose state a test may read.

@@ -1,6 +1,6 @@
 """The stdio server when its client does not read: memory stays bounded, end of input still ends it.
 
-Each test starts a real server process (``python -m mrtr_transports.server --stdio``
+Each test starts a real server process (``python -m mrtr_transports serve --stdio``
 with ``tests/support/srv_apps.py``) and writes raw request lines down its stdin
 while leaving its stdout unread for a while (or for good).
 """
@@ -40,7 +40,7 @@ def server_env() -> dict[str, str]:
 
 
 async def start_server(drain_timeout: float) -> trio.Process:
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio"]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio"]
     argv += ["--app", "support.srv_apps:TestApp", "--drain-timeout", str(drain_timeout)]
     return await trio.lowlevel.open_process(
         argv,

@@ -1,6 +1,6 @@
 """The stdio server as a real subprocess, driven by a client ``mrtr_core.Connection``.
 
-Each test starts ``python -m mrtr_transports.server --stdio --app support.srv_apps:TestApp``
+Each test starts ``python -m mrtr_transports serve --stdio --app support.srv_apps:TestApp``
 (``tests/`` on PYTHONPATH) and talks to it over its pipes: what the client
 connection sends is what goes down stdin, what it reads is every byte of stdout.
 """
@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
+from mrtr_transports.cli.app_loading import AppSpecError, load_app
 from mrtr_transports.server import driver
-from mrtr_transports.server.driver import AppSpecError, load_app, serve_stream
+from mrtr_transports.server.driver import serve_stream
 from mrtr_transports.server.fdstream import FdStream
 from mrtr_transports.server.http.server import HttpServer
 from mrtr_transports.server.ws import WsServer
@@ -174,7 +175,7 @@ async def open_server(
     app: str = "support.srv_apps:TestApp",
     **conn_options: Any,
 ) -> AsyncIterator[ProcessPeer]:
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--stdio"]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio"]
     argv += ["--app", app, "--drain-timeout", "0.6"]
     process = await trio.lowlevel.open_process(
         argv,
@@ -500,7 +501,8 @@ async def test_bad_app_spec_exits_with_a_clear_message() -> None:
         argv = [
             sys.executable,
             "-m",
-            "mrtr_transports.server",
+            "mrtr_transports",
+            "serve",
             "--stdio",
             "--app",
             "support.srv_apps:Nope",

@@ -480,7 +480,7 @@ async def test_a_client_close_cancels_its_handlers_only() -> None:
 
 
 async def test_one_client_leaving_does_not_end_the_listen_streams_of_others() -> None:
-    from mrtr_transports.server.driver import load_app
+    from mrtr_transports.cli.app_loading import load_app
 
     with trio.fail_after(10):
         async with serving(load_app("mrtr_transports.apps.example:app")) as (server, address):

@@ -1,4 +1,4 @@
-"""The conformance fixtures app (``mrtr_transports.testing.conformance_app``).
+"""The conformance fixtures app (``tests/support/conformance_app.py``).
 
 Each fixture is called through ``app.handle`` with the requests the official
 conformance suite sends, and checked for what its scenarios check; the SEP-2322
@@ -20,8 +20,7 @@ import pytest
 import trio
 import trio.testing
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID
-from mrtr_transports.testing import conformance_app
-from mrtr_transports.testing.conformance_app import app
+from support import conformance_app
 
 import mrtr_core as m
 
@@ -38,6 +37,8 @@ from test_mcp_app import (
     start_listening,
 )
 
+#: One app for the module's tests (built as ``mrtr serve`` builds it).
+app = conformance_app.build_conformance_app()
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 

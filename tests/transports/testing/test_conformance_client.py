@@ -18,6 +18,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from support.conformance_suite import (
+    CLIENT_SCRIPT,
     NODE,
     ROOT,
     SPEC_VERSION,
@@ -26,7 +27,7 @@ from support.conformance_suite import (
     run_suite,
 )
 
-COMMAND = f"{sys.executable} -m mrtr_transports.testing.conformance_client"
+COMMAND = f"{sys.executable} {CLIENT_SCRIPT}"
 #: The scenarios the issue names; the suite's list must contain at least these.
 NAMED = {
     "sep-2322-client-request-state",

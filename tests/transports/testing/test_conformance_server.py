@@ -1,6 +1,6 @@
 """The official conformance suite's server legs against ``mrtr serve --http`` (the fixtures app).
 
-A real ``mrtr serve --http 127.0.0.1:0 --app mrtr_transports.testing.conformance_app:app``
+A real ``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP``
 subprocess serves the conformance fixtures; the pinned suite (``make conformance-deps``)
 runs every server scenario of a protocol revision against it (``--suite all
 --spec-version V``): 2026-07-28, and 2025-11-25 (sessions, the legacy shim's

@@ -86,7 +86,7 @@ class ExchangeHost(Protocol):
 
 __all__ = ["ExchangeHost", "HttpConnection"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 

@@ -101,7 +101,7 @@ request's id when it was read).
 Health (``routes.py``): ``GET /healthz`` (``health_path``; ``None``: none) answers
 ``200 {"status":"ok"}``, or 503 once closing, before the Host, Origin and Accept
 rules (a load balancer's probe meets none of them).  Access log (``access.py``):
-with the logger ``mrtr_transports.access`` at INFO when the server is made, each
+with the logger ``mrtr.server.access`` at INFO when the server is made, each
 request leaves a line; otherwise not one instruction more per request.
 
 Shutdown: ``HttpServer.aclose(grace)`` stops taking requests (a new connection
@@ -115,7 +115,7 @@ the rest.
 A response the connection has produced is always written out (bounded by
 ``write_timeout``).  Cancelling ``serve`` cancels everything at once.
 
-Run it: ``python -m mrtr_transports.server --http 127.0.0.1:0 --app MODULE:ATTR``
+Run it: ``mrtr serve --http 127.0.0.1:0 --app MODULE:ATTR``
 prints ``listening on http://127.0.0.1:PORT/mcp`` on stderr when ready.
 
 2025-era sessions are bounded too: ``max_sessions`` (256) live at once (a
@@ -165,7 +165,7 @@ from .routes import DEFAULT_HEALTH_PATH, CallbackAdapter, HealthRoute, SideRoute
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "HttpServer", "serve_http"]
 
-log = logging.getLogger("mrtr_transports.http")
+log = logging.getLogger("mrtr.server.http")
 
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 DEFAULT_MAX_HEADER_SIZE = 16 * 1024

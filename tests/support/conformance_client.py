@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite runs as ``<command> URL`` (see the module path below).
+"""The client the MCP conformance suite runs as ``python tests/support/conformance_client.py URL``.
 
 The model: the suite's client leg starts a mock server for one scenario and
 runs ``<command> <url>``, naming the scenario in ``MCP_CONFORMANCE_SCENARIO``
@@ -44,11 +44,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import trio
+from mrtr_transports.client.errors import ClientError
+from mrtr_transports.client.http import open_http_client
 
 import mrtr_core as m
-
-from ..client.errors import ClientError
-from ..client.http import open_http_client
 
 CLIENT_INFO = {"name": "mrtr-conformance-client", "version": "0.1.0"}
 #: Everything the scripted answers below can answer.
@@ -218,7 +217,7 @@ async def run(url: str, scenario: str, context: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        sys.stderr.write("usage: python -m mrtr_transports.testing.conformance_client URL\n")
+        sys.stderr.write("usage: python tests/support/conformance_client.py URL\n")
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     try:

@@ -1,6 +1,7 @@
 """What the conformance fixtures send: media content and a schema.
 
-Data only (the fixtures themselves are in ``mrtr_transports.testing.conformance_app``):
+Data and small helpers only (the fixtures themselves are in ``conformance_app.py`` and
+``conformance_2025.py`` beside this file):
 a 1x1 red PNG and 10 ms of silence as base64, content-block builders, and the
 JSON Schema 2020-12 input schema the suite's ``json-schema-2020-12`` scenario
 expects to see unchanged in ``tools/list``.
@@ -15,14 +16,29 @@ import wave
 import zlib
 from typing import Any
 
+import mrtr_core as m
+
 __all__ = [
+    "DEPRECATED",
     "JSON_SCHEMA_2020_12",
     "RED_PIXEL",
     "SILENCE",
     "embedded_text",
     "image",
+    "sampled_text",
     "text",
 ]
+
+DEPRECATED = "Deprecated in 2026-07-28 (SEP-2577), still served"
+
+
+def sampled_text(answer: m.wire.InputResponse | None) -> str:
+    """The text the client's LLM sent, or ``(no text)``."""
+    if isinstance(answer, m.wire.CreateMessageResult):
+        content = answer.content
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            return str(content["text"])
+    return "(no text)"
 
 
 # --- media for the content fixtures -------------------------------------------------------

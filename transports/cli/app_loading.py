@@ -26,7 +26,7 @@ import os
 import sys
 from typing import Any
 
-from .app import ServerApp
+from ..server.app import ServerApp
 
 __all__ = ["AppSpecError", "load_app"]
 

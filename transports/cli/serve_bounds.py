@@ -1,4 +1,4 @@
-"""The serve entry's bound options: each flag and the server keyword it sets.
+"""`mrtr serve`'s bound options: each flag and the server keyword it sets.
 
 ``mrtr serve`` lets an operator set the HTTP and WebSocket servers' bounds
 (``docs/transports.md`` says what each bounds and why its default is what it
@@ -25,7 +25,7 @@ class HttpBound:
 
     @property
     def default(self) -> str:
-        from .http import server  # only for --help: stdio never imports the HTTP server
+        from ..server.http import server  # only for --help: stdio never imports the HTTP server
 
         value = (server.HttpServer.__init__.__kwdefaults__ or {})[self.option]
         return str(value) if self.kind is int else f"{value:g}"
@@ -87,7 +87,7 @@ class WsBound:
 
     @property
     def default(self) -> str:
-        from . import ws  # only for --help
+        from ..server import ws  # only for --help
 
         value = (ws.WsServer.__init__.__kwdefaults__ or {})[self.option]
         return str(value) if self.kind is int else f"{value:g}"

@@ -1,4 +1,4 @@
-"""The conformance suite's 2025-11-25 server fixtures, on the conformance app.
+"""The conformance suite's 2025-11-25 server fixtures, added to the conformance app.
 
 The suite's 2025-era server leg (``--spec-version 2025-11-25``) calls tools the
 2026-07-28 leg does not: the ones that ask the client with server-to-client
@@ -10,8 +10,8 @@ return ``input_required`` like every tool of this app, and a 2025 client gets
 real ``elicitation/create`` / ``sampling/createMessage`` requests from the
 transport's legacy shim.  A 2026-07-28 client may call them too.
 
-Importing this module registers them on ``conformance_app.app``
-(:mod:`.conformance_app` does, at its end); their names and answers are the suite's.
+They are :data:`fixtures` (``build_conformance_app`` adds them to its app after
+the 2026-07-28 leg's); their names and answers are the suite's.
 """
 
 from __future__ import annotations
@@ -20,16 +20,25 @@ import json
 from typing import Any
 
 import anyio
+from mrtr_transports.apps.context import Context
 
 import mrtr_core as m
 
-from ..apps.context import Context
-from .conformance_app import DEPRECATED, _sampled_text, app
+# Imported as ``support.conformance_2025`` (the tests) or served as a file (``mrtr serve
+# --app tests/support/conformance_app.py:build_conformance_app``, its folder on sys.path).
+if __package__:
+    from .fixture_data import DEPRECATED, sampled_text
+    from .fixture_set import FixtureSet
+else:
+    from fixture_data import DEPRECATED, sampled_text
+    from fixture_set import FixtureSet
 
-__all__ = ["SEP1034_DEFAULTS", "SEP1330_ENUMS"]
+__all__ = ["SEP1034_DEFAULTS", "SEP1330_ENUMS", "fixtures"]
+
+fixtures = FixtureSet()
 
 
-@app.tool(description="Sends three info log messages about 50 ms apart (2025-era fixture).")
+@fixtures.tool(description="Sends three info log messages about 50 ms apart (2025-era fixture).")
 async def test_tool_with_logging(ctx: Context) -> str:
     for step, message in enumerate(
         ("Tool execution started", "Tool processing data", "Tool execution completed")
@@ -40,7 +49,7 @@ async def test_tool_with_logging(ctx: Context) -> str:
     return "Logging tool completed."
 
 
-@app.tool(
+@fixtures.tool(
     description=f"Asks the client's LLM the given prompt (sampling: {DEPRECATED}).",
     input_schema={
         "type": "object",
@@ -53,7 +62,7 @@ def test_sampling(ctx: Context) -> Any:
     reply = ctx.answer("sampling", asked)
     if reply is None:
         return ctx.ask({"sampling": asked})
-    return f"LLM response: {_sampled_text(reply)}"
+    return f"LLM response: {sampled_text(reply)}"
 
 
 def _user_info(message: str) -> m.wire.ElicitFormRequest:
@@ -67,7 +76,7 @@ def _user_info(message: str) -> m.wire.ElicitFormRequest:
     )
 
 
-@app.tool(
+@fixtures.tool(
     description="Asks the user for a name and an email address.",
     input_schema={
         "type": "object",
@@ -99,7 +108,7 @@ SEP1034_DEFAULTS = m.server.elicit_form(
 )
 
 
-@app.tool(description="Asks a form whose fields all have defaults (SEP-1034).")
+@fixtures.tool(description="Asks a form whose fields all have defaults (SEP-1034).")
 def test_elicitation_sep1034_defaults(ctx: Context) -> Any:
     answer = ctx.answer("defaults", SEP1034_DEFAULTS)
     if answer is None:
@@ -144,7 +153,7 @@ SEP1330_ENUMS = m.server.elicit_form(
 )
 
 
-@app.tool(description="Asks a form with every enum form (SEP-1330).")
+@fixtures.tool(description="Asks a form with every enum form (SEP-1330).")
 def test_elicitation_sep1330_enums(ctx: Context) -> Any:
     answer = ctx.answer("enums", SEP1330_ENUMS)
     if answer is None:
@@ -152,7 +161,7 @@ def test_elicitation_sep1330_enums(ctx: Context) -> Any:
     return f"Elicitation completed: {_shown(answer)}"
 
 
-@app.tool(
+@fixtures.tool(
     description="Closes its SSE stream mid-call, then answers: the client resumes with "
     "Last-Event-ID (SEP-1699; 2025-era HTTP sessions)."
 )

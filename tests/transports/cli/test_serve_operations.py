@@ -311,9 +311,9 @@ async def test_at_info_each_request_leaves_an_access_line_and_a_raising_tool_its
     assert "Traceback" not in failed.stdout + failed.stderr
     assert done.returncode == 0
     said = served.said
-    assert "ERROR:mrtr_transports.serve:the tool 'boom' raised\nTraceback" in said
+    assert "ERROR:mrtr.server:the tool 'boom' raised\nTraceback" in said
     assert f"RuntimeError: {BOOM_DETAIL}" in said
-    access = [line for line in said.splitlines() if line.startswith("INFO:mrtr_transports.access")]
+    access = [line for line in said.splitlines() if line.startswith("INFO:mrtr.server.access")]
     line = re.compile(r'127\.0\.0\.1 "(\w+) (\S+)" (\d+) [\d.]+ms (\d+)B(?: (\S+))?(?: (\S+))?$')
     seen = [line.search(entry) for entry in access]
     assert all(seen), access
@@ -339,8 +339,8 @@ async def test_at_the_default_level_no_access_lines_but_tracebacks_still() -> No
             await mrtr(*call(quiet.url, "slow", {"seconds": 0}), timeout=30)
             quiet.process.send_signal(signal.SIGTERM)
             assert await quiet.ended() == 0
-    assert "Traceback" in served.said and "mrtr_transports.access" not in served.said
-    assert "mrtr_transports.access" not in quiet.said
+    assert "Traceback" in served.said and "mrtr.server.access" not in served.said
+    assert "mrtr.server.access" not in quiet.said
 
 
 async def test_stdio_and_websocket_log_one_line_per_json_rpc_request() -> None:
@@ -366,7 +366,7 @@ async def test_stdio_and_websocket_log_one_line_per_json_rpc_request() -> None:
         )
     said = done.stderr.decode()
     assert done.returncode == 0, said
-    access = [line for line in said.splitlines() if "mrtr_transports.access" in line]
+    access = [line for line in said.splitlines() if "mrtr.server.access" in line]
     assert any(re.search(r"stdio id=1 server/discover ok [\d.]+ms$", a) for a in access), access
     assert any(re.search(r"stdio id=2 tools/call boom ok [\d.]+ms$", a) for a in access), access
     assert any(re.search(r"stdio id=3 no/such error -32601 [\d.]+ms$", a) for a in access), access
@@ -513,8 +513,8 @@ async def test_log_level_sets_what_reaches_stderr() -> None:
 
     with trio.fail_after(30):
         info, warning, error = [await served_at(level) for level in ("info", "WARNING", "error")]
-    assert b"WARNING:mrtr_transports.serve:bad input" in info.stderr
-    assert b"INFO:mrtr_transports.access:stdio id=1 server/discover ok" in info.stderr
+    assert b"WARNING:mrtr.server:bad input" in info.stderr
+    assert b"INFO:mrtr.server.access:stdio id=1 server/discover ok" in info.stderr
     assert b"bad input" in warning.stderr and b"INFO:" not in warning.stderr
     assert error.stderr == b"", error.stderr
     answers = [json.loads(line) for line in error.stdout.splitlines()]

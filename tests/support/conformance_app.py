@@ -1,6 +1,8 @@
-"""The conformance fixtures: ``mrtr serve --app mrtr_transports.testing.conformance_app:app``.
+"""The conformance fixtures, served as ``mrtr serve --app
+tests/support/conformance_app.py:build_conformance_app``.
 
-The model: one :class:`~mrtr_transports.apps.mcp_app.McpApp` holding everything
+The model: one :class:`~mrtr_transports.apps.mcp_app.McpApp`, made by
+:func:`build_conformance_app`, holding everything
 the official MCP conformance suite's server legs call, and nothing else, so the
 suite (``tests/transports/testing/test_conformance_server.py``) and the interop
 tests serve it while users get the example app (``mrtr_transports.apps.example``)
@@ -11,8 +13,12 @@ with real examples only.  Names, texts and answers are the suite's:
   JSON Schema 2020-12 tool and the SEP-2322 ``input_required`` fixtures),
   ``test://`` resources and template, ``test_*`` prompts and completion;
 * the 2025-11-25 leg's own fixtures (``test_sampling``, ``test_elicitation``,
-  ``test_reconnection``, ...) in :mod:`.conformance_2025`, registered on this app
-  when it is imported.
+  ``test_reconnection``, ...) in ``conformance_2025.py``, added after these.
+
+They live with the tests, not in the installed package: only the suite and the
+tests serve them.  Each module's handlers are a :class:`FixtureSet` (written once
+with the usual decorators, added to each app built); a handler that changes the
+app reaches it as ``ctx.app``.
 
 Sampling, roots and logging are deprecated in protocol 2026-07-28 (SEP-2577;
 they keep working for at least twelve months): the fixtures that use them say so.
@@ -27,37 +33,63 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
 
 import mrtr_core as m
 
-from ..apps.context import Context
-from ..apps.mcp_app import McpApp
-from .fixture_data import (
-    JSON_SCHEMA_2020_12,
-    RED_PIXEL,
-    SILENCE,
-    embedded_text,
-    image,
-    text,
-)
+# Imported as ``support.conformance_app`` (the tests) or served as a file (``mrtr serve
+# --app tests/support/conformance_app.py:build_conformance_app``, its folder on sys.path).
+if __package__:
+    from . import conformance_2025
+    from .fixture_data import (
+        DEPRECATED,
+        JSON_SCHEMA_2020_12,
+        RED_PIXEL,
+        SILENCE,
+        embedded_text,
+        image,
+        sampled_text,
+        text,
+    )
+    from .fixture_set import FixtureSet
+else:
+    import conformance_2025
+    from fixture_data import (
+        DEPRECATED,
+        JSON_SCHEMA_2020_12,
+        RED_PIXEL,
+        SILENCE,
+        embedded_text,
+        image,
+        sampled_text,
+        text,
+    )
+    from fixture_set import FixtureSet
 
-__all__ = ["DEPRECATED", "JSON_SCHEMA_2020_12", "app", "watched"]
+__all__ = ["DEPRECATED", "JSON_SCHEMA_2020_12", "build_conformance_app", "fixtures", "watched"]
 
-DEPRECATED = "Deprecated in 2026-07-28 (SEP-2577), still served"
+fixtures = FixtureSet()
 
-app = McpApp(
-    "mrtr-conformance",
-    "0.1.0",
-    title="mrtr conformance fixtures",
-    instructions=(
-        "The fixtures the official MCP conformance suite calls (test_* tools, test:// "
-        "resources, test_* prompts): for testing clients and servers, not for users."
-    ),
-    # Lists are the same for every caller: cacheable by anyone for a minute
-    # (a listChanged notification invalidates them sooner).
-    cache_ttl_ms=60_000,
-    cache_scope="public",
-)
+
+def build_conformance_app() -> McpApp:
+    """A new app with every conformance fixture, the 2026-07-28 leg's first."""
+    app = McpApp(
+        "mrtr-conformance",
+        "0.1.0",
+        title="mrtr conformance fixtures",
+        instructions=(
+            "The fixtures the official MCP conformance suite calls (test_* tools, test:// "
+            "resources, test_* prompts): for testing clients and servers, not for users."
+        ),
+        # Lists are the same for every caller: cacheable by anyone for a minute
+        # (a listChanged notification invalidates them sooner).
+        cache_ttl_ms=60_000,
+        cache_scope="public",
+    )
+    fixtures.add_to(app)
+    conformance_2025.fixtures.add_to(app)
+    return app
 
 
 # ==========================================================================================
@@ -66,25 +98,25 @@ app = McpApp(
 # ==========================================================================================
 
 
-@app.tool()
+@fixtures.tool()
 def test_simple_text(ctx: Context) -> str:
     """Returns one text block."""
     return "This is a simple text response for testing."
 
 
-@app.tool()
+@fixtures.tool()
 def test_image_content(ctx: Context) -> list[dict[str, Any]]:
     """Returns an image (a 1x1 red PNG)."""
     return [image()]
 
 
-@app.tool()
+@fixtures.tool()
 def test_audio_content(ctx: Context) -> list[dict[str, Any]]:
     """Returns audio (10 ms of WAV silence)."""
     return [{"type": "audio", "data": SILENCE, "mimeType": "audio/wav"}]
 
 
-@app.tool()
+@fixtures.tool()
 def test_embedded_resource(ctx: Context) -> list[dict[str, Any]]:
     """Returns an embedded text resource."""
     return [
@@ -94,7 +126,7 @@ def test_embedded_resource(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
-@app.tool()
+@fixtures.tool()
 def test_multiple_content_types(ctx: Context) -> list[dict[str, Any]]:
     """Returns text, an image and an embedded resource."""
     return [
@@ -106,23 +138,23 @@ def test_multiple_content_types(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
-@app.tool()
+@fixtures.tool()
 def test_error_handling(ctx: Context) -> str:
     """Always fails: the failure comes back as a tool result with isError."""
     raise RuntimeError("This tool intentionally returns an error for testing")
 
 
-@app.tool()
+@fixtures.tool()
 async def test_tool_with_progress(ctx: Context) -> str:
     """Reports progress 0, 50 and 100 of 100, about 50 ms apart."""
     for step in (0, 50, 100):
         if step:
-            await anyio.sleep(0.05)  # (anyio: the app runs under asyncio too)
+            await anyio.sleep(0.05)
         await ctx.progress(step, 100, f"{step}% done")
     return "Progress test completed."
 
 
-@app.tool(description=f"Sends three log messages ({DEPRECATED}: opt in with _meta logLevel).")
+@fixtures.tool(description=f"Sends three log messages ({DEPRECATED}: opt in with _meta logLevel).")
 async def test_logging_tool(ctx: Context) -> str:
     for level, message in (("info", "starting"), ("warning", "halfway"), ("info", "done")):
         await ctx.log(level, message, logger="test_logging_tool")
@@ -132,12 +164,14 @@ async def test_logging_tool(ctx: Context) -> str:
 SAY_HELLO = m.server.sample("Say hello", max_tokens=50)
 
 
-@app.tool(description=f"Needs the client's sampling capability ({DEPRECATED}); -32021 without.")
+@fixtures.tool(
+    description=f"Needs the client's sampling capability ({DEPRECATED}); -32021 without."
+)
 def test_missing_capability(ctx: Context) -> Any:
     reply = ctx.answer("hello", SAY_HELLO)
     if reply is None:
         return ctx.ask({"hello": SAY_HELLO})  # -32021 naming sampling when undeclared
-    return f"The client's model said: {_sampled_text(reply)}"
+    return f"The client's model said: {sampled_text(reply)}"
 
 
 CONFIRM_STREAMING = m.server.elicit_form(
@@ -145,14 +179,14 @@ CONFIRM_STREAMING = m.server.elicit_form(
 )
 
 
-@app.tool()
+@fixtures.tool()
 async def test_streaming_elicitation(ctx: Context) -> Any:
     """Streams a log line, then asks with an input_required result (never a request)."""
     await ctx.log("info", "about to ask for confirmation", logger="test_streaming_elicitation")
     answer = ctx.answer("confirm", CONFIRM_STREAMING)
     if answer is None:
         return ctx.ask({"confirm": CONFIRM_STREAMING})
-    return f"Streaming elicitation answered: {answer.action}"
+    return f"Streaming elicitation answered: {answer.action}"  # type: ignore[union-attr]
 
 
 def _dynamic_tool(ctx: Context) -> str:
@@ -180,15 +214,17 @@ def _toggle(
     return f"{name} added"
 
 
-@app.tool()
+@fixtures.tool()
 def test_trigger_tool_change(ctx: Context) -> str:
     """Adds or removes test_dynamic_tool; listen streams get tools/list_changed."""
+    app = ctx.app
     return _toggle("test_dynamic_tool", app.tools, app.add_tool, app.remove_tool, _dynamic_tool)
 
 
-@app.tool()
+@fixtures.tool()
 def test_trigger_prompt_change(ctx: Context) -> str:
     """Adds or removes test_dynamic_prompt; listen streams get prompts/list_changed."""
+    app = ctx.app
     return _toggle(
         "test_dynamic_prompt", app.prompts, app.add_prompt, app.remove_prompt, _dynamic_prompt
     )
@@ -197,15 +233,15 @@ def test_trigger_prompt_change(ctx: Context) -> str:
 watched = {"revision": 0}
 
 
-@app.tool()
+@fixtures.tool()
 def test_trigger_resource_update(ctx: Context) -> str:
     """Changes test://watched-resource; listen streams subscribed to it get resources/updated."""
     watched["revision"] += 1
-    app.notify_resource_updated("test://watched-resource")
+    ctx.app.notify_resource_updated("test://watched-resource")
     return f"test://watched-resource is at revision {watched['revision']}"
 
 
-@app.tool(
+@fixtures.tool(
     "json_schema_2020_12_tool",
     description="Tool with JSON Schema 2020-12 features",
     input_schema=JSON_SCHEMA_2020_12,
@@ -215,7 +251,7 @@ def json_schema_tool(ctx: Context) -> str:
     return f"Contact details received for {name}."
 
 
-@app.tool(
+@fixtures.tool(
     input_schema={
         "type": "object",
         "properties": {
@@ -244,7 +280,7 @@ USER_NAME = m.server.elicit_form(
 )
 
 
-@app.tool()
+@fixtures.tool()
 def test_input_required_result_elicitation(ctx: Context) -> Any:
     """Asks the user's name (key user_name), then greets them."""
     name = ctx.answer("user_name", USER_NAME)
@@ -256,23 +292,23 @@ def test_input_required_result_elicitation(ctx: Context) -> Any:
 CAPITAL = m.server.sample("What is the capital of France?", max_tokens=100)
 
 
-@app.tool(description=f"Asks the client's LLM a question (sampling: {DEPRECATED}).")
+@fixtures.tool(description=f"Asks the client's LLM a question (sampling: {DEPRECATED}).")
 def test_input_required_result_sampling(ctx: Context) -> Any:
     reply = ctx.answer("capital_question", CAPITAL)
     if reply is None:
         return ctx.ask({"capital_question": CAPITAL})
-    return f"The model answered: {_sampled_text(reply)}"
+    return f"The model answered: {sampled_text(reply)}"
 
 
 ROOTS = m.server.list_roots()
 
 
-@app.tool(description=f"Asks for the client's roots (roots: {DEPRECATED}).")
+@fixtures.tool(description=f"Asks for the client's roots (roots: {DEPRECATED}).")
 def test_input_required_result_list_roots(ctx: Context) -> Any:
     roots = ctx.answer("client_roots", ROOTS)
     if roots is None:
         return ctx.ask({"client_roots": ROOTS})
-    uris = [root.uri for root in roots.roots]
+    uris = [root.uri for root in roots.roots]  # type: ignore[union-attr]
     return f"Client roots: {', '.join(uris) or '(none)'}"
 
 
@@ -281,7 +317,7 @@ PLEASE_CONFIRM = m.server.elicit_form(
 )
 
 
-@app.tool()
+@fixtures.tool()
 def test_input_required_result_request_state(ctx: Context) -> Any:
     """Asks for a confirmation with a sealed requestState, then checks the state came back."""
     answer = ctx.answer("confirm", PLEASE_CONFIRM)
@@ -294,7 +330,7 @@ def test_input_required_result_request_state(ctx: Context) -> Any:
 GREETING = m.server.sample("Generate a greeting", max_tokens=50)
 
 
-@app.tool(description=f"Asks a form, the client's LLM and its roots at once ({DEPRECATED}).")
+@fixtures.tool(description=f"Asks a form, the client's LLM and its roots at once ({DEPRECATED}).")
 def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
     asks: dict[str, m.wire.InputRequest] = {
         "user_name": USER_NAME,
@@ -307,7 +343,7 @@ def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
         return ctx.ask(missing, state={"round": "all"})
     name = _form(answers["user_name"]).get("name")
     roots = len(answers["client_roots"].roots)  # type: ignore[union-attr]
-    return f"{_sampled_text(answers['greeting'])} {name} ({roots} roots)"
+    return f"{sampled_text(answers['greeting'])} {name} ({roots} roots)"
 
 
 STEP1 = m.server.elicit_form(
@@ -318,7 +354,7 @@ STEP2 = m.server.elicit_form(
 )
 
 
-@app.tool()
+@fixtures.tool()
 def test_input_required_result_multi_round(ctx: Context) -> Any:
     """Two rounds (a name, then a color); the sealed state carries the name between them."""
     state = ctx.state or {}
@@ -333,7 +369,7 @@ def test_input_required_result_multi_round(ctx: Context) -> Any:
     return f"{state['name']} likes {_form(color).get('color')}."
 
 
-@app.tool()
+@fixtures.tool()
 def test_input_required_result_tampered_state(ctx: Context) -> Any:
     """Seals its requestState (HMAC): a modified one is refused with -32602."""
     answer = ctx.answer("confirm", PLEASE_CONFIRM)
@@ -345,7 +381,7 @@ def test_input_required_result_tampered_state(ctx: Context) -> Any:
 CAPABILITY_HELLO = m.server.sample("Say hello", max_tokens=50)
 
 
-@app.tool(description=f"Asks only what the request declared (sampling: {DEPRECATED}).")
+@fixtures.tool(description=f"Asks only what the request declared (sampling: {DEPRECATED}).")
 def test_input_required_result_capabilities(ctx: Context) -> Any:
     possible: dict[str, m.wire.InputRequest] = {"sample": CAPABILITY_HELLO, "ask": USER_NAME}
     allowed = {key: asked for key, asked in possible.items() if ctx.can_ask(asked)}
@@ -360,19 +396,19 @@ def test_input_required_result_capabilities(ctx: Context) -> Any:
 # --- resources --------------------------------------------------------------------------------
 
 
-@app.resource("test://static-text", name="static-text", mime_type="text/plain")
+@fixtures.resource("test://static-text", name="static-text", mime_type="text/plain")
 def static_text(ctx: Context) -> str:
     """A static text resource."""
     return "This is the content of the static text resource."
 
 
-@app.resource("test://static-binary", name="static-binary", mime_type="image/png")
+@fixtures.resource("test://static-binary", name="static-binary", mime_type="image/png")
 def static_binary(ctx: Context) -> bytes:
     """A static binary resource (a 1x1 red PNG)."""
     return base64.b64decode(RED_PIXEL)
 
 
-@app.resource(
+@fixtures.resource(
     "test://watched-resource",
     name="watched-resource",
     mime_type="text/plain",
@@ -383,7 +419,7 @@ def watched_resource(ctx: Context) -> str:
     return f"Watched resource content, revision {watched['revision']}"
 
 
-@app.resource_template(
+@fixtures.resource_template(
     "test://template/{id}/data", name="template-data", mime_type="application/json"
 )
 def template_data(ctx: Context) -> str:
@@ -395,13 +431,13 @@ def template_data(ctx: Context) -> str:
 # --- prompts ----------------------------------------------------------------------------------
 
 
-@app.prompt()
+@fixtures.prompt()
 def test_simple_prompt(ctx: Context) -> str:
     """A prompt without arguments."""
     return "This is a simple prompt for testing."
 
 
-@app.prompt(
+@fixtures.prompt(
     arguments=[
         {"name": "arg1", "description": "First test argument", "required": True},
         {"name": "arg2", "description": "Second test argument", "required": True},
@@ -413,7 +449,7 @@ def test_prompt_with_arguments(ctx: Context) -> str:
     return f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"
 
 
-@app.prompt(
+@fixtures.prompt(
     arguments=[{"name": "resourceUri", "description": "URI of the resource", "required": True}]
 )
 def test_prompt_with_embedded_resource(ctx: Context) -> list[Any]:
@@ -429,7 +465,7 @@ def test_prompt_with_embedded_resource(ctx: Context) -> list[Any]:
     ]
 
 
-@app.prompt()
+@fixtures.prompt()
 def test_prompt_with_image(ctx: Context) -> list[Any]:
     """A prompt with an image."""
     return [{"role": "user", "content": image()}, "Please analyze the image above."]
@@ -440,7 +476,7 @@ PROMPT_CONTEXT = m.server.elicit_form(
 )
 
 
-@app.prompt()
+@fixtures.prompt()
 def test_input_required_result_prompt(ctx: Context) -> Any:
     """A prompt that asks the user for context first (input_required on prompts/get)."""
     answer = ctx.answer("user_context", PROMPT_CONTEXT)
@@ -458,7 +494,7 @@ SUGGESTIONS = {
 }
 
 
-@app.completion()
+@fixtures.completion()
 def complete(ctx: Context) -> list[str]:
     """Suggestions for the prompt arguments and the template variable, by prefix."""
     ref, argument = ctx.params["ref"], ctx.params["argument"]
@@ -475,15 +511,3 @@ def _form(answer: m.wire.InputResponse | None) -> dict[str, Any]:
     if isinstance(answer, m.wire.ElicitResult) and answer.action == "accept" and answer.content:
         return dict(answer.content)
     return {}
-
-
-def _sampled_text(answer: m.wire.InputResponse | None) -> str:
-    if isinstance(answer, m.wire.CreateMessageResult):
-        content = answer.content
-        if isinstance(content, dict) and isinstance(content.get("text"), str):
-            return str(content["text"])
-    return "(no text)"
-
-
-# The 2025-11-25 leg's fixtures live in their own module and register themselves here.
-from . import conformance_2025  # noqa: E402, F401

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from mrtr_transports.server import entry
+from mrtr_transports.cli import serve
 from support.ws_peer import WsPeer, connect
 from wsproto.events import TextMessage
 
@@ -30,20 +30,20 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_options_that_do_not_fit_ws_are_usage_errors(
     argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert entry.main(entry.MRTR_SERVE, argv) == 2
+    assert serve.main(argv) == 2
     said = capsys.readouterr()
     assert said.out == "" and words in said.err, said.err
 
 
 def test_ws_and_http_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        entry.main(entry.MRTR_SERVE, ["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        serve.main(["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"])
     assert caught.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
 
 
 async def test_the_ws_bounds_reach_the_server_and_sigterm_closes_with_1001() -> None:
-    argv = [sys.executable, "-m", "mrtr_transports.server", "--ws", "127.0.0.1:0"]
+    argv = [sys.executable, "-m", "mrtr_transports", "serve", "--ws", "127.0.0.1:0"]
     argv += ["--max-message-size", "300", "--ping-interval", "0.1", "--ping-timeout", "1"]
     argv += ["--allow-origin", "https://app.example"]
     process = await trio.lowlevel.open_process(argv, stderr=subprocess.PIPE, cwd=ROOT)
