@@ -262,10 +262,6 @@ async def test_the_command_runs_on_trio_by_default_and_with_loop_trio(loop: list
     assert texts == ["trio"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stdio server still runs on trio's own API: its anyio port (issue 21) is pending",
-)
 async def test_loop_asyncio_serves_stdio_and_a_tool_that_awaits_asyncio() -> None:
     argv = [*STDIO_COMMANDS["mrtr serve --stdio"], "--loop", "asyncio"]
     done, texts = await call_over_stdio(argv, "asyncio_only")
