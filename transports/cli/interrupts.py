@@ -1,7 +1,7 @@
 """How a command ends when it is asked to stop: Ctrl-C (SIGINT) and SIGTERM.
 
 The model.  A signal is a request to stop, not a crash, so it never ends in a
-traceback.  :func:`run_stoppable` runs a command's trio main with a watcher
+traceback.  :func:`run_stoppable` runs a command's main (on trio unless told) with a watcher
 for the signals the command honours: the first one cancels everything (so
 ``finally`` blocks, child shutdown and stdout restoring run as on any other
 exit), and the command's exit code says which signal it was.  Signals that
@@ -20,9 +20,9 @@ but asks it to stop taking new work and drain what is in flight (``mrtr serve
 --drain-timeout``, which bounds the drain); its main then returns by itself.
 A second signal while it drains cancels at once (Ctrl-C twice: "now").
 
-trio raises a ``KeyboardInterrupt`` that arrives before the watcher is up (or
-outside ``trio.run``) inside an exception group when it passes through a
-nursery, so :func:`is_interrupt` looks through groups.
+A ``KeyboardInterrupt`` that arrives before the watcher is up (or outside the
+run) comes inside an exception group when it passes through a task group, so
+:func:`is_interrupt` looks through groups.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import sys
 from collections.abc import Awaitable, Callable, Collection
 from typing import TextIO
 
-import trio
+import anyio
+from anyio.abc import TaskStatus
 
 from ..client.errors import ExitCode
 
@@ -43,7 +44,7 @@ STOPPED_BY_SIGTERM = ExitCode.RESULT
 
 
 def is_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is a ``KeyboardInterrupt``, or a group (trio's) holding one."""
+    """Whether ``exc`` is a ``KeyboardInterrupt``, or a group (a task group's) holding one."""
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup(KeyboardInterrupt) is not None
     return isinstance(exc, KeyboardInterrupt)
@@ -60,8 +61,10 @@ def run_stoppable(
     *,
     signals: Collection[signal.Signals] = (signal.SIGINT,),
     on_stop: Callable[[], object] | None = None,
+    backend: str = "trio",
 ) -> int:
-    """``trio.run(main)``'s exit code, or the code of the signal in ``signals`` that stopped it.
+    """``anyio.run(main)``'s exit code (on the ``backend`` loop: trio unless told), or
+    the code of the signal in ``signals`` that stopped it.
 
     With ``on_stop``, the first signal calls it (from inside the run) instead of
     cancelling ``main``, and a second one cancels.  Only call from the main thread
@@ -69,8 +72,8 @@ def run_stoppable(
     """
     stopped_by: list[signal.Signals] = []
 
-    async def watch(cancel: trio.CancelScope, task_status: trio.TaskStatus[None]) -> None:
-        with trio.open_signal_receiver(*signals) as arrivals:
+    async def watch(cancel: anyio.CancelScope, task_status: TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(*signals) as arrivals:
             task_status.started()
             async for signum in arrivals:  # (until the run ends: later ones are absorbed)
                 if not stopped_by:
@@ -84,14 +87,14 @@ def run_stoppable(
 
     async def run() -> int:
         code = int(ExitCode.RESULT)
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             await nursery.start(watch, nursery.cancel_scope)
             code = await main()
             nursery.cancel_scope.cancel()
         return code
 
     try:
-        code = trio.run(run)
+        code = anyio.run(run, backend=backend)
     except BaseException as exc:
         if not is_interrupt(exc):
             raise

@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_stoppable(prog, functools.partial(run_list, args))
         return run_state_inspect(args)
-    except KeyboardInterrupt:  # outside trio.run: e.g. while importing what a command needs
+    except KeyboardInterrupt:  # outside the run: e.g. while importing what a command needs
         return interrupted(prog)
 
 

@@ -34,8 +34,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import h11
-import trio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.protocol import (
@@ -70,7 +71,7 @@ class HttpSession:
         self.expired = False
         self._listening = False
         #: Set once the GET stream's first attempt is answered (a stream, 405, a failure).
-        self.standalone_settled = trio.Event()
+        self.standalone_settled = anyio.Event()
 
     # --- Headers and responses -----------------------------------------------------
 
@@ -109,7 +110,7 @@ class HttpSession:
 
     # --- The standalone GET stream ------------------------------------------------------
 
-    def initialized(self, nursery: trio.Nursery) -> None:
+    def initialized(self, nursery: TaskGroup) -> None:
         """``notifications/initialized`` was accepted: open the GET stream (once)."""
         if self._listening or self.link.closed:
             self.standalone_settled.set()
@@ -122,7 +123,7 @@ class HttpSession:
         known not to be: a server may send its requests on that stream, unrelated to any
         POST (the spec allows it; the official TypeScript server's ``elicitInput`` does),
         and one sent before the stream exists is lost, so a session's requests wait."""
-        with trio.move_on_after(STANDALONE_WAIT):
+        with anyio.move_on_after(STANDALONE_WAIT):
             await self.standalone_settled.wait()
 
     async def _listen(self) -> None:
@@ -156,7 +157,7 @@ class HttpSession:
             if delay is None:
                 return
             last_id = resumption.last_event_id
-            await trio.sleep(delay)
+            await anyio.sleep(delay)
 
     # --- GET (a new stream, or a broken one resumed) ------------------------------------
 
@@ -210,7 +211,7 @@ class HttpSession:
             *self.headers("DELETE"),
             *link.extra_headers,
         ]
-        with trio.move_on_after(link.connect_timeout):
+        with anyio.move_on_after(link.connect_timeout):
             try:
                 conn = await link.new_connection()
             except Failed:

@@ -18,8 +18,8 @@ import logging
 import math
 from typing import TYPE_CHECKING
 
+import anyio
 import h11
-import trio
 
 import mrtr_core as m
 
@@ -64,7 +64,7 @@ async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection
         if delay is None:
             break
         logger.info("%s: the stream ended early; resuming in %.1f s", out.method, delay)
-        await trio.sleep(delay)
+        await anyio.sleep(delay)
         try:
             opened = await session.get(resumption.last_event_id)
         except (Broken, Failed) as exc:
@@ -119,9 +119,9 @@ async def read_sse(
             and not client.is_waiting_for(stop_when)
         ):
             # The answer is in: give the stream a moment to end, then stop reading.
-            reading.deadline = trio.current_time() + LINGER_AFTER_ANSWER
+            reading.deadline = anyio.current_time() + LINGER_AFTER_ANSWER
 
-    with trio.CancelScope() as reading:
+    with anyio.CancelScope() as reading:
         while True:
             event = await conn.next_event()
             if isinstance(event, h11.Data):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import trio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
@@ -85,7 +86,7 @@ class MemoryLink:
         self._client: LinkClient | None = None
         self._served = trio.Event()
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
         send, receive = trio.open_memory_channel[bytes](self._max_queued)
         self._to_server = send
