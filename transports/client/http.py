@@ -385,6 +385,9 @@ class HttpLink:
             raise Failed(
                 TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
             ) from exc
+        except BaseException:  # cancelled (the leg, or the client) before the answer
+            await conn.aclose()
+            raise
         try:
             await self._read_response(out, conn, response)
         except Broken as exc:

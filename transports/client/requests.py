@@ -120,7 +120,8 @@ class PlainRequests(Handshaking):
             out = self._outbound(note, "notification", method=note.method)
         except m.LocalProtocolError:
             return
-        if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
+        # Links that cancel by message (stdio, WebSocket) and 2025 HTTP (a POST) send it.
+        if self.link.cancellation == "notify" or self.era == "legacy":
             self._send_out(out)
         self.link.close_stream(request_id)
 
