@@ -32,7 +32,7 @@ answer is its own POST (202).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import h11
@@ -50,9 +50,7 @@ from mrtr_core.protocol import (
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
 from .http_streams import read_sse
-
-if TYPE_CHECKING:
-    from .http import HttpLink
+from .link import LinkClient
 
 logger = logging.getLogger("mrtr.http")
 
@@ -61,10 +59,45 @@ _SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
 STANDALONE_WAIT = 5.0
 
 
+class SessionEndpoint(Protocol):
+    """What a session needs of its link (``HttpLink`` is one): where the endpoint is,
+    the headers every request carries, a new connection to it, and the client it
+    reports to; also what resuming a stream needs (:class:`http_streams.StreamOwner`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def authority(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def extra_headers(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def connect_timeout(self) -> float: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def client(self) -> LinkClient: ...
+
+    @property
+    def max_message_size(self) -> int: ...
+
+    @property
+    def session(self) -> HttpSession | None: ...
+
+    async def new_connection(self) -> HttpConnection: ...
+
+
 class HttpSession:
     """One 2025 session of an :class:`~mrtr_transports.client.http.HttpLink`."""
 
-    def __init__(self, link: HttpLink) -> None:
+    def __init__(self, link: SessionEndpoint) -> None:
         self.link = link
         #: The server's ``Mcp-Session-Id`` (``None``: it assigned none, a stateless server).
         self.id: str | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import h11
@@ -25,10 +25,10 @@ import mrtr_core as m
 
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
-from .link import Outbound
+from .link import LinkClient, Outbound
 
 if TYPE_CHECKING:
-    from .http import HttpLink
+    from .http_sessions import HttpSession
 
 logger = logging.getLogger("mrtr.http")
 
@@ -36,7 +36,22 @@ logger = logging.getLogger("mrtr.http")
 LINGER_AFTER_ANSWER = 1.0
 
 
-async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection) -> None:
+class StreamOwner(Protocol):
+    """What reading a response stream needs of its link (``HttpLink`` is one): the
+    client its messages go to, the bound on one event, and the 2025 session that
+    resumes a broken stream (``None`` in 2026-07-28)."""
+
+    @property
+    def client(self) -> LinkClient: ...
+
+    @property
+    def max_message_size(self) -> int: ...
+
+    @property
+    def session(self) -> HttpSession | None: ...
+
+
+async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnection) -> None:
     """The SSE answer to ``out``.  2026-07-28: a broken stream is the caller's
     ``Broken`` (the leg is re-issued).  In a 2025 session a stream with event ids that
     breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
@@ -93,7 +108,7 @@ async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection
 
 
 async def read_sse(
-    link: HttpLink,
+    link: StreamOwner,
     conn: HttpConnection,
     resumption: m.protocol.StreamResumption,
     *,
