@@ -31,6 +31,9 @@ async def connect(host: str, port: int, *, tls: ssl.SSLContext | None = None) ->
         return stream
     try:
         return await TLSStream.wrap(stream, hostname=host, ssl_context=tls)
+    except (anyio.EndOfStream, anyio.BrokenResourceError) as exc:
+        await anyio.aclose_forcefully(stream)
+        raise OSError("the server closed the connection during the TLS handshake") from exc
     except BaseException:
         await anyio.aclose_forcefully(stream)
         raise

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from mrtr_transports.client.client import Client
-from mrtr_transports.client.errors import CallError, CallTimeout
+from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
 from mrtr_transports.client.ws import open_ws_client
@@ -158,3 +159,26 @@ def test_a_plain_asyncio_program(tmp_path: Path) -> None:
         return texts
 
     assert asyncio.run(main()) == ["Ada in Paris"] * 3
+
+
+@pytest.mark.parametrize("server", ["closes", "speaks plain HTTP"])
+async def test_an_https_server_that_fails_the_tls_handshake(server: str) -> None:
+    # No certificate needed: a listener that hangs up at once, or answers in plain text.
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            if server == "speaks plain HTTP":
+                await stream.receive()
+                await stream.send(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(listener.serve, handle)
+            with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+                async with open_http_client(f"https://127.0.0.1:{port}/mcp"):
+                    raise AssertionError("connected")
+            tasks.cancel_scope.cancel()
+    assert caught.value.kind == "connect"
+    assert caught.value.message.startswith(f"could not connect to 127.0.0.1:{port}: ")
+    if server == "closes":
+        assert "closed the connection during the TLS handshake" in caught.value.message
