@@ -157,14 +157,19 @@ class WsLink:
             subprotocols=[SUBPROTOCOL],
             extra_headers=self.headers,
         )
-        await stream.send(self.ws.send(request))
         status: int | None = None
         body = b""
+        try:
+            await stream.send(self.ws.send(request))
+        except STREAM_FAILURES as exc:
+            raise self._broke_in_upgrade(exc) from exc
         while True:
             try:
                 data = await stream.receive(READ_SIZE)
             except anyio.EndOfStream:
                 data = b""
+            except STREAM_FAILURES as exc:
+                raise self._broke_in_upgrade(exc) from exc
             try:
                 self.ws.receive_data(data or None)
                 events = list(self.ws.events())
@@ -193,6 +198,11 @@ class WsLink:
                     f"{self.url}: the server closed the connection during the upgrade",
                     kind="disconnect",
                 )
+
+    def _broke_in_upgrade(self, exc: Exception) -> TransportError:
+        return TransportError(
+            f"{self.url}: the connection broke during the upgrade: {exc}", kind="disconnect"
+        )
 
     def _refused(self, status: int | None, body: bytes) -> TransportError:
         """An upgrade refusal, with the JSON-RPC message of its body when it has one."""

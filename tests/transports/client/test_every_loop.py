@@ -10,6 +10,7 @@ import asyncio
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -141,6 +142,21 @@ async def test_a_listen_stream(transport: str, tmp_path: Path) -> None:
             # Leaving the block closed the stream on the server too.
             while text(await client.call_tool("listening")) != "0":
                 await anyio.sleep(0.05)
+
+
+async def test_a_stdio_server_that_cannot_start_or_dies() -> None:
+    with anyio.fail_after(30):
+        with pytest.raises(TransportError) as caught:
+            async with open_stdio_client(["/nonexistent/mrtr-server"]):
+                raise AssertionError("started")
+        assert caught.value.kind == "spawn"
+        # A child that reads one message, says why on stderr and exits 3.
+        dies = "import sys; sys.stdin.readline(); sys.stderr.write('out of cheese\\n'); sys.exit(3)"
+        with pytest.raises(TransportError) as caught:
+            async with open_stdio_client([sys.executable, "-c", dies], era="modern") as client:
+                await client.call_tool("trip")
+    assert caught.value.kind == "disconnect" and caught.value.exit_status == 3
+    assert caught.value.stderr_tail == ["out of cheese"]
 
 
 def test_a_plain_asyncio_program(tmp_path: Path) -> None:
