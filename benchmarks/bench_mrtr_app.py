@@ -1,7 +1,7 @@
 """Our side of ``bench_transports.py``: an ``McpApp`` with the two benchmark tools.
 
 Served by our own command lines, unchanged, e.g.
-``PYTHONPATH=benchmarks python -m mrtr_transports.server --stdio --app bench_mrtr_app:app``
+``PYTHONPATH=benchmarks python -m mrtr_transports serve --stdio --app bench_mrtr_app:app``
 (or ``--http 127.0.0.1:0``).  The same two tools as ``bench_mcp_peer.py``:
 
 * ``greet``: two legs.  The first asks one form elicitation under the key

@@ -5,7 +5,7 @@ process opens one client session to a server in another process, warms up, then
 times batches of sequential ``tools/call`` requests on that session.  The sides:
 
 * ``mrtr``: ours, ``open_stdio_client`` spawning
-  ``python -m mrtr_transports.server --stdio --app bench_mrtr_app:app`` (over HTTP,
+  ``python -m mrtr_transports serve --stdio --app bench_mrtr_app:app`` (over HTTP,
   ``open_http_client`` to ``--http 127.0.0.1:0``), under ``trio.run``;
 * ``mcp``: the official Python SDK 2.3.0, ``mcp.client.Client`` to ``bench_mcp_peer.py``
   (``MCPServer``; over HTTP stateless with JSON responses, like ours), under asyncio;

@@ -3,7 +3,7 @@
 The model: as ``bench_transports.py`` (the same app, ``bench_mrtr_app:app``, the
 same ``greet`` (two legs) and ``plain`` (one leg) tools, the same timed batches
 and checks), for our three transports, each server in its own subprocess
-(``python -m mrtr_transports.server --stdio | --http 127.0.0.1:0 | --ws
+(``python -m mrtr_transports serve --stdio | --http 127.0.0.1:0 | --ws
 127.0.0.1:0``) and our client in this process under ``trio.run``.  The
 official SDK has no WebSocket server to compare with, so the comparison here
 is between our own transports: what one long conversation on a socket costs

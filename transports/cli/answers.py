@@ -45,7 +45,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO, cast
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -273,7 +273,7 @@ class CliAnswerer:
         #: Where what the user must see without a prompt goes (default stderr).
         self.notices = notices
         # One prompt at a time: requests of one round (or of parallel calls) queue here.
-        self._prompt_lock = trio.Lock()
+        self._prompt_lock = anyio.Lock()
 
     def capabilities(self) -> dict[str, Any]:
         """Exactly the client capabilities these sources can answer."""

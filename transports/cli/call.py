@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-import trio
+import anyio
 
 import mrtr_core as m
 from mrtr_core.connection import Verdict
@@ -188,7 +188,7 @@ async def run_call(
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    start = trio.current_time()
+    start = anyio.current_time()
     kind_of_call = CALLS[args.command]
 
     def fail(code: int, message: str) -> int:
@@ -221,11 +221,11 @@ async def run_call(
     too_long = f"timed out: the call took longer than --timeout {budget:g} s"
     result: Mapping[str, Any] | None = None
     try:
-        with trio.move_on_after(budget + TIMEOUT_GRACE) as backstop:
+        with anyio.move_on_after(budget + TIMEOUT_GRACE) as backstop:
             async with open_target(kind, where, headers, options) as client:
                 remaining = None
                 if args.timeout is not None:
-                    remaining = max(0.001, start + budget - trio.current_time())
+                    remaining = max(0.001, start + budget - anyio.current_time())
                 try:
                     result = await client.call(
                         kind_of_call.method,
@@ -258,7 +258,7 @@ async def run_call(
 
 def client_failure(exc: BaseException) -> int | None:
     """The exit code of a client error ``exc`` holds; ``None``: re-raise ``exc``."""
-    if is_interrupt(exc) or trio.current_effective_deadline() == -math.inf:
+    if is_interrupt(exc) or anyio.current_effective_deadline() == -math.inf:
         # Ctrl-C (at a prompt, or cancelling the whole run): whatever the client
         # failed with while it was torn down is not what the command ends with.
         return None

@@ -1,7 +1,7 @@
 """The ``mrtr`` console script: check that the ``transports`` extra is installed, then run.
 
 ``pip install mrtr`` installs the sans-IO core alone, yet pip installs the ``mrtr``
-script with it (a script cannot depend on an extra).  Without trio, anyio, h11 and wsproto
+script with it (a script cannot depend on an extra).  Without anyio, trio, h11 and wsproto
 the command could only die with ``No module named 'trio'``; this shim, which imports
 nothing but the standard library, says instead in one line what to install, and exits
 2 (nothing ran, as for a usage error).  With the extra it is :func:`mrtr_transports.cli.main.main`.
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 #: The modules of the ``transports`` extra (pyproject.toml) the command imports.
-EXTRA_MODULES = ("trio", "anyio", "h11", "wsproto")
+EXTRA_MODULES = ("anyio", "trio", "h11", "wsproto")
 INSTALL_EXTRA = "pip install 'mrtr[transports]'"
 #: Nothing ran: the exit code of a usage error (``ExitCode.USAGE``).
 MISSING_EXTRA_EXIT = 2
@@ -34,6 +34,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return MISSING_EXTRA_EXIT
-    from .main import main as run  # imports trio: only once we know it is there
+    from .main import main as run  # imports anyio: only once we know it is there
 
     return run(argv)

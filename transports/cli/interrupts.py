@@ -45,7 +45,7 @@ STOPPED_BY_SIGTERM = ExitCode.RESULT
 
 
 def is_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is a ``KeyboardInterrupt``, or a group (trio's) holding one."""
+    """Whether ``exc`` is a ``KeyboardInterrupt``, or a group (a task group's) holding one."""
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup(KeyboardInterrupt) is not None
     return isinstance(exc, KeyboardInterrupt)

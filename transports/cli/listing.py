@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -202,7 +202,7 @@ async def run_list(
     budget = math.inf if args.timeout is None else args.timeout
     entries: list[dict[str, Any]] | None = None
     try:
-        with trio.move_on_after(budget):
+        with anyio.move_on_after(budget):
             async with open_target(kind, where, headers, options) as client:
                 entries = await fetch_entries(client, args.what)
     except BaseException as exc:  # sorted below; the rest re-raised

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -102,14 +102,14 @@ class Terminal:
         line: str | None = None
         interrupted = False
 
-        async def read(cancel: trio.CancelScope) -> None:
+        async def read(cancel: anyio.CancelScope) -> None:
             nonlocal line
-            line = await trio.to_thread.run_sync(
+            line = await anyio.to_thread.run_sync(
                 self.infile.readline, MAX_LINE + 1, abandon_on_cancel=True
             )
             cancel.cancel()
 
-        async def watch(cancel: trio.CancelScope, signals: Any) -> None:
+        async def watch(cancel: anyio.CancelScope, signals: Any) -> None:
             nonlocal interrupted
             async for _ in signals:
                 interrupted = True
@@ -117,14 +117,14 @@ class Terminal:
                 return
 
         if self.catch_interrupt:
-            with trio.open_signal_receiver(signal.SIGINT) as signals:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 self._show_prompt(prompt)  # once Ctrl-C is ours: the line gets ended
-                async with trio.open_nursery() as nursery:
+                async with anyio.create_task_group() as nursery:
                     nursery.start_soon(read, nursery.cancel_scope)
                     nursery.start_soon(watch, nursery.cancel_scope, signals)
         else:
             self._show_prompt(prompt)
-            with trio.CancelScope() as scope:
+            with anyio.CancelScope() as scope:
                 await read(scope)
         if interrupted:
             self.say()

@@ -15,7 +15,7 @@ gives them a clock, a store and a place in the client:
 * :class:`ResponseCache` is one client's view of a store: the server it talks
   to (its URL, or its command line for stdio: never the self-reported
   ``serverInfo``), the principal (the authorization context), and the clock
-  (``trio.current_time``, or the store's own ``clock``).  ``Client(cache=store, principal=...)``
+  (``anyio.current_time``, or the store's own ``clock``).  ``Client(cache=store, principal=...)``
   makes one.  Without ``principal=`` an HTTP client with an ``Authorization``
   header takes a digest of that header as its principal, so two tokens never
   share a private entry; otherwise the principal is ``""`` (one context).  A
@@ -45,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol
 
-import trio
+import anyio
 
 from mrtr_core.protocol import (
     CacheEntry,
@@ -86,8 +86,8 @@ class ResponseCacheStore(Protocol):
     """Where cached results live.  Keys and entries are the core's
     ``CacheKey``/``CacheEntry`` (plain frozen values: a store may serialise them).
 
-    The entries' times are the client's clock, ``trio.current_time`` (meaningful
-    within one ``trio.run``).  A store shared across processes must say which
+    The entries' times are the client's clock, ``anyio.current_time`` (meaningful
+    within one run of the loop).  A store shared across processes must say which
     clock its entries use with a ``clock`` attribute (e.g. ``clock = time.time``).
     """
 
@@ -194,7 +194,7 @@ class ResponseCache:
         store: ResponseCacheStore,
         server: str,
         principal: str | None = None,
-        clock: Callable[[], float] = trio.current_time,
+        clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self.store = store
         self.server = server
@@ -218,7 +218,7 @@ class ResponseCache:
             store,
             cache_server(link),
             principal or default_principal(link),
-            clock if callable(clock) else trio.current_time,
+            clock if callable(clock) else anyio.current_time,
         )
 
     async def fetch(

@@ -4,7 +4,8 @@ The model
 ---------
 A :class:`Client` owns one client ``mrtr_core.Connection`` and a *link* that
 moves its bytes (``client.stdio.StdioLink``, ``client.http.HttpLink``).  All
-protocol logic is the connection's; the client only connects it to trio:
+protocol logic is the connection's; the client only connects it to the loop
+(anyio: trio or asyncio):
 
 * **One synchronous pump.**  After every input to the connection (bytes from
   the link, an answer, a timer) the client drains ``next_event`` and acts on
@@ -51,7 +52,8 @@ from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import Any, Literal, Unpack
 
-import trio
+import anyio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.connection import Sendable
@@ -101,7 +103,7 @@ class Client(PlainRequests):
     def __init__(
         self,
         link: Link,
-        nursery: trio.Nursery,
+        nursery: TaskGroup,
         *,
         answer: InputHandler | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -149,7 +151,7 @@ class Client(PlainRequests):
         self._waiters: dict[m.RequestId, Waiter] = {}
         self._closing = False
         self._pumping = False
-        self._handshake_timer: trio.CancelScope | None = None
+        self._handshake_timer: anyio.CancelScope | None = None
         self._new_connection()
 
     def _new_connection(self) -> None:
@@ -159,7 +161,7 @@ class Client(PlainRequests):
         self._conn = m.Connection(
             m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
         )
-        self._opened = trio.Event()
+        self._opened = anyio.Event()
         if era == "modern":
             self._opened.set()
         self._session_error: m.MrtrError | None = None
@@ -236,7 +238,7 @@ class Client(PlainRequests):
         the client's for this call.  ``cache``: how the response cache is used for
         ``resources/read``, if there is one (a result that took rounds is never stored).
         """
-        started = trio.current_time()
+        started = anyio.current_time()
         limits = CallLimits(
             timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs, url_wait_timeout
         )
@@ -297,7 +299,7 @@ class Client(PlainRequests):
             return
         self._closing = True
         self.link_lost(TransportError("the client was closed", kind="closed"))
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await self.link.aclose()
         self._nursery.cancel_scope.cancel()
 
@@ -379,7 +381,7 @@ class Client(PlainRequests):
         self._pumping = True
         try:
             conn = self._conn
-            now = trio.current_time()
+            now = anyio.current_time()
             while True:
                 event = conn.next_event(now)
                 if event is m.NEED_DATA:

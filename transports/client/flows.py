@@ -13,7 +13,7 @@ once:
   that awaits the app's :class:`~mrtr_transports.client.inputs.InputHandler`,
   checks the answer and feeds ``provide`` (or ``fail_input``); ``CancelInputs``
   cancels the tasks whose answers are no longer wanted.  The handlers of one
-  round are entered in the server's order (:class:`InOrder`: trio starts new
+  round are entered in the server's order (:class:`InOrder`: a loop starts new
   tasks in no fixed order), so a handler that asks a person one question at a
   time asks them as the server listed them, the same on every run;
 * ``CancelLeg`` cancels the leg on the wire (stdio: a notification; HTTP:
@@ -21,7 +21,7 @@ once:
 * a terminal event ends the flow: :meth:`Flow.result` turns it into the
   result or the :mod:`~mrtr_transports.client.errors` error to raise.
 
-Timers are trio's (``trio.current_time()``, fed back as ``now=`` and the
+Timers are the loop's (``anyio.current_time()``, fed back as ``now=`` and the
 ``*_timed_out`` inputs).  A flow's tasks (at most two timers, one delayed leg,
 and one task per input key of the current round) run in the client's nursery,
 each under a cancel scope of the flow's: when the call ends, :func:`run_flow`
@@ -41,7 +41,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import trio
+import anyio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
@@ -76,15 +77,15 @@ class InOrder:
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: trio.Event | None = None
+        self._last: anyio.Event | None = None
 
-    def turn(self) -> tuple[trio.Event | None, trio.Event]:
+    def turn(self) -> tuple[anyio.Event | None, anyio.Event]:
         """(the turn before this one, if still open; this one's): taken at spawn time."""
-        before, self._last = self._last, trio.Event()
+        before, self._last = self._last, anyio.Event()
         return before, self._last
 
     @staticmethod
-    async def enter(before: trio.Event | None, mine: trio.Event) -> None:
+    async def enter(before: anyio.Event | None, mine: anyio.Event) -> None:
         """Wait for the turn ``before``; the caller sets ``mine`` as it enters its
         handler (here if it is cancelled while it waits)."""
         try:
@@ -115,7 +116,7 @@ class FlowContext:
     #: Drain the connection's events (after every input to it).
     pump: Callable[[], None]
     #: Where the flows' tasks run (the client's nursery; see the module docstring).
-    nursery: trio.Nursery
+    nursery: TaskGroup
     #: Hand a message to the link (traced).
     send_out: Callable[[Outbound], None]
     #: An event through the connection, as the link's ``Outbound`` (kind, then fields).
@@ -146,10 +147,10 @@ async def run_flow(
     """
     conn = ctx.conn
     timeout = limits.timeout
-    budget = None if timeout is None else timeout - (trio.current_time() - started)
+    budget = None if timeout is None else timeout - (anyio.current_time() - started)
     if budget is not None and budget <= 0:
-        raise CallTimeout(trio.current_time() - started, timeout, "total")
-    flow = Flow(ctx, trio.current_time(), on_progress, limits.input_timeout)
+        raise CallTimeout(anyio.current_time() - started, timeout, "total")
+    flow = Flow(ctx, anyio.current_time(), on_progress, limits.input_timeout)
     flow.total_budget, flow.total_started = timeout, started
     try:
         try:
@@ -178,7 +179,7 @@ async def run_flow(
                 await flow.finished.wait()
             finally:
                 if not flow.finished.is_set():  # our caller gave up: cancel on the wire
-                    conn.cancel(flow.call, trio.current_time())
+                    conn.cancel(flow.call, anyio.current_time())
                     ctx.pump()
                 flows.pop(flow.call, None)
     finally:
@@ -228,8 +229,8 @@ class Flow:
         self.ctx = ctx
         self.call = 0
         # The flow's tasks: one cancel scope each, while it runs.
-        self.tasks: set[trio.CancelScope] = set()
-        self.tasks_ended: trio.Event | None = None
+        self.tasks: set[anyio.CancelScope] = set()
+        self.tasks_ended: anyio.Event | None = None
         self.task_error: BaseException | None = None
         self.started = started
         self.on_progress = on_progress
@@ -239,13 +240,13 @@ class Flow:
         # Why a Cancelled outcome happened when we cancelled on the caller's behalf.
         self.override: ClientError | None = None
         self.cause: BaseException | None = None  # an input handler's own exception
-        self.finished = trio.Event()
+        self.finished = anyio.Event()
         self.round = 0
         self.leg_id: m.RequestId | None = None
         self.leg_out = False
-        self.leg_timer: trio.CancelScope | None = None
-        self.input_timer: trio.CancelScope | None = None
-        self.inputs: dict[str, trio.CancelScope] = {}
+        self.leg_timer: anyio.CancelScope | None = None
+        self.input_timer: anyio.CancelScope | None = None
+        self.inputs: dict[str, anyio.CancelScope] = {}
         self.pending: set[str] = set()
         self.inputs_open = False
         self.in_order = InOrder()
@@ -259,23 +260,23 @@ class Flow:
         self,
         run: Callable[..., Awaitable[None]],
         *args: Any,
-        scope: trio.CancelScope | None = None,
-    ) -> trio.CancelScope:
+        scope: anyio.CancelScope | None = None,
+    ) -> anyio.CancelScope:
         """Run ``run(*args)`` in a task of this flow (see the module docstring), under
         ``scope`` (a new one by default), which cancels it; returns that scope."""
         if scope is None:
-            scope = trio.CancelScope()
+            scope = anyio.CancelScope()
         self.tasks.add(scope)
         self.ctx.nursery.start_soon(self._task, scope, run, args)
         return scope
 
     async def _task(
-        self, scope: trio.CancelScope, run: Callable[..., Awaitable[None]], args: tuple[Any, ...]
+        self, scope: anyio.CancelScope, run: Callable[..., Awaitable[None]], args: tuple[Any, ...]
     ) -> None:
         try:
             with scope:
                 await run(*args)
-        except trio.Cancelled:
+        except anyio.get_cancelled_exc_class():
             raise  # the client's nursery is being cancelled: so is this task
         except BaseException as exc:  # a bug; raised by run_flow (not in the client's nursery)
             if self.task_error is None:
@@ -290,10 +291,10 @@ class Flow:
         """Cancel the flow's tasks and wait until they have ended (as a nursery's end
         would; no pass of the run loop when there are none)."""
         if self.tasks:
-            self.tasks_ended = trio.Event()
+            self.tasks_ended = anyio.Event()
             for scope in self.tasks:
                 scope.cancel()
-            with trio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
                 await self.tasks_ended.wait()
         if self.task_error is not None:
             raise self.task_error
@@ -307,7 +308,7 @@ class Flow:
             return dict(outcome.result)
         if isinstance(outcome, m.TimedOut):
             if outcome.limit == "total" and self.total_budget is not None:
-                elapsed = trio.current_time() - self.total_started
+                elapsed = anyio.current_time() - self.total_started
                 raise CallTimeout(elapsed, self.total_budget, "total")
             raise CallTimeout(outcome.elapsed, outcome.budget, outcome.limit)
         if isinstance(outcome, m.Failed):
@@ -335,7 +336,7 @@ class Flow:
         if self.finished.is_set():
             return
         self.override = error
-        self.ctx.conn.cancel(self.call, trio.current_time())
+        self.ctx.conn.cancel(self.call, anyio.current_time())
         self.ctx.pump()
 
     def leg_broke(self, out: Outbound, error: TransportError) -> None:
@@ -345,7 +346,7 @@ class Flow:
             self.leg_id = None
             self._disarm(self.leg_timer)
             logger.info("the response stream of a leg broke: re-issuing it (%s)", error)
-            self.ctx.conn.leg_broken(self.call, trio.current_time())
+            self.ctx.conn.leg_broken(self.call, anyio.current_time())
             self.ctx.pump()
 
     # --- The engine's events -----------------------------------------------------------
@@ -423,41 +424,41 @@ class Flow:
             self.leg_timer = self._arm(step.timeout, self._leg_expired)
 
     async def _send_leg_later(self, event: m.CallEvent, delay: float) -> None:
-        await trio.sleep(delay)
+        await anyio.sleep(delay)
         if not self.finished.is_set():
             self._send_leg(event)
 
-    def _arm(self, delay: float, fire: Callable[[], None]) -> trio.CancelScope:
+    def _arm(self, delay: float, fire: Callable[[], None]) -> anyio.CancelScope:
         return self.spawn(self._timer, delay, fire)
 
     async def _timer(self, delay: float, fire: Callable[[], None]) -> None:
-        await trio.sleep(max(delay, 0.0))
+        await anyio.sleep(max(delay, 0.0))
         if not self.finished.is_set():
             fire()
 
     @staticmethod
-    def _disarm(scope: trio.CancelScope | None) -> None:
+    def _disarm(scope: anyio.CancelScope | None) -> None:
         if scope is not None:
             scope.cancel()
 
     def _leg_expired(self) -> None:
         if self.leg_out:
             self.leg_out = False
-            self.ctx.conn.leg_timed_out(self.call, trio.current_time())
+            self.ctx.conn.leg_timed_out(self.call, anyio.current_time())
             self.ctx.pump()
 
     def _input_expired(self) -> None:
         if self.inputs_open:
             self._close_inputs()
-            self.ctx.conn.input_timed_out(self.call, trio.current_time())
+            self.ctx.conn.input_timed_out(self.call, anyio.current_time())
             self.ctx.pump()
 
     async def total_timer(self, budget: float) -> None:
         """The caller's whole-flow budget."""
-        await trio.sleep(budget)
+        await anyio.sleep(budget)
         # Usually the engine's own leg or input timer (capped by the budget) ends the
         # flow first; this one covers the gaps (a retry's delay, the session opening).
-        elapsed = trio.current_time() - self.total_started
+        elapsed = anyio.current_time() - self.total_started
         self.fail(CallTimeout(elapsed, self.total_budget, "total"))
 
     # --- Inputs ------------------------------------------------------------------------
@@ -484,8 +485,8 @@ class Flow:
         self,
         key: str,
         request: m.wire.InputRequest,
-        before: trio.Event | None,
-        mine: trio.Event,
+        before: anyio.Event | None,
+        mine: anyio.Event,
     ) -> None:
         answer_input = self.ctx.answer
         assert answer_input is not None
@@ -510,7 +511,7 @@ class Flow:
         if self.inputs_open and key in self.pending:
             self.pending.discard(key)
             self.inputs.pop(key, None)
-            self.ctx.conn.provide(self.call, key, answer, trio.current_time())
+            self.ctx.conn.provide(self.call, key, answer, anyio.current_time())
             self.ctx.pump()
 
     def _fail_input(self, key: str, reason: str) -> None:
@@ -527,7 +528,7 @@ class Waiter:
 
     def __init__(self, method: str) -> None:
         self.method = method
-        self.event = trio.Event()
+        self.event = anyio.Event()
         self.response: m.ResultResponse | m.ErrorResponse | None = None
         self.error: ClientError | None = None
 

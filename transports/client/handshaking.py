@@ -16,7 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import trio
+import anyio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.connection import Sendable
@@ -33,12 +34,12 @@ class Handshaking:
     """The opening half of a :class:`~mrtr_transports.client.client.Client`."""
 
     link: Link
-    _nursery: trio.Nursery
+    _nursery: TaskGroup
     _conn: m.Connection
     _era_control: EraControl
     _handshake_timeout: float
-    _handshake_timer: trio.CancelScope | None
-    _opened: trio.Event
+    _handshake_timer: anyio.CancelScope | None
+    _opened: anyio.Event
     _session_error: m.MrtrError | None
     _lost: TransportError | None
     _lost_while_probing: bool
@@ -95,12 +96,12 @@ class Handshaking:
             self._outbound(message, "handshake", method=message.method, request_id=request_id)
         )
         if isinstance(message, m.Request) and not self._eof_fed:
-            scope = self._handshake_timer = trio.CancelScope()
+            scope = self._handshake_timer = anyio.CancelScope()
             self._nursery.start_soon(self._handshake_timeout_task, scope)
 
-    async def _handshake_timeout_task(self, scope: trio.CancelScope) -> None:
+    async def _handshake_timeout_task(self, scope: anyio.CancelScope) -> None:
         with scope:
-            await trio.sleep(self._handshake_timeout)
+            await anyio.sleep(self._handshake_timeout)
             self._conn.handshake_timed_out()
             self._pump()
 

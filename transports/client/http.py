@@ -1,4 +1,4 @@
-"""The Streamable HTTP client (protocol 2026-07-28) on trio and h11.
+"""The Streamable HTTP client (protocol 2026-07-28) on anyio and h11.
 
 The model: one client ``Connection(framing="messages")``; every message it
 wants sent becomes its own POST to the endpoint, run as a task that reads the
@@ -75,8 +75,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
 from urllib.parse import urlsplit
 
+import anyio
 import h11
-import trio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.protocol import (
@@ -102,6 +103,7 @@ from .http_sessions import HttpSession
 from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
+from .tcp import connect, connect_failure
 
 logger = logging.getLogger("mrtr.client.http")
 
@@ -152,23 +154,23 @@ class HttpLink:
         self.max_message_size = max_message_size
         self.retry_attempts = retry_attempts
         self.retry_max_delay = retry_max_delay
-        self._slots = trio.Semaphore(max_connections)
-        self._returned = trio.Event()  # set when a connection goes back to the pool
+        self._slots = anyio.Semaphore(max_connections)
+        self._returned = anyio.Event()  # set when a connection goes back to the pool
         self._pool_size = max_connections
         self._idle: list[HttpConnection] = []
-        self._streams: dict[m.RequestId, trio.CancelScope] = {}
+        self._streams: dict[m.RequestId, anyio.CancelScope] = {}
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._discover_failure: str | None = None
         self._session: HttpSession | None = None  # a 2025 session, once initialize goes out
         self._client: LinkClient | None = None
-        self._nursery: trio.Nursery | None = None
+        self._nursery: TaskGroup | None = None
         self._closed = False
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
         self._nursery = nursery
 
-    async def restart(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
         """A new client connection over the same endpoint (a new era): forget the last."""
         self._session = None
         self._discover_failure = None
@@ -222,7 +224,7 @@ class HttpLink:
             return  # 2026 HTTP cancels by closing the request's stream, never by a message
         if self._session is not None and self._session.expired:
             return  # every call already failed with the expiry
-        scope = trio.CancelScope()
+        scope = anyio.CancelScope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
         self._nursery.start_soon(self._exchange, out, scope)
@@ -293,7 +295,7 @@ class HttpLink:
         ]
         return headers
 
-    async def _exchange(self, out: Outbound, scope: trio.CancelScope) -> None:
+    async def _exchange(self, out: Outbound, scope: anyio.CancelScope) -> None:
         assert self._client is not None
         with scope:
             session = self._session
@@ -321,9 +323,9 @@ class HttpLink:
                 # Until the server's delay is over, only a connection of ours it already
                 # holds a place for will do: wait for one to come back to the pool.
                 while (
-                    found := await self._connection(new=trio.current_time() >= new_after)
+                    found := await self._connection(new=anyio.current_time() >= new_after)
                 ) is None:
-                    with trio.move_on_at(new_after):
+                    with anyio.CancelScope(deadline=new_after):
                         await self._returned.wait()
                 attempt += 1
                 # A stale kept-alive connection costs no attempt: each is dropped from the
@@ -348,7 +350,7 @@ class HttpLink:
                     # The server said when; spread a little, so refused ones do not all
                     # come back together.
                     delay = refusal.retry_after * (1 + random.random() / 2)
-                    new_after = trio.current_time() + delay
+                    new_after = anyio.current_time() + delay
                     logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
     def _refused(self, out: Outbound, refusal: Refused, attempts: int) -> Failed:
@@ -383,6 +385,9 @@ class HttpLink:
             raise Failed(
                 TransportError(f"POST {out.method} to {self.url}: {exc}"), broken=True
             ) from exc
+        except BaseException:  # cancelled (the leg, or the client) before the answer
+            await conn.aclose()
+            raise
         try:
             await self._read_response(out, conn, response)
         except Broken as exc:
@@ -395,7 +400,7 @@ class HttpLink:
                 conn.received = False
                 self._idle.append(conn)
                 self._returned.set()  # (a request waiting to retry may take it)
-                self._returned = trio.Event()
+                self._returned = anyio.Event()
             else:
                 await conn.aclose()
 
@@ -444,15 +449,10 @@ class HttpLink:
             return None
         where = f"{self._host}:{self._port}"
         try:
-            with trio.fail_after(self.connect_timeout):
-                if self._https:
-                    context = self._ssl_context or ssl.create_default_context()
-                    stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
-                        self._host, self._port, ssl_context=context
-                    )
-                else:
-                    stream = await trio.open_tcp_stream(self._host, self._port)
-        except trio.TooSlowError as exc:
+            with anyio.fail_after(self.connect_timeout):
+                tls = (self._ssl_context or ssl.create_default_context()) if self._https else None
+                stream = await connect(self._host, self._port, tls=tls)
+        except TimeoutError as exc:
             raise Failed(
                 TransportError(
                     f"connecting to {where} timed out after {self.connect_timeout:g} s",
@@ -462,7 +462,9 @@ class HttpLink:
             ) from exc
         except OSError as exc:
             raise Failed(
-                TransportError(f"could not connect to {where}: {exc}", kind="connect"),
+                TransportError(
+                    f"could not connect to {where}: {connect_failure(exc)}", kind="connect"
+                ),
                 broken=False,
             ) from exc
         return HttpConnection(stream), False

@@ -17,12 +17,14 @@ import select
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import h11
-import trio
+from anyio.abc import ByteStream, SocketAttribute, SocketStream
 
 import mrtr_core as m
 
 from .errors import TransportError
+from .tcp import STREAM_FAILURES
 
 READ_SIZE = 65536
 SERVER_BUSY = m.protocol.SERVER_BUSY
@@ -57,9 +59,9 @@ class Failed(Exception):
 
 
 class HttpConnection:
-    """One HTTP/1.1 connection: a trio stream and its h11 state."""
+    """One HTTP/1.1 connection: an anyio byte stream and its h11 state."""
 
-    def __init__(self, stream: trio.abc.Stream) -> None:
+    def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.received = False  # any byte of a response on this cycle
@@ -69,8 +71,8 @@ class HttpConnection:
         data = b"".join(self.h11.send(event) or b"" for event in events)
         if data:
             try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                await self.stream.send(data)
+            except STREAM_FAILURES as exc:
                 raise Broken(f"sending failed: {exc}") from exc
 
     async def next_event(self) -> Any:
@@ -81,8 +83,10 @@ class HttpConnection:
                 raise Broken(f"bad HTTP from the server: {exc}") from exc
             if event is h11.NEED_DATA:
                 try:
-                    data = await self.stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    data = await self.stream.receive(READ_SIZE)
+                except anyio.EndOfStream:
+                    data = b""  # (h11 reads the end as the server's close)
+                except STREAM_FAILURES as exc:
                     raise Broken(f"the connection broke: {exc}") from exc
                 if data:
                     self.received = True
@@ -102,10 +106,10 @@ class HttpConnection:
         """An idle connection with something to read: the server's close (or bytes it
         had no business sending).  Either way, not one to send a request on.  (Plain
         TCP only: TLS may have session tickets to read, which are no reason to drop it.)"""
-        if not isinstance(self.stream, trio.SocketStream):
+        if not isinstance(self.stream, SocketStream):
             return False
         try:
-            fileno = self.stream.socket.fileno()
+            fileno = self.stream.extra(SocketAttribute.raw_socket).fileno()
             if hasattr(select, "poll"):
                 poller = select.poll()
                 poller.register(fileno, select.POLLIN)
@@ -116,7 +120,7 @@ class HttpConnection:
         return bool(readable)
 
     async def aclose(self) -> None:
-        await trio.aclose_forcefully(self.stream)
+        await anyio.aclose_forcefully(self.stream)
 
 
 def check_refusal(

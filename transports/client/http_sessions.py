@@ -32,10 +32,11 @@ answer is its own POST (202).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import anyio
 import h11
-import trio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.protocol import (
@@ -49,9 +50,7 @@ from mrtr_core.protocol import (
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
 from .http_streams import read_sse
-
-if TYPE_CHECKING:
-    from .http import HttpLink
+from .link import LinkClient
 
 logger = logging.getLogger("mrtr.client.http")
 
@@ -60,17 +59,52 @@ _SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
 STANDALONE_WAIT = 5.0
 
 
+class SessionEndpoint(Protocol):
+    """What a session needs of its link (``HttpLink`` is one): where the endpoint is,
+    the headers every request carries, a new connection to it, and the client it
+    reports to; also what resuming a stream needs (:class:`http_streams.StreamOwner`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def authority(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def extra_headers(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def connect_timeout(self) -> float: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def client(self) -> LinkClient: ...
+
+    @property
+    def max_message_size(self) -> int: ...
+
+    @property
+    def session(self) -> HttpSession | None: ...
+
+    async def new_connection(self) -> HttpConnection: ...
+
+
 class HttpSession:
     """One 2025 session of an :class:`~mrtr_transports.client.http.HttpLink`."""
 
-    def __init__(self, link: HttpLink) -> None:
+    def __init__(self, link: SessionEndpoint) -> None:
         self.link = link
         #: The server's ``Mcp-Session-Id`` (``None``: it assigned none, a stateless server).
         self.id: str | None = None
         self.expired = False
         self._listening = False
         #: Set once the GET stream's first attempt is answered (a stream, 405, a failure).
-        self.standalone_settled = trio.Event()
+        self.standalone_settled = anyio.Event()
 
     # --- Headers and responses -----------------------------------------------------
 
@@ -109,7 +143,7 @@ class HttpSession:
 
     # --- The standalone GET stream ------------------------------------------------------
 
-    def initialized(self, nursery: trio.Nursery) -> None:
+    def initialized(self, nursery: TaskGroup) -> None:
         """``notifications/initialized`` was accepted: open the GET stream (once)."""
         if self._listening or self.link.closed:
             self.standalone_settled.set()
@@ -122,7 +156,7 @@ class HttpSession:
         known not to be: a server may send its requests on that stream, unrelated to any
         POST (the spec allows it; the official TypeScript server's ``elicitInput`` does),
         and one sent before the stream exists is lost, so a session's requests wait."""
-        with trio.move_on_after(STANDALONE_WAIT):
+        with anyio.move_on_after(STANDALONE_WAIT):
             await self.standalone_settled.wait()
 
     async def _listen(self) -> None:
@@ -156,7 +190,7 @@ class HttpSession:
             if delay is None:
                 return
             last_id = resumption.last_event_id
-            await trio.sleep(delay)
+            await anyio.sleep(delay)
 
     # --- GET (a new stream, or a broken one resumed) ------------------------------------
 
@@ -210,7 +244,7 @@ class HttpSession:
             *self.headers("DELETE"),
             *link.extra_headers,
         ]
-        with trio.move_on_after(link.connect_timeout):
+        with anyio.move_on_after(link.connect_timeout):
             try:
                 conn = await link.new_connection()
             except Failed:

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+import anyio
 import h11
-import trio
 
 import mrtr_core as m
 
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
-from .link import Outbound
+from .link import LinkClient, Outbound
 
 if TYPE_CHECKING:
-    from .http import HttpLink
+    from .http_sessions import HttpSession
 
 logger = logging.getLogger("mrtr.client.http")
 
@@ -36,7 +36,22 @@ logger = logging.getLogger("mrtr.client.http")
 LINGER_AFTER_ANSWER = 1.0
 
 
-async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection) -> None:
+class StreamOwner(Protocol):
+    """What reading a response stream needs of its link (``HttpLink`` is one): the
+    client its messages go to, the bound on one event, and the 2025 session that
+    resumes a broken stream (``None`` in 2026-07-28)."""
+
+    @property
+    def client(self) -> LinkClient: ...
+
+    @property
+    def max_message_size(self) -> int: ...
+
+    @property
+    def session(self) -> HttpSession | None: ...
+
+
+async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnection) -> None:
     """The SSE answer to ``out``.  2026-07-28: a broken stream is the caller's
     ``Broken`` (the leg is re-issued).  In a 2025 session a stream with event ids that
     breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
@@ -64,7 +79,7 @@ async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection
         if delay is None:
             break
         logger.info("%s: the stream ended early; resuming in %.1f s", out.method, delay)
-        await trio.sleep(delay)
+        await anyio.sleep(delay)
         try:
             opened = await session.get(resumption.last_event_id)
         except (Broken, Failed) as exc:
@@ -93,7 +108,7 @@ async def read_answer_stream(link: HttpLink, out: Outbound, conn: HttpConnection
 
 
 async def read_sse(
-    link: HttpLink,
+    link: StreamOwner,
     conn: HttpConnection,
     resumption: m.protocol.StreamResumption,
     *,
@@ -119,9 +134,9 @@ async def read_sse(
             and not client.is_waiting_for(stop_when)
         ):
             # The answer is in: give the stream a moment to end, then stop reading.
-            reading.deadline = trio.current_time() + LINGER_AFTER_ANSWER
+            reading.deadline = anyio.current_time() + LINGER_AFTER_ANSWER
 
-    with trio.CancelScope() as reading:
+    with anyio.CancelScope() as reading:
         while True:
             event = await conn.next_event()
             if isinstance(event, h11.Data):

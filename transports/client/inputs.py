@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import trio
+import anyio
 
 import mrtr_core as m
 from mrtr_core.protocol import INPUT_KINDS
@@ -134,16 +134,16 @@ async def answer_server_request(
         message = f"this client did not declare support for {request.method}"
         return refuse(m.protocol.INVALID_REQUEST, message), None
     key = request.method
-    started = trio.current_time()
+    started = anyio.current_time()
     failure: ClientError | None = None
     response: Any = None
     try:
         if answer is None:
             raise InputUnavailable("this client has no input handler", key=key)
-        with trio.move_on_after(math.inf if budget is None else budget) as scope:
+        with anyio.move_on_after(math.inf if budget is None else budget) as scope:
             response = await answer(key, asked)
         if scope.cancelled_caught:
-            failure = CallTimeout(trio.current_time() - started, budget, "input")
+            failure = CallTimeout(anyio.current_time() - started, budget, "input")
         elif (problem := answer_problem(asked, response)) is not None:
             failure = InputUnavailable(problem, key=key)
     except InputUnavailable as exc:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
-import trio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
@@ -106,7 +106,7 @@ class Link(Protocol):
     #: stream instead (HTTP).  The client passes it to its connection as is.
     cancellation: Literal["notify", "close_stream"]
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         """Connect or spawn; raise ``TransportError`` when that fails."""
 
     def transmit(self, out: Outbound) -> None:

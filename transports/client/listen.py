@@ -57,7 +57,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-import trio
+import anyio
+from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
@@ -118,7 +119,7 @@ class Notifications:
 
     def __init__(
         self,
-        nursery: trio.Nursery,
+        nursery: TaskGroup,
         cache: ResponseCache | None,
         on_notification: Callable[[m.Notification], None] | None,
     ) -> None:
@@ -155,7 +156,7 @@ class Notifications:
         if self._on_notification is not None:
             self._run(self._on_notification, note, self._nursery)
 
-    def _run(self, handler: Handler, note: m.Notification, nursery: trio.Nursery) -> None:
+    def _run(self, handler: Handler, note: m.Notification, nursery: TaskGroup) -> None:
         try:
             outcome = handler(note)
         except Exception:
@@ -200,11 +201,11 @@ class Subscription:
         self.opened = 0
         self.graceful_ends = 0
         self.error: ClientError | None = None
-        self.ended = trio.Event()
+        self.ended = anyio.Event()
         self._request_id: m.RequestId | None = None
-        self._first = trio.Event()  # the first acknowledgement, or the end
+        self._first = anyio.Event()  # the first acknowledgement, or the end
         self._pending: dict[tuple[str, str | None], m.Notification] = {}
-        self._wake = trio.Event()
+        self._wake = anyio.Event()
 
     # --- Reading it ------------------------------------------------------------------------
 
@@ -218,7 +219,7 @@ class Subscription:
                     raise self.error
                 raise StopAsyncIteration
             await self._wake.wait()
-            self._wake = trio.Event()
+            self._wake = anyio.Event()
         key = next(iter(self._pending))
         return self._pending.pop(key)
 
@@ -251,7 +252,7 @@ class Subscription:
         backoff = self.initial_backoff
         try:
             while True:
-                started = trio.current_time()
+                started = anyio.current_time()
                 try:
                     await self._client._plain_request(
                         "subscriptions/listen",
@@ -259,7 +260,7 @@ class Subscription:
                         on_id=self._opening,
                     )
                 except ClientError as exc:
-                    if trio.current_time() - started >= MIN_LIFETIME:
+                    if anyio.current_time() - started >= MIN_LIFETIME:
                         backoff = self.initial_backoff  # it was healthy for a while
                     wait = self._retry_after(exc, backoff)
                     if wait is None:
@@ -270,7 +271,7 @@ class Subscription:
                     self.graceful_ends += 1
                     if not self.reopen:
                         return
-                    lived = trio.current_time() - started
+                    lived = anyio.current_time() - started
                     wait = 0.0 if lived >= MIN_LIFETIME else backoff
                 finally:
                     if self._request_id is not None:
@@ -278,7 +279,7 @@ class Subscription:
                         self._request_id = None
                 if wait > 0:
                     backoff = min(backoff * 2, self.max_backoff)
-                    await trio.sleep(wait)
+                    await anyio.sleep(wait)
                 else:
                     backoff = self.initial_backoff
         finally:
@@ -362,14 +363,14 @@ async def listen(
         max_pending=max_pending,
     )
     # The streams run in the client's nursery, so the caller's exceptions pass untouched.
-    scope = trio.CancelScope()
+    scope = anyio.CancelScope()
     client._nursery.start_soon(_run_in, scope, sub)
     try:
-        started = trio.current_time()
-        with trio.move_on_after(math.inf if ack_timeout is None else ack_timeout):
+        started = anyio.current_time()
+        with anyio.move_on_after(math.inf if ack_timeout is None else ack_timeout):
             await sub._first.wait()
         if not sub._first.is_set():
-            raise CallTimeout(trio.current_time() - started, ack_timeout, "total")
+            raise CallTimeout(anyio.current_time() - started, ack_timeout, "total")
         if sub.acknowledged is None:  # it ended before any acknowledgement
             raise sub.error or TransportError(
                 "the listen stream ended before it was acknowledged", kind="disconnect"
@@ -377,10 +378,10 @@ async def listen(
         yield sub
     finally:
         scope.cancel()  # (the request's own cleanup cancels it on the wire)
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await sub.ended.wait()
 
 
-async def _run_in(scope: trio.CancelScope, sub: Subscription) -> None:
+async def _run_in(scope: anyio.CancelScope, sub: Subscription) -> None:
     with scope:
         await sub.run()

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-import trio
+import anyio
 
 from .client import Client
 from .link import ClientOptions, Link
@@ -34,7 +34,7 @@ async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> As
     """A :class:`Client` over ``link``, its session open (the era settled) on entry,
     the link shut down on exit.  Options as for :class:`Client`."""
     try:
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             client = Client(link, nursery, **client_options)
             try:
                 await link.start(client, nursery)

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -86,7 +86,7 @@ class PlainRequests(Handshaking):
         self._waiters[request_id] = waiter
         if on_id is not None:
             on_id(request_id)
-        started = trio.current_time()
+        started = anyio.current_time()
         try:
             sent = None if params is None else dict(params)
             request = m.Request(id=request_id, method=method, params=sent)
@@ -95,7 +95,7 @@ class PlainRequests(Handshaking):
             except m.LocalProtocolError as exc:
                 raise ClientError(f"cannot send {method}: {exc}") from exc
             self._send_out(out)
-            with trio.move_on_after(math.inf if timeout is None else timeout):
+            with anyio.move_on_after(math.inf if timeout is None else timeout):
                 await waiter.event.wait()
         finally:
             self._waiters.pop(request_id, None)
@@ -105,7 +105,7 @@ class PlainRequests(Handshaking):
             raise waiter.error
         response = waiter.response
         if response is None:
-            raise CallTimeout(trio.current_time() - started, timeout, "total")
+            raise CallTimeout(anyio.current_time() - started, timeout, "total")
         if isinstance(response, m.ErrorResponse):
             error = response.error
             raise CallError(error.code, error.message, error.data)
@@ -120,7 +120,8 @@ class PlainRequests(Handshaking):
             out = self._outbound(note, "notification", method=note.method)
         except m.LocalProtocolError:
             return
-        if self.link.framing == "lines" or self.era == "legacy":  # (2025 HTTP: a POST)
+        # Links that cancel by message (stdio, WebSocket) and 2025 HTTP (a POST) send it.
+        if self.link.cancellation == "notify" or self.era == "legacy":
             self._send_out(out)
         self.link.close_stream(request_id)
 

@@ -36,7 +36,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
 
-import trio
+import anyio
+import anyio.lowlevel
+from anyio.abc import Process, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 import mrtr_core as m
 
@@ -44,6 +47,7 @@ from .client import Client
 from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
+from .pipes import PipeEnd
 
 stderr_logger = logging.getLogger("mrtr.client.stdio")
 
@@ -95,12 +99,13 @@ class StdioLink:
         self.terminate_timeout = terminate_timeout
         self.exit_wait = exit_wait
         #: The child, once started.
-        self.process: trio.Process | None = None
+        self.process: Process | None = None
+        self._stdin: PipeEnd | None = None  # our end of the child's stdin
         #: The signals shutdown had to send, in order (``"SIGTERM"``, ``"SIGKILL"``).
         self.signals_sent: list[str] = []
         self._stderr_tail: deque[str] = deque(maxlen=stderr_lines)
-        self._stderr_done = trio.Event()
-        self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
+        self._stderr_done = anyio.Event()
+        self._outgoing, self._queued = anyio.create_memory_object_stream[bytes](max_queued)
         self._max_queued = max_queued
         # Messages queued for the writer task and not yet written to the end.  While it is
         # 0 a message goes to the child's stdin at once (``os.write``, no task hop); what
@@ -117,7 +122,7 @@ class StdioLink:
         """The last lines the child wrote to stderr."""
         return list(self._stderr_tail)
 
-    async def restart(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
         """A new client connection: when the child is gone (its stdout ended), start a new
         one; a live child keeps serving (line framing starts afresh on a new connection)."""
         if not self._stdout_ended:
@@ -127,46 +132,56 @@ class StdioLink:
             self._signal(signal.SIGKILL)  # (stdout closed, still running: not a server)
             await old.wait()
         self._stderr_tail.clear()
-        self._stderr_done = trio.Event()
-        self._outgoing, self._queued = trio.open_memory_channel[bytes](self._max_queued)
+        self._stderr_done = anyio.Event()
+        self._outgoing, self._queued = anyio.create_memory_object_stream[bytes](self._max_queued)
         self._in_queue = 0
         self._input_done = False
         self._stdout_ended = False
         await self.start(client, nursery)
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
         self.spawns += 1
+        # Our own pipes for stdin and stdout (see transports/client/pipes.py); stderr is
+        # the loop's stream (a log, read line by line).
+        child_stdin, stdin = os.pipe()
+        stdout, child_stdout = os.pipe()
         try:
-            self.process = await trio.lowlevel.open_process(
+            self.process = await anyio.open_process(
                 self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdin=child_stdin,
+                stdout=child_stdout,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group: signals reach its children
                 env=self._env,
                 cwd=self._cwd,
             )
-        except OSError as exc:
+        except BaseException as exc:
+            os.close(stdin)
+            os.close(stdout)
+            if not isinstance(exc, OSError):
+                raise
             reason = exc.strerror or str(exc)
             raise TransportError(
                 f"could not start the server {self.argv[0]!r}: {reason}", [], kind="spawn"
             ) from exc
-        nursery.start_soon(self._read_stderr)
-        nursery.start_soon(self._write_stdin)
-        nursery.start_soon(self._read_stdout)
+        finally:
+            os.close(child_stdin)  # (the child has its own copies)
+            os.close(child_stdout)
+        self._stdin = PipeEnd(stdin)
+        nursery.start_soon(self._read_stderr, self.process, self._stderr_done)
+        nursery.start_soon(self._write_stdin, self._stdin, self._queued)
+        nursery.start_soon(self._read_stdout, self.process, PipeEnd(stdout))
 
     def transmit(self, out: Outbound) -> None:
         data = out.data
         if self._input_done:
             return  # shutting down, or the child stopped reading (its exit is reported)
-        stdin = self.process.stdin if self.process is not None else None
-        if self._in_queue == 0 and isinstance(stdin, trio.lowlevel.FdStream):
+        stdin = self._stdin
+        if self._in_queue == 0 and stdin is not None:
             try:
-                written = os.write(stdin.fileno(), data)  # (-1 once closed: EBADF)
-            except BlockingIOError:
-                written = 0
-            except OSError:
+                written = stdin.write_now(data)
+            except (OSError, anyio.ClosedResourceError):
                 self._input_done = True  # the stdout reader reports how the child ended
                 return
             if written == len(data):
@@ -174,7 +189,7 @@ class StdioLink:
             data = data[written:]
         try:
             self._outgoing.send_nowait(data)
-        except trio.WouldBlock:
+        except anyio.WouldBlock:
             assert self._client is not None
             self._client.link_lost(
                 TransportError(
@@ -183,7 +198,7 @@ class StdioLink:
                     kind="disconnect",
                 )
             )
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # shutting down
         else:
             self._in_queue += 1
@@ -200,11 +215,11 @@ class StdioLink:
         self._outgoing.close()  # ... the writer sends what is queued, then closes stdin
         if process is None:
             return
-        with trio.move_on_after(self.close_timeout):
-            await process.wait()
+        with anyio.move_on_after(self.close_timeout):
+            await process.wait()  # (the writer closes its stdin once the queue is out)
         if process.returncode is None:
             self._signal(signal.SIGTERM)
-            with trio.move_on_after(self.terminate_timeout):
+            with anyio.move_on_after(self.terminate_timeout):
                 await process.wait()
         if process.returncode is None:
             self._signal(signal.SIGKILL)
@@ -216,38 +231,34 @@ class StdioLink:
         with contextlib.suppress(ProcessLookupError):  # it exited just now
             os.killpg(self.process.pid, sig)
 
-    async def _write_stdin(self) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        stdin = self.process.stdin
+    async def _write_stdin(self, stdin: PipeEnd, queued: MemoryObjectReceiveStream[bytes]) -> None:
+        # (``stdin is self._stdin``: still the current child's, not one gone before a restart)
         try:
-            async with self._queued:
-                async for data in self._queued:
+            async with queued:
+                async for data in queued:
                     await stdin.send_all(data)
-                    self._in_queue -= 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            self._input_done = True  # the child stopped reading: the stdout reader says how
+                    if stdin is self._stdin:
+                        self._in_queue -= 1
+        except (anyio.ClosedResourceError, OSError):
+            if stdin is self._stdin:
+                self._input_done = True  # the child stopped reading: the stdout reader says how
         finally:
-            with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(stdin)
+            stdin.close()
 
-    async def _read_stdout(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
+    async def _read_stdout(self, process: Process, stdout: PipeEnd) -> None:
         assert self._client is not None
-        stdout = self.process.stdout
         try:
-            if isinstance(stdout, trio.lowlevel.FdStream):
-                await self._read_pipe(stdout)
-            else:  # pragma: no cover - pipes are FdStreams on every platform we run on
-                while data := await stdout.receive_some(READ_SIZE):
-                    self._client.receive_data(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await self._read_pipe(stdout)
+        except (anyio.ClosedResourceError, OSError):
             pass
+        finally:
+            stdout.close()
         self._stdout_ended = True
         # The child closed stdout: it is exiting (or misbehaving). Report how it ended.
-        with trio.move_on_after(self.exit_wait):
-            await self.process.wait()
+        with anyio.move_on_after(self.exit_wait):
+            await process.wait()
             await self._stderr_done.wait()
-        status = self.process.returncode
+        status = process.returncode
         self._client.link_lost(
             TransportError(
                 f"the server {self.argv[0]!r} {_exit_text(status)}",
@@ -257,46 +268,47 @@ class StdioLink:
             )
         )
 
-    async def _read_pipe(self, stdout: trio.lowlevel.FdStream) -> None:
-        """Read the child's stdout to its end, directly: ``FdStream.receive_some`` yields
+    async def _read_pipe(self, stdout: PipeEnd) -> None:
+        """Read the child's stdout to its end, directly: a stream's ``receive`` yields
         to the scheduler before every read, a pass of the run loop per message.  Here a
         read yields by waiting for the pipe, or by one checkpoint when it found bytes
         without waiting twice in a row, so a flood from the child still lets callers run."""
         assert self._client is not None
         waited = True
         while True:
-            try:
-                data = os.read(stdout.fileno(), READ_SIZE)  # (-1 once closed: EBADF)
-            except BlockingIOError:
+            data = stdout.read_now(READ_SIZE)
+            if data is None:
                 waited = True
-                await trio.lowlevel.wait_readable(stdout.fileno())
+                await stdout.wait_readable()
                 continue
             if not waited:  # bytes twice in a row without waiting: let the others run first
-                await trio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
             waited = False
             if not data:
                 return
             self._client.receive_data(data)
 
-    async def _read_stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        stderr = self.process.stderr
+    async def _read_stderr(self, process: Process, done: anyio.Event) -> None:
+        assert process.stderr is not None
+        stderr = process.stderr
         pending = bytearray()
         try:
-            while data := await stderr.receive_some(READ_SIZE):
-                pending += data
+            while True:
+                pending += await stderr.receive(READ_SIZE)
                 while (end := pending.find(b"\n")) >= 0:
                     self._stderr_line(bytes(pending[:end]))
                     del pending[: end + 1]
                 while len(pending) > MAX_STDERR_LINE:
                     self._stderr_line(bytes(pending[:MAX_STDERR_LINE]))
                     del pending[:MAX_STDERR_LINE]
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:
             if pending:
                 self._stderr_line(bytes(pending))
-            self._stderr_done.set()
+            done.set()
+            with anyio.CancelScope(shield=True):
+                await stderr.aclose()
 
     def _stderr_line(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip("\r")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import trio
+import anyio
 
 import mrtr_core as m
 
@@ -45,7 +45,7 @@ class TraceRecord:
     then the round whose answers (or ``requestState``) a retry carries; a
     received result has its leg's round, except an ``input_required`` one, which
     has the number of the round it opens (so it pairs with the retry that
-    answers it).  ``t`` is ``trio.current_time()``.
+    answers it).  ``t`` is ``anyio.current_time()``.
     """
 
     dir: Literal["send", "recv"]
@@ -139,7 +139,7 @@ class TraceBook:
         round_: int | None,
         message: dict[str, Any],
     ) -> None:
-        record = TraceRecord(direction, trio.current_time(), flow, round_, message)
+        record = TraceRecord(direction, anyio.current_time(), flow, round_, message)
         try:
             self._tracer(record)
         except Exception:

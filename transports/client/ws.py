@@ -1,4 +1,4 @@
-"""The WebSocket client (the SEP-1288 draft): one conversation on one socket, wsproto on trio.
+"""The WebSocket client (the SEP-1288 draft): one conversation on one socket, wsproto on anyio.
 
 The model: like stdio, one long conversation.  :class:`WsLink` opens a TCP
 connection to ``ws://HOST:PORT/PATH``, upgrades it offering the subprotocol
@@ -35,7 +35,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
 from urllib.parse import urlsplit
 
-import trio
+import anyio
+from anyio.abc import ByteStream, TaskGroup
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import (
@@ -67,6 +68,7 @@ from .errors import TransportError
 from .http_connection import error_body_text
 from .link import ClientOptions, LinkClient, Outbound
 from .opening import open_client
+from .tcp import STREAM_FAILURES, connect, connect_failure
 
 __all__ = ["WsLink", "open_ws_client"]
 
@@ -113,34 +115,34 @@ class WsLink:
         self.ws = WSConnection(ConnectionType.CLIENT)
         #: The server's close frame, (code, reason), once it came.
         self.close_received: tuple[int, str | None] | None = None
-        self._stream: trio.SocketStream | None = None
-        self._send_lock = trio.Lock()
-        self._outgoing, self._queued = trio.open_memory_channel[bytes](max_queued)
+        self._stream: ByteStream | None = None
+        self._send_lock = anyio.Lock()
+        self._outgoing, self._queued = anyio.create_memory_object_stream[bytes](max_queued)
         self._max_queued = max_queued
         self._client: LinkClient | None = None
-        self._closed = trio.Event()
+        self._closed = anyio.Event()
         self._lost = False
         self._conversing = False  # the upgrade succeeded: the reader and writer run
 
     # --- opening ---
 
-    async def start(self, client: LinkClient, nursery: trio.Nursery) -> None:
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
-        with trio.move_on_after(self.connect_timeout) as connecting:
+        with anyio.move_on_after(self.connect_timeout) as connecting:
             try:
-                self._stream = await trio.open_tcp_stream(self.host, self.port)
+                self._stream = await connect(self.host, self.port)
             except OSError as exc:
                 raise TransportError(
-                    f"could not connect to {self.url}: {exc.strerror or exc}", kind="connect"
+                    f"could not connect to {self.url}: {connect_failure(exc)}", kind="connect"
                 ) from exc
             try:
                 await self._upgrade(self._stream)
             except BaseException:
-                await trio.aclose_forcefully(self._stream)
+                await anyio.aclose_forcefully(self._stream)
                 raise
         if connecting.cancelled_caught:
             if self._stream is not None:
-                await trio.aclose_forcefully(self._stream)
+                await anyio.aclose_forcefully(self._stream)
             raise TransportError(
                 f"no WebSocket to {self.url} within {self.connect_timeout:g} s", kind="timeout"
             )
@@ -148,18 +150,26 @@ class WsLink:
         nursery.start_soon(self._write)
         nursery.start_soon(self._read)
 
-    async def _upgrade(self, stream: trio.SocketStream) -> None:
+    async def _upgrade(self, stream: ByteStream) -> None:
         request = Request(
             host=self.authority,
             target=self.target,
             subprotocols=[SUBPROTOCOL],
             extra_headers=self.headers,
         )
-        await stream.send_all(self.ws.send(request))
         status: int | None = None
         body = b""
+        try:
+            await stream.send(self.ws.send(request))
+        except STREAM_FAILURES as exc:
+            raise self._broke_in_upgrade(exc) from exc
         while True:
-            data = await stream.receive_some(READ_SIZE)
+            try:
+                data = await stream.receive(READ_SIZE)
+            except anyio.EndOfStream:
+                data = b""
+            except STREAM_FAILURES as exc:
+                raise self._broke_in_upgrade(exc) from exc
             try:
                 self.ws.receive_data(data or None)
                 events = list(self.ws.events())
@@ -189,6 +199,11 @@ class WsLink:
                     kind="disconnect",
                 )
 
+    def _broke_in_upgrade(self, exc: Exception) -> TransportError:
+        return TransportError(
+            f"{self.url}: the connection broke during the upgrade: {exc}", kind="disconnect"
+        )
+
     def _refused(self, status: int | None, body: bytes) -> TransportError:
         """An upgrade refusal, with the JSON-RPC message of its body when it has one."""
         message = f"{self.url}: the server refused the WebSocket (HTTP {status})"
@@ -205,11 +220,11 @@ class WsLink:
     def transmit(self, out: Outbound) -> None:
         try:
             self._outgoing.send_nowait(out.data)
-        except trio.WouldBlock:
+        except anyio.WouldBlock:
             self._lose(
                 f"the server is not reading its WebSocket ({self._max_queued} messages waiting)"
             )
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # shutting down
 
     def close_stream(self, request_id: m.RequestId) -> None:
@@ -222,8 +237,8 @@ class WsLink:
         assert self._stream is not None
         async with self._send_lock:
             if self.ws.state is not ConnectionState.OPEN and not isinstance(event, CloseConnection):
-                raise trio.BrokenResourceError("the WebSocket is closing")
-            await self._stream.send_all(self.ws.send(event))
+                raise anyio.BrokenResourceError("the WebSocket is closing")
+            await self._stream.send(self.ws.send(event))
 
     async def _write(self) -> None:
         try:
@@ -233,7 +248,7 @@ class WsLink:
             # aclose(): everything queued is out; now our close.
             if self.ws.state is ConnectionState.OPEN:
                 await self._send(CloseConnection(code=1000))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        except STREAM_FAILURES:
             pass  # the reader reports how the conversation ended
 
     async def _read(self) -> None:
@@ -242,8 +257,8 @@ class WsLink:
         try:
             while self.ws.state is not ConnectionState.CLOSED:
                 try:
-                    data = await stream.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = await stream.receive(READ_SIZE)
+                except (anyio.EndOfStream, *STREAM_FAILURES):
                     data = b""
                 self.ws.receive_data(data or None)
                 for event in self.ws.events():
@@ -275,7 +290,7 @@ class WsLink:
             self._lose(f"{self.url}: {exc.message} (closed with {int(exc.close_code)})")
             return
         if isinstance(event, Ping):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            with contextlib.suppress(*STREAM_FAILURES):
                 await self._send(event.response())
         elif isinstance(event, CloseConnection):
             if self.ws.state is ConnectionState.OPEN:  # wsproto found broken frames
@@ -285,13 +300,13 @@ class WsLink:
                 return
             self.close_received = (event.code, event.reason)
             if self.ws.state is ConnectionState.REMOTE_CLOSING:
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                with contextlib.suppress(*STREAM_FAILURES):
                     await self._send(event.response())
 
     async def _close(self, fault: Fault, reason: str) -> None:
         if self.ws.state is ConnectionState.OPEN:
             code = m.protocol.CLOSE_CODES[fault]
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            with contextlib.suppress(*STREAM_FAILURES):
                 await self._send(CloseConnection(code=code, reason=close_reason(reason)))
 
     def _lose(self, message: str) -> None:
@@ -306,9 +321,9 @@ class WsLink:
         stream = self._stream
         if stream is None or not self._conversing:
             return  # (a failed start closed its stream)
-        with trio.move_on_after(self.close_timeout):
+        with anyio.move_on_after(self.close_timeout):
             await self._closed.wait()  # the server's answer to our close (or its end)
-        await trio.aclose_forcefully(stream)
+        await anyio.aclose_forcefully(stream)
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import anyio.lowlevel
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import mrtr_core as m
@@ -85,7 +86,7 @@ class MemoryLink:
         self._client: LinkClient | None = None
         self._served = anyio.Event()
 
-    async def start(self, client: LinkClient, nursery: Any) -> None:  # (a task group)
+    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
         send, receive = anyio.create_memory_object_stream[bytes](self._max_queued)
         self._to_server = send

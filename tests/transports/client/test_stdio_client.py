@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import trio
 from mrtr_transports.client.client import TraceRecord
@@ -199,8 +200,14 @@ async def test_progress_env_cwd_and_trace(tmp_path: Path) -> None:
 
 
 def _client_tasks(client: Any) -> set[str]:
-    """The names of the tasks running in the client's nursery (the link's, the flows')."""
-    return {task.name.rsplit(".", 1)[-1] for task in client._nursery.child_tasks}
+    """The names of the tasks running in the client's task group (the link's, the flows'):
+    the children of the task that opened the client (this test's)."""
+    opener = anyio.get_current_task().id
+    return {
+        task.name.rsplit(".", 1)[-1]
+        for task in anyio.get_running_tasks()
+        if task.parent_id == opener and task.id != opener
+    }
 
 
 async def test_a_calls_tasks_end_with_it() -> None:

@@ -1,0 +1,200 @@
+"""The client on every loop the host layer supports: each test here is marked ``anyio``,
+so it runs once on trio and once on asyncio, end to end against real ``mrtr serve``
+subprocesses on 127.0.0.1 (tests/support/loops_app.py): stdio, Streamable HTTP in both
+eras (2026-07-28 and a 2025-11-25 session), and the WebSocket.  A plain
+``asyncio.run`` program (an input handler awaiting asyncio itself) closes the file."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from mrtr_transports.client.client import Client
+from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
+from mrtr_transports.client.http import open_http_client
+from mrtr_transports.client.stdio import open_stdio_client
+from mrtr_transports.client.ws import open_ws_client
+from support.cli_run import MRTR, TESTS_ON_PATH
+
+import mrtr_core as m
+
+pytestmark = pytest.mark.anyio
+
+SERVE = [*MRTR, "serve", "--app", "support.loops_app:app"]
+LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")
+#: stdio, HTTP (2026-07-28), HTTP (a 2025-11-25 session), WebSocket.
+TRANSPORTS = ["stdio", "http", "http-2025", "ws"]
+#: The app's questions (a 2025 session keys them by method, not by name: go by the text).
+ANSWERS = {"Your name?": {"name": "Ada"}, "Which city?": {"city": "Paris"}}
+
+
+async def answer(key: str, request: m.wire.InputRequest) -> Any:
+    await anyio.sleep(0)  # (a handler that awaits: it runs on the loop under test)
+    assert isinstance(request, m.wire.ElicitFormRequest)
+    return m.wire.ElicitResult(action="accept", content=ANSWERS[request.message])
+
+
+def text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+@asynccontextmanager
+async def serving(flag: str, log: Path) -> AsyncIterator[str]:
+    """``mrtr serve FLAG 127.0.0.1:0`` (its stderr to ``log``): its URL, then SIGINT."""
+    with log.open("wb") as stderr:
+        process = await anyio.open_process(
+            [*SERVE, flag, "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=TESTS_ON_PATH,
+        )
+    try:
+        with anyio.fail_after(20):
+            while (found := LISTENING.search(log.read_text())) is None:
+                assert process.returncode is None, log.read_text()
+                await anyio.sleep(0.05)
+        yield found.group(1)
+    finally:
+        with anyio.CancelScope(shield=True):
+            process.send_signal(signal.SIGINT)
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+@asynccontextmanager
+async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
+    """A client of the app over ``transport`` (see :data:`TRANSPORTS`)."""
+    if transport == "stdio":
+        async with open_stdio_client([*SERVE, "--stdio"], env=TESTS_ON_PATH, **options) as client:
+            yield client
+        return
+    flag = "--ws" if transport == "ws" else "--http"
+    async with serving(flag, tmp_path / "serve.log") as url:
+        if transport == "ws":
+            async with open_ws_client(url, **options) as client:
+                yield client
+        else:
+            era = "legacy" if transport == "http-2025" else "modern"
+            async with open_http_client(url, era=era, **options) as client:
+                yield client
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_call_of_two_input_rounds(transport: str, tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def answering(key: str, request: m.wire.InputRequest) -> Any:
+        assert isinstance(request, m.wire.ElicitFormRequest)
+        asked.append(request.message)
+        return await answer(key, request)
+
+    with anyio.fail_after(30):
+        async with connected(transport, tmp_path, answer=answering) as client:
+            assert client.era == ("legacy" if transport == "http-2025" else "modern")
+            assert text(await client.call_tool("trip")) == "Ada in Paris"
+            assert asked == ["Your name?", "Which city?"]
+            assert text(await client.call_tool("nap", {"seconds": 0})) == "rested"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_call_times_out_on_the_loops_clock(transport: str, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with connected(transport, tmp_path) as client:
+            started = anyio.current_time()
+            with pytest.raises(CallTimeout) as caught:
+                await client.call_tool("nap", {"seconds": 30}, timeout=0.3)
+            assert (caught.value.limit, caught.value.budget) == ("total", 0.3)
+            assert 0.3 <= anyio.current_time() - started < 10
+            # The connection carries on.
+            assert text(await client.call_tool("nap", {"seconds": 0})) == "rested"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_listen_stream(transport: str, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with connected(transport, tmp_path) as client:
+            if client.era == "legacy":  # a 2025 session has no listen streams
+                with pytest.raises(CallError) as refused:
+                    async with client.listen(tools=True):
+                        raise AssertionError("opened")
+                assert refused.value.code == m.protocol.METHOD_NOT_FOUND
+                return
+            async with client.listen(tools=True) as sub:
+                assert text(await client.call_tool("listening")) == "1"
+                await client.call_tool("add_tool")
+                note = await sub.__anext__()
+                assert note.method == "notifications/tools/list_changed"
+            # Leaving the block closed the stream on the server too.
+            while text(await client.call_tool("listening")) != "0":
+                await anyio.sleep(0.05)
+
+
+async def test_a_stdio_server_that_cannot_start_or_dies() -> None:
+    with anyio.fail_after(30):
+        with pytest.raises(TransportError) as caught:
+            async with open_stdio_client(["/nonexistent/mrtr-server"]):
+                raise AssertionError("started")
+        assert caught.value.kind == "spawn"
+        # A child that reads one message, says why on stderr and exits 3.
+        dies = "import sys; sys.stdin.readline(); sys.stderr.write('out of cheese\\n'); sys.exit(3)"
+        with pytest.raises(TransportError) as caught:
+            async with open_stdio_client([sys.executable, "-c", dies], era="modern") as client:
+                await client.call_tool("trip")
+    assert caught.value.kind == "disconnect" and caught.value.exit_status == 3
+    assert caught.value.stderr_tail == ["out of cheese"]
+
+
+def test_a_plain_asyncio_program(tmp_path: Path) -> None:
+    # No anyio at the top: asyncio.run, asyncio.wait_for, and an input handler that
+    # awaits asyncio itself (as one using an asyncio-only library would).
+    async def asyncio_answer(key: str, request: m.wire.InputRequest) -> Any:
+        await asyncio.sleep(0.01)
+        assert isinstance(request, m.wire.ElicitFormRequest)
+        return m.wire.ElicitResult(action="accept", content=ANSWERS[request.message])
+
+    async def main() -> list[str]:
+        texts = []
+        for transport in ("stdio", "http", "ws"):
+            async with connected(transport, tmp_path, answer=asyncio_answer) as client:
+                texts.append(text(await asyncio.wait_for(client.call_tool("trip"), 30)))
+        return texts
+
+    assert asyncio.run(main()) == ["Ada in Paris"] * 3
+
+
+@pytest.mark.parametrize("server", ["closes", "speaks plain HTTP"])
+async def test_an_https_server_that_fails_the_tls_handshake(server: str) -> None:
+    # No certificate needed: a listener that hangs up at once, or answers in plain text.
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            if server == "speaks plain HTTP":
+                await stream.receive()
+                await stream.send(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(listener.serve, handle)
+            with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+                async with open_http_client(f"https://127.0.0.1:{port}/mcp"):
+                    raise AssertionError("connected")
+            tasks.cancel_scope.cancel()
+    assert caught.value.kind == "connect"
+    assert caught.value.message.startswith(f"could not connect to 127.0.0.1:{port}: ")
+    if server == "closes":
+        assert "closed the connection during the TLS handshake" in caught.value.message
