@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 import scale_services
 
-_skipped_because: list[str] = []
+#: The start of every skip's reason here, so the summary can find them among the reports.
+_NOT_TESTED = "SCALE-OUT NOT TESTED: "
 
 
 @pytest.fixture(scope="session")
 def services() -> dict[str, str]:
     found = scale_services.located()
     if isinstance(found, str):
-        _skipped_because.append(found)
-        pytest.skip(f"SCALE-OUT NOT TESTED: {found} (run `make services` as root)")
+        pytest.skip(f"{_NOT_TESTED}{found} (run `make services` as root)")
     return found
 
 
@@ -36,7 +36,13 @@ def redis_server(services: dict[str, str], tmp_path: Path) -> Iterator[scale_ser
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _skipped_because:
+    # Read from the reports, not from this process: under xdist the skips happen in workers.
+    reasons = [
+        str(report.longrepr[2]).partition(_NOT_TESTED)[2]
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and _NOT_TESTED in str(report.longrepr[2])
+    ]
+    if reasons:
         terminalreporter.section("SCALE-OUT TESTS SKIPPED", sep="!", red=True, bold=True)
-        terminalreporter.line(_skipped_because[0], red=True, bold=True)
+        terminalreporter.line(reasons[0], red=True, bold=True)
         terminalreporter.line("install them with `make services` (root, Debian's mirrors)")

@@ -19,6 +19,8 @@ import pytest
 import trio
 from mrtr_transports.server import entry
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 META = {

@@ -19,6 +19,8 @@ import trio
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 META = {
