@@ -4,11 +4,12 @@
 #   make test   everything, every extra installed: lint, type-check (mypy --strict on mrtr_core
 #               and transports), the docs, then every test on parallel workers with branch
 #               coverage (100% on mrtr_core), the interop, scale-out and conformance tests included
-# and the inner loop while working:
+# The inner loop while working:
 #   make check  lint, type-check and the fast tests: none marked slow, subprocess, interop, scale
 #               or conformance (the markers: pyproject.toml), no coverage
-# Both pass PYTEST_ARGS on to pytest (PYTEST_ARGS="-k framing", PYTEST_ARGS="-x"), PYTEST_WORKERS
-# sets the number of workers, HYPOTHESIS_PROFILE=ci runs the full Hypothesis budgets (.ci/run).
+#   Both pass PYTEST_ARGS on to pytest (PYTEST_ARGS="-k framing -x"), PYTEST_WORKERS sets the
+#   number of workers, HYPOTHESIS_PROFILE=ci the full Hypothesis budgets (as .ci/run does).
+# And:
 #   make docs   the documentation site (Sphinx: docs/ and the API reference) into build/docs, warnings as errors
 #   make bench  every benchmark with the peers side by side (BENCH_ARGS=--quick for a short run)
 #   make fuzz   every fuzz target for SECONDS each (default 180), then the corpus replayed under coverage
@@ -26,7 +27,7 @@ STAMP := $(VENV)/.installed
 unexport PYTHONDONTWRITEBYTECODE
 
 # Workers for pytest-xdist: most tests wait on sockets and subprocesses, so more workers
-# than cores pays (measured on two cores: see README.md, "Set up").
+# than cores pays (measured on two cores: README.md, "The inner loop").
 PYTEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 FAST := not (slow or subprocess or interop or scale or conformance)
