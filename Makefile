@@ -7,8 +7,8 @@
 # The inner loop while working:
 #   make check  lint, type-check and the fast tests: none marked slow, subprocess, interop, scale
 #               or conformance (the markers: pyproject.toml), no coverage
-#   Both pass PYTEST_ARGS on to pytest (PYTEST_ARGS="-k framing -x"), PYTEST_WORKERS sets the
-#   number of workers, HYPOTHESIS_PROFILE=ci the full Hypothesis budgets (as .ci/run does).
+#   It passes PYTEST_ARGS on to pytest (PYTEST_ARGS="-k framing -x"); for both, PYTEST_WORKERS sets
+#   the number of workers, HYPOTHESIS_PROFILE=ci the full Hypothesis budgets (as .ci/run does).
 # And:
 #   make docs   the documentation site (Sphinx: docs/ and the API reference) into build/docs, warnings as errors
 #   make bench  every benchmark with the peers side by side (BENCH_ARGS=--quick for a short run)
@@ -86,19 +86,23 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict mrtr_core
 	$(BIN)/mypy --strict transports
 
-# pytest on parallel workers; it exits 5 when it collected nothing: that must fail, loudly, not pass.
+# pytest; it exits 5 when it collected nothing: that must fail, loudly, not pass.
 # --dist loadgroup: tests one by one, except those tests/conftest.py groups around a shared fixture.
+XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
 define run_pytest
-@$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(1) $(PYTEST_ARGS); rc=$$?; \
+@$(BIN)/python -m pytest -q $(1); rc=$$?; \
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 endef
 
-# Every test, coverage combined from the workers (fail_under in pyproject.toml).
+# Every test, coverage combined (fail_under in pyproject.toml): first all but the `serial` ones
+# on parallel workers, then those (the load tests, which need the machine to themselves) alone,
+# added to the same coverage data.
 pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
-	$(call run_pytest,--cov --cov-report=term)
+	$(call run_pytest,$(XDIST) -m "not serial" --cov --cov-report= --cov-fail-under=0)
+	$(call run_pytest,-p no:xdist -m serial --cov --cov-append --cov-report=term)
 
 pytest-fast: $(STAMP)
-	$(call run_pytest,-m "$(FAST)")
+	$(call run_pytest,$(XDIST) -m "$(FAST)" $(PYTEST_ARGS))
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/demo.py
