@@ -118,3 +118,22 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
             if fixturedef.scope == scope:
                 item.add_marker(pytest.mark.xdist_group(fixturedef.baseid))
                 return
+
+
+#: A skip reason that holds this is a whole kind of test not run (the scale-out tests
+#: without nginx and redis): repeated in a banner at the end, not lost among the skips.
+LOUD_SKIP = "NOT TESTED: "
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # Here, read from the reports: under xdist the skips happen in the workers, and the
+    # process that writes the summary loads this conftest but not the deeper ones.
+    reasons = {
+        str(report.longrepr[2]).removeprefix("Skipped: ")
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and LOUD_SKIP in str(report.longrepr[2])
+    }
+    if reasons:
+        terminalreporter.section("TESTS NOT RUN", sep="!", red=True, bold=True)
+        for reason in sorted(reasons):
+            terminalreporter.line(reason, red=True, bold=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import scale_services
 
-#: The start of every skip's reason here, so the summary can find them among the reports.
+#: tests/conftest.py repeats a skip whose reason says NOT TESTED in a banner at the end.
 _NOT_TESTED = "SCALE-OUT NOT TESTED: "
 
 
@@ -33,16 +33,3 @@ def redis_server(services: dict[str, str], tmp_path: Path) -> Iterator[scale_ser
         yield server
     finally:
         server.stop()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    # Read from the reports, not from this process: under xdist the skips happen in workers.
-    reasons = [
-        str(report.longrepr[2]).partition(_NOT_TESTED)[2]
-        for report in terminalreporter.stats.get("skipped", [])
-        if isinstance(report.longrepr, tuple) and _NOT_TESTED in str(report.longrepr[2])
-    ]
-    if reasons:
-        terminalreporter.section("SCALE-OUT TESTS SKIPPED", sep="!", red=True, bold=True)
-        terminalreporter.line(reasons[0], red=True, bold=True)
-        terminalreporter.line("install them with `make services` (root, Debian's mirrors)")
