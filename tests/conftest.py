@@ -1,22 +1,60 @@
-"""Shared test settings.
+"""Shared test settings: Hypothesis profiles, markers by folder, the loops, xdist groups.
 
-CI runs hypothesis derandomized (``HYPOTHESIS_PROFILE=ci``, set by ``.ci/run``), so a
-submission is judged on the same examples every time; developers get fresh random
-examples by default.
+Hypothesis profiles (``HYPOTHESIS_PROFILE``): ``quick``, the default, runs a fifth of the
+examples with fresh random ones on every run, for the local loop; ``ci`` (set by
+``.ci/run``) runs the full budgets derandomized, so a submission is judged on the same
+examples every time.  A test that needs more or fewer examples than its profile says so
+with ``support.budget.examples(times=...)``.
 """
+
+from __future__ import annotations
 
 import inspect
 import os
+from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+#: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
+#: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
+_SHARED_CORES = {"suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile(
+    "ci", max_examples=100, derandomize=True, print_blob=True, **_SHARED_CORES
+)
+settings.register_profile("quick", max_examples=20, **_SHARED_CORES)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 #: The loops a test marked ``anyio`` runs on: trio (the default host) and asyncio.
 _BACKENDS = ("trio", "asyncio")
 _RUNNERS = ("trio", "anyio", "asyncio")
+
+TESTS = Path(__file__).resolve().parent
+
+#: Every test under one of these folders (relative to tests/) carries these markers, so
+#: ``-m`` can leave whole kinds out; a slow test elsewhere is marked where it is written.
+FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
+    "fuzz": ("slow", "subprocess"),
+    "packaging": ("slow", "subprocess"),
+    "transports/interop": ("interop", "subprocess"),
+    "transports/load": ("slow", "serial"),
+    "transports/scale": ("scale",),
+}
+
+#: The legs of the official conformance suite (a Node program run against us).
+CONFORMANCE_LEGS = (
+    "transports/testing/test_conformance_client.py",
+    "transports/testing/test_conformance_server.py",
+    "transports/asgi/test_asgi_conformance.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A folder or leg moved away would silently lose its markers (and ``make check``
+    would run it): say so instead."""
+    gone = [p for p in (*FOLDER_MARKERS, *CONFORMANCE_LEGS) if not (TESTS / p).exists()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py marks {gone}, which no longer exist")
 
 
 @pytest.fixture(params=_BACKENDS)
@@ -26,13 +64,76 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """An ``async def`` test with no runner marker runs under trio (pytest-trio)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        test = getattr(item, "obj", None)
-        inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
-        if not inspect.iscoroutinefunction(inner or test):
-            continue
-        if any(item.get_closest_marker(name) is not None for name in _RUNNERS):
-            continue
-        item.add_marker(pytest.mark.trio)
+        _mark_by_folder(item)
+        _run_async_under_trio(item)
+        if xdist:
+            _keep_shared_fixtures_on_one_worker(item)
+
+
+def _mark_by_folder(item: pytest.Item) -> None:
+    if not item.path.is_relative_to(TESTS):  # e.g. a pytester run in a temporary folder
+        return
+    where = item.path.relative_to(TESTS).as_posix()
+    for folder, names in FOLDER_MARKERS.items():
+        if where.startswith(folder + "/"):
+            for name in names:
+                item.add_marker(name)
+    if where in CONFORMANCE_LEGS:
+        item.add_marker("conformance")
+        item.add_marker("subprocess")
+
+
+def _run_async_under_trio(item: pytest.Item) -> None:
+    """An ``async def`` test with no runner marker runs under trio (pytest-trio)."""
+    test = getattr(item, "obj", None)
+    inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
+    if not inspect.iscoroutinefunction(inner or test):
+        return
+    if any(item.get_closest_marker(name) is not None for name in _RUNNERS):
+        return
+    item.add_marker(pytest.mark.trio)
+
+
+#: Broadest first: a test that uses a session fixture and a module one is grouped by the first.
+_SHARED_SCOPES = ("session", "package", "module")
+
+
+def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
+    """Tests sharing a module- or session-scoped fixture of ours run on one xdist worker.
+
+    ``--dist loadgroup`` (the Makefile's) spreads tests one by one; each worker would
+    otherwise build its own copy of a fixture meant to be built once (a virtualenv, a
+    peer server, nginx and redis).  The group is where the fixture is defined: its module,
+    or the folder of its conftest.py.
+    """
+    info = getattr(item, "_fixtureinfo", None)  # pytest keeps the resolved fixtures here
+    if info is None:
+        return
+    defs = [d for ds in info.name2fixturedefs.values() for d in ds if d.baseid]
+    for scope in _SHARED_SCOPES:
+        for fixturedef in defs:
+            if fixturedef.scope == scope:
+                item.add_marker(pytest.mark.xdist_group(fixturedef.baseid))
+                return
+
+
+#: A skip reason that holds this is a whole kind of test not run (the scale-out tests
+#: without nginx and redis): repeated in a banner at the end, not lost among the skips.
+LOUD_SKIP = "NOT TESTED: "
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # Here, read from the reports: under xdist the skips happen in the workers, and the
+    # process that writes the summary loads this conftest but not the deeper ones.
+    reasons = {
+        str(report.longrepr[2]).removeprefix("Skipped: ")
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and LOUD_SKIP in str(report.longrepr[2])
+    }
+    if reasons:
+        terminalreporter.section("TESTS NOT RUN", sep="!", red=True, bold=True)
+        for reason in sorted(reasons):
+            terminalreporter.line(reason, red=True, bold=True)

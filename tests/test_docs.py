@@ -45,7 +45,14 @@ def _rel(path: Path) -> str:
 
 
 BLOCKS = [
-    pytest.param(path, line, code, id=f"{_rel(path)}:block{index}")
+    pytest.param(
+        path,
+        line,
+        code,
+        id=f"{_rel(path)}:block{index}",
+        # a block that runs `mrtr` as a child takes seconds: out of `make check`
+        marks=[pytest.mark.subprocess] if "import subprocess" in code else [],
+    )
     for path in DOC_FILES
     for index, (line, code) in enumerate(python_blocks(path))
 ]

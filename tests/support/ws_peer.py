@@ -92,7 +92,9 @@ class WsPeer:
                         self.pending = ""
                 elif isinstance(event, Ping):
                     self.pings += 1
-                    if self.answer_pings:
+                    # Not once we sent our Close: a ping that crossed it goes unanswered
+                    # (wsproto sends nothing after a Close; seen under load, every 0.1 s pings).
+                    if self.answer_pings and self.ws.state is ConnectionState.OPEN:
                         await self.send_event(event.response())
                 elif isinstance(event, CloseConnection):
                     self.closed = Closed(event.code, event.reason)

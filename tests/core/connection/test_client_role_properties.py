@@ -25,11 +25,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 import mrtr_core as m
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(times=1.5),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

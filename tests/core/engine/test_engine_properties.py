@@ -22,17 +22,18 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 import mrtr_core as m
 
 SETTINGS = settings(
-    max_examples=200,
+    max_examples=examples(times=2),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 #: The whole-flow properties are the heart of this file: they get more examples.
-FLOW_SETTINGS = settings(SETTINGS, max_examples=400)
+FLOW_SETTINGS = settings(SETTINGS, max_examples=examples(times=4))
 
 ROUND_FIELDS = ("inputResponses", "requestState")
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 import mrtr_core as m
 from mrtr_core.connection import _server_rules
@@ -343,7 +344,7 @@ ANSWERS = st.one_of(
 
 
 @given(raw=ANSWERS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(times=4), deadline=None)
 def test_a_plain_answer_is_the_answer_the_converter_makes(raw: Any) -> None:
     fast = _plain.plain_elicit_result(raw)
     try:
@@ -386,7 +387,7 @@ FORMS = st.builds(
 
 
 @given(request=FORMS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(times=3), deadline=None)
 def test_a_plain_form_ask_is_written_as_the_converter_writes_it(request: ElicitFormRequest) -> None:
     fast = _plain.plain_form_wire(request)
     slow = unstructure_input_request(request)
@@ -427,7 +428,7 @@ WIRE_REQUESTS = st.fixed_dictionaries(
 
 
 @given(raw=WIRE_REQUESTS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(times=4), deadline=None)
 def test_a_plain_form_request_is_the_one_the_converter_reads(raw: Any) -> None:
     fast = _plain.plain_form_request(raw, INPUT_KINDS)
     try:

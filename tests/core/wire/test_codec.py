@@ -11,6 +11,7 @@ from typing import Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 from mrtr_core import (
     ErrorObject,
@@ -261,7 +262,7 @@ messages = st.one_of(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(times=2.5), deadline=None)
 @given(message=messages)
 def test_round_trip_property(backend: str, message: Message) -> None:
     codec = CODECS[backend]
@@ -276,7 +277,7 @@ def test_round_trip_property(backend: str, message: Message) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(times=2), deadline=None)
 @given(value=json_values)
 def test_dumps_loads_property(backend: str, value: Any) -> None:
     codec = CODECS[backend]
@@ -447,7 +448,7 @@ def test_message_from_json_classifies_plain_values() -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(times=3), deadline=None)
 @given(data=st.binary(max_size=64))
 def test_arbitrary_bytes_only_raise_remote_protocol_error(backend: str, data: bytes) -> None:
     try:
@@ -459,7 +460,7 @@ def test_arbitrary_bytes_only_raise_remote_protocol_error(backend: str, data: by
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(times=3), deadline=None)
 @given(text=st.text(st.sampled_from('{}[]":,0123456789.eE+-truefalsnl \\u\n\t') | st.characters()))
 def test_arbitrary_text_only_raises_remote_protocol_error(backend: str, text: str) -> None:
     try:
@@ -480,7 +481,7 @@ _envelope_values = st.one_of(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(times=3), deadline=None)
 @given(obj=st.dictionaries(_envelope_keys, _envelope_values, max_size=6))
 def test_json_shaped_fuzz(backend: str, obj: dict[str, Any]) -> None:
     """Valid JSON is never a parse error; what decodes re-encodes to the same message."""

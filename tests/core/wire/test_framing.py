@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 import mrtr_core as m
 from mrtr_core import LocalProtocolError
@@ -752,7 +753,7 @@ def _frame_stream(framer: LineFramer, chunks: list[bytes], eof: bool) -> list[Fr
     return frames
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(times=5), deadline=None)
 @given(
     messages=st.lists(st.tuples(_message, st.sampled_from([b"\n", b"\r\n"])), max_size=12),
     unterminated_last=st.booleans(),
@@ -785,7 +786,7 @@ def test_property_line_framer(
             assert got == want
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(times=5), deadline=None)
 @given(
     data=st.lists(st.sampled_from([b"{", b"a", b" ", b"\t", b"\r", b"\n"]), max_size=80).map(
         b"".join
@@ -845,7 +846,7 @@ def _frames_of(framer: LineFramer, parts: list[bytes]) -> list[Frame]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(times=4), deadline=None)
 @given(
     pieces=st.lists(st.sampled_from(_LINE_PIECES), max_size=30),
     cuts=st.lists(st.integers(min_value=1, max_value=24), min_size=1, max_size=8),

@@ -10,6 +10,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 from mrtr_core import (
     ErrorObject,
@@ -763,7 +764,7 @@ payload_like = st.one_of(json_values, st.dictionaries(_WIRE_KEYS | st.text(), _W
 
 
 @pytest.mark.parametrize("cls", PAYLOAD_CLASSES)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(times=2), deadline=None)
 @given(raw=payload_like)
 def test_structure_only_raises_invalid_params(cls: type, raw: Any) -> None:
     try:
@@ -799,7 +800,7 @@ input_required_like = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(times=3), deadline=None)
 @given(raw=input_required_like)
 def test_structure_input_required_only_raises_invalid_params(raw: Any) -> None:
     try:

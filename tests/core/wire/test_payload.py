@@ -11,6 +11,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 from mrtr_core import RemoteProtocolError
 from mrtr_core.protocol import INVALID_PARAMS
@@ -215,7 +216,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(times=2), deadline=None)
 @given(
     message=_values,
     schema=_values,
@@ -238,7 +239,7 @@ def test_form_request_agrees_with_the_plain_reading(
     assert structure(unstructure(got), ElicitFormRequest) == got
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(times=2), deadline=None)
 @given(
     max_tokens=st.one_of(st.integers(), st.booleans(), st.text(max_size=2)),
     system_prompt=st.one_of(st.none(), st.text(max_size=3), st.integers()),

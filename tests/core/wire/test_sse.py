@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.budget import examples
 
 import mrtr_core as m
 from mrtr_core.wire import SseEvent
@@ -1127,7 +1128,7 @@ def _read_all(decoder: m.wire.SseDecoder, parts: list[bytes]) -> list[Any]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(times=4), deadline=None)
 @given(
     pieces=st.lists(st.sampled_from(_PIECES), max_size=30),
     cuts=st.lists(st.integers(min_value=1, max_value=24), min_size=1, max_size=8),

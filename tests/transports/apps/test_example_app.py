@@ -344,6 +344,7 @@ def _outcome(ran: Ran) -> tuple[int, str]:
     return ran.returncode, text_of(result)
 
 
+@pytest.mark.subprocess
 async def test_mrtr_call_over_stdio_exits_1_when_the_user_declines() -> None:
     """The issue's case: declining "Who is travelling?" once ended "Trip to Lisbon for None:
     None nights." with exit 0."""
@@ -370,6 +371,7 @@ async def test_mrtr_call_over_stdio_exits_1_when_the_user_declines() -> None:
     assert _outcome(answered) == (0, "Trip to Lisbon for Ada: 3 nights.")
 
 
+@pytest.mark.subprocess
 async def test_every_example_over_http_answered_declined_and_cancelled() -> None:
     trip, prod = json.dumps({"destination": "Lisbon"}), json.dumps({"env": "prod"})
     oslo = _answer("city", accept({"city": "Oslo"}))

@@ -15,10 +15,13 @@ import json
 import sys
 from typing import Any
 
+import pytest
 import trio
 from mrtr_transports.client.client import Client
 from mrtr_transports.client.stdio import open_stdio_client
 from support.cli_run import TESTS_ON_PATH
+
+pytestmark = pytest.mark.subprocess
 
 SERVE = [
     sys.executable,

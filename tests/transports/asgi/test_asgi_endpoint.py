@@ -19,6 +19,8 @@ from support.raw_http import ACCEPT_BOTH, sse_messages, tool_call
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 

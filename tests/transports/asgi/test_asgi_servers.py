@@ -29,6 +29,8 @@ from support.raw_http import ACCEPT_BOTH, sse_messages, tool_call
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 
 @pytest.fixture(scope="module", params=sorted(SERVERS))
 def base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -23,6 +23,8 @@ import trio
 from support.calling_app import STDIO_TARGET
 from support.cli_run import MRTR, TESTS_ON_PATH, mrtr, mrtr_all
 
+pytestmark = pytest.mark.subprocess
+
 APP = "support.calling_app:app"
 STDIO = STDIO_TARGET
 BUSY_LINES = [

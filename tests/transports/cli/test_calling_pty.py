@@ -18,6 +18,8 @@ from support.calling_app import STDIO_TARGET as STDIO
 from support.cli_pty import PtyUser
 from support.cli_run import MRTR, TESTS_ON_PATH
 
+pytestmark = pytest.mark.subprocess
+
 
 async def _interactive(user: PtyUser, *args: str) -> trio.Process:
     return await trio.lowlevel.open_process(

@@ -33,6 +33,8 @@ from support.cli_run import (
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 WEATHER_ANSWERS = {
     "city": {"action": "accept", "content": {"city": "Paris"}},
     "units": {"action": "accept", "content": {"units": "C"}},

@@ -16,6 +16,8 @@ from support.cli_run import TESTS_ON_PATH, mrtr
 
 from mrtr_core.connection import Verdict
 
+pytestmark = pytest.mark.subprocess
+
 STRICT = Path(__file__).resolve().parents[2] / "support" / "stdio_2025_strict.py"
 TARGET = "stdio:" + shlex.join([sys.executable, str(STRICT)])
 ANSWER = ["--answer", 'elicitation/create={"action": "accept", "content": {"name": "Ada"}}']

@@ -18,6 +18,8 @@ import trio
 from mrtr_transports.cli.interrupts import is_interrupt, run_stoppable
 from support.cli_run import MRTR, TESTS_ON_PATH
 
+pytestmark = pytest.mark.subprocess
+
 #: A stdio server whose tool never answers.
 SLOW_SERVER = "stdio:" + " ".join([*MRTR, "serve", "--stdio", "--app", "support.cli_slow_app:app"])
 

@@ -46,6 +46,7 @@ def compact_deep_result(depth: int) -> str:
     return '{"content":[{"type":"text","text":"deep"}],"structuredContent":{"deep":' + nested + "}}"
 
 
+@pytest.mark.subprocess
 async def test_a_result_as_deep_as_the_bound_is_printed_and_traced(tmp_path: Path) -> None:
     trace = tmp_path / "trace.ndjson"
     target = "stdio:" + shlex.join([sys.executable, str(DEEP_SERVER), str(DEPTH)])
@@ -63,6 +64,7 @@ async def test_a_result_as_deep_as_the_bound_is_printed_and_traced(tmp_path: Pat
     assert "[" * DEPTH + '"bottom"' + "]" * DEPTH in deep_line
 
 
+@pytest.mark.subprocess
 async def test_a_result_nested_1000_deep_fails_the_call_at_once_with_one_line() -> None:
     # The answer is unreadable past max_depth, but its id is read: the call ends with
     # that error (it used to wait forever for the answer it had been given).
@@ -76,6 +78,7 @@ async def test_a_result_nested_1000_deep_fails_the_call_at_once_with_one_line() 
     ]
 
 
+@pytest.mark.subprocess
 async def test_a_stdout_closed_before_the_result_is_a_line_on_stderr_not_a_traceback() -> None:
     # `mrtr call ... | head -c 0`: the reader is gone before the result is written.
     read_end, write_end = os.pipe()
@@ -136,6 +139,7 @@ def test_nesting_up_to_the_indented_depth_is_json_dumps_text_and_deeper_is_one_l
     assert margin + '[1, [2, {"k": "v"}]]' in lines
 
 
+@pytest.mark.slow
 def test_the_printer_has_no_depth_limit() -> None:
     depth = 100_000  # far past the interpreter's recursion limit
     value = {"deep": nested_lists(depth)}

@@ -23,6 +23,8 @@ import trio
 from mrtr_transports.cli import serve
 from mrtr_transports.cli.serve_options import LOOPS
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 META = {

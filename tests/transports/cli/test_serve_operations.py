@@ -29,6 +29,8 @@ from support.raw_http import RawHttp, tool_call
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 OPS_APP = f"{ROOT / 'tests' / 'support' / 'ops_app.py'}:app"
 LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:(\d+)(/\S*))")

@@ -42,6 +42,7 @@ def test_ws_and_http_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 async def test_the_ws_bounds_reach_the_server_and_sigterm_closes_with_1001() -> None:
     argv = [sys.executable, "-m", "mrtr_transports", "serve", "--ws", "127.0.0.1:0"]
     argv += ["--max-message-size", "300", "--ping-interval", "0.1", "--ping-timeout", "1"]

@@ -328,6 +328,7 @@ async def seen_by(client: Client) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.subprocess
 async def test_stdio_cache_and_invalidation() -> None:
     with trio.fail_after(20):
         async with open_stdio_client(

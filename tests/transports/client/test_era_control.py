@@ -23,6 +23,8 @@ from mrtr_transports.client.stdio import open_stdio_client
 import mrtr_core as m
 from mrtr_core.connection import Verdict
 
+pytestmark = pytest.mark.subprocess
+
 SUPPORT = Path(__file__).resolve().parents[2] / "support"
 STRICT = str(SUPPORT / "stdio_2025_strict.py")
 MODERN_ONLY = str(SUPPORT / "modern_only_stdio.py")

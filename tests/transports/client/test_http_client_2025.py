@@ -29,6 +29,8 @@ from support.peer_http_server import PeerHttpServer, Reply, Seen, json_reply, re
 import mrtr_core as m
 from mrtr_core.connection import Verdict
 
+pytestmark = pytest.mark.subprocess
+
 PEER = str(Path(__file__).resolve().parents[2] / "support" / "peer_mcp_legacy_http.py")
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 import trio
 from mrtr_transports.client.stdio import open_stdio_client
 from support.calling_app import QUESTION_KEYS, STDIO_TARGET
 
 import mrtr_core as m
+
+pytestmark = pytest.mark.subprocess
 
 
 async def test_handlers_are_entered_in_the_servers_order_every_time():

@@ -264,6 +264,7 @@ def stdio_argv() -> list[str]:
     return [*MRTR, "serve", "--stdio", "--app", "support.cache_app:app"]
 
 
+@pytest.mark.subprocess
 async def test_stdio_listen_and_cancel_on_exit() -> None:
     sent: list[TraceRecord] = []
     with trio.fail_after(20):

@@ -244,6 +244,7 @@ async def test_an_oversized_answer_closes_with_1009() -> None:
 # --- mrtr call ws:// against mrtr serve --ws ---
 
 
+@pytest.mark.subprocess
 async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text(

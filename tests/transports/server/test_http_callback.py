@@ -31,6 +31,8 @@ from support.url_browser import Page, browse, callback_of, mrtr_serve_http
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 URL_CAPS = {"elicitation": {"form": {}, "url": {}}}
 
 

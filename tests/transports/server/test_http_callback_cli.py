@@ -14,10 +14,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import trio
 from support.cli_pty import PtyUser
 from support.cli_run import MRTR
 from support.url_browser import browse, callback_of, mrtr_serve_http
+
+pytestmark = pytest.mark.subprocess
 
 URL_LINE = re.compile(r"URL:  (https://provider\.example/\S+)")
 

@@ -19,6 +19,10 @@ import trio
 
 import mrtr_core as m
 
+# serial: "the server stopped taking requests" is read as "no progress for a second",
+# which a starved server on a full machine also shows
+pytestmark = [pytest.mark.subprocess, pytest.mark.serial]
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 META = {

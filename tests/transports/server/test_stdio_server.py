@@ -32,6 +32,8 @@ from support import srv_apps
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}

@@ -252,6 +252,8 @@ async def test_a_fragmented_message_within_the_bound_is_one_message() -> None:
         (frame_text(b"x", opcode=0x3), 1002),  # a reserved opcode
         (frame_text(b"x", opcode=0x9, fin=False), 1002),  # a fragmented ping
     ],
+    # named: the frames carry a random mask, and xdist workers must collect the same ids
+    ids=["not-utf-8", "reserved-opcode", "fragmented-ping"],
 )
 async def test_frames_that_break_the_framing_close_the_socket(frame: bytes, code: int) -> None:
     with trio.fail_after(10):

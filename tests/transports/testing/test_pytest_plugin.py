@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 pytest_plugins = ["pytester"]
 
 SHOP_APP = (Path(__file__).parent / "shop_app.py").read_text()
