@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import anyio
-from mrtr_transports.server.loading import load_app
+from mrtr_transports.cli.app_loading import load_app
 from mrtr_transports.server.stdio import serve_stdio
 from mrtr_transports.server.ws import WsServer
 

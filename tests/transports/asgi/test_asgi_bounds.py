@@ -15,6 +15,8 @@ import pytest
 from support.asgi_probes import big_header, idle_connections, trickle, trickle_body
 from support.asgi_servers import SERVERS, serving
 
+pytestmark = pytest.mark.subprocess
+
 KIB = 1024
 
 

@@ -28,7 +28,7 @@ from support.cli_run import MRTR, TESTS_ON_PATH
 
 import mrtr_core as m
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
 SERVE = [*MRTR, "serve", "--app", "support.loops_app:app"]
 LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")

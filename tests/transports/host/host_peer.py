@@ -200,7 +200,7 @@ def server_log() -> Iterator[list[logging.LogRecord]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    logger = logging.getLogger("mrtr_transports")
+    logger = logging.getLogger("mrtr")
     handler = Keep(logging.DEBUG)
     logger.addHandler(handler)
     try:

@@ -21,6 +21,8 @@ from mrtr_transports.client.stdio import open_stdio_client
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 SERVER = str(TESTS / "support" / "loop_server.py")

@@ -24,6 +24,8 @@ from support.ws_peer import Refused, WsPeer, connect
 
 import mrtr_core as m
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 SERVER = str(TESTS / "support" / "loop_server.py")
