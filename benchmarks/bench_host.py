@@ -89,7 +89,25 @@ async def tiny(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def profile_on_signals(path: str) -> None:
+    """Profile between ``SIGUSR1`` and ``SIGUSR2`` (then write the stats to ``path``):
+    the server's own calls, none of the client's."""
+    import cProfile
+    import signal
+
+    profiler = cProfile.Profile()
+
+    def stop(*_: Any) -> None:
+        profiler.disable()
+        profiler.dump_stats(path)
+
+    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+    signal.signal(signal.SIGUSR2, stop)
+
+
 def serve(kind: str, app_name: str, port: int) -> None:
+    if os.environ.get("BENCH_PROFILE"):
+        profile_on_signals(os.environ["BENCH_PROFILE"])
     if kind == "trio-server":
         import trio
         from mrtr_transports.server.http.server import serve_http

@@ -23,8 +23,9 @@ app) needs no event loop feature at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -39,6 +40,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+T = TypeVar("T")
 
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 
@@ -104,6 +107,45 @@ class Sender:
         await self({"type": "http.response.body", "body": data, "more_body": more})
 
 
+@types.coroutine
+def run_inline(
+    coro: Coroutine[Any, Any, T], on_wait: Callable[[], object]
+) -> Generator[Any, Any, T]:
+    """``await coro``, calling ``on_wait()`` just before it first waits on the event loop
+    (yields to it); never, when it finishes at once.
+
+    Why: a concurrent task (the disconnect watcher) costs a spawn and several
+    scheduler steps per request; most handlers answer without waiting, and one
+    that never waits cannot be cancelled either.  ``coro`` runs in the caller's
+    task and cancel scopes throughout, as ``await coro`` would run it.
+    """
+    try:
+        yielded = coro.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    try:
+        on_wait()
+    except BaseException:
+        coro.close()
+        raise
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation, delivered into the handler
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as done:
+                return cast(T, done.value)
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as done:
+                return cast(T, done.value)
+
+
 async def watch_disconnect(receive: Receive, sender: Sender) -> None:
     """While a response is written: the client's ``http.disconnect`` is ``sender.lost()``."""
     while True:
@@ -141,7 +183,9 @@ class StreamingAnswer:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._handler_scope: anyio.CancelScope | None = None
 
-    async def run(self, handler: Callable[[], Awaitable[Any]], deadline: float) -> tuple[Any, bool]:
+    async def run(
+        self, handler: Callable[[], Coroutine[Any, Any, Any]], deadline: float
+    ) -> tuple[Any, bool]:
         """``await handler()`` until it returns, the client disconnects (cancelled:
         ``gone``) or ``deadline`` passes; (its value or ``None``, whether the deadline
         cut it)."""
@@ -149,9 +193,10 @@ class StreamingAnswer:
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             self._handler_scope = scope = anyio.CancelScope(deadline=deadline)
-            tasks.start_soon(self._watch)
             with scope:
-                value = await handler()
+                # The watcher only once the handler waits: one that answers at once (no
+                # await reached the loop) could not have been cancelled anyway.
+                value = await run_inline(handler(), lambda: tasks.start_soon(self._watch))
             self._tasks = self._handler_scope = None
             tasks.cancel_scope.cancel()  # the watcher and the keep-alives
         return value, scope.cancelled_caught and not self.gone
