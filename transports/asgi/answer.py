@@ -78,11 +78,14 @@ class Sender:
         self.write_timeout = write_timeout
         self.on_lost = on_lost
         self.gone = False
-        self._lock = anyio.Lock()
+        #: Made at the first write: most answers are JSON, sent without a Sender.
+        self._lock: anyio.Lock | None = None
 
     async def __call__(self, message: Message) -> None:
         if self.gone:
             return
+        if self._lock is None:
+            self._lock = anyio.Lock()
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + self.write_timeout
             async with self._lock:
