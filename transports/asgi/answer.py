@@ -184,6 +184,7 @@ class StreamingAnswer:
         self.streaming = False
         self._sender = Sender(send, write_timeout, self._lost)
         self._tasks: anyio.abc.TaskGroup | None = None
+        self._spawned = False  # a task was started in ``_tasks``
         self._handler_scope: anyio.CancelScope | None = None
 
     async def run(
@@ -199,10 +200,16 @@ class StreamingAnswer:
             with scope:
                 # The watcher only once the handler waits: one that answers at once (no
                 # await reached the loop) could not have been cancelled anyway.
-                value = await run_inline(handler(), lambda: tasks.start_soon(self._watch))
+                value = await run_inline(handler(), lambda: self._spawn(self._watch))
             self._tasks = self._handler_scope = None
-            tasks.cancel_scope.cancel()  # the watcher and the keep-alives
+            if self._spawned:  # (a cancel is a scheduler trip of its own on asyncio)
+                tasks.cancel_scope.cancel()  # the watcher and the keep-alives
         return value, scope.cancelled_caught and not self.gone
+
+    def _spawn(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self._tasks is not None
+        self._spawned = True
+        self._tasks.start_soon(task)
 
     @property
     def gone(self) -> bool:
@@ -225,7 +232,7 @@ class StreamingAnswer:
         self.streaming = True
         await self._write({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         if self._tasks is not None and self.keepalive > 0:
-            self._tasks.start_soon(self._keepalives)
+            self._spawn(self._keepalives)
 
     async def _keepalives(self) -> None:
         while True:
