@@ -194,17 +194,23 @@ class StreamingAnswer:
         ``gone``) or ``deadline`` passes; (its value or ``None``, whether the deadline
         cut it)."""
         value: Any = None
+        returned = False
+        # The task group's own scope is the handler's (one scope less per request): a
+        # disconnect or the deadline ends the handler, the watcher and the keep-alives.
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
-            self._handler_scope = scope = anyio.CancelScope(deadline=deadline)
-            with scope:
-                # The watcher only once the handler waits: one that answers at once (no
-                # await reached the loop) could not have been cancelled anyway.
+            self._handler_scope = tasks.cancel_scope
+            tasks.cancel_scope.deadline = deadline
+            # The watcher only once the handler waits: one that answers at once (no
+            # await reached the loop) could not have been cancelled anyway.
+            try:
                 value = await run_inline(handler(), lambda: self._spawn(self._watch))
-            self._tasks = self._handler_scope = None
+                returned = True
+            finally:
+                self._tasks = self._handler_scope = None
             if self._spawned:  # (a cancel is a scheduler trip of its own on asyncio)
                 tasks.cancel_scope.cancel()  # the watcher and the keep-alives
-        return value, scope.cancelled_caught and not self.gone
+        return value, not returned and not self.gone
 
     def _spawn(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self._tasks is not None
