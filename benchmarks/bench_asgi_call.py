@@ -15,6 +15,9 @@ Servers (``bench_host.py --serve``): ``host-trio``, ``host-asyncio``,
 a warm-up left out) and prints the function calls per ``tools/call`` and the
 functions by ``--sort`` (``tottime``: their own time): where the time goes.
 
+``--baseline TREE`` adds each server (but the trio server) as run from another
+source tree (``git archive COMMIT | tar -x -C TREE``): before/after in one run.
+
 Run: ``.venv/bin/python benchmarks/bench_asgi_call.py [--calls N] [--rounds R]``.
 """
 
@@ -36,9 +39,13 @@ from bench_host import Served, read_response, request_bytes, throughput
 KINDS = ("host-trio", "host-asyncio", "uvicorn", "trio-server")
 
 
-def measure(kinds: list[str], calls: int, rounds: int) -> None:
-    costs: dict[str, list[float]] = {kind: [] for kind in kinds}
+def measure(kinds: list[str], calls: int, rounds: int, baseline: str | None) -> None:
     servers = {kind: Served(kind, "mcp") for kind in kinds}
+    if baseline is not None:  # (the trio server is the reference: not moved)
+        for kind in kinds:
+            if kind != "trio-server":
+                servers[f"{kind} (before)"] = Served(kind, "mcp", baseline)
+    costs: dict[str, list[float]] = {kind: [] for kind in servers}
     try:
         for _ in range(rounds):
             for kind, served in servers.items():
@@ -50,7 +57,7 @@ def measure(kinds: list[str], calls: int, rounds: int) -> None:
     for kind, values in costs.items():
         low, high = min(values), max(values)
         print(
-            f"{kind:14} server CPU {statistics.median(values):6.0f} µs/call "
+            f"{kind:23} server CPU {statistics.median(values):6.0f} µs/call "
             f"(min {low:.0f}, max {high:.0f}; {rounds} x {calls})",
             flush=True,
         )
@@ -93,6 +100,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", metavar="KIND")
+    parser.add_argument(
+        "--baseline", metavar="TREE", help="also each server from TREE (a git archive)"
+    )
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--limit", type=int, default=40)
     args = parser.parse_args(argv)
@@ -100,7 +110,7 @@ def main(argv: list[str]) -> None:
     if args.profile:
         profile(args.profile, args.calls, args.sort, args.limit)
     else:
-        measure(args.only.split(","), args.calls, args.rounds)
+        measure(args.only.split(","), args.calls, args.rounds, args.baseline)
 
 
 if __name__ == "__main__":

@@ -173,10 +173,16 @@ def free_port() -> int:
 
 
 class Served:
-    def __init__(self, kind: str, app_name: str) -> None:
+    """``kind`` serving ``app_name`` in a subprocess; with ``tree``, that source tree's
+    ``mrtr_core`` and ``mrtr_transports`` (``_run_from_tree.py``: before/after figures)."""
+
+    def __init__(self, kind: str, app_name: str, tree: str | None = None) -> None:
         self.port = free_port()
         command = [sys.executable, __file__, "--serve", kind, app_name, str(self.port)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+        if tree is not None:
+            command[1:2] = [str(ROOT / "benchmarks" / "_run_from_tree.py"), tree, "bench_host"]
+        paths = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self.process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
