@@ -89,7 +89,25 @@ async def tiny(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def profile_on_signals(path: str) -> None:
+    """Profile between ``SIGUSR1`` and ``SIGUSR2`` (then write the stats to ``path``):
+    the server's own calls, none of the client's."""
+    import cProfile
+    import signal
+
+    profiler = cProfile.Profile()
+
+    def stop(*_: Any) -> None:
+        profiler.disable()
+        profiler.dump_stats(path)
+
+    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+    signal.signal(signal.SIGUSR2, stop)
+
+
 def serve(kind: str, app_name: str, port: int) -> None:
+    if os.environ.get("BENCH_PROFILE"):
+        profile_on_signals(os.environ["BENCH_PROFILE"])
     if kind == "trio-server":
         import trio
         from mrtr_transports.server.http.server import serve_http
@@ -155,10 +173,16 @@ def free_port() -> int:
 
 
 class Served:
-    def __init__(self, kind: str, app_name: str) -> None:
+    """``kind`` serving ``app_name`` in a subprocess; with ``tree``, that source tree's
+    ``mrtr_core`` and ``mrtr_transports`` (``_run_from_tree.py``: before/after figures)."""
+
+    def __init__(self, kind: str, app_name: str, tree: str | None = None) -> None:
         self.port = free_port()
         command = [sys.executable, __file__, "--serve", kind, app_name, str(self.port)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+        if tree is not None:
+            command[1:2] = [str(ROOT / "benchmarks" / "_run_from_tree.py"), tree, "bench_host"]
+        paths = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self.process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

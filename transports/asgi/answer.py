@@ -23,8 +23,9 @@ app) needs no event loop feature at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -39,6 +40,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+T = TypeVar("T")
 
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
 
@@ -75,11 +78,14 @@ class Sender:
         self.write_timeout = write_timeout
         self.on_lost = on_lost
         self.gone = False
-        self._lock = anyio.Lock()
+        #: Made at the first write: most answers are JSON, sent without a Sender.
+        self._lock: anyio.Lock | None = None
 
     async def __call__(self, message: Message) -> None:
         if self.gone:
             return
+        if self._lock is None:
+            self._lock = anyio.Lock()
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + self.write_timeout
             async with self._lock:
@@ -102,6 +108,45 @@ class Sender:
 
     async def body(self, data: bytes, *, more: bool) -> None:
         await self({"type": "http.response.body", "body": data, "more_body": more})
+
+
+@types.coroutine
+def run_inline(
+    coro: Coroutine[Any, Any, T], on_wait: Callable[[], object]
+) -> Generator[Any, Any, T]:
+    """``await coro``, calling ``on_wait()`` just before it first waits on the event loop
+    (yields to it); never, when it finishes at once.
+
+    Why: a concurrent task (the disconnect watcher) costs a spawn and several
+    scheduler steps per request; most handlers answer without waiting, and one
+    that never waits cannot be cancelled either.  ``coro`` runs in the caller's
+    task and cancel scopes throughout, as ``await coro`` would run it.
+    """
+    try:
+        yielded = coro.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    try:
+        on_wait()
+    except BaseException:
+        coro.close()
+        raise
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation, delivered into the handler
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as done:
+                return cast(T, done.value)
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as done:
+                return cast(T, done.value)
 
 
 async def watch_disconnect(receive: Receive, sender: Sender) -> None:
@@ -139,22 +184,38 @@ class StreamingAnswer:
         self.streaming = False
         self._sender = Sender(send, write_timeout, self._lost)
         self._tasks: anyio.abc.TaskGroup | None = None
+        self._spawned = False  # a task was started in ``_tasks``
         self._handler_scope: anyio.CancelScope | None = None
 
-    async def run(self, handler: Callable[[], Awaitable[Any]], deadline: float) -> tuple[Any, bool]:
+    async def run(
+        self, handler: Callable[[], Coroutine[Any, Any, Any]], deadline: float
+    ) -> tuple[Any, bool]:
         """``await handler()`` until it returns, the client disconnects (cancelled:
         ``gone``) or ``deadline`` passes; (its value or ``None``, whether the deadline
         cut it)."""
         value: Any = None
+        returned = False
+        # The task group's own scope is the handler's (one scope less per request): a
+        # disconnect or the deadline ends the handler, the watcher and the keep-alives.
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
-            self._handler_scope = scope = anyio.CancelScope(deadline=deadline)
-            tasks.start_soon(self._watch)
-            with scope:
-                value = await handler()
-            self._tasks = self._handler_scope = None
-            tasks.cancel_scope.cancel()  # the watcher and the keep-alives
-        return value, scope.cancelled_caught and not self.gone
+            self._handler_scope = tasks.cancel_scope
+            tasks.cancel_scope.deadline = deadline
+            # The watcher only once the handler waits: one that answers at once (no
+            # await reached the loop) could not have been cancelled anyway.
+            try:
+                value = await run_inline(handler(), lambda: self._spawn(self._watch))
+                returned = True
+            finally:
+                self._tasks = self._handler_scope = None
+            if self._spawned:  # (a cancel is a scheduler trip of its own on asyncio)
+                tasks.cancel_scope.cancel()  # the watcher and the keep-alives
+        return value, not returned and not self.gone
+
+    def _spawn(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self._tasks is not None
+        self._spawned = True
+        self._tasks.start_soon(task)
 
     @property
     def gone(self) -> bool:
@@ -177,7 +238,7 @@ class StreamingAnswer:
         self.streaming = True
         await self._write({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         if self._tasks is not None and self.keepalive > 0:
-            self._tasks.start_soon(self._keepalives)
+            self._spawn(self._keepalives)
 
     async def _keepalives(self) -> None:
         while True:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -89,11 +90,12 @@ class HostConnection:
         #: No request has arrived on this connection yet.
         self.fresh = True
         self.write_lock = anyio.Lock()
-        #: On trio, a write the socket takes whole goes straight to it (``write``); on
-        #: asyncio the transport buffers writes, so every one goes through the stream.
-        self._raw = None
-        if sniffio.current_async_library() == "trio":
-            self._raw = stream.extra(SocketAttribute.raw_socket, None)
+        #: A write the socket takes whole goes straight to it (``write``).  On asyncio
+        #: only until a write goes through the stream: its transport may keep part of it
+        #: buffered, and a direct write after that would overtake it.
+        #: (``os.write`` on its descriptor: asyncio hands out a socket without ``send``; POSIX.)
+        self._raw = stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
+        self._buffering_stream = sniffio.current_async_library() != "trio"
 
     @property
     def peer(self) -> str | None:
@@ -201,13 +203,15 @@ class HostConnection:
         a broken message, and what the app has produced is owed to it.
 
         When no other write is under way and the socket takes it all at once (the usual
-        case), it is written there and then (trio): no lock, no scope, no wait."""
+        case), it is written there and then: no lock, no scope, no wait."""
         lock = self.write_lock
         acquired = False
         raw = self._raw
-        if raw is not None and not lock.locked() and raw.fileno() >= 0:
+        # (The descriptor is asked for each time: -1 once closed, never a reused number.)
+        fd = raw.fileno() if raw is not None else -1
+        if fd >= 0 and not lock.locked():
             try:
-                sent = raw.send(data)
+                sent = os.write(fd, data)
             except BlockingIOError:
                 sent = 0
             except OSError as exc:
@@ -217,6 +221,8 @@ class HostConnection:
             data = data[sent:]
             lock.acquire_nowait()  # (free: nothing else ran since it was checked)
             acquired = True
+        if self._buffering_stream:
+            self._raw = None  # from now on, every write goes through the stream
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + self.bounds.write_timeout
             try:
