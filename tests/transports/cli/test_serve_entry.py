@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,8 @@ import pytest
 import trio
 from mrtr_transports.cli import serve
 from mrtr_transports.cli.serve_options import LOOPS
+from mrtr_transports.client.http import open_http_client
+from support.cli_run import MRTR, TESTS_ON_PATH
 
 pytestmark = pytest.mark.subprocess
 
@@ -269,6 +272,36 @@ async def test_loop_asyncio_serves_stdio_and_a_tool_that_awaits_asyncio() -> Non
     done, texts = await call_over_stdio(argv, "asyncio_only")
     assert done.returncode == 0, done.stderr.decode()
     assert texts == ["asyncio"]
+
+
+async def test_loop_asyncio_serves_http_and_a_tool_that_awaits_asyncio(tmp_path: Path) -> None:
+    # off trio, --http is the one endpoint (McpAsgi) on the ASGI host
+    log = tmp_path / "serve.log"
+    argv = [*MRTR, "serve", "--http", "127.0.0.1:0", "--loop", "asyncio"]
+    with log.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(
+            [*argv, "--app", "support.which_loop_app:app"], stderr=stderr, env=TESTS_ON_PATH
+        )
+    try:
+        with trio.fail_after(20):
+            while (found := re.search(r"listening on (http://\S+)", log.read_text())) is None:
+                assert process.returncode is None, log.read_text()
+                await trio.sleep(0.05)
+            async with open_http_client(found.group(1)) as client:
+                result = await client.call_tool("asyncio_only")
+                assert result["content"][0]["text"] == "asyncio"
+                legacy_url = found.group(1)
+            async with open_http_client(legacy_url, era="legacy") as client:  # a 2025 session
+                result = await client.call_tool("which_loop")
+                assert result["content"][0]["text"] == "asyncio"
+    finally:
+        process.send_signal(signal.SIGTERM)  # drains, then exits 0 ("terminated")
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, log.read_text()
 
 
 def test_loop_names_a_loop_this_machine_has(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+import sniffio
 from mrtr_transports.client.client import Client
 from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
 from mrtr_transports.client.http import open_http_client
@@ -48,12 +49,17 @@ def text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
+def same_loop() -> list[str]:
+    """``mrtr serve --loop`` for the loop this test runs on: client and server share it."""
+    return ["--loop", sniffio.current_async_library()]
+
+
 @asynccontextmanager
 async def serving(flag: str, log: Path) -> AsyncIterator[str]:
     """``mrtr serve FLAG 127.0.0.1:0`` (its stderr to ``log``): its URL, then SIGINT."""
     with log.open("wb") as stderr:
         process = await anyio.open_process(
-            [*SERVE, flag, "127.0.0.1:0"],
+            [*SERVE, *same_loop(), flag, "127.0.0.1:0"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -80,7 +86,8 @@ async def serving(flag: str, log: Path) -> AsyncIterator[str]:
 async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     """A client of the app over ``transport`` (see :data:`TRANSPORTS`)."""
     if transport == "stdio":
-        async with open_stdio_client([*SERVE, "--stdio"], env=TESTS_ON_PATH, **options) as client:
+        argv = [*SERVE, *same_loop(), "--stdio"]
+        async with open_stdio_client(argv, env=TESTS_ON_PATH, **options) as client:
             yield client
         return
     flag = "--ws" if transport == "ws" else "--http"
