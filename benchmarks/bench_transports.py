@@ -6,7 +6,11 @@ times batches of sequential ``tools/call`` requests on that session.  The sides:
 
 * ``mrtr``: ours, ``open_stdio_client`` spawning
   ``python -m mrtr_transports serve --stdio --app bench_mrtr_app:app`` (over HTTP,
-  ``open_http_client`` to ``--http 127.0.0.1:0``), under ``trio.run``;
+  ``open_http_client`` to ``--http 127.0.0.1:0``), under ``anyio.run`` on trio;
+* ``mrtr-asyncio``: the same client and server, both on asyncio (the client under
+  ``anyio.run(..., backend="asyncio")``, the server with ``--loop asyncio``); uvloop
+  is left out (not installed here: ``mrtr serve --loop uvloop`` exists only where it is).
+  Stdio only for now: our HTTP server does not start on asyncio yet;
 * ``mcp``: the official Python SDK 2.3.0, ``mcp.client.Client`` to ``bench_mcp_peer.py``
   (``MCPServer``; over HTTP stateless with JSON responses, like ours), under asyncio;
 * ``ts``: the official TypeScript SDK v2 2.4.0 on Node, ``benchmarks/ts/bench_client.mjs``
@@ -39,10 +43,11 @@ only, 10 ms resolution: ``n/a`` elsewhere).  Wall time beyond their sum is waiti
 (wake-ups, the kernel's pipe and socket work); with two or more CPUs they overlap.
 
 Run: ``.venv/bin/python benchmarks/bench_transports.py [--calls N] [--repeats R]
-[--transport stdio|http] [--side mrtr|mcp|ts|floor] [--quick] [--baseline PYTHON]``
-(``--baseline`` adds a side ``base``: our client and server run by another
-interpreter, e.g. ``/path/to/main/.venv/bin/python``, so a change is measured
-before/after in one interleaved run) (a minute or two
+[--transport stdio|http] [--side mrtr|mrtr-asyncio|mcp|ts|floor] [--quick]
+[--baseline PYTHON]`` (``--baseline`` adds a side ``base``: our client and server, on
+trio, run by another interpreter, e.g. ``/path/to/main/.venv/bin/python``, so a change
+is measured before/after in one interleaved run; a tree older than ``mrtr serve``
+serves with ``python -m mrtr_transports.server``) (a minute or two
 with the defaults; ``--quick`` is a short noisy run).  The TypeScript side needs
 ``make node-peers``.  Not a test: timings never pass or fail.
 """
@@ -51,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import select
@@ -75,7 +81,10 @@ OUR_APP = ["--app", "bench_mrtr_app:app"]
 #: ``PYTHONPATH`` addition that lets our server command lines import ``bench_mrtr_app``.
 OUR_ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
 
-SIDES = ("mrtr", "mcp", "ts", "floor")
+SIDES = ("mrtr", "mrtr-asyncio", "mcp", "ts", "floor")
+#: ``mrtr-asyncio`` too for now: ``mrtr serve --http --loop asyncio`` stops at start-up
+#: (the HTTP server still calls trio, ``trio.open_tcp_listeners``), stdio runs.
+STDIO_ONLY = ("floor", "mrtr-asyncio")
 TOOLS = ("greet", "plain")
 LEGS = {"greet": 2, "plain": 1}
 EXPECTED = {"greet": "Hello Ada", "plain": "done"}
@@ -92,6 +101,15 @@ def node() -> Path:
 
 
 # --- Servers in subprocesses -------------------------------------------------------------
+
+
+def our_server(where: list[str], loop: str) -> list[str]:
+    """Our server's command line on ``loop``; a tree from before ``mrtr serve`` (the
+    ``base`` side, trio only) has ``python -m mrtr_transports.server`` instead."""
+    if importlib.util.find_spec("mrtr_transports.cli.serve") is None:
+        return [sys.executable, "-m", "mrtr_transports.server", *where, *OUR_APP]
+    loop_option = [] if loop == "trio" else ["--loop", loop]
+    return [sys.executable, "-m", "mrtr_transports", "serve", *where, *loop_option, *OUR_APP]
 
 
 def _first_line(stream: Any, what: str) -> str:
@@ -126,11 +144,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def http_server(side: str) -> Iterator[str]:
+def http_server(side: str, loop: str = "trio") -> Iterator[str]:
     """A Streamable HTTP server for ``side`` in a subprocess; yields its endpoint URL."""
     pipe = subprocess.PIPE
     if side == "mrtr":
-        argv = [sys.executable, "-m", "mrtr_transports", "serve", "--http", "127.0.0.1:0", *OUR_APP]
+        argv = our_server(["--http", "127.0.0.1:0"], loop)
         env = {**os.environ, **OUR_ENV}
         process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=pipe, stderr=pipe)
         ready, said, other = "listening on http://", process.stderr, process.stdout
@@ -140,7 +158,7 @@ def http_server(side: str) -> Iterator[str]:
     tail = _drain(other)
     try:
         line = _first_line(said, f"the {side} HTTP server")
-        if not line.startswith(ready):
+        if ready not in line:  # ours: "mrtr serve: listening on ..." (base: no prefix)
             raise RuntimeError(f"the {side} HTTP server said {line!r}")
         _drain(said)
         yield line.split()[-1] if side == "mrtr" else f"http://127.0.0.1:{int(line.split()[1])}/mcp"
@@ -237,8 +255,8 @@ async def serve_batches(
         batches.say(await batch(*order))
 
 
-def work_mrtr(transport: str, warmup: int) -> None:
-    import trio
+def work_mrtr(transport: str, warmup: int, loop: str = "trio") -> None:
+    import anyio
     from mrtr_transports.client.http import open_http_client
     from mrtr_transports.client.stdio import open_stdio_client
 
@@ -254,7 +272,7 @@ def work_mrtr(transport: str, warmup: int) -> None:
     options: dict[str, Any] = {"answer": answer, "capabilities": {"elicitation": {}}}
 
     async def read_line() -> str:
-        return await trio.to_thread.run_sync(sys.stdin.readline)
+        return await anyio.to_thread.run_sync(sys.stdin.readline)
 
     async def run(client: Any) -> None:
         if client.protocol_version != PROTOCOL:
@@ -268,15 +286,15 @@ def work_mrtr(transport: str, warmup: int) -> None:
 
     async def main() -> None:
         if transport == "stdio":
-            argv = [sys.executable, "-m", "mrtr_transports", "serve", "--stdio", *OUR_APP]
+            argv = our_server(["--stdio"], loop)
             async with open_stdio_client(argv, env=OUR_ENV, cwd=ROOT, **options) as client:
                 await run(client)
             return
-        with http_server("mrtr") as url:
+        with http_server("mrtr", loop) as url:
             async with open_http_client(url, **options) as client:
                 await run(client)
 
-    trio.run(main)
+    anyio.run(main, backend=loop)
 
 
 def work_mcp(transport: str, warmup: int) -> None:
@@ -447,7 +465,7 @@ def run_transport(
     transport: str, sides: list[str], warmup: int, calls: int, repeats: int, baseline: str
 ) -> dict[str, Any]:
     """Every side's batches for one transport, interleaved; per side, per tool."""
-    sides = [side for side in sides if side != "floor" or transport == "stdio"]
+    sides = [side for side in sides if side not in STDIO_ONLY or transport == "stdio"]
     workers: list[Worker] = []
     try:
         for side in sides:
@@ -512,7 +530,9 @@ def main() -> int:
         help="add side 'base': our client and server run by this interpreter (another "
         "checkout's venv, e.g. main's), for before/after ratios in one run",
     )
-    parser.add_argument("--worker", choices=("mrtr", "mcp", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=("mrtr", "mrtr-asyncio", "mcp", "floor"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.quick:
         args.calls, args.repeats, args.warmup = min(args.calls, 200), 3, min(args.warmup, 50)
@@ -521,6 +541,9 @@ def main() -> int:
     transports = args.transport or ["stdio", "http"]
 
     if args.worker:  # a child of the run below: answers batches on stdin
+        if args.worker == "mrtr-asyncio":
+            work_mrtr(transports[0], args.warmup, loop="asyncio")
+            return 0
         {"mrtr": work_mrtr, "mcp": work_mcp, "floor": work_floor}[args.worker](
             transports[0], args.warmup
         )
@@ -529,7 +552,7 @@ def main() -> int:
     sides = args.side or list(SIDES)
     if args.baseline:
         sides.insert(1, "base")
-    print(machine(("mrtr", "mcp", "trio", "h11", "uvicorn", "orjson")))
+    print(machine(("mrtr", "mcp", "anyio", "trio", "h11", "uvicorn", "orjson")))
     if "ts" in sides:
         print(ts_versions())
     print(
