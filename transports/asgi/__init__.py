@@ -1,5 +1,5 @@
-"""The Streamable HTTP endpoint of a ``ServerApp`` (2026-07-28 requests and 2025-11-25
-sessions) as an ASGI 3 application.
+"""The MCP endpoint of a ``ServerApp`` as an ASGI 3 application: Streamable HTTP
+(2026-07-28 requests and 2025-11-25 sessions) and WebSocket.
 
 ``McpAsgi(app)`` runs under any ASGI server (uvicorn on asyncio, hypercorn on
 asyncio or trio) and mounts beside other routes in Starlette or FastAPI; the
@@ -10,7 +10,8 @@ The parts, one concept each: ``endpoint.py`` (``McpAsgi``: the order of the rule
 2026-07-28 POSTs, listen streams), ``answer.py`` (one answer: JSON or SSE),
 ``sessions.py`` and ``session.py`` (the 2025-era side), ``policy.py`` (who may
 talk), ``pools.py`` (listen streams, sessions' streams), ``routes.py`` (the health
-check, ``Page``), ``callback.py`` (the URL-elicitation callback).
+check, ``Page``), ``callback.py`` (the URL-elicitation callback), ``websocket.py``
+(MCP over a ``websocket`` scope).
 """
 
 from .endpoint import McpAsgi

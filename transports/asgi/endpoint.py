@@ -46,6 +46,10 @@ For each HTTP request, in order:
    (``max_listen_streams`` in all, ``max_listen_streams_per_client``; 429 or
    503 with ``Retry-After``) and ends gracefully after ``listen_lifetime``.
 
+A ``websocket`` scope at the path is MCP over WebSocket, one conversation per
+WebSocket, both eras (``websocket.py``: the same Host/Origin/path rules and
+statuses, then the ``mcp`` subprotocol).
+
 Bounds that belong to the server that holds the connections, not here:
 connections, head and read deadlines, keep-alive, trickling clients: see
 docs/asgi.md for what uvicorn and hypercorn do and the settings that give each.
@@ -72,7 +76,13 @@ import anyio
 import mrtr_core as m
 
 from ..server.app import ServerApp, run_app, tool_header_params
-from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
+from ..server.driver import (
+    DEFAULT_DRAIN_TIMEOUT,
+    ConnectionOutlet,
+    end_subscriptions,
+    response_for,
+    send_response,
+)
 from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
@@ -80,6 +90,7 @@ from .policy import AccessPolicy, Headers
 from .pools import Lease, ListenPool, ListenRefusal, check_bounds
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
 from .sessions import SessionEndpoint
+from .websocket import WebSocketSide
 
 __all__ = ["McpAsgi"]
 
@@ -99,6 +110,7 @@ DEFAULT_REPLAY_EVENTS = 256
 DEFAULT_REPLAY_BYTES = 256 * 1024
 DEFAULT_MAX_SESSION_STREAMS = 256
 DEFAULT_MAX_STREAMS_PER_SESSION = 16
+DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
 
 
 class McpAsgi:
@@ -120,6 +132,12 @@ class McpAsgi:
     (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
     ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
     by default).  Every default is the trio server's.
+
+    A ``websocket`` scope at the path is MCP over WebSocket (``websocket.py``):
+    ``max_message_size`` bounds each message, ``drain_timeout`` is what a
+    conversation's running requests get once its input ends;
+    ``websocket_only=True`` refuses plain HTTP at the path (400), as
+    ``mrtr serve --ws`` does.
     """
 
     def __init__(
@@ -149,6 +167,9 @@ class McpAsgi:
         public_url: str | None = None,
         callback_path: str = DEFAULT_CALLBACK_PATH,
         health_path: str | None = DEFAULT_HEALTH_PATH,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        websocket_only: bool = False,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -162,6 +183,7 @@ class McpAsgi:
                 ("replay_buffer_bytes", replay_buffer_bytes),
                 ("max_session_streams", max_session_streams),
                 ("max_streams_per_session", max_streams_per_session),
+                ("max_message_size", max_message_size),
             ),
             (
                 ("write_timeout", write_timeout),
@@ -210,6 +232,18 @@ class McpAsgi:
             write_timeout=write_timeout,
             connection_options={**common, "versions": tuple(versions)},
         )
+        #: MCP over WebSocket (websocket.py): one conversation per WebSocket, both eras.
+        self.websockets = WebSocketSide(
+            app,
+            path=path,
+            policy=self.policy,
+            max_message_size=max_message_size,
+            legacy_answer_timeout=legacy_answer_timeout,
+            drain_timeout=drain_timeout,
+            connection_options={**common, "versions": tuple(versions)},
+        )
+        #: Plain HTTP at the path is refused (400): ``mrtr serve --ws``.
+        self.websocket_only = websocket_only
         self.closing = False
         # URL elicitation (callback.py): the app's callback route, if it has URL flows.
         self.public_url = public_url
@@ -232,6 +266,7 @@ class McpAsgi:
             self.closing = True
             end_subscriptions(self.app)
             self.sessions.shutting_down()
+            self.websockets.stop_reading()
 
     @asynccontextmanager
     async def lifespan(self, *_: Any) -> AsyncIterator[None]:
@@ -260,8 +295,8 @@ class McpAsgi:
             await self._http(scope, receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif scope["type"] == "websocket":  # not an MCP transport here: refuse the handshake
-            await send({"type": "websocket.close", "code": 1008})
+        elif scope["type"] == "websocket":
+            await self.websockets.serve(scope, receive, send, _route_path(scope))
         else:
             raise ValueError(f"unsupported ASGI scope type {scope['type']!r}")
 
@@ -316,6 +351,11 @@ class McpAsgi:
             return
         if self.path is not None and path != self.path:
             await refuse(404, f"no MCP endpoint at {path!r}: use {self.path!r}")
+            return
+        if self.websocket_only:  # (an upgrade refused is no HTTP connection to keep)
+            close = [(b"connection", b"close")]
+            message = "not a WebSocket upgrade: MCP is served over WebSocket here"
+            await refuse(400, message, extra=close)
             return
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream

@@ -7,16 +7,19 @@ it answers ``websocket.accept`` (the host writes the 101, with the subprotocol
 the app chose, and no extensions: a compressed frame could expand past any
 bound) or ``websocket.close`` before accepting (a 403, whose body is a JSON-RPC
 error as every refusal of the host), or a denial response of its own
-(``websocket.http.response.*``).  A handshake without ``Sec-WebSocket-Key`` or
-with a version other than 13 gets 400 (426) from the host.
+(``websocket.http.response.*``: the scope lists the extension).  A handshake
+without ``Sec-WebSocket-Key`` or with a version other than 13 gets 400 (426)
+from the host.
 
 Once accepted, one task reads the socket for the WebSocket's life: messages
 (their fragments joined) go to the app through a small queue (a client cannot
 send faster than the app reads), pings get their pongs, the peer's close is
 answered and is the app's ``websocket.disconnect`` (a dropped connection's code
-is 1006).  Bounds (``bounds.py``): a message past ``max_message_size`` is
-refused while it grows (1009); every ``ping_interval`` the host pings, and a
-peer without a pong within ``ping_timeout`` is closed with 1011; a write waits
+is 1006); broken frames are closed with 1002 and invalid UTF-8 with 1007
+(wsproto's verdicts), and reading stops there.  Bounds (``bounds.py``): a
+message past ``max_message_size`` is refused while it grows (1009); every
+``ping_interval`` the host pings, and a peer without a pong within
+``ping_timeout`` is closed with 1011; a write waits
 at most ``write_timeout``.  When the app returns, an open WebSocket is closed
 (1000), and when the host's grace runs out, with 1001 (going away); the peer's
 close frame is awaited at most ``CLOSE_TIMEOUT`` seconds.  ``send()`` on a
@@ -115,6 +118,7 @@ class WebSocketCycle:
             return
         offered = self._headers.get(b"sec-websocket-protocol", b"").decode("latin-1")
         self.scope["subprotocols"] = [p.strip() for p in offered.split(",") if p.strip()]
+        self.scope["extensions"] = {"websocket.http.response": {}}  # denial responses
         try:
             async with anyio.create_task_group() as tasks:
                 self._tasks = tasks
@@ -138,7 +142,7 @@ class WebSocketCycle:
         finally:
             if self.accepted and not self.closed:  # cancelled: the host is going away
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
-                    await self._close(GOING_AWAY)
+                    await self._close(GOING_AWAY, "the server is shutting down")
 
     # --- receive ---
 
@@ -166,13 +170,19 @@ class WebSocketCycle:
         ws = self.ws
         parts: list[Any] = []
         size = 0
+        # Frames that came right behind the upgrade request (wsproto holds them) are
+        # read before the socket is waited on: a client may send its first message so.
+        data: bytes | None = b""
+        behind_the_upgrade = True
         async with self._to_app:
             while not self._peer_closed.is_set():
-                data: bytes | None
-                try:
-                    data = await self.connection.stream.receive(65536)
-                except (anyio.EndOfStream, *STREAM_GONE):
-                    data = None
+                if behind_the_upgrade:
+                    behind_the_upgrade = False
+                else:
+                    try:
+                        data = await self.connection.stream.receive(65536)
+                    except (anyio.EndOfStream, *STREAM_GONE):
+                        data = None
                 try:
                     ws.receive_data(data)
                     events = list(ws.events())
@@ -185,7 +195,9 @@ class WebSocketCycle:
                     if isinstance(event, WsMessage) and not self.closed:
                         size += len(event.data)
                         if size > self.bounds.max_message_size:  # refused while it grows
-                            await self._close(TOO_BIG, "message too big")
+                            limit = self.bounds.max_message_size
+                            why = f"a message of more than {limit} bytes: max_message_size"
+                            await self._close(TOO_BIG, why)
                             await self._deliver({"type": "websocket.disconnect", "code": TOO_BIG})
                             continue
                         parts.append(event.data)
@@ -197,6 +209,13 @@ class WebSocketCycle:
                             await self._write_frame(event.response())
                     elif isinstance(event, Pong):
                         self._pong.set()
+                    elif isinstance(event, CloseConnection) and ws.state is ConnectionState.OPEN:
+                        # Not the peer's close: wsproto's verdict on broken frames (1002) or
+                        # invalid UTF-8 (1007).  Ours says so; nothing after it is readable.
+                        await self._close(event.code, (event.reason or "")[:120])
+                        self._peer_closed.set()
+                        await self._deliver({"type": "websocket.disconnect", "code": event.code})
+                        break
                     elif isinstance(event, CloseConnection):
                         if ws.state is ConnectionState.REMOTE_CLOSING:  # theirs first: answer
                             with contextlib.suppress(ClientDisconnected):
@@ -220,7 +239,8 @@ class WebSocketCycle:
                 with anyio.move_on_after(self.bounds.ping_timeout):
                     await self._pong.wait()
                 if not self._pong.is_set() and not self.closed:
-                    await self._close(INTERNAL_ERROR, "no pong")
+                    timeout = self.bounds.ping_timeout
+                    await self._close(INTERNAL_ERROR, f"no pong within {timeout:g} s")
                     await self._deliver({"type": "websocket.disconnect", "code": INTERNAL_ERROR})
                     self._peer_closed.set()  # not waited for: the peer is not answering
                     return
