@@ -126,7 +126,9 @@ def test_bad_options_fail_at_construction(options: dict[str, object]) -> None:
         McpAsgi(mcp, **options)  # type: ignore[arg-type]
 
 
-async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
+async def test_a_websocket_without_mcp_is_refused_and_unknown_scopes_raise() -> None:
+    # (A server without the denial-response extension: the close before the accept is
+    # all it can say; with it, the refusal is a 400 with a body: test_asgi_websocket_scope.)
     sent: list[dict[str, object]] = []
 
     async def receive() -> dict[str, object]:
@@ -137,7 +139,8 @@ async def test_a_websocket_is_refused_and_unknown_scopes_raise() -> None:
 
     endpoint = McpAsgi(mcp)
     await endpoint({"type": "websocket", "path": "/mcp"}, receive, send)  # type: ignore[arg-type]
-    assert sent == [{"type": "websocket.close", "code": 1008}]
+    assert [(said["type"], said["code"]) for said in sent] == [("websocket.close", 1008)]
+    assert "subprotocol 'mcp'" in str(sent[0]["reason"])
     with pytest.raises(ValueError, match="unsupported ASGI scope"):
         await endpoint({"type": "telepathy"}, receive, send)  # type: ignore[arg-type]
 

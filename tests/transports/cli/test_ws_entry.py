@@ -43,8 +43,10 @@ def test_ws_and_http_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.subprocess
-async def test_the_ws_bounds_reach_the_server_and_sigterm_closes_with_1001() -> None:
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+async def test_the_ws_bounds_reach_the_server_and_sigterm_closes_with_1001(loop: str) -> None:
     argv = [sys.executable, "-m", "mrtr_transports", "serve", "--ws", "127.0.0.1:0"]
+    argv += ["--loop", loop]  # (the endpoint on the host: either loop)
     argv += ["--max-message-size", "300", "--ping-interval", "0.1", "--ping-timeout", "1"]
     argv += ["--allow-origin", "https://app.example"]
     process = await trio.lowlevel.open_process(argv, stderr=subprocess.PIPE, cwd=ROOT)
