@@ -138,7 +138,10 @@ class WebSocketSide:
                 f"(Sec-WebSocket-Protocol: mcp); offered: {', '.join(offered) or 'none'}",
             )
             return
-        await send({"type": "websocket.accept", "subprotocol": subprotocol})
+        try:
+            await send({"type": "websocket.accept", "subprotocol": subprotocol})
+        except OSError:  # the server's ClientDisconnected: gone before the 101
+            return
         conversation = Conversation(self, peer, receive, send)
         self.conversations.add(conversation)
         try:

@@ -16,8 +16,9 @@ split:
 * to the host: ``max_connections`` (256; a newcomer past them gets 503 with
   ``Retry-After``), ``max_message_size`` (4 MiB: 1009 while a message grows
   past it), ``ping_interval`` and ``ping_timeout`` (20 s each: 1011 without a
-  pong), ``handshake_timeout`` (10 s for the upgrade request: 408; the host's
-  ``head_timeout``), ``write_timeout`` (60 s for the peer to take a write).
+  pong), ``handshake_timeout`` (10 s for the upgrade request's first byte, then
+  10 s for all of it: 408; the host's ``idle_timeout`` and ``head_timeout``),
+  ``write_timeout`` (60 s for the peer to take a write).
 
 Shutdown: cancelling ``serve`` closes every WebSocket with 1001.  ``aclose(grace)``
 (``mrtr serve`` on SIGTERM or Ctrl-C) stops reading requests, lets what runs
@@ -105,6 +106,7 @@ class WsServer:
             max_message_size=max_message_size,
             ping_interval=ping_interval,
             ping_timeout=ping_timeout,
+            idle_timeout=handshake_timeout,  # (from the connect, as the whole handshake's)
             head_timeout=handshake_timeout,
             write_timeout=write_timeout,
         )

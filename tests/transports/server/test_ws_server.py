@@ -135,6 +135,9 @@ async def test_a_handshake_too_big_or_too_slow_is_dropped() -> None:
             # Cut at handshake_timeout (the host's head deadline), told so as on HTTP, closed.
             reply = await read_all(slow)
             assert reply.startswith(b"HTTP/1.1 408 ") and b"0.3 s" in reply, reply
+            silent = await trio.open_tcp_stream(*address)  # not a byte: closed, nothing said
+            with trio.fail_after(3):
+                assert await read_all(silent) == b""
 
 
 async def test_frames_right_behind_the_upgrade_request_are_read() -> None:
