@@ -110,7 +110,7 @@ class WebSocketSide:
         headers = Headers(scope.get("headers", ()))
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        denial = scope.get("extensions", {}).get(DENIAL_EXTENSION) is not None
+        denial = (scope.get("extensions") or {}).get(DENIAL_EXTENSION) is not None
 
         async def refuse(status: int, message: str, retry_after: int | None = None) -> None:
             await _refuse(send, denial, status, message, retry_after)
