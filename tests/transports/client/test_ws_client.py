@@ -264,7 +264,7 @@ async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> No
     try:
         assert server.stderr is not None
         seen = b""
-        with trio.fail_after(10):
+        with trio.fail_after(20):  # (the startup budget of the other subprocess tests)
             while b"listening on" not in seen or not seen.endswith(b"\n"):
                 chunk = await server.stderr.receive_some()
                 assert chunk, seen
