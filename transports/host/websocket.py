@@ -18,9 +18,9 @@ answered and is the app's ``websocket.disconnect`` (a dropped connection's code
 is 1006); broken frames are closed with 1002 and invalid UTF-8 with 1007
 (wsproto's verdicts), and reading stops there.  Bounds (``bounds.py``): a
 message past ``max_message_size`` is refused while it grows (1009); every
-``ping_interval`` the host pings, and a peer without a pong within
-``ping_timeout`` is closed with 1011; a write waits
-at most ``write_timeout``.  When the app returns, an open WebSocket is closed
+``ping_interval`` the host pings (ASGI has no ping: keep-alive is the host's),
+and a peer without a pong within ``ping_timeout`` is closed with 1011; a write
+waits at most ``write_timeout``.  When the app returns, an open WebSocket is closed
 (1000), and when the host's grace runs out, with 1001 (going away); the peer's
 close frame is awaited at most ``CLOSE_TIMEOUT`` seconds.  ``send()`` on a
 WebSocket that is closed raises ``ClientDisconnected`` (an ``OSError``).
