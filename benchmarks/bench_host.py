@@ -110,7 +110,7 @@ def serve(kind: str, app_name: str, port: int) -> None:
         profile_on_signals(os.environ["BENCH_PROFILE"])
     if kind == "trio-server":
         import trio
-        from mrtr_transports.server.http.server import serve_http
+        from mrtr_transports.server.http import serve_http
         from support import asgi_apps
 
         trio.run(lambda: serve_http(asgi_apps.mcp, "127.0.0.1", port))

@@ -1,7 +1,6 @@
 """One request's answer over ASGI: JSON, or a request-scoped SSE stream once the handler streams.
 
-The same model as the trio server's exchange (``server/http/exchange.py``): the
-answer is ``application/json`` unless the handler streams; its first progress,
+The answer is ``application/json`` unless the handler streams; its first progress,
 log line or notification that the connection actually sends turns the response
 into an SSE stream (``SSE_RESPONSE_HEADERS``), with a keep-alive comment every
 ``keepalive_interval`` seconds while the handler runs, and the final response
@@ -32,7 +31,16 @@ import anyio.abc
 
 import mrtr_core as m
 
-__all__ = ["SSE_HEADERS", "Receive", "Scope", "Send", "Sender", "StreamingAnswer", "send_whole"]
+__all__ = [
+    "LONG_LIVED",
+    "SSE_HEADERS",
+    "Receive",
+    "Scope",
+    "Send",
+    "Sender",
+    "StreamingAnswer",
+    "send_whole",
+]
 
 log = logging.getLogger("mrtr.server.http")
 
@@ -44,6 +52,10 @@ Send = Callable[[Message], Awaitable[None]]
 T = TypeVar("T")
 
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
+#: What a long-lived response (a listen stream, a session's stream) adds to its head: its
+#: connection ends with it, so a host that bounds connections takes it out of its slots
+#: at once (the endpoint's own pools bound these streams instead: ``pools.py``).
+LONG_LIVED = [(b"connection", b"close")]
 
 
 async def send_whole(
@@ -104,7 +116,9 @@ class Sender:
                 self.on_lost()
 
     async def start_stream(self) -> None:
-        await self({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        """A session's stream: long-lived."""
+        headers = SSE_HEADERS + LONG_LIVED
+        await self({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def body(self, data: bytes, *, more: bool) -> None:
         await self({"type": "http.response.body", "body": data, "more_body": more})
@@ -174,6 +188,7 @@ class StreamingAnswer:
         sse_ok: bool,
         keepalive: float,
         write_timeout: float,
+        long_lived: bool = False,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -182,6 +197,8 @@ class StreamingAnswer:
         self.keepalive = keepalive
         self.write_timeout = write_timeout
         self.streaming = False
+        #: A listen stream: its head says ``LONG_LIVED``.
+        self.extra_headers = LONG_LIVED if long_lived else []
         self._sender = Sender(send, write_timeout, self._lost)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._spawned = False  # a task was started in ``_tasks``
@@ -236,7 +253,8 @@ class StreamingAnswer:
 
     async def _start(self) -> None:
         self.streaming = True
-        await self._write({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        headers = SSE_HEADERS + self.extra_headers
+        await self._write({"type": "http.response.start", "status": 200, "headers": headers})
         if self._tasks is not None and self.keepalive > 0:
             self._spawn(self._keepalives)
 
@@ -252,7 +270,7 @@ class StreamingAnswer:
             status = 200
             if isinstance(response, m.ErrorResponse):
                 status = m.protocol.status_for_error(response.error.code)
-            await send_whole(self._send, status, data)
+            await send_whole(self._send, status, data, extra=self.extra_headers)
             return
         if not self.streaming:
             await self._start()

@@ -71,13 +71,14 @@ import anyio
 
 import mrtr_core as m
 
+from ..host.bounds import check_bounds
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
 from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .policy import AccessPolicy, Headers
-from .pools import Lease, ListenPool, ListenRefusal, check_bounds
+from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
 from .sessions import SessionEndpoint
 
@@ -279,7 +280,9 @@ class McpAsgi:
         headers = Headers(scope.get("headers", ()))
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        method = str(scope.get("method", "GET")).upper()  # (ASGI says uppercased already)
+        # As it came: ASGI servers uppercase it, ours does not (a method is case-sensitive:
+        # ``post`` is not POST, RFC 9110 9.1).
+        method = str(scope.get("method", "GET"))
         head_only = method == "HEAD"
 
         async def refuse(
@@ -378,6 +381,7 @@ class McpAsgi:
         else:
             conn.receive_message(message)
         event = conn.next_event(anyio.current_time())
+        listen = isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD
         answer = StreamingAnswer(
             receive,
             send,
@@ -385,8 +389,10 @@ class McpAsgi:
             sse_ok=sse_ok,
             keepalive=self.keepalive_interval,
             write_timeout=self.write_timeout,
+            long_lived=listen,
         )
-        if isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD:
+        if listen:
+            assert isinstance(event, m.Request)
             await self._listen(conn, event, answer, send, headers, peer)
         elif isinstance(event, m.Request):
             await self._answer(conn, event, answer)

@@ -23,14 +23,12 @@ grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 import mrtr_core as m
-
-from ..server.http.limits import check_bounds
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
@@ -46,6 +44,7 @@ __all__ = [
     "DEFAULT_WRITE_TIMEOUT",
     "HostBounds",
     "SHARED_BOUNDS",
+    "check_bounds",
     "split_options",
 ]
 
@@ -60,6 +59,19 @@ DEFAULT_SHUTDOWN_GRACE = 10.0
 DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
 DEFAULT_PING_INTERVAL = 20.0
 DEFAULT_PING_TIMEOUT = 20.0
+
+
+def check_bounds(
+    counts: Iterable[tuple[str, int]], seconds: Iterable[tuple[str, float]] = ()
+) -> None:
+    """``ValueError`` naming the first count below 1 (or not an int) or duration not above 0:
+    how the host and the MCP endpoint refuse a bound out of range."""
+    for name, value in counts:
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer")
+    for name, duration in seconds:
+        if not duration > 0:
+            raise ValueError(f"{name} must be a positive number of seconds")
 
 
 @attrs.frozen(kw_only=True)
@@ -101,8 +113,10 @@ class HostBounds:
         return self.max_header_size + self.max_body_size
 
 
-#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule.
-SHARED_BOUNDS = frozenset({"max_body_size", "write_timeout"})
+#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule
+#: (the endpoint checks them too, for a foreign server; given to one side alone, the
+#: other's default would cut in first).
+SHARED_BOUNDS = frozenset({"max_body_size", "max_header_size", "body_timeout", "write_timeout"})
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

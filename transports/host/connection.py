@@ -22,6 +22,11 @@ For each request (keep-alive: many on one connection):
 4. The app returned: a response it never started is a 500; one it left
    unfinished, or a request body it left unread, ends the connection.
 
+A response whose head the app marks ``Connection: close`` ends its connection,
+which leaves the connection slots as the head goes out: it will carry no other
+request, and may last long (the MCP endpoint marks so its listen streams and
+sessions' streams, which pools of its own bound).
+
 A refusal written before the request was read closes the connection
 lingeringly (``refusals.py``).  The app knows nothing of these bounds: it sees
 an ordinary ASGI server.
@@ -479,7 +484,9 @@ class RequestCycle:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
             headers = list(message.get("headers", ()))
-            if self.connection.host.closing:
+            if _ends_connection(headers):  # a long-lived stream: the app's pools bound it
+                self.connection.host.slots.release(self.connection)
+            elif self.connection.host.closing:
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
             self.head = h11.Response(
@@ -514,3 +521,10 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
+
+
+def _ends_connection(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the app's response head says ``Connection: close``."""
+    return any(
+        name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
+    )

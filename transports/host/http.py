@@ -35,12 +35,12 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from ..server.http.limits import ConnectionSlots
 from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
 from .connection import HostConnection
 from .lifespan import Lifespan, LifespanFailure
-from .refusals import close_lingering, write_refusal
+from .refusals import close_lingering, refuse_busy, write_refusal
+from .slots import ConnectionSlots
 
 __all__ = ["AsgiHost", "serve_asgi"]
 
@@ -187,8 +187,7 @@ class AsgiHost:
         connection = HostConnection(self, stream, _address(stream, True), _address(stream, False))
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
-            await write_refusal(stream, 503, "too many connections: retry later", retry_after=1)
-            await close_lingering(stream, self.lingering, request_bytes)
+            await refuse_busy(stream, self.lingering, request_bytes)
             return
         self._connections.add(connection)
         if self._all_closed.is_set():

@@ -98,10 +98,10 @@ from mrtr_core.protocol import (
     close_reason,
 )
 
+from ..asgi.policy import AccessPolicy, Headers
+from ..host.refusals import close_lingering, refuse_busy, write_refusal
 from .app import Outlet, ServerApp, tool_header_params
 from .driver import DEFAULT_DRAIN_TIMEOUT, _StreamDriver
-from .http.policy import AccessPolicy, Headers
-from .http.refusals import close_lingering, refuse_busy, write_refusal
 from .legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 
 __all__ = ["WsServer", "serve_ws"]

@@ -29,7 +29,7 @@ from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.host import AsgiHost, HostBounds, split_options
 from mrtr_transports.host.refusals import SERVER_BUSY
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
 from tiny_app import TinyApp
 

@@ -25,7 +25,7 @@ from mrtr_transports.cli import serve
 from mrtr_transports.cli.serve_options import DEFAULT_APP
 from mrtr_transports.client.errors import CallError, CallTimeout
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.url_browser import Page, browse, callback_of, mrtr_serve_http
 

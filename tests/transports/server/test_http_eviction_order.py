@@ -10,7 +10,8 @@ must not shield the oldest trickler.
 from __future__ import annotations
 
 import pytest
-from mrtr_transports.server.http.limits import ConnectionSlots, check_bounds
+from mrtr_transports.host.bounds import check_bounds
+from mrtr_transports.host.slots import ConnectionSlots
 
 
 class Conn:

@@ -17,9 +17,9 @@ import h11
 import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
+from mrtr_transports.host.refusals import SERVER_BUSY
 from mrtr_transports.server.app import ServerApp
-from mrtr_transports.server.http.refusals import SERVER_BUSY
-from mrtr_transports.server.http.server import HttpServer, serve_http
+from mrtr_transports.server.http import HttpServer, serve_http
 from support import srv_apps
 from support.asgi_hosts import HYPERCORN, hypercorn_serving
 

@@ -20,7 +20,7 @@ from typing import Any
 import h11
 import pytest
 import trio
-from mrtr_transports.server.http.limits import SessionStreams
+from mrtr_transports.asgi.pools import SessionStreams
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.conformance_app import build_conformance_app
 from test_http_server import HttpPeer, Reply, Served, tool_call
