@@ -72,6 +72,7 @@ import anyio
 import mrtr_core as m
 
 from ..host.bounds import check_bounds
+from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import ConnectionOutlet, end_subscriptions, response_for, send_response
 from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
@@ -354,10 +355,11 @@ class McpAsgi:
             await refuse(empty.status, empty.message, empty.code)
             return
         json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
-        await self._message(receive, send, headers, peer, body, json_ok, sse_ok)
+        await self._message(scope, receive, send, headers, peer, body, json_ok, sse_ok)
 
     async def _message(
         self,
+        scope: Scope,
         receive: Receive,
         send: Send,
         headers: Headers,
@@ -367,6 +369,7 @@ class McpAsgi:
         sse_ok: bool,
     ) -> None:
         message = m.protocol.parse_posted(body)  # once: the headers, then the connection
+        note_message(scope, message)  # (for the host's access line, if it writes one)
         if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)

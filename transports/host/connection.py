@@ -48,6 +48,7 @@ from anyio.abc import SocketAttribute
 
 import mrtr_core as m
 
+from .access import AccessRecord
 from .asgi import ASGI_VERSION, ClientDisconnected, Message, Scope
 from .refusals import (
     SERVER_BUSY,
@@ -95,6 +96,8 @@ class HostConnection:
         #: No request has arrived on this connection yet.
         self.fresh = True
         self.write_lock = anyio.Lock()
+        #: The access line of the request being answered, while the host logs (access.py).
+        self.record: AccessRecord | None = None
         #: A write the socket takes whole goes straight to it (``write``).  On asyncio
         #: only until a write goes through the stream: its transport may keep part of it
         #: buffered, and a direct write after that would overtake it.
@@ -254,6 +257,8 @@ class HostConnection:
     ) -> None:
         """A whole error response through h11, whose body is a JSON-RPC error."""
         body = error_body(message, code)
+        if self.record is not None:
+            self.record.wrote(status, 0 if head_only else len(body))
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -300,10 +305,26 @@ class RequestCycle:
         self.body_handed = False
         #: A malformed body (h11's error), answered at the next ``receive()``.
         self.bad: h11.RemoteProtocolError | None = None
+        #: Its access line, while the host logs (``access.py``).
+        self.record: AccessRecord | None = None
+        self.upgraded = False  # a WebSocket handshake
 
     # --- The cycle ---
 
     async def run(self) -> None:
+        connection = self.connection
+        if not connection.host.access_log:
+            await self._run()
+            return
+        self.record = connection.record = AccessRecord()
+        try:
+            await self._run()
+        finally:
+            connection.record = None
+            if not self.upgraded:  # (a WebSocket's requests are logged one by one)
+                self.record.write_line(connection.peer, self.request)
+
+    async def _run(self) -> None:
         connection = self.connection
         bounds = connection.bounds
         request = self.request
@@ -321,6 +342,7 @@ class RequestCycle:
             await connection.send_simple(self.bad.error_status_hint, f"bad request: {self.bad}")
             return
         if self.body_done and is_websocket_upgrade(request):
+            self.upgraded = True
             scope = self.scope()
             scope.update(type="websocket", scheme="ws")
             del scope["method"]
@@ -346,7 +368,7 @@ class RequestCycle:
         connection = self.connection
         request = self.request
         raw_path, _, query = request.target.partition(b"?")
-        return {
+        scope: Scope = {
             "type": "http",
             "asgi": ASGI_VERSION,
             "http_version": request.http_version.decode("ascii"),
@@ -361,6 +383,9 @@ class RequestCycle:
             "server": connection.server,
             "state": dict(connection.host.state),
         }
+        if self.record is not None:
+            self.record.extend(scope)
+        return scope
 
     # --- receive ---
 
@@ -489,6 +514,8 @@ class RequestCycle:
             elif self.connection.host.closing:
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
+            if self.record is not None:
+                self.record.wrote(status, 0)
             self.head = h11.Response(
                 status_code=status, headers=headers, reason=reason_phrase(status)
             )
@@ -507,6 +534,8 @@ class RequestCycle:
                 self.head = None
             if body and not self.head_only:
                 data += h11c.send(h11.Data(data=body)) or b""
+                if self.record is not None:
+                    self.record.wrote(None, len(body))
             if not more:
                 data += h11c.send(h11.EndOfMessage()) or b""
                 self.complete = True

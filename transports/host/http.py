@@ -35,6 +35,7 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
+from ..server.access import access_enabled
 from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
 from .connection import HostConnection
@@ -96,6 +97,8 @@ class AsgiHost:
         self.root_path = root_path
         self.on_drain = on_drain
         self.slots = ConnectionSlots(self.bounds.max_connections)
+        #: Whether each request leaves an access line (``access.py``): decided now.
+        self.access_log = access_enabled()
         #: Refused connections closing lingeringly (refusals.py): as many as the slots.
         self.lingering = anyio.CapacityLimiter(self.bounds.max_connections)
         self.closing = False
