@@ -121,7 +121,7 @@ class McpAsgi:
     ``max_session_streams``, ``max_streams_per_session``), the side routes
     (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
     ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
-    by default).  Every default is the trio server's.
+    by default).  Every default is ``HttpServer``'s (``mrtr serve --http``'s).
     """
 
     def __init__(
@@ -501,7 +501,7 @@ class McpAsgi:
 
 
 def _head_size(scope: Scope) -> int:
-    """The request head's size as the trio server measures it: target and header fields."""
+    """The request head's size as the host measures it: target and header fields."""
     target = len(scope.get("raw_path") or str(scope.get("path", "")).encode())
     target += len(scope.get("query_string", b""))
     return target + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))

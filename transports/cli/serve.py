@@ -20,7 +20,9 @@ It runs these steps, in this order:
    2 with a message that says what to fix;
 5. serve, on the event loop ``--loop`` names (``trio``, the default, or ``asyncio``;
    ``uvloop`` where it is installed; ``anyio.run`` runs the whole command): stdio until
-   the end of stdin; HTTP until Ctrl-C or SIGTERM, announcing
+   the end of stdin; HTTP (:class:`~mrtr_transports.server.http.HttpServer`: the one
+   endpoint, ``McpAsgi``, on the project's ASGI host, the same on every loop) until
+   Ctrl-C or SIGTERM, announcing
    ``mrtr serve: listening on http://HOST:PORT/PATH`` on stderr once it accepts
    connections; WebSocket
    (``--ws``, :mod:`~mrtr_transports.server.ws`) likewise, with ``ws://HOST:PORT/PATH``.
@@ -46,7 +48,8 @@ for Ctrl-C (``PROG: interrupted``), one line, never a traceback; a second signal
 cuts the drain short (:mod:`mrtr_transports.cli.interrupts`).
 
 Logging goes to stderr at ``--log-level``; at INFO each request gets an access line
-(:mod:`mrtr_transports.server.access`; ``--no-access-log`` keeps them out), and an
+(:mod:`mrtr_transports.server.access`; over HTTP the host writes it,
+:mod:`mrtr_transports.host.access`; ``--no-access-log`` keeps them out), and an
 app that raises leaves its traceback there at ERROR while the client gets a clean
 error.  HTTP-only options (``--allow-origin``, ``--allow-host``, ``--trusted-proxy``,
 ``--state-keys``, ``--single-use``, ``--public-url``, ``--callback-path``,

@@ -1,7 +1,7 @@
 """What the host bounds for every connection, and the defaults (``docs/transports.md`` says why).
 
-These are the connection-level bounds of ``mrtr serve --http`` (the trio
-server's ``HttpServer`` options of the same names, with the same defaults):
+These are the connection-level bounds of ``mrtr serve --http`` (``HttpServer``
+options of the same names, with these defaults):
 
 * ``max_connections`` (256): connection slots (``ConnectionSlots``: a
   connection without its whole request yet may be evicted by a newer one; when
