@@ -63,6 +63,7 @@ yourself when shutdown begins.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -213,6 +214,9 @@ class McpAsgi:
             connection_options={**common, "versions": tuple(versions)},
         )
         self.closing = False
+        #: While the lifespan runs: the task group answers' watchers and keep-alives
+        #: run in (``StreamingAnswer``), so that a request needs none of its own.
+        self._helpers: anyio.abc.TaskGroup | None = None
         # URL elicitation (callback.py): the app's callback route, if it has URL flows.
         self.public_url = public_url
         self.callback = callback_route(
@@ -242,9 +246,11 @@ class McpAsgi:
         takes it as it is).  On exit, ``shutdown()`` and every session ends."""
         async with anyio.create_task_group() as tasks:
             await tasks.start(self.sessions.run)
+            self._helpers = tasks
             try:
                 yield
             finally:
+                self._helpers = None
                 self.shutdown()
                 self.sessions.close_all()
                 tasks.cancel_scope.cancel()
@@ -341,11 +347,14 @@ class McpAsgi:
             await refuse(post.status, post.message, post.code)
             return
         body: bytes | None = b""
-        with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickling too
+        if self.body_timeout == math.inf:  # (the server keeps the deadline: our host)
             body = await _read_body(receive, self.max_body_size)
-        if reading.cancelled_caught:
-            await refuse(408, f"the request body took longer than {self.body_timeout} s")
-            return
+        else:
+            with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickles too
+                body = await _read_body(receive, self.max_body_size)
+            if reading.cancelled_caught:
+                await refuse(408, f"the request body took longer than {self.body_timeout} s")
+                return
         if body is None:
             too_large = m.protocol.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
@@ -393,6 +402,7 @@ class McpAsgi:
             keepalive=self.keepalive_interval,
             write_timeout=self.write_timeout,
             long_lived=listen,
+            helpers=self._helpers,
         )
         if listen:
             assert isinstance(event, m.Request)

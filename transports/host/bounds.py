@@ -23,6 +23,7 @@ grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -115,14 +116,20 @@ class HostBounds:
 
 #: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule
 #: (the endpoint checks them too, for a foreign server; given to one side alone, the
-#: other's default would cut in first).
-SHARED_BOUNDS = frozenset({"max_body_size", "max_header_size", "body_timeout", "write_timeout"})
+#: other's default would cut in first).  ``body_timeout`` is the host's alone: the
+#: endpoint is told it has none to keep (``ENDPOINT_ON_HOST``).
+SHARED_BOUNDS = frozenset({"max_body_size", "max_header_size", "write_timeout"})
+#: What the endpoint is given when it runs on this host: the body's deadline is the
+#: host's (408, from the end of the head), so the endpoint keeps none of its own (a
+#: cancel scope per request less).
+ENDPOINT_ON_HOST: dict[str, Any] = {"body_timeout": math.inf}
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``HttpServer``-style options (``mrtr serve --http``'s) as (the host's bounds, the
-    app's options): each bound of ``HostBounds`` to the host, the rest (path, access
-    policy, listen pool, ...) to the app, and ``SHARED_BOUNDS`` to both."""
+    endpoint's options): each bound of ``HostBounds`` to the host, the rest (path, access
+    policy, listen pool, ...) to the endpoint, and ``SHARED_BOUNDS`` to both (an
+    endpoint run on this host is given ``ENDPOINT_ON_HOST`` besides)."""
     names = set(attrs.fields_dict(HostBounds))
     host = {name: value for name, value in options.items() if name in names}
     app = {

@@ -22,7 +22,7 @@ For each request (keep-alive: many on one connection):
 4. The app returned: a response it never started is a 500; one it left
    unfinished, or a request body it left unread, ends the connection.
 
-A response whose head the app marks ``Connection: close`` ends its connection,
+A response whose head the app marks ``connection: close`` ends its connection,
 which leaves the connection slots as the head goes out: it will carry no other
 request, and may last long (the MCP endpoint marks so its listen streams and
 sessions' streams, which pools of its own bound).
@@ -69,6 +69,9 @@ log = logging.getLogger("mrtr.host")
 #: The most one read takes from the socket.
 READ_SIZE = 65536
 TOO_LARGE = "request header fields too large"
+#: The header by which the app ends the connection with its response (ASGI names are
+#: lowercase); a long-lived stream says it, and so leaves the connection slots.
+_CLOSE = (b"connection", b"close")
 
 
 class HostConnection:
@@ -509,7 +512,7 @@ class RequestCycle:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
             headers = list(message.get("headers", ()))
-            if _ends_connection(headers):  # a long-lived stream: the app's pools bound it
+            if _CLOSE in headers:  # a long-lived stream: the app's pools bound it
                 self.connection.host.slots.release(self.connection)
             elif self.connection.host.closing:
                 headers.append((b"connection", b"close"))
@@ -550,10 +553,3 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
-
-
-def _ends_connection(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether the app's response head says ``Connection: close``."""
-    return any(
-        name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
-    )

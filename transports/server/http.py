@@ -67,6 +67,7 @@ from ..host.bounds import (
     DEFAULT_MAX_HEADER_SIZE,
     DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_WRITE_TIMEOUT,
+    ENDPOINT_ON_HOST,
     split_options,
 )
 from ..host.http import AsgiHost
@@ -141,7 +142,7 @@ class HttpServer:
         }
         host_options, endpoint_options = split_options(options)
         self.app = app
-        self.endpoint = McpAsgi(app, **endpoint_options, **connection_options)
+        self.endpoint = McpAsgi(app, **endpoint_options, **ENDPOINT_ON_HOST, **connection_options)
         self.host = AsgiHost(self.endpoint, on_drain=self.endpoint.shutdown, **host_options)
 
     # --- What tests and operators look at ---
