@@ -1,6 +1,6 @@
 """The host's connection bounds, on real sockets on 127.0.0.1, on trio and asyncio.
 
-The assertions of the trio server's connection tests (``tests/transports/server/
+The assertions of ``HttpServer``'s connection tests (``tests/transports/server/
 test_http_server.py``, ``test_http_faults.py``, ``test_http_malformed.py``), made
 against the host serving a tiny ASGI app: the head size (431), the body size
 (413), the deadlines for the head and the body (408) and the idle one (a close),

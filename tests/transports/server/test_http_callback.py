@@ -5,7 +5,7 @@ the example app's ``connect_provider`` tool; the project's client calls it and
 answers its URL elicitation; the test plays the browser the provider redirects: it
 reads ``redirect_uri`` and ``state`` from the URL shown and GETs the callback with a
 ``code`` (or an ``error``).  The tests that need a short lifetime or a small bound
-serve an app of their own in-process, on a real socket: the trio server, and
+serve an app of their own in-process, on a real socket: ``HttpServer`` (``mrtr serve --http``), and
 ``McpAsgi`` under hypercorn's trio worker.
 """
 
@@ -213,7 +213,7 @@ class Clock:
 
 
 #: The in-process servers of the endpoint.
-IN_PROCESS = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+IN_PROCESS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
 @asynccontextmanager

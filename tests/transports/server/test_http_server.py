@@ -169,13 +169,14 @@ class Served:
             return await peer.post(message, headers, **kw)
 
 
-#: The endpoint's tests run on the trio server and on ``McpAsgi`` under hypercorn's trio
+#: The endpoint's tests run on ``HttpServer`` ("mrtr": ``McpAsgi`` on the project's host, on
+#: trio, as ``mrtr serve --http`` runs it) and on ``McpAsgi`` under hypercorn's trio
 #: worker (in this process, real sockets: the test app's counters are readable).
-ENDPOINT = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+ENDPOINT = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
 @asynccontextmanager
-async def serving(app: Any = None, *, kind: str = "trio", **options: Any) -> AsyncIterator[Served]:
+async def serving(app: Any = None, *, kind: str = "mrtr", **options: Any) -> AsyncIterator[Served]:
     app = srv_apps.TestApp() if app is None else app
     keepalive = options.pop("keepalive_interval", 0.05)
     if kind == HYPERCORN:
@@ -748,7 +749,7 @@ async def test_repeated_origin_content_type_and_host_are_refused(kind: str) -> N
                 peer.h11.send(h11.EndOfMessage())
                 reply = await peer.reply()
                 assert reply.status == 400, reply
-                if kind == "trio":  # (under an ASGI server its parser says so, in its words)
+                if kind == "mrtr":  # (under an ASGI server its parser says so, in its words)
                     assert b"multiple Host" in reply.body, reply
 
 
