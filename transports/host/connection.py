@@ -34,9 +34,11 @@ an ordinary ASGI server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -106,7 +108,11 @@ class HostConnection:
         #: buffered, and a direct write after that would overtake it.
         #: (``os.write`` on its descriptor: asyncio hands out a socket without ``send``; POSIX.)
         self._raw = stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
-        self._buffering_stream = sniffio.current_async_library() != "trio"
+        library = sniffio.current_async_library()
+        self._buffering_stream = library != "trio"
+        #: The loop's clock (what ``anyio.current_time`` reads, without finding the loop
+        #: again at each of a request's three readings).
+        self.now = _clock_of(library)
 
     @property
     def peer(self) -> str | None:
@@ -171,7 +177,7 @@ class HostConnection:
         if started:
             host.slots.arriving(self)
         timeout = bounds.head_timeout if started else bounds.idle_timeout
-        self.wait_scope = scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        self.wait_scope = scope = anyio.CancelScope(deadline=self.now() + timeout)
         if self.evicted:  # before its wait began (admitted and evicted in one burst)
             scope.cancel()
         self.between_requests = True
@@ -185,7 +191,7 @@ class HostConnection:
                         if await self.receive_into_h11() and not started:
                             started = True
                             host.slots.arriving(self)
-                            scope.deadline = anyio.current_time() + bounds.head_timeout
+                            scope.deadline = self.now() + bounds.head_timeout
                         continue
                     if isinstance(event, h11.Request):
                         self.fresh = False
@@ -294,7 +300,7 @@ class RequestCycle:
         self.connection = connection
         self.request = request
         self.head_only = request.method == b"HEAD"
-        self.body_deadline = anyio.current_time() + connection.bounds.body_timeout
+        self.body_deadline = connection.now() + connection.bounds.body_timeout
         self.chunks: list[bytes] = []
         self.received = 0
         self.body_done = False
@@ -553,3 +559,12 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
+
+
+def _clock_of(library: str) -> Callable[[], float]:
+    """The running loop's clock: ``anyio.current_time`` is this, found anew at each call."""
+    if library == "trio":
+        import trio
+
+        return trio.current_time
+    return asyncio.get_running_loop().time
