@@ -1,10 +1,10 @@
 """The host against hypercorn (configured) and uvicorn: the connection probes, and throughput.
 
-Why: ``mrtr serve --http`` is moving onto one ASGI endpoint (``McpAsgi``), and
-the connection bounds move to whatever hosts it.  Probed under uvicorn, McpAsgi
-let a 20 KiB and a 70 KiB head through and kept a head trickled at a byte a
-second open past 15 s, where today's trio server (``HttpServer``) answers 431
-and 408.  This script measures, for each server, in a subprocess on 127.0.0.1:
+Why: ``mrtr serve --http`` runs one ASGI endpoint (``McpAsgi``), and the
+connection bounds belong to whatever hosts it.  Probed under uvicorn, McpAsgi let a
+20 KiB and a 70 KiB head through and kept a head trickled at a byte a second
+open past 15 s, where ``mrtr serve --http`` (``HttpServer``: the endpoint on the
+host) answers 431 and 408.  This script measures, for each server, in a subprocess on 127.0.0.1:
 
 * the probes: a 20 KiB and a 70 KiB header (the status), a request head
   trickled at 1 byte/s (what the server does, and when, within 15 s), and
@@ -21,8 +21,8 @@ workers) configured as near those bounds as it goes (``h11_max_incomplete_size``
 16 KiB, ``read_timeout`` 10 s, ``keep_alive_timeout`` 60 s: it has no head
 deadline, no connection cap); ``uvicorn`` (h11, asyncio) with
 ``h11_max_incomplete_event_size`` 16 KiB, ``limit_concurrency`` 256,
-``timeout_keep_alive`` 60 s; and today's trio server (``HttpServer``, MCP only)
-as the reference.
+``timeout_keep_alive`` 60 s; and ``mrtr-serve`` (``HttpServer`` on trio, MCP
+only: what ``mrtr serve --http`` runs) as the reference.
 
 Run: ``.venv/bin/python benchmarks/bench_host.py [--quick] [--only host-trio,...]``.
 Figures, never pass or fail (``tests/transports/host`` holds the checks).
@@ -51,7 +51,7 @@ SERVERS = (
     "hypercorn-trio",
     "hypercorn-asyncio",
     "uvicorn",
-    "trio-server",
+    "mrtr-serve",
 )
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -108,9 +108,9 @@ def profile_on_signals(path: str) -> None:
 def serve(kind: str, app_name: str, port: int) -> None:
     if os.environ.get("BENCH_PROFILE"):
         profile_on_signals(os.environ["BENCH_PROFILE"])
-    if kind == "trio-server":
+    if kind == "mrtr-serve":
         import trio
-        from mrtr_transports.server.http.server import serve_http
+        from mrtr_transports.server.http import serve_http
         from support import asgi_apps
 
         trio.run(lambda: serve_http(asgi_apps.mcp, "127.0.0.1", port))
@@ -380,7 +380,7 @@ def main(argv: list[str]) -> None:
     n, repeats = (300, 3) if args.quick else (2000, 5)
     print(f"# python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
     for kind in args.only.split(","):
-        apps = ("mcp",) if kind == "trio-server" else ("tiny", "mcp")
+        apps = ("mcp",) if kind == "mrtr-serve" else ("tiny", "mcp")
         for app_name in apps:
             served = Served(kind, app_name)
             try:

@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     from .client.stdio import open_stdio_client
     from .client.ws import open_ws_client
     from .server.app import Outlet, ServerApp
-    from .server.http.server import HttpServer, serve_http
+    from .server.http import HttpServer, serve_http
     from .server.stdio import serve_stdio
     from .server.ws import WsServer, serve_ws
     from .testing.answers import accept, cancel, decline, roots, sampled
@@ -138,8 +138,8 @@ _HOMES = {
     "ServerApp": "mrtr_transports.server.app",
     "Outlet": "mrtr_transports.server.app",
     "serve_stdio": "mrtr_transports.server.stdio",
-    "HttpServer": "mrtr_transports.server.http.server",
-    "serve_http": "mrtr_transports.server.http.server",
+    "HttpServer": "mrtr_transports.server.http",
+    "serve_http": "mrtr_transports.server.http",
     "WsServer": "mrtr_transports.server.ws",
     "serve_ws": "mrtr_transports.server.ws",
     "McpAsgi": "mrtr_transports.asgi.endpoint",

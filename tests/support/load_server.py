@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 from mrtr_transports.cli.app_loading import load_app
-from mrtr_transports.server.http.server import HttpServer, serve_http
+from mrtr_transports.server.http import HttpServer, serve_http
 
 
 async def _serve(app: Any, host: str, port: int, options: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ On the first leg the helper registers a pending interaction in the app's
 carries the interaction's unguessable prefix, ``redirect_uri`` points at the
 HTTP server's callback) and asks a URL elicitation; the sealed ``requestState``
 carries the interaction's id.  The provider redirects the browser to the
-callback, which settles the interaction (``transports/server/http/callback.py``).
+callback, which settles the interaction (``transports/asgi/callback.py``).
 Each retry reads it:
 
 * completed -> ``status == "completed"`` with the callback's ``params``
@@ -44,7 +44,7 @@ import attrs
 
 import mrtr_core as m
 
-from ..server.http.callback import CURRENT_CALLBACK_URL
+from ..asgi.callback import CURRENT_CALLBACK_URL
 
 if TYPE_CHECKING:
     from .context import Context

@@ -1,7 +1,6 @@
 """One request's answer over ASGI: JSON, or a request-scoped SSE stream once the handler streams.
 
-The same model as the trio server's exchange (``server/http/exchange.py``): the
-answer is ``application/json`` unless the handler streams; its first progress,
+The answer is ``application/json`` unless the handler streams; its first progress,
 log line or notification that the connection actually sends turns the response
 into an SSE stream (``SSE_RESPONSE_HEADERS``), with a keep-alive comment every
 ``keepalive_interval`` seconds while the handler runs, and the final response
@@ -32,7 +31,16 @@ import anyio.abc
 
 import mrtr_core as m
 
-__all__ = ["SSE_HEADERS", "Receive", "Scope", "Send", "Sender", "StreamingAnswer", "send_whole"]
+__all__ = [
+    "LONG_LIVED",
+    "SSE_HEADERS",
+    "Receive",
+    "Scope",
+    "Send",
+    "Sender",
+    "StreamingAnswer",
+    "send_whole",
+]
 
 log = logging.getLogger("mrtr.server.http")
 
@@ -44,6 +52,10 @@ Send = Callable[[Message], Awaitable[None]]
 T = TypeVar("T")
 
 SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
+#: What a long-lived response (a listen stream, a session's stream) adds to its head: its
+#: connection ends with it, so a host that bounds connections takes it out of its slots
+#: at once (the endpoint's own pools bound these streams instead: ``pools.py``).
+LONG_LIVED = [(b"connection", b"close")]
 
 
 async def send_whole(
@@ -104,7 +116,9 @@ class Sender:
                 self.on_lost()
 
     async def start_stream(self) -> None:
-        await self({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        """A session's stream: long-lived."""
+        headers = SSE_HEADERS + LONG_LIVED
+        await self({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def body(self, data: bytes, *, more: bool) -> None:
         await self({"type": "http.response.body", "body": data, "more_body": more})
@@ -174,6 +188,8 @@ class StreamingAnswer:
         sse_ok: bool,
         keepalive: float,
         write_timeout: float,
+        long_lived: bool = False,
+        helpers: anyio.abc.TaskGroup | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -182,10 +198,24 @@ class StreamingAnswer:
         self.keepalive = keepalive
         self.write_timeout = write_timeout
         self.streaming = False
+        #: A listen stream: its head says ``LONG_LIVED``.
+        self.extra_headers = LONG_LIVED if long_lived else []
         self._sender = Sender(send, write_timeout, self._lost)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._spawned = False  # a task was started in ``_tasks``
         self._handler_scope: anyio.CancelScope | None = None
+        #: A task group that outlives the request (the endpoint's, while its lifespan
+        #: runs), where the watcher and the keep-alives run: a request whose handler
+        #: answers at once then costs no task group of its own (a nursery per request
+        #: was a tenth of a plain call's CPU on trio).
+        self._helpers = helpers
+        self._helper_scopes: list[anyio.CancelScope] = []
+        self._running = False  # the handler runs: helpers may start
+        #: Helpers spawned and not yet ended, and the event of their end: ``run`` returns
+        #: only after them, as a task group would (the watcher reads what the next
+        #: request on the connection reads).
+        self._live_helpers = 0
+        self._helpers_ended: anyio.Event | None = None
 
     async def run(
         self, handler: Callable[[], Coroutine[Any, Any, Any]], deadline: float
@@ -195,27 +225,67 @@ class StreamingAnswer:
         cut it)."""
         value: Any = None
         returned = False
+        if self._helpers is not None:  # helpers beside, in the long-lived group
+            with anyio.CancelScope(deadline=deadline) as scope:
+                self._handler_scope = scope
+                self._running = True
+                try:
+                    value = await run_inline(handler(), lambda: self._spawn(self._watch))
+                    returned = True
+                finally:
+                    self._running = False
+                    self._handler_scope = None
+                    for helper in self._helper_scopes:
+                        helper.cancel()
+            if self._helpers_ended is not None:
+                await self._helpers_ended.wait()
+            return value, not returned and not self.gone
         # The task group's own scope is the handler's (one scope less per request): a
         # disconnect or the deadline ends the handler, the watcher and the keep-alives.
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             self._handler_scope = tasks.cancel_scope
             tasks.cancel_scope.deadline = deadline
+            self._running = True
             # The watcher only once the handler waits: one that answers at once (no
             # await reached the loop) could not have been cancelled anyway.
             try:
                 value = await run_inline(handler(), lambda: self._spawn(self._watch))
                 returned = True
             finally:
+                self._running = False
                 self._tasks = self._handler_scope = None
             if self._spawned:  # (a cancel is a scheduler trip of its own on asyncio)
                 tasks.cancel_scope.cancel()  # the watcher and the keep-alives
         return value, not returned and not self.gone
 
     def _spawn(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        assert self._tasks is not None
         self._spawned = True
-        self._tasks.start_soon(task)
+        if self._helpers is not None:
+            if not self._live_helpers:  # (one may have ended already: a new event)
+                self._helpers_ended = anyio.Event()
+            self._live_helpers += 1
+            self._helpers.start_soon(self._helper, task)
+        else:
+            assert self._tasks is not None
+            self._tasks.start_soon(task)
+
+    async def _helper(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """``task`` in the long-lived group, until the handler is done; a failure is
+        this request's (the client is given up), never the group's."""
+        try:
+            with anyio.CancelScope() as scope:
+                if not self._running:  # the handler finished before this task began
+                    return
+                self._helper_scopes.append(scope)
+                await task()
+        except Exception:
+            log.exception("a response's helper task failed")
+            self._sender.lost()
+        finally:
+            self._live_helpers -= 1
+            if not self._live_helpers and self._helpers_ended is not None:
+                self._helpers_ended.set()
 
     @property
     def gone(self) -> bool:
@@ -236,8 +306,9 @@ class StreamingAnswer:
 
     async def _start(self) -> None:
         self.streaming = True
-        await self._write({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        if self._tasks is not None and self.keepalive > 0:
+        headers = SSE_HEADERS + self.extra_headers
+        await self._write({"type": "http.response.start", "status": 200, "headers": headers})
+        if self._running and self.keepalive > 0:
             self._spawn(self._keepalives)
 
     async def _keepalives(self) -> None:
@@ -252,7 +323,7 @@ class StreamingAnswer:
             status = 200
             if isinstance(response, m.ErrorResponse):
                 status = m.protocol.status_for_error(response.error.code)
-            await send_whole(self._send, status, data)
+            await send_whole(self._send, status, data, extra=self.extra_headers)
             return
         if not self.streaming:
             await self._start()

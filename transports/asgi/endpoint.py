@@ -67,6 +67,7 @@ yourself when shutdown begins.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -75,6 +76,8 @@ import anyio
 
 import mrtr_core as m
 
+from ..host.bounds import check_bounds
+from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import (
     DEFAULT_DRAIN_TIMEOUT,
@@ -87,7 +90,7 @@ from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
 from .policy import AccessPolicy, Headers
-from .pools import Lease, ListenPool, ListenRefusal, check_bounds
+from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
 from .sessions import SessionEndpoint
 from .websocket import WebSocketSide
@@ -131,7 +134,7 @@ class McpAsgi:
     ``max_session_streams``, ``max_streams_per_session``), the side routes
     (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
     ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
-    by default).  Every default is the trio server's.
+    by default).  Every default is ``HttpServer``'s (``mrtr serve --http``'s).
 
     A ``websocket`` scope at the path is MCP over WebSocket (``websocket.py``):
     ``max_message_size`` bounds each message, ``drain_timeout`` is what a
@@ -245,6 +248,9 @@ class McpAsgi:
         #: Plain HTTP at the path is refused (400): ``mrtr serve --ws``.
         self.websocket_only = websocket_only
         self.closing = False
+        #: While the lifespan runs: the task group answers' watchers and keep-alives
+        #: run in (``StreamingAnswer``), so that a request needs none of its own.
+        self._helpers: anyio.abc.TaskGroup | None = None
         # URL elicitation (callback.py): the app's callback route, if it has URL flows.
         self.public_url = public_url
         self.callback = callback_route(
@@ -275,9 +281,11 @@ class McpAsgi:
         takes it as it is).  On exit, ``shutdown()`` and every session ends."""
         async with anyio.create_task_group() as tasks:
             await tasks.start(self.sessions.run)
+            self._helpers = tasks
             try:
                 yield
             finally:
+                self._helpers = None
                 self.shutdown()
                 self.sessions.close_all()
                 tasks.cancel_scope.cancel()
@@ -314,7 +322,9 @@ class McpAsgi:
         headers = Headers(scope.get("headers", ()))
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        method = str(scope.get("method", "GET")).upper()  # (ASGI says uppercased already)
+        # As it came: ASGI servers uppercase it, ours does not (a method is case-sensitive:
+        # ``post`` is not POST, RFC 9110 9.1).
+        method = str(scope.get("method", "GET"))
         head_only = method == "HEAD"
 
         async def refuse(
@@ -377,11 +387,14 @@ class McpAsgi:
             await refuse(post.status, post.message, post.code)
             return
         body: bytes | None = b""
-        with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickling too
+        if self.body_timeout == math.inf:  # (the server keeps the deadline: our host)
             body = await _read_body(receive, self.max_body_size)
-        if reading.cancelled_caught:
-            await refuse(408, f"the request body took longer than {self.body_timeout} s")
-            return
+        else:
+            with anyio.move_on_after(self.body_timeout) as reading:  # a deadline: trickles too
+                body = await _read_body(receive, self.max_body_size)
+            if reading.cancelled_caught:
+                await refuse(408, f"the request body took longer than {self.body_timeout} s")
+                return
         if body is None:
             too_large = m.protocol.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
@@ -391,10 +404,11 @@ class McpAsgi:
             await refuse(empty.status, empty.message, empty.code)
             return
         json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
-        await self._message(receive, send, headers, peer, body, json_ok, sse_ok)
+        await self._message(scope, receive, send, headers, peer, body, json_ok, sse_ok)
 
     async def _message(
         self,
+        scope: Scope,
         receive: Receive,
         send: Send,
         headers: Headers,
@@ -404,6 +418,7 @@ class McpAsgi:
         sse_ok: bool,
     ) -> None:
         message = m.protocol.parse_posted(body)  # once: the headers, then the connection
+        note_message(scope, message)  # (for the host's access line, if it writes one)
         if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
@@ -418,6 +433,7 @@ class McpAsgi:
         else:
             conn.receive_message(message)
         event = conn.next_event(anyio.current_time())
+        listen = isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD
         answer = StreamingAnswer(
             receive,
             send,
@@ -425,8 +441,11 @@ class McpAsgi:
             sse_ok=sse_ok,
             keepalive=self.keepalive_interval,
             write_timeout=self.write_timeout,
+            long_lived=listen,
+            helpers=self._helpers,
         )
-        if isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD:
+        if listen:
+            assert isinstance(event, m.Request)
             await self._listen(conn, event, answer, send, headers, peer)
         elif isinstance(event, m.Request):
             await self._answer(conn, event, answer)
@@ -532,7 +551,7 @@ class McpAsgi:
 
 
 def _head_size(scope: Scope) -> int:
-    """The request head's size as the trio server measures it: target and header fields."""
+    """The request head's size as the host measures it: target and header fields."""
     target = len(scope.get("raw_path") or str(scope.get("path", "")).encode())
     target += len(scope.get("query_string", b""))
     return target + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))

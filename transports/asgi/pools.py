@@ -14,30 +14,16 @@ client can starve the other:
   can take what other clients' requests need.  Past either: 503 with
   ``Retry-After: 1``.
 
-No I/O here: the endpoint asks, these answer; time is passed in.  ``check_bounds``
-is how every HTTP server refuses a bound out of range.
+No I/O here: the endpoint asks, these answer; time is passed in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 import attrs
 
-__all__ = ["Lease", "ListenPool", "ListenRefusal", "SessionStreams", "check_bounds"]
-
-
-def check_bounds(
-    counts: Iterable[tuple[str, int]], seconds: Iterable[tuple[str, float]] = ()
-) -> None:
-    """``ValueError`` naming the first count below 1 (or not an int) or duration not above 0."""
-    for name, value in counts:
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer")
-    for name, duration in seconds:
-        if not duration > 0:
-            raise ValueError(f"{name} must be a positive number of seconds")
+__all__ = ["Lease", "ListenPool", "ListenRefusal", "SessionStreams"]
 
 
 @attrs.define(eq=False)

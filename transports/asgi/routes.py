@@ -18,8 +18,8 @@ is ``/healthz`` by default, outside the endpoint path, so that a proxy that
 forwards only ``/mcp`` does not expose it, and the convention most probes
 default to; ``health_path=None`` (``mrtr serve --health-path off``) leaves it out.
 
-A route answers with a ``Page`` (status, body, headers): no I/O here, so the
-ASGI endpoint and the trio server write the same bytes.
+A route answers with a ``Page`` (status, body, headers): no I/O here; the
+endpoint writes it.
 """
 
 from __future__ import annotations

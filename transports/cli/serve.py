@@ -20,7 +20,9 @@ It runs these steps, in this order:
    2 with a message that says what to fix;
 5. serve, on the event loop ``--loop`` names (``trio``, the default, or ``asyncio``;
    ``uvloop`` where it is installed; ``anyio.run`` runs the whole command): stdio until
-   the end of stdin; HTTP until Ctrl-C or SIGTERM, announcing
+   the end of stdin; HTTP (:class:`~mrtr_transports.server.http.HttpServer`: the one
+   endpoint, ``McpAsgi``, on the project's ASGI host, the same on every loop) until
+   Ctrl-C or SIGTERM, announcing
    ``mrtr serve: listening on http://HOST:PORT/PATH`` on stderr once it accepts
    connections; WebSocket
    (``--ws``, :mod:`~mrtr_transports.server.ws`) likewise, with ``ws://HOST:PORT/PATH``.
@@ -46,7 +48,8 @@ for Ctrl-C (``PROG: interrupted``), one line, never a traceback; a second signal
 cuts the drain short (:mod:`mrtr_transports.cli.interrupts`).
 
 Logging goes to stderr at ``--log-level``; at INFO each request gets an access line
-(:mod:`mrtr_transports.server.access`; ``--no-access-log`` keeps them out), and an
+(:mod:`mrtr_transports.server.access`; over HTTP the host writes it,
+:mod:`mrtr_transports.host.access`; ``--no-access-log`` keeps them out), and an
 app that raises leaves its traceback there at ERROR while the client gets a clean
 error.  HTTP-only options (``--allow-origin``, ``--allow-host``, ``--trusted-proxy``,
 ``--state-keys``, ``--single-use``, ``--public-url``, ``--callback-path``,
@@ -196,7 +199,9 @@ async def _serve_stdio(app: ServerApp, options: ServeOptions, stop: StopRequest)
 
 
 async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) -> int:
-    from ..server.http.server import HttpServer
+    """``--http``: the MCP endpoint (``McpAsgi``) on the project's ASGI host, on whichever
+    loop runs the command (``HttpServer``: each bound to the side whose rule it is)."""
+    from ..server.http import HttpServer
 
     http_options: dict[str, Any] = {
         "path": options.path,
@@ -210,36 +215,11 @@ async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) 
     if options.callback_path is not None:
         http_options["callback_path"] = options.callback_path
     http_options["health_path"] = options.health_path
-    if options.loop != "trio":
-        return await _serve_http_on_host(app, http_options, options, stop)
     server = HttpServer(app, **http_options)
     async with _shared_state(app, options), anyio.create_task_group() as tasks:
         started = await tasks.start(server.serve, options.host, options.port)
         url = _url_of(started, options.host, options.port, options.path)
         sys.stderr.write(f"{ANNOUNCE}listening on {url}\n")
-        sys.stderr.flush()
-        await (await stop.event()).wait()
-        await server.aclose(grace=options.drain_timeout)
-    return ExitCode.RESULT
-
-
-async def _serve_http_on_host(
-    app: ServerApp, http_options: dict[str, Any], options: ServeOptions, stop: StopRequest
-) -> int:
-    """``--http`` off trio: the one endpoint (``McpAsgi``) on the ASGI host, with the same
-    bounds, split between the host (connections) and the endpoint (MCP).  (On trio
-    ``HttpServer`` still serves until the host replaces it there too: issue 21.)"""
-    from ..asgi.endpoint import McpAsgi
-    from ..host.bounds import split_options
-    from ..host.http import AsgiHost
-
-    host_options, endpoint_options = split_options(http_options)
-    endpoint = McpAsgi(app, **endpoint_options)
-    server = AsgiHost(endpoint, on_drain=endpoint.shutdown, **host_options)
-    async with _shared_state(app, options), anyio.create_task_group() as tasks:
-        host, port = await tasks.start(server.serve, options.host, options.port)
-        shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"{ANNOUNCE}listening on http://{shown}:{port}{options.path}\n")
         sys.stderr.flush()
         await (await stop.event()).wait()
         await server.aclose(grace=options.drain_timeout)

@@ -25,9 +25,9 @@ class HttpBound:
 
     @property
     def default(self) -> str:
-        from ..server.http import server  # only for --help: stdio never imports the HTTP server
+        from ..server import http  # only for --help: stdio never imports the HTTP server
 
-        value = (server.HttpServer.__init__.__kwdefaults__ or {})[self.option]
+        value = (http.HttpServer.__init__.__kwdefaults__ or {})[self.option]
         return str(value) if self.kind is int else f"{value:g}"
 
 

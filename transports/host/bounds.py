@@ -1,7 +1,7 @@
 """What the host bounds for every connection, and the defaults (``docs/transports.md`` says why).
 
-These are the connection-level bounds of ``mrtr serve --http`` (the trio
-server's ``HttpServer`` options of the same names, with the same defaults):
+These are the connection-level bounds of ``mrtr serve --http`` (``HttpServer``
+options of the same names, with these defaults):
 
 * ``max_connections`` (256): connection slots (``ConnectionSlots``: a
   connection without its whole request yet may be evicted by a newer one; when
@@ -23,14 +23,13 @@ grows), ``ping_interval`` (20 s) between the host's pings and ``ping_timeout``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 import mrtr_core as m
-
-from ..server.http.limits import check_bounds
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
@@ -46,6 +45,7 @@ __all__ = [
     "DEFAULT_WRITE_TIMEOUT",
     "HostBounds",
     "SHARED_BOUNDS",
+    "check_bounds",
     "split_options",
 ]
 
@@ -60,6 +60,19 @@ DEFAULT_SHUTDOWN_GRACE = 10.0
 DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
 DEFAULT_PING_INTERVAL = 20.0
 DEFAULT_PING_TIMEOUT = 20.0
+
+
+def check_bounds(
+    counts: Iterable[tuple[str, int]], seconds: Iterable[tuple[str, float]] = ()
+) -> None:
+    """``ValueError`` naming the first count below 1 (or not an int) or duration not above 0:
+    how the host and the MCP endpoint refuse a bound out of range."""
+    for name, value in counts:
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer")
+    for name, duration in seconds:
+        if not duration > 0:
+            raise ValueError(f"{name} must be a positive number of seconds")
 
 
 @attrs.frozen(kw_only=True)
@@ -101,14 +114,22 @@ class HostBounds:
         return self.max_header_size + self.max_body_size
 
 
-#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule.
-SHARED_BOUNDS = frozenset({"max_body_size", "write_timeout"})
+#: Bounds the host and an MCP endpoint (``McpAsgi``) both take, each for its own rule
+#: (the endpoint checks them too, for a foreign server; given to one side alone, the
+#: other's default would cut in first).  ``body_timeout`` is the host's alone: the
+#: endpoint is told it has none to keep (``ENDPOINT_ON_HOST``).
+SHARED_BOUNDS = frozenset({"max_body_size", "max_header_size", "write_timeout"})
+#: What the endpoint is given when it runs on this host: the body's deadline is the
+#: host's (408, from the end of the head), so the endpoint keeps none of its own (a
+#: cancel scope per request less).
+ENDPOINT_ON_HOST: dict[str, Any] = {"body_timeout": math.inf}
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``HttpServer``-style options (``mrtr serve --http``'s) as (the host's bounds, the
-    app's options): each bound of ``HostBounds`` to the host, the rest (path, access
-    policy, listen pool, ...) to the app, and ``SHARED_BOUNDS`` to both."""
+    endpoint's options): each bound of ``HostBounds`` to the host, the rest (path, access
+    policy, listen pool, ...) to the endpoint, and ``SHARED_BOUNDS`` to both (an
+    endpoint run on this host is given ``ENDPOINT_ON_HOST`` besides)."""
     names = set(attrs.fields_dict(HostBounds))
     host = {name: value for name, value in options.items() if name in names}
     app = {

@@ -22,6 +22,11 @@ For each request (keep-alive: many on one connection):
 4. The app returned: a response it never started is a 500; one it left
    unfinished, or a request body it left unread, ends the connection.
 
+A response whose head the app marks ``connection: close`` ends its connection,
+which leaves the connection slots as the head goes out: it will carry no other
+request, and may last long (the MCP endpoint marks so its listen streams and
+sessions' streams, which pools of its own bound).
+
 A refusal written before the request was read closes the connection
 lingeringly (``refusals.py``).  The app knows nothing of these bounds: it sees
 an ordinary ASGI server.
@@ -29,9 +34,11 @@ an ordinary ASGI server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -43,6 +50,7 @@ from anyio.abc import SocketAttribute
 
 import mrtr_core as m
 
+from .access import AccessRecord
 from .asgi import ASGI_VERSION, ClientDisconnected, Message, Scope
 from .refusals import (
     SERVER_BUSY,
@@ -63,6 +71,9 @@ log = logging.getLogger("mrtr.host")
 #: The most one read takes from the socket.
 READ_SIZE = 65536
 TOO_LARGE = "request header fields too large"
+#: The header by which the app ends the connection with its response (ASGI names are
+#: lowercase); a long-lived stream says it, and so leaves the connection slots.
+_CLOSE = (b"connection", b"close")
 
 
 class HostConnection:
@@ -90,12 +101,18 @@ class HostConnection:
         #: No request has arrived on this connection yet.
         self.fresh = True
         self.write_lock = anyio.Lock()
+        #: The access line of the request being answered, while the host logs (access.py).
+        self.record: AccessRecord | None = None
         #: A write the socket takes whole goes straight to it (``write``).  On asyncio
         #: only until a write goes through the stream: its transport may keep part of it
         #: buffered, and a direct write after that would overtake it.
         #: (``os.write`` on its descriptor: asyncio hands out a socket without ``send``; POSIX.)
         self._raw = stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
-        self._buffering_stream = sniffio.current_async_library() != "trio"
+        library = sniffio.current_async_library()
+        self._buffering_stream = library != "trio"
+        #: The loop's clock (what ``anyio.current_time`` reads, without finding the loop
+        #: again at each of a request's three readings).
+        self.now = _clock_of(library)
 
     @property
     def peer(self) -> str | None:
@@ -160,7 +177,7 @@ class HostConnection:
         if started:
             host.slots.arriving(self)
         timeout = bounds.head_timeout if started else bounds.idle_timeout
-        self.wait_scope = scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        self.wait_scope = scope = anyio.CancelScope(deadline=self.now() + timeout)
         if self.evicted:  # before its wait began (admitted and evicted in one burst)
             scope.cancel()
         self.between_requests = True
@@ -174,7 +191,7 @@ class HostConnection:
                         if await self.receive_into_h11() and not started:
                             started = True
                             host.slots.arriving(self)
-                            scope.deadline = anyio.current_time() + bounds.head_timeout
+                            scope.deadline = self.now() + bounds.head_timeout
                         continue
                     if isinstance(event, h11.Request):
                         self.fresh = False
@@ -249,6 +266,8 @@ class HostConnection:
     ) -> None:
         """A whole error response through h11, whose body is a JSON-RPC error."""
         body = error_body(message, code)
+        if self.record is not None:
+            self.record.wrote(status, 0 if head_only else len(body))
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -281,7 +300,7 @@ class RequestCycle:
         self.connection = connection
         self.request = request
         self.head_only = request.method == b"HEAD"
-        self.body_deadline = anyio.current_time() + connection.bounds.body_timeout
+        self.body_deadline = connection.now() + connection.bounds.body_timeout
         self.chunks: list[bytes] = []
         self.received = 0
         self.body_done = False
@@ -295,10 +314,26 @@ class RequestCycle:
         self.body_handed = False
         #: A malformed body (h11's error), answered at the next ``receive()``.
         self.bad: h11.RemoteProtocolError | None = None
+        #: Its access line, while the host logs (``access.py``).
+        self.record: AccessRecord | None = None
+        self.upgraded = False  # a WebSocket handshake
 
     # --- The cycle ---
 
     async def run(self) -> None:
+        connection = self.connection
+        if not connection.host.access_log:
+            await self._run()
+            return
+        self.record = connection.record = AccessRecord()
+        try:
+            await self._run()
+        finally:
+            connection.record = None
+            if not self.upgraded:  # (a WebSocket's requests are logged one by one)
+                self.record.write_line(connection.peer, self.request)
+
+    async def _run(self) -> None:
         connection = self.connection
         bounds = connection.bounds
         request = self.request
@@ -316,6 +351,7 @@ class RequestCycle:
             await connection.send_simple(self.bad.error_status_hint, f"bad request: {self.bad}")
             return
         if self.body_done and is_websocket_upgrade(request):
+            self.upgraded = True
             scope = self.scope()
             scope.update(type="websocket", scheme="ws")
             del scope["method"]
@@ -341,7 +377,7 @@ class RequestCycle:
         connection = self.connection
         request = self.request
         raw_path, _, query = request.target.partition(b"?")
-        return {
+        scope: Scope = {
             "type": "http",
             "asgi": ASGI_VERSION,
             "http_version": request.http_version.decode("ascii"),
@@ -356,6 +392,9 @@ class RequestCycle:
             "server": connection.server,
             "state": dict(connection.host.state),
         }
+        if self.record is not None:
+            self.record.extend(scope)
+        return scope
 
     # --- receive ---
 
@@ -479,9 +518,13 @@ class RequestCycle:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
             headers = list(message.get("headers", ()))
-            if self.connection.host.closing:
+            if _CLOSE in headers:  # a long-lived stream: the app's pools bound it
+                self.connection.host.slots.release(self.connection)
+            elif self.connection.host.closing:
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
+            if self.record is not None:
+                self.record.wrote(status, 0)
             self.head = h11.Response(
                 status_code=status, headers=headers, reason=reason_phrase(status)
             )
@@ -500,6 +543,8 @@ class RequestCycle:
                 self.head = None
             if body and not self.head_only:
                 data += h11c.send(h11.Data(data=body)) or b""
+                if self.record is not None:
+                    self.record.wrote(None, len(body))
             if not more:
                 data += h11c.send(h11.EndOfMessage()) or b""
                 self.complete = True
@@ -514,3 +559,12 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
+
+
+def _clock_of(library: str) -> Callable[[], float]:
+    """The running loop's clock: ``anyio.current_time`` is this, found anew at each call."""
+    if library == "trio":
+        import trio
+
+        return trio.current_time
+    return asyncio.get_running_loop().time

@@ -35,12 +35,13 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from ..server.http.limits import ConnectionSlots
+from ..server.access import access_enabled
 from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
 from .connection import HostConnection
 from .lifespan import Lifespan, LifespanFailure
-from .refusals import close_lingering, write_refusal
+from .refusals import close_lingering, refuse_busy, write_refusal
+from .slots import ConnectionSlots
 
 __all__ = ["AsgiHost", "serve_asgi"]
 
@@ -96,6 +97,8 @@ class AsgiHost:
         self.root_path = root_path
         self.on_drain = on_drain
         self.slots = ConnectionSlots(self.bounds.max_connections)
+        #: Whether each request leaves an access line (``access.py``): decided now.
+        self.access_log = access_enabled()
         #: Refused connections closing lingeringly (refusals.py): as many as the slots.
         self.lingering = anyio.CapacityLimiter(self.bounds.max_connections)
         self.closing = False
@@ -187,8 +190,7 @@ class AsgiHost:
         connection = HostConnection(self, stream, _address(stream, True), _address(stream, False))
         if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
             log.warning("every connection is busy: refused %s", connection.peer)
-            await write_refusal(stream, 503, "too many connections: retry later", retry_after=1)
-            await close_lingering(stream, self.lingering, request_bytes)
+            await refuse_busy(stream, self.lingering, request_bytes)
             return
         self._connections.add(connection)
         if self._all_closed.is_set():

@@ -1,7 +1,7 @@
 """How the host says no before a request reaches the app, and how it closes a refused client.
 
 Every refusal has a JSON-RPC error response as its body (``mrtr_core.protocol.
-error_body``), as the trio server's have, so an MCP client always has a message
+error_body``), so an MCP client always has a message
 to show; one for lack of room carries ``Retry-After`` and the code
 ``SERVER_BUSY`` and is written before the request reaches the app, so the
 client may send it again as it is.
@@ -11,8 +11,7 @@ with unread input makes the kernel reset the connection, and the reset can
 destroy the refusal on its way; so a refused connection is closed *lingeringly*
 (``close_lingering``): our side ends (FIN), then what the client still sends is
 read and dropped, for at most ``LINGER_SECONDS`` and one request's worth of
-bytes.  (The rule and the numbers are the trio server's, ``server/http/refusals.py``,
-written here on anyio streams.)
+bytes.  (The host's and the WebSocket server's refusals, one rule for both.)
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ __all__ = [
     "error_body",
     "reason_phrase",
     "refusal_bytes",
+    "refuse_busy",
     "write_refusal",
 ]
 
@@ -100,3 +100,11 @@ async def close_lingering(
     finally:
         lingering.release()
         await anyio.aclose_forcefully(stream)
+
+
+async def refuse_busy(
+    stream: anyio.abc.ByteStream, lingering: anyio.CapacityLimiter, max_bytes: int
+) -> None:
+    """Every connection slot is busy with a request: say so, and close lingeringly."""
+    await write_refusal(stream, 503, "too many connections: retry later", retry_after=1)
+    await close_lingering(stream, lingering, max_bytes)

@@ -4,9 +4,12 @@ The model.  An operator asks "what did this server do, for whom, how fast?"
 without a debugger, so each request leaves one line on the logger
 ``mrtr.server.access`` at INFO:
 
-* HTTP (``http/access.py``), one per HTTP request: the client address, method,
-  path, status, duration, response body bytes, then the MCP method and the tool
-  (or prompt, or resource URI) when the request carried one::
+* HTTP, one per HTTP request, written by the host (``host/access.py``: it sees
+  the status and the bytes of every answer, the endpoint's and its own refusals),
+  with what the endpoint tells it through the request's ASGI scope (``note_message``):
+  the client address, method, path, status, duration, response body bytes, then
+  the MCP method and the tool (or prompt, or resource URI) when the request
+  carried one::
 
       127.0.0.1 "POST /mcp" 200 3.1ms 412B tools/call weather
 
@@ -19,8 +22,7 @@ without a debugger, so each request leaves one line on the logger
 
 Off unless the logger is enabled for INFO when the server starts (``mrtr serve
 --log-level INFO``; ``--no-access-log`` keeps it off even then).  Off means
-free: the HTTP server then serves with the plain connection class, and the
-stream driver tests one attribute per request.  Why off by default: a stdio
+free: the host and the stream driver test one attribute per request.  Why off by default: a stdio
 server's stderr usually lands in the log of the host that spawned it, where a
 line per call is noise, and the default level (WARNING) says "quiet unless
 something is wrong" for every transport alike.
@@ -35,10 +37,22 @@ from typing import Any
 
 import mrtr_core as m
 
-__all__ = ["ACCESS_LOGGER", "access_enabled", "called_name", "http_line", "log_rpc"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "ACCESS_SCOPE_KEY",
+    "access_enabled",
+    "called_name",
+    "http_line",
+    "log_rpc",
+    "note_message",
+]
 
 ACCESS_LOGGER = "mrtr.server.access"
 access_log = logging.getLogger(ACCESS_LOGGER)
+
+#: The ASGI scope extension through which a host that writes access lines (ours) lets the
+#: endpoint name the request's JSON-RPC message (a dict; absent when the log is off).
+ACCESS_SCOPE_KEY = "mrtr.access"
 
 #: The longest name or URI quoted in a line: a peer's text is bounded here.
 MAX_SHOWN = 120
@@ -119,3 +133,11 @@ def http_line(
         body_bytes,
         rpc,
     )
+
+
+def note_message(scope: Mapping[str, Any], message: object) -> None:
+    """The endpoint's part of an HTTP line: the JSON-RPC message it read from the body,
+    for the host to show (nothing when the host writes no line, or is not ours)."""
+    extensions = scope.get("extensions")
+    if extensions is not None and ACCESS_SCOPE_KEY in extensions:
+        extensions[ACCESS_SCOPE_KEY]["message"] = message

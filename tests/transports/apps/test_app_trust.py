@@ -25,7 +25,7 @@ from mrtr_transports.apps import example as example_app
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.apps.single_use import MemorySingleUse, SingleUseStore
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from test_mcp_app import accept, call, error_of, retry_params
 
 import mrtr_core as m

@@ -18,7 +18,7 @@ from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.continuations import ContinuationStore, TooManyParked
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from support.pairing import drain
 from test_example_app import serve_legacy_call
 from test_mcp_app import RecordingOutlet, accept, serve_call

@@ -144,7 +144,7 @@ def test_a_notification_gets_202(base: str) -> None:
     assert (status, body) == (202, b"")
 
 
-# --- Refusals: the trio server's statuses and JSON-RPC error bodies ---
+# --- Refusals: mrtr serve --http's statuses and JSON-RPC error bodies ---
 
 
 def test_a_foreign_origin_is_refused(base: str) -> None:
@@ -190,7 +190,7 @@ def test_accept_and_content_type(base: str) -> None:
 
 
 def test_get_and_head_without_a_session_are_405(base: str) -> None:
-    # GET and DELETE are a 2025-era session's (with its Mcp-Session-Id), as on the trio server.
+    # GET and DELETE are a 2025-era session's (with its Mcp-Session-Id), as under mrtr serve --http.
     status, headers, body = post(base, None, method="GET")
     assert (status, headers["allow"]) == (405, "GET, POST, DELETE")
     assert "Mcp-Session-Id" in error_of(body)["message"]

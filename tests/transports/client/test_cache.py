@@ -15,7 +15,7 @@ from mrtr_transports.client.cache import MAX_INVALIDATED_KEYS, MemoryCacheStore,
 from mrtr_transports.client.client import Client
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from support.cache_app import SHORT_TTL_MS, CountingApp, make_app
 from support.cli_run import MRTR, TESTS_ON_PATH
 from support.peer_http_server import (

@@ -16,7 +16,7 @@ from mrtr_transports.client.errors import CallError, CallTimeout, TransportError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.listen import SUBSCRIPTION_ID
 from mrtr_transports.client.stdio import open_stdio_client
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from support.cache_app import CountingApp, make_app
 from support.cli_run import MRTR, TESTS_ON_PATH
 from support.peer_http_server import (

@@ -1,6 +1,6 @@
 """The host's connection bounds, on real sockets on 127.0.0.1, on trio and asyncio.
 
-The assertions of the trio server's connection tests (``tests/transports/server/
+The assertions of ``HttpServer``'s connection tests (``tests/transports/server/
 test_http_server.py``, ``test_http_faults.py``, ``test_http_malformed.py``), made
 against the host serving a tiny ASGI app: the head size (431), the body size
 (413), the deadlines for the head and the body (408) and the idle one (a close),
@@ -15,6 +15,7 @@ import contextlib
 import json
 
 import anyio
+import h11
 import pytest
 from host_peer import (
     STREAM_GONE,
@@ -29,7 +30,7 @@ from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.host import AsgiHost, HostBounds, split_options
 from mrtr_transports.host.refusals import SERVER_BUSY
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
 from tiny_app import TinyApp
 
@@ -385,3 +386,24 @@ def responses(data: bytes) -> list[tuple[int, str | None, bytes]]:
         found.append((int(lines[0].split(" ")[1]), fields.get("content-type"), rest[:length]))
         data = rest[length:]
     return found
+
+
+async def test_a_response_that_ends_its_connection_leaves_the_slots_at_once() -> None:
+    # A long-lived stream (the MCP endpoint's listen and sessions' streams) says
+    # connection: close: pools of the app's own bound it, so it stops taking a slot.
+    with anyio.fail_after(10):
+        async with (
+            hosting(TinyApp(), max_connections=2) as hosted,
+            hosted.connect() as streaming,
+            hosted.connect() as plain,
+        ):
+            assert (await plain.request("/echo", b"{}")).status == 200  # kept alive: a slot
+            await streaming.send_request("/stream?n=100&close=1", b"")
+            head = await streaming.head()
+            assert head.status_code == 200
+            assert (b"connection", b"close") in head.headers
+            assert len(hosted.host.slots) == 1  # the kept-alive one's alone
+            assert (await plain.request("/echo", b"{}")).status == 200  # the stream still on
+            while not isinstance(await streaming.next_event(), h11.EndOfMessage):
+                pass
+            assert await streaming.closed_by_server()  # it ends with its stream

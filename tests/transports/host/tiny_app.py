@@ -3,7 +3,8 @@
 Routes: ``/echo`` (the body back, as JSON), ``/slow?seconds=S`` (reads the body,
 waits, answers), ``/sleep`` (waits until the client goes: counts the
 disconnects it sees), ``/stream?n=N`` (N chunks of a body without length,
-``more_body``: an SSE-like stream), ``/big?n=N`` (N bytes at once),
+``more_body``: an SSE-like stream; ``&close=1``: its head says ``connection: close``,
+as a long-lived stream's does), ``/big?n=N`` (N bytes at once),
 ``/early`` (answers 413 without reading the body), ``/crash`` (raises),
 ``/silent`` (returns without a response), ``/state`` (what the lifespan put in
 the scope's state).  ``counts`` says what ran.
@@ -53,7 +54,8 @@ class TinyApp:
             self.counts["disconnected"] += 1
         elif path == "/stream":
             await read_body(receive)
-            await send({"type": "http.response.start", "status": 200, "headers": []})
+            headers = [(b"connection", b"close")] if query.get("close") else []
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
             for i in range(int(query.get("n", "3"))):
                 event = f"data: {i}\n\n".encode()
                 await send({"type": "http.response.body", "body": event, "more_body": True})

@@ -5,7 +5,7 @@ the example app's ``connect_provider`` tool; the project's client calls it and
 answers its URL elicitation; the test plays the browser the provider redirects: it
 reads ``redirect_uri`` and ``state`` from the URL shown and GETs the callback with a
 ``code`` (or an ``error``).  The tests that need a short lifetime or a small bound
-serve an app of their own in-process, on a real socket: the trio server, and
+serve an app of their own in-process, on a real socket: ``HttpServer`` (``mrtr serve --http``), and
 ``McpAsgi`` under hypercorn's trio worker.
 """
 
@@ -25,7 +25,7 @@ from mrtr_transports.cli import serve
 from mrtr_transports.cli.serve_options import DEFAULT_APP
 from mrtr_transports.client.errors import CallError, CallTimeout
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.url_browser import Page, browse, callback_of, mrtr_serve_http
 
@@ -213,7 +213,7 @@ class Clock:
 
 
 #: The in-process servers of the endpoint.
-IN_PROCESS = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+IN_PROCESS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
 @asynccontextmanager

@@ -10,7 +10,8 @@ must not shield the oldest trickler.
 from __future__ import annotations
 
 import pytest
-from mrtr_transports.server.http.limits import ConnectionSlots, check_bounds
+from mrtr_transports.host.bounds import check_bounds
+from mrtr_transports.host.slots import ConnectionSlots
 
 
 class Conn:
@@ -59,7 +60,7 @@ def test_a_kept_alive_connection_whose_next_request_arrives_waits_as_others_do()
 def test_check_bounds_names_the_first_bound_out_of_range(
     counts: tuple[tuple[str, int], ...], seconds: tuple[tuple[str, float], ...], message: str
 ) -> None:
-    # one check for every HTTP server's bounds (the trio server and McpAsgi)
+    # one check for every HTTP server's bounds (the host and McpAsgi)
     with pytest.raises(ValueError, match=message):
         check_bounds(counts, seconds)
     check_bounds((("max_connections", 1),), (("idle_timeout", 0.001),))  # in range: nothing

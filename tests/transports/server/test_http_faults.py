@@ -19,11 +19,12 @@ import h11
 import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
+from mrtr_transports.asgi.policy import AccessPolicy, Headers
+from mrtr_transports.asgi.pools import ListenPool, ListenRefusal
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.server.http.limits import ConnectionSlots, ListenPool, ListenRefusal
-from mrtr_transports.server.http.policy import AccessPolicy, Headers
-from mrtr_transports.server.http.refusals import SERVER_BUSY
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.host.refusals import SERVER_BUSY
+from mrtr_transports.host.slots import ConnectionSlots
+from mrtr_transports.server.http import HttpServer
 from test_http_server import (
     ACCEPT_BOTH,
     ENDPOINT,

@@ -1,4 +1,4 @@
-"""One endpoint, whichever server runs it (issue 21): the trio server (``mrtr serve --http``) and
+"""One endpoint, whichever server runs it (issue 21): ``HttpServer`` (``mrtr serve --http``) and
 ``McpAsgi`` under hypercorn's trio worker answer the same requests with the same status,
 the same headers that matter and the same body.
 
@@ -115,18 +115,16 @@ async def _post(served: Served, message: Any, options: dict[str, Any]) -> Reply:
     return await served.post(message, options.pop("headers", None), **options)
 
 
-async def test_the_trio_server_and_mcp_asgi_answer_alike() -> None:
+async def test_mrtr_serve_and_mcp_asgi_under_hypercorn_answer_alike() -> None:
     with trio.fail_after(30):
-        trio_answers = await answers("trio")
+        ours = await answers("mrtr")
         asgi_answers = await answers(HYPERCORN)
-    assert trio_answers.keys() == asgi_answers.keys()
-    statuses = {status for status, _, _ in trio_answers.values()}
+    assert ours.keys() == asgi_answers.keys()
+    statuses = {status for status, _, _ in ours.values()}
     assert statuses >= {200, 202, 204, 400, 403, 404, 405, 406, 410, 413}  # (every kind)
     different = {
-        name: (trio_answers[name], asgi_answers[name])
-        for name in trio_answers
-        if trio_answers[name] != asgi_answers[name]
+        name: (ours[name], asgi_answers[name]) for name in ours if ours[name] != asgi_answers[name]
     }
     assert not different, "\n".join(
-        f"{k}:\n  trio {a}\n  asgi {b}" for k, (a, b) in different.items()
+        f"{k}:\n  ours {a}\n  asgi {b}" for k, (a, b) in different.items()
     )

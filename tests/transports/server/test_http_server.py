@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,9 +19,9 @@ import h11
 import pytest
 import trio
 from mrtr_transports.apps.mcp_app import SUBSCRIPTION_ID, McpApp
+from mrtr_transports.host.refusals import SERVER_BUSY
 from mrtr_transports.server.app import ServerApp
-from mrtr_transports.server.http.refusals import SERVER_BUSY
-from mrtr_transports.server.http.server import HttpServer, serve_http
+from mrtr_transports.server.http import HttpServer, serve_http
 from support import srv_apps
 from support.asgi_hosts import HYPERCORN, hypercorn_serving
 
@@ -167,13 +169,14 @@ class Served:
             return await peer.post(message, headers, **kw)
 
 
-#: The endpoint's tests run on the trio server and on ``McpAsgi`` under hypercorn's trio
+#: The endpoint's tests run on ``HttpServer`` ("mrtr": ``McpAsgi`` on the project's host, on
+#: trio, as ``mrtr serve --http`` runs it) and on ``McpAsgi`` under hypercorn's trio
 #: worker (in this process, real sockets: the test app's counters are readable).
-ENDPOINT = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+ENDPOINT = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
 @asynccontextmanager
-async def serving(app: Any = None, *, kind: str = "trio", **options: Any) -> AsyncIterator[Served]:
+async def serving(app: Any = None, *, kind: str = "mrtr", **options: Any) -> AsyncIterator[Served]:
     app = srv_apps.TestApp() if app is None else app
     keepalive = options.pop("keepalive_interval", 0.05)
     if kind == HYPERCORN:
@@ -746,7 +749,7 @@ async def test_repeated_origin_content_type_and_host_are_refused(kind: str) -> N
                 peer.h11.send(h11.EndOfMessage())
                 reply = await peer.reply()
                 assert reply.status == 400, reply
-                if kind == "trio":  # (under an ASGI server its parser says so, in its words)
+                if kind == "mrtr":  # (under an ASGI server its parser says so, in its words)
                     assert b"multiple Host" in reply.body, reply
 
 
@@ -794,3 +797,27 @@ async def test_a_response_larger_than_the_socket_takes_at_once_reaches_a_slow_re
             assert reply.json()["result"]["content"][0]["text"] == text
             after = await peer.post(tool_call("echo", {"text": "after"}))
             assert after.json()["result"]["content"][0]["text"] == "after"
+
+
+async def test_each_request_leaves_an_access_line_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mrtr.server.access")  # before the server is made
+    with trio.fail_after(10):
+        async with serving(max_body_size=1000) as served:
+            assert (await served.post(tool_call("echo", {"text": "hi"}))).status == 200
+            assert (await served.post(rpc("server/discover"))).status == 200
+            assert (await served.post(tool_call("echo", {"text": "x" * 2000}))).status == 413
+            async with served.connect() as peer:
+                await peer.send_request(None, method="GET", target="/healthz?probe=1")
+                assert (await peer.reply()).status == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "mrtr.server.access"]
+    line = re.compile(r'^127\.0\.0\.1 "(\w+) (\S+)" (\d+|-) [\d.]+ms (\d+)B(?: (\S+))?(?: (\S+))?$')
+    seen = [line.match(text) for text in lines]
+    assert all(seen), lines
+    fields = [found.groups() for found in seen if found]
+    assert [(f[0], f[1], f[2], f[4], f[5]) for f in fields] == [
+        ("POST", "/mcp", "200", "tools/call", "echo"),
+        ("POST", "/mcp", "200", "server/discover", None),
+        ("POST", "/mcp", "413", None, None),  # refused before the body was read
+        ("GET", "/healthz", "200", None, None),  # the path without its query
+    ]
+    assert all(int(f[3]) > 0 for f in fields)  # every answer has a body: its bytes

@@ -1,7 +1,7 @@
 """2025-era Streamable HTTP sessions on the HTTP endpoint, on a real socket, with raw h11.
 
 The conformance fixtures app (``tests/support/conformance_app.py``) is served
-on 127.0.0.1 by each kind of server (``kind``): the trio server, and ``McpAsgi`` under
+on 127.0.0.1 by each kind of server (``kind``): ``HttpServer`` ("mrtr"), and ``McpAsgi`` under
 hypercorn's trio worker (in-process: a test may look at the endpoint's sessions) and
 under uvicorn (asyncio, a subprocess); each test speaks HTTP/1.1 to it by hand: ``initialize``,
 ``Mcp-Session-Id``, the request's SSE stream with its priming event and event
@@ -20,7 +20,7 @@ from typing import Any
 import h11
 import pytest
 import trio
-from mrtr_transports.server.http.limits import SessionStreams
+from mrtr_transports.asgi.pools import SessionStreams
 from support.asgi_hosts import HYPERCORN, UVICORN, hypercorn_serving, uvicorn_serving
 from support.conformance_app import build_conformance_app
 from test_http_server import HttpPeer, Reply, Served, tool_call
@@ -33,14 +33,14 @@ fixtures_app = build_conformance_app()
 Header = tuple[str, str]
 
 #: Every server of the endpoint; those in this process, whose state a test may read.
-ALL_KINDS = pytest.mark.parametrize("kind", ["trio", HYPERCORN, UVICORN])
-IN_PROCESS = pytest.mark.parametrize("kind", ["trio", HYPERCORN])
+ALL_KINDS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN, UVICORN])
+IN_PROCESS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
 @asynccontextmanager
 async def serving(kind: str, app: Any, **options: Any) -> AsyncIterator[Served]:
     """``app`` served by ``kind``, as ``test_http_server.serving`` serves it."""
-    if kind == "trio":
+    if kind == "mrtr":
         async with trio_serving(app, **options) as served:
             yield served
         return
@@ -437,7 +437,7 @@ def test_the_session_streams_pool_counts_per_session_and_in_all() -> None:
 async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -> None:
     with trio.fail_after(10):
         options = {"max_streams_per_session": 1, "max_connections": 2}
-        async with serving("trio", fixtures_app, **options) as served:
+        async with serving("mrtr", fixtures_app, **options) as served:
             session_id = await open_session(served, {"elicitation": {}})
             question = call("test_elicitation", {"message": "wait"}, rid="w")
             async with streaming(served, question, in_session(session_id)) as waiting:

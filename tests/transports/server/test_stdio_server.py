@@ -26,7 +26,7 @@ from mrtr_transports.cli.app_loading import AppSpecError, load_app
 from mrtr_transports.server import driver
 from mrtr_transports.server.driver import serve_stream
 from mrtr_transports.server.fdstream import FdStream
-from mrtr_transports.server.http.server import HttpServer
+from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
 from support import srv_apps
 

@@ -1,6 +1,7 @@
-"""The official conformance suite's server legs against ``mrtr serve --http`` (the fixtures app).
+"""The official conformance suite's server legs against ``mrtr serve --http`` (the fixtures app),
+on each loop it runs on (``--loop trio``, the default, and ``--loop asyncio``).
 
-A real ``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP``
+A real ``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP --loop LOOP``
 subprocess serves the conformance fixtures; the pinned suite (``make conformance-deps``)
 runs every server scenario of a protocol revision against it (``--suite all
 --spec-version V``): 2026-07-28, and 2025-11-25 (sessions, the legacy shim's
@@ -109,15 +110,15 @@ REFERENCE_PASSED_2025 = 84
 LISTENING = re.compile(r"listening on (http://\S+)")
 
 
-@pytest.fixture
-def server_url(tmp_path: Path) -> Iterator[str]:
-    """``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP`` as a subprocess; its URL once
-    it listens."""
+@pytest.fixture(params=["trio", "asyncio"])
+def server_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP --loop LOOP`` as a subprocess;
+    its URL once it listens."""
     log_path = tmp_path / "server.stderr"
     serve = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--app", FIXTURES_APP]
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [*serve, "--http", "127.0.0.1:0"],
+            [*serve, "--http", "127.0.0.1:0", "--loop", request.param],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

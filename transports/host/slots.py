@@ -1,4 +1,4 @@
-"""What the HTTP host holds open: connection slots.
+"""What the host holds open: connection slots, and who gives one up to a newcomer.
 
 ``ConnectionSlots``: at most ``max_connections`` connections that carry
 ordinary requests.  A connection is *waiting* while it has no whole request
@@ -14,9 +14,9 @@ pushes the oldest of them out, and a real client, which sends its request
 at once, is always the youngest.  (Only connections that have had a request
 answered go first: a flood of fresh connections cannot shield tricklers.)
 
-The endpoint's own pools (listen streams, sessions' streams) and ``check_bounds``
-live with the endpoint (``mrtr_transports.asgi.pools``), imported here for the
-trio server.
+No I/O here: the host's connections say where they are (``connection.py``).
+The endpoint's own pools (listen streams, sessions' streams) are the endpoint's
+(``mrtr_transports.asgi.pools``).
 """
 
 from __future__ import annotations
@@ -24,17 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Protocol
 
-from ...asgi.pools import Lease, ListenPool, ListenRefusal, SessionStreams, check_bounds
-
-__all__ = [
-    "ConnectionSlots",
-    "Evictable",
-    "Lease",
-    "ListenPool",
-    "ListenRefusal",
-    "SessionStreams",
-    "check_bounds",
-]
+__all__ = ["ConnectionSlots", "Evictable"]
 
 
 class Evictable(Protocol):

@@ -1,1 +1,0 @@
-"""Streamable HTTP serving: access policy, header rules and the h11 exchange."""
