@@ -9,7 +9,7 @@ served through the legacy shim (their questions go out as real requests on
 the same socket), the outbox is bounded.  This module only moves messages
 between that driver and the socket; the rules of MCP over WebSocket (the
 ``mcp`` subprotocol, close codes, the message-size rule) are the core's
-(``mrtr_core.protocol``), and the frames are wsproto's.
+(``mrtr_core.websocket``), and the frames are wsproto's.
 
 For each TCP connection, in order:
 
@@ -88,15 +88,15 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError as WsHandshakeError
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.websocket import (
     CLOSE_CODES,
-    DEFAULT_MAX_WEBSOCKET_MESSAGE,
     Fault,
     MessageAssembler,
     WebSocketViolation,
     choose_subprotocol,
     close_reason,
 )
+from mrtr_core.websocket._binding import DEFAULT_MAX_WEBSOCKET_MESSAGE
 
 from .app import Outlet, ServerApp, tool_header_params
 from .driver import DEFAULT_DRAIN_TIMEOUT, _StreamDriver
@@ -268,7 +268,7 @@ class _OneConversation:
         self.instructions = app.instructions
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         return await self.app.handle(request, info, outlet)
 

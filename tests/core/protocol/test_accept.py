@@ -1,4 +1,4 @@
-"""What a Streamable HTTP request's Accept values take (mrtr_core.protocol.accepted_media)."""
+"""What a Streamable HTTP request's Accept values take (mrtr_core.http._headers.accepted_media)."""
 
 from __future__ import annotations
 
@@ -28,4 +28,4 @@ import mrtr_core as m
     ],
 )
 def test_accept_values(values: list[str], taken: tuple[bool, bool]) -> None:
-    assert m.protocol.accepted_media(values) == taken
+    assert m.http._headers.accepted_media(values) == taken

@@ -1,4 +1,4 @@
-"""The client-side caching rules (mrtr_core.protocol._caching), sans-IO."""
+"""The client-side caching rules (mrtr_core.caching._policy), sans-IO."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.caching import (
     MAX_CACHE_TTL_MS,
     CacheEntry,
     CacheKey,
     CachePolicy,
-    cache_params,
     invalidations,
-    is_retry,
     lookup_keys,
     new_entry,
     request_cacheable,
@@ -25,7 +23,7 @@ from mrtr_core.protocol import (
     servable,
     store_key,
 )
-from mrtr_core.protocol._caching import partition_for
+from mrtr_core.caching._policy import cache_params, is_retry, partition_for
 
 LISTS = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]
 

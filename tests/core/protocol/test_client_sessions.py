@@ -1,17 +1,16 @@
-"""The 2025 Streamable HTTP session rules a client follows (mrtr_core.protocol._client_sessions)."""
+"""The 2025 Streamable HTTP session rules a client follows (mrtr_core.http._client_sessions)."""
 
 from __future__ import annotations
 
 import pytest
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.http import StreamResumption, check_session_id, session_headers
+from mrtr_core.http._client_sessions import (
+    MAX_PEER_EVENT_ID_LENGTH,
     MAX_PEER_SESSION_ID_LENGTH,
-    StreamResumption,
-    check_session_id,
-    session_headers,
+    MAX_RETRY_MS,
 )
-from mrtr_core.protocol._client_sessions import MAX_PEER_EVENT_ID_LENGTH, MAX_RETRY_MS
 
 
 def test_a_session_id_is_visible_ascii_and_bounded() -> None:

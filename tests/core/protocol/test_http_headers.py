@@ -1,4 +1,4 @@
-"""The Streamable HTTP header rules (mrtr_core.protocol._headers), sans-IO.
+"""The Streamable HTTP header rules (mrtr_core.http._headers), sans-IO.
 
 One rule for three places that used to keep their own copy: the HTTP client
 (headers it sends), ``McpApp`` (annotations it accepts at registration) and the
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import mrtr_core as m
-from mrtr_core.protocol._headers import (
+from mrtr_core.http._headers import (
     MAX_SAFE_INTEGER,
     MAX_SCHEMA_DEPTH,
     HeaderMismatch,
@@ -33,7 +33,7 @@ from mrtr_core.protocol._headers import (
     schema_header_params,
 )
 
-META = {m.protocol.META_PROTOCOL_VERSION: "2026-07-28", m.protocol.META_CLIENT_CAPABILITIES: {}}
+META = {m.wire.META_PROTOCOL_VERSION: "2026-07-28", m.wire.META_CLIENT_CAPABILITIES: {}}
 STRING = {"type": "string"}
 
 
@@ -67,7 +67,7 @@ def refused(message: dict[str, Any], *pairs: tuple[str, str], **kw: Any) -> Head
     with pytest.raises(HeaderMismatch) as caught:
         check_request_headers(received(*pairs), message, **kw)
     error = caught.value
-    assert error.code == m.protocol.HEADER_MISMATCH == -32020
+    assert error.code == m.HEADER_MISMATCH == -32020
     assert error.message.startswith("Header mismatch: ")
     assert isinstance(error, m.RemoteProtocolError)
     return error
@@ -110,13 +110,17 @@ def test_values_decode() -> None:
 
 def test_header_names_and_values_a_request_may_carry() -> None:
     # One rule for annotations, received values and the headers a user adds (mrtr --header).
-    assert m.protocol.is_header_name("Authorization") and m.protocol.is_header_name("X-A_b.1~")
+    assert m.http._headers.is_header_name("Authorization") and m.http._headers.is_header_name(
+        "X-A_b.1~"
+    )
     for bad in ("", "X A", "X:A", "Ü", "a\r\nb", None, 3):
-        assert not m.protocol.is_header_name(bad)
-    assert m.protocol.is_header_value("Bearer abc.def") and m.protocol.is_header_value("a\tb")
-    assert m.protocol.is_header_value("")
+        assert not m.http._headers.is_header_name(bad)
+    assert m.http._headers.is_header_value("Bearer abc.def") and m.http._headers.is_header_value(
+        "a\tb"
+    )
+    assert m.http._headers.is_header_value("")
     for bad in ("a\rb", "a\nb", "a\x00b", "a\x7fb", "café"):
-        assert not m.protocol.is_header_value(bad)
+        assert not m.http._headers.is_header_value(bad)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import mrtr_core as m
-from mrtr_core.protocol._headers import (
+from mrtr_core.http._headers import (
     HeaderMismatch,
     InvalidHeaderAnnotation,
     MalformedHeader,
@@ -18,7 +18,7 @@ from mrtr_core.protocol._headers import (
     schema_header_params,
 )
 
-META = {m.protocol.META_PROTOCOL_VERSION: "2026-07-28", m.protocol.META_CLIENT_CAPABILITIES: {}}
+META = {m.wire.META_PROTOCOL_VERSION: "2026-07-28", m.wire.META_CLIENT_CAPABILITIES: {}}
 DEEP_SHOWN = "list [[[…]]]"
 
 

@@ -7,15 +7,10 @@ from typing import Any
 import pytest
 
 import mrtr_core as m
-from mrtr_core.protocol import (
-    SessionRefused,
-    SessionTable,
-    is_legacy_message,
-    read_legacy_headers,
-    valid_session_id,
-)
+from mrtr_core.http import SessionRefused, SessionTable, is_legacy_message, read_legacy_headers
+from mrtr_core.http._sessions import valid_session_id
 
-MODERN_META = {"_meta": {m.protocol.META_PROTOCOL_VERSION: "2026-07-28"}}
+MODERN_META = {"_meta": {m.wire.META_PROTOCOL_VERSION: "2026-07-28"}}
 
 
 def fields(**values: Any) -> dict[str, list[str]]:
@@ -100,7 +95,7 @@ def test_refused_headers(headers: Any, status: int, says: str) -> None:
     with pytest.raises(SessionRefused, match=says) as caught:
         read_legacy_headers(headers)
     assert caught.value.status == status
-    assert caught.value.code == m.protocol.INVALID_REQUEST
+    assert caught.value.code == m.INVALID_REQUEST
 
 
 def test_the_table_knows_its_sessions_and_ends_idle_ones() -> None:

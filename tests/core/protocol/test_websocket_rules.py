@@ -1,11 +1,11 @@
-"""The WebSocket rules of ``mrtr_core.protocol``: subprotocol, close codes, message size."""
+"""The WebSocket rules of ``mrtr_core.websocket``: subprotocol, close codes, message size."""
 
 from __future__ import annotations
 
 import pytest
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.websocket import (
     CLOSE_CODES,
     SUBPROTOCOL,
     CloseCode,
@@ -33,7 +33,7 @@ def test_a_client_refuses_a_server_that_did_not_select_mcp() -> None:
     for selected in (None, "chat"):
         with pytest.raises(m.RemoteProtocolError, match="not 'mcp'") as caught:
             check_subprotocol(selected)
-        assert caught.value.code == m.protocol.INVALID_REQUEST
+        assert caught.value.code == m.INVALID_REQUEST
     with pytest.raises(m.RemoteProtocolError, match="subprotocol none"):
         check_subprotocol(None)
 
@@ -105,7 +105,7 @@ def test_a_lone_surrogate_is_kept_for_the_json_decoder_to_refuse() -> None:
     conn.receive_data(data)
     event = conn.next_event()
     assert isinstance(event, m.InvalidMessage)
-    assert event.error.code == m.protocol.PARSE_ERROR
+    assert event.error.code == m.PARSE_ERROR
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "8"])
@@ -116,7 +116,7 @@ def test_the_bound_must_be_a_positive_int(bad: object) -> None:
 
 def test_a_close_reason_fits_a_close_frame() -> None:
     assert close_reason("short") == "short"
-    exact = "x" * m.protocol.MAX_CLOSE_REASON
+    exact = "x" * m.websocket._binding.MAX_CLOSE_REASON
     assert close_reason(exact) == exact
     cut = close_reason("é" * 100)  # 200 bytes: cut between characters, never inside one
     assert cut.endswith("...") and len(cut.encode()) <= 123

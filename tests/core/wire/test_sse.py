@@ -1,4 +1,4 @@
-"""The SSE codec (``mrtr_core.wire._sse``) against the WHATWG "event stream interpretation" rules.
+"""The SSE codec (``mrtr_core.http._sse``) against the WHATWG "event stream interpretation" rules.
 
 Every decoder test reads its stream three ways (the ``mode`` fixture): the whole
 input in one feed; one byte at a time, draining after each byte; and with an
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 import mrtr_core as m
-from mrtr_core.wire import SseEvent
+from mrtr_core.http import SseEvent
 
 MODES = ("whole", "bytewise", "trailing")
 #: The unfinished next event the "trailing" mode appends, completed later by two LFs.
@@ -36,7 +36,7 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _collect(decoder: m.wire.SseDecoder, out: list[Any]) -> None:
+def _collect(decoder: m.http.SseDecoder, out: list[Any]) -> None:
     """Drain ``decoder`` up to NEED_DATA into ``out``; the buffer stays within the bound."""
     while True:
         event = decoder.next_event()
@@ -54,7 +54,7 @@ def _collect(decoder: m.wire.SseDecoder, out: list[Any]) -> None:
             out.append(event)
 
 
-def _finish(decoder: m.wire.SseDecoder) -> None:
+def _finish(decoder: m.http.SseDecoder) -> None:
     """End of stream: END_OF_STREAM for ever, and feeding is refused."""
     decoder.feed_eof()
     for _ in range(3):
@@ -73,10 +73,10 @@ def read(
     mode: str,
     *,
     tail: bytes = b"",
-    max_event_size: int = m.wire.DEFAULT_MAX_EVENT_SIZE,
+    max_event_size: int = m.http._sse.DEFAULT_MAX_EVENT_SIZE,
     unfinished: bytes = UNFINISHED,
     finished: list[Any] | None = None,
-) -> tuple[list[Any], m.wire.SseDecoder]:
+) -> tuple[list[Any], m.http.SseDecoder]:
     """The events ``stream`` (then ``tail``, then EOF) gives when fed in ``mode``.
 
     ``tail`` comes after the trailing mode's completed event, right before EOF: the
@@ -84,7 +84,7 @@ def read(
     trailing mode ``unfinished`` must give ``finished`` (by default the event
     ``not yet`` with the stream's last event id) once two LFs complete it.
     """
-    decoder = m.wire.SseDecoder(max_event_size=max_event_size)
+    decoder = m.http.SseDecoder(max_event_size=max_event_size)
     out: list[Any] = []
     if mode == "whole":
         decoder.feed(stream + tail)
@@ -119,9 +119,9 @@ def events_of(stream: bytes, mode: str, **options: Any) -> list[Any]:
     return read(stream, mode, **options)[0]
 
 
-def read_chunks(chunks: list[bytes], **options: Any) -> tuple[list[Any], m.wire.SseDecoder]:
+def read_chunks(chunks: list[bytes], **options: Any) -> tuple[list[Any], m.http.SseDecoder]:
     """Feed exactly these chunks, draining after each, then EOF."""
-    decoder = m.wire.SseDecoder(**options)
+    decoder = m.http.SseDecoder(**options)
     out: list[Any] = []
     for chunk in chunks:
         decoder.feed(chunk)
@@ -271,7 +271,7 @@ def test_cr_cr_lf_is_a_line_then_a_blank_line(mode: str) -> None:
 
 
 def test_a_final_cr_dispatches_at_once_without_waiting_for_a_lf() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"data: a\r\r")
     assert decoder.next_event() == SseEvent(data="a")
     assert decoder.next_event() is m.NEED_DATA
@@ -365,7 +365,7 @@ def test_a_partial_bom_is_not_dropped(chunks: list[bytes], expected: list[Any]) 
 @pytest.mark.parametrize("start", [b"", b"\xef", b"\xef\xbb", BOM])
 def test_a_stream_of_at_most_a_bom_ends_quietly(start: bytes) -> None:
     assert read_chunks([start])[0] == []
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     assert decoder.next_event() is m.NEED_DATA  # before anything arrived
     decoder.feed(start)
     assert decoder.next_event() is m.NEED_DATA
@@ -461,14 +461,14 @@ def test_the_event_type_last_one_wins_and_is_reset_after_each_block(mode: str) -
 
 def test_comments_anywhere_and_as_keep_alive(mode: str) -> None:
     stream = (
-        m.wire.encode_sse_comment()
-        + m.wire.encode_sse_comment("ping")
+        m.http.encode_sse_comment()
+        + m.http.encode_sse_comment("ping")
         + b"data: a\n: inside an event\ndata: b\n:\n\n"
         + b": data: not data\n\n"
         + b":\r:\r\n\r\n"
-        + m.wire.encode_sse_comment("keep-alive")
+        + m.http.encode_sse_comment("keep-alive")
         + b"data: c\n\n"
-        + m.wire.encode_sse_comment()
+        + m.http.encode_sse_comment()
     )
     assert events_of(stream, mode) == [SseEvent(data="a\nb"), SseEvent(data="c")]
 
@@ -524,7 +524,7 @@ def test_an_id_containing_nul_is_ignored(mode: str) -> None:
 
 
 def test_last_event_id_starts_as_none() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     assert decoder.last_event_id is None and decoder.reconnection_time is None
 
 
@@ -672,12 +672,12 @@ def test_a_blank_line_made_of_a_final_cr_still_dispatches(mode: str) -> None:
 
 
 def test_eof_with_nothing_fed() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     _finish(decoder)
 
 
 def test_eof_with_complete_lines_still_buffered_hands_them_out_first() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"data: a\n\ndata: b\n\ndata: c\n")
     decoder.feed_eof()
     assert decoder.next_event() == SseEvent(data="a")
@@ -687,7 +687,7 @@ def test_eof_with_complete_lines_still_buffered_hands_them_out_first() -> None:
 
 
 def test_feed_takes_bytes_like_objects() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(bytearray(b"data: a"))
     decoder.feed(memoryview(b"\n\n"))
     assert decoder.next_event() == SseEvent(data="a")
@@ -790,7 +790,7 @@ def test_the_end_of_stream_while_skipping_an_oversize_event(mode: str) -> None:
 
 
 def test_a_giant_line_arriving_in_chunks_is_reported_at_once_and_not_held() -> None:
-    decoder = m.wire.SseDecoder(max_event_size=BOUND)
+    decoder = m.http.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: ok\n\ndata: " + b"x" * 30)
     assert decoder.next_event() == SseEvent(data="ok")
     assert decoder.next_event() is m.NEED_DATA
@@ -812,7 +812,7 @@ def test_a_giant_line_arriving_in_chunks_is_reported_at_once_and_not_held() -> N
 
 
 def test_a_giant_line_after_many_small_ones_is_not_held() -> None:
-    decoder = m.wire.SseDecoder(max_event_size=BOUND)
+    decoder = m.http.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: xx\n" * 6)
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(b"data: " + b"z" * 20)  # 54 counted + 26 waiting > 64
@@ -826,7 +826,7 @@ def test_a_giant_line_after_many_small_ones_is_not_held() -> None:
 
 
 def test_a_line_past_the_bound_inside_one_feed_is_reported_without_waiting() -> None:
-    decoder = m.wire.SseDecoder(max_event_size=BOUND)
+    decoder = m.http.SseDecoder(max_event_size=BOUND)
     decoder.feed(b"data: " + b"x" * 10_000)
     report = decoder.next_event()
     assert isinstance(report, m.wire.Oversize) and report.size == 10_006
@@ -835,20 +835,20 @@ def test_a_line_past_the_bound_inside_one_feed_is_reported_without_waiting() -> 
 
 
 def test_the_default_bound() -> None:
-    assert m.wire.DEFAULT_MAX_EVENT_SIZE == 16 * 1024 * 1024
-    assert m.wire.SseDecoder().max_event_size == m.wire.DEFAULT_MAX_EVENT_SIZE
-    assert m.wire.SseDecoder(max_event_size=1).max_event_size == 1
+    assert m.http._sse.DEFAULT_MAX_EVENT_SIZE == 16 * 1024 * 1024
+    assert m.http.SseDecoder().max_event_size == m.http._sse.DEFAULT_MAX_EVENT_SIZE
+    assert m.http.SseDecoder(max_event_size=1).max_event_size == 1
 
 
 @pytest.mark.parametrize("bad", [0, -1, -(2**70), True, False, "8", 1.5, 8.0, None, b"8"])
 def test_the_bound_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(m.LocalProtocolError, match="max_event_size"):
-        m.wire.SseDecoder(max_event_size=bad)
+        m.http.SseDecoder(max_event_size=bad)
 
 
 def test_the_bound_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        m.wire.SseDecoder(64)  # type: ignore[call-arg]
+        m.http.SseDecoder(64)  # type: ignore[call-arg]
 
 
 def test_a_bound_of_one_allows_only_blank_lines(mode: str) -> None:
@@ -911,7 +911,7 @@ def test_bug_the_bytes_of_a_leading_bom_count_toward_the_bound(mode: str) -> Non
     ],
 )
 def test_encode_sse_exact_bytes(args: tuple[str], options: dict[str, Any], expected: bytes) -> None:
-    assert m.wire.encode_sse(*args, **options) == expected
+    assert m.http.encode_sse(*args, **options) == expected
 
 
 @pytest.mark.parametrize(
@@ -937,32 +937,32 @@ def test_encode_sse_exact_bytes(args: tuple[str], options: dict[str, Any], expec
 )
 def test_encode_sse_refuses_what_cannot_be_written(options: dict[str, Any]) -> None:
     with pytest.raises(m.LocalProtocolError):
-        m.wire.encode_sse("x", **options)
+        m.http.encode_sse("x", **options)
 
 
 def test_encode_sse_arguments_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        m.wire.encode_sse("x", "event")  # type: ignore[call-arg]
+        m.http.encode_sse("x", "event")  # type: ignore[call-arg]
 
 
 def test_encode_sse_comment() -> None:
-    assert m.wire.encode_sse_comment() == b":\n\n"
-    assert m.wire.encode_sse_comment("") == b":\n\n"
-    assert m.wire.encode_sse_comment("ping") == b": ping\n\n"
-    assert m.wire.encode_sse_comment("a: b") == b": a: b\n\n"
-    assert m.wire.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
+    assert m.http.encode_sse_comment() == b":\n\n"
+    assert m.http.encode_sse_comment("") == b":\n\n"
+    assert m.http.encode_sse_comment("ping") == b": ping\n\n"
+    assert m.http.encode_sse_comment("a: b") == b": a: b\n\n"
+    assert m.http.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
     for bad in ("a\nb", "a\rb", "\r\n", "\n"):
         with pytest.raises(m.LocalProtocolError):
-            m.wire.encode_sse_comment(bad)
+            m.http.encode_sse_comment(bad)
 
 
 def test_encoded_events_decode_back(mode: str) -> None:
     stream = (
-        m.wire.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5)
-        + m.wire.encode_sse_comment("ping")
-        + m.wire.encode_sse("")
-        + m.wire.encode_sse("\n")
-        + m.wire.encode_sse("x", id="")
+        m.http.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5)
+        + m.http.encode_sse_comment("ping")
+        + m.http.encode_sse("")
+        + m.http.encode_sse("\n")
+        + m.http.encode_sse("x", id="")
     )
     events, decoder = read(stream, mode)
     assert events == [
@@ -1007,8 +1007,8 @@ def test_encoded_events_decode_back_in_any_chunking(
     data: st.DataObject,
 ) -> None:
     stream = (BOM if bom else b"") + b"".join(
-        m.wire.encode_sse(text, event=event, id=ident, retry=retry)
-        + (b"" if comment is None else m.wire.encode_sse_comment(comment))
+        m.http.encode_sse(text, event=event, id=ident, retry=retry)
+        + (b"" if comment is None else m.http.encode_sse_comment(comment))
         for text, event, ident, retry, comment in events
     )
     # The written lines hold no CR or LF of their own (UTF-8 never has those bytes
@@ -1055,10 +1055,10 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     pretty = json.dumps(json.loads(response), indent=2).replace("\n", "\r\n")
 
     stream = (
-        m.wire.encode_sse_comment()
-        + m.wire.encode_sse(progress.decode(), id="s1-1", retry=1000)
-        + m.wire.encode_sse_comment("keep-alive")
-        + m.wire.encode_sse(response.decode(), event="message", id="s1-2")
+        m.http.encode_sse_comment()
+        + m.http.encode_sse(progress.decode(), id="s1-1", retry=1000)
+        + m.http.encode_sse_comment("keep-alive")
+        + m.http.encode_sse(response.decode(), event="message", id="s1-2")
     )
     events, decoder = read(stream, mode)
     assert [(e.event, e.id, e.data.encode()) for e in events] == [
@@ -1074,12 +1074,12 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     )
     done = client.next_event()
     assert isinstance(done, m.CallEvent) and done.call == call
-    assert isinstance(done.event, m.Done)
+    assert isinstance(done.event, m.engine.Done)
     assert done.event.result["content"] == result["content"]
     assert client.next_event() is m.NEED_DATA
 
     # The indented form of the same message, read off a stream of its own.
-    (again,) = events_of(m.wire.encode_sse(pretty), mode)
+    (again,) = events_of(m.http.encode_sse(pretty), mode)
     assert "\r" not in again.data and again.data.count("\n") == pretty.count("\r\n")
     assert json.loads(again.data) == json.loads(response)
 
@@ -1089,7 +1089,7 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
 # else to the long way (_next_event).  Both must read every stream, in every chunking, alike.
 
 
-class _LongWayOnly(m.wire.SseDecoder):
+class _LongWayOnly(m.http.SseDecoder):
     def next_event(self) -> SseEvent | m.wire.Oversize | m.NoFrame:
         return self._next_event()
 
@@ -1116,7 +1116,7 @@ _PIECES = [
 ]
 
 
-def _read_all(decoder: m.wire.SseDecoder, parts: list[bytes]) -> list[Any]:
+def _read_all(decoder: m.http.SseDecoder, parts: list[bytes]) -> list[Any]:
     out: list[Any] = []
     for part in parts:
         decoder.feed(part)
@@ -1143,7 +1143,7 @@ def test_the_fast_path_reads_like_the_long_way(
         size = cuts[turn % len(cuts)]
         parts.append(stream[at : at + size])
         at, turn = at + size, turn + 1
-    fast = _read_all(m.wire.SseDecoder(max_event_size=bound), parts)
+    fast = _read_all(m.http.SseDecoder(max_event_size=bound), parts)
     assert fast == _read_all(_LongWayOnly(max_event_size=bound), parts)
 
 
@@ -1163,7 +1163,7 @@ def test_the_fast_path_reads_like_the_long_way(
     ],
 )
 def test_each_way_out_of_the_fast_path(stream: bytes, expected: list[Any]) -> None:
-    decoder = m.wire.SseDecoder(max_event_size=64)
+    decoder = m.http.SseDecoder(max_event_size=64)
     decoder.feed(b"\n")  # past the byte-order-mark check: the fast path is open
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(stream)
@@ -1178,7 +1178,7 @@ def test_each_way_out_of_the_fast_path(stream: bytes, expected: list[Any]) -> No
 
 
 def test_the_fast_path_keeps_the_last_event_id() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"id: 1\ndata: a\n\ndata: b\n\n")
     first, second = decoder.next_event(), decoder.next_event()
     assert first == SseEvent(data="a", id="1")

@@ -16,7 +16,7 @@ UNFINISHED = b"data: not yet"
 
 def read(stream: bytes, mode: str, **options: Any) -> list[Any]:
     """Every event (and Oversize) the decoder hands out for ``stream``, fed in ``mode``."""
-    decoder = m.wire.SseDecoder(**options)
+    decoder = m.http.SseDecoder(**options)
     out: list[Any] = []
 
     def drain() -> None:
@@ -34,7 +34,7 @@ def read(stream: bytes, mode: str, **options: Any) -> list[Any]:
         before = list(out)
         decoder.feed(b"\n\n")
         drain()
-        assert out[len(before) :] == [m.wire.SseEvent(data="not yet", id=decoder.last_event_id)]
+        assert out[len(before) :] == [m.http.SseEvent(data="not yet", id=decoder.last_event_id)]
         del out[len(before) :]
     else:
         decoder.feed(stream)
@@ -62,8 +62,8 @@ def test_fields_comments_and_line_ends(mode: str) -> None:
     )
     events = read(stream, mode)
     assert events == [
-        m.wire.SseEvent(data="one\n\n two", event="update", id="7", retry=3000),
-        m.wire.SseEvent(data="test", id="7"),
+        m.http.SseEvent(data="one\n\n two", event="update", id="7", retry=3000),
+        m.http.SseEvent(data="test", id="7"),
     ]
 
 
@@ -71,13 +71,13 @@ def test_an_empty_data_line_dispatches_an_empty_event_but_no_data_dispatches_not
     mode: str,
 ) -> None:
     assert read(b"data\n\nevent: x\n\ndata:\n\n", mode) == [
-        m.wire.SseEvent(data=""),
-        m.wire.SseEvent(data=""),
+        m.http.SseEvent(data=""),
+        m.http.SseEvent(data=""),
     ]
 
 
 def test_ids_persist_nul_is_ignored_and_retry_outlives_an_empty_event() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nretry: 500\nid\n\ndata: c\n\n")
     first, second, third = (decoder.next_event() for _ in range(3))
     assert (first.id, second.id, third.id) == ("1", "1", "")  # type: ignore[union-attr]
@@ -86,34 +86,34 @@ def test_ids_persist_nul_is_ignored_and_retry_outlives_an_empty_event() -> None:
 
 
 def test_a_bom_is_dropped_only_at_the_start_and_may_arrive_split() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     for piece in (b"\xef", b"\xbb", b"\xbfdata: x\n\n"):
         decoder.feed(piece)
-    assert decoder.next_event() == m.wire.SseEvent(data="x")
+    assert decoder.next_event() == m.http.SseEvent(data="x")
     decoder.feed(b"\xef\xbb\xbfdata: y\n\n")  # not at the start: part of the field name
     assert decoder.next_event() is m.NEED_DATA
-    short = m.wire.SseDecoder()
+    short = m.http.SseDecoder()
     short.feed(b"\xef")
     short.feed_eof()
     assert short.next_event() is m.wire.END_OF_STREAM
 
 
 def test_a_cr_at_the_end_of_a_chunk_takes_a_following_lf() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"data: a\r")
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(b"\n\r")  # the LF ends "data: a"; the CR is a blank line
-    assert decoder.next_event() == m.wire.SseEvent(data="a")
+    assert decoder.next_event() == m.http.SseEvent(data="a")
     decoder.feed(b"\ndata: b\r\r")  # that LF belongs to the blank line's CR
-    assert decoder.next_event() == m.wire.SseEvent(data="b")
+    assert decoder.next_event() == m.http.SseEvent(data="b")
     assert decoder.next_event() is m.NEED_DATA
 
 
 def test_invalid_utf8_becomes_replacement_characters_and_eof_drops_an_unfinished_event() -> None:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(b"data: \xff\n\ndata: never dispatched\n")
     decoder.feed_eof()
-    assert decoder.next_event() == m.wire.SseEvent(data="\ufffd")
+    assert decoder.next_event() == m.http.SseEvent(data="\ufffd")
     assert decoder.next_event() is m.wire.END_OF_STREAM
 
 
@@ -128,11 +128,11 @@ def test_an_oversize_event_is_reported_once_and_skipped(mode: str, big: bytes) -
     events = read(big + b"\ndata: next\n\n", mode, max_event_size=64)
     assert len(events) == 2
     assert isinstance(events[0], m.wire.Oversize) and events[0].size > 64
-    assert events[1] == m.wire.SseEvent(data="next")
+    assert events[1] == m.http.SseEvent(data="next")
 
 
 def test_an_oversize_line_still_arriving_is_not_held() -> None:
-    decoder = m.wire.SseDecoder(max_event_size=64)
+    decoder = m.http.SseDecoder(max_event_size=64)
     decoder.feed(b"data: " + b"x" * 100)
     assert isinstance(decoder.next_event(), m.wire.Oversize)
     for _ in range(10):
@@ -140,29 +140,29 @@ def test_an_oversize_line_still_arriving_is_not_held() -> None:
         assert decoder.next_event() is m.NEED_DATA
         assert len(decoder._buf) <= 64
     decoder.feed(b"\n\ndata: ok\n\n")
-    assert decoder.next_event() == m.wire.SseEvent(data="ok")
+    assert decoder.next_event() == m.http.SseEvent(data="ok")
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, "8"])
 def test_the_bound_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(m.LocalProtocolError):
-        m.wire.SseDecoder(max_event_size=bad)
+        m.http.SseDecoder(max_event_size=bad)
 
 
 def test_the_encoder() -> None:
-    assert m.wire.encode_sse("x") == b"data: x\n\n"
-    assert m.wire.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5) == (
+    assert m.http.encode_sse("x") == b"data: x\n\n"
+    assert m.http.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5) == (
         b"event: e\nid: 1\nretry: 5\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
     )
-    assert m.wire.encode_sse_comment() == b":\n\n"
-    assert m.wire.encode_sse_comment("ping") == b": ping\n\n"
+    assert m.http.encode_sse_comment() == b":\n\n"
+    assert m.http.encode_sse_comment("ping") == b": ping\n\n"
     for bad in (
-        lambda: m.wire.encode_sse("x", event="a\nb"),
-        lambda: m.wire.encode_sse("x", id="a\rb"),
-        lambda: m.wire.encode_sse("x", id="a\0b"),
-        lambda: m.wire.encode_sse("x", retry=-1),
-        lambda: m.wire.encode_sse("x", retry=True),
-        lambda: m.wire.encode_sse_comment("a\nb"),
+        lambda: m.http.encode_sse("x", event="a\nb"),
+        lambda: m.http.encode_sse("x", id="a\rb"),
+        lambda: m.http.encode_sse("x", id="a\0b"),
+        lambda: m.http.encode_sse("x", retry=-1),
+        lambda: m.http.encode_sse("x", retry=True),
+        lambda: m.http.encode_sse_comment("a\nb"),
     ):
         with pytest.raises(m.LocalProtocolError):
             bad()
@@ -188,11 +188,11 @@ NAMES = st.text(
 )
 def test_encoded_events_decode_back_in_any_chunking(events: list[Any], data: Any) -> None:
     stream = b"".join(
-        m.wire.encode_sse(text, event=event, id=ident, retry=retry) + m.wire.encode_sse_comment()
+        m.http.encode_sse(text, event=event, id=ident, retry=retry) + m.http.encode_sse_comment()
         for text, event, ident, retry in events
     )
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     got: list[Any] = []
     for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
         decoder.feed(stream[start:end])
@@ -204,12 +204,12 @@ def test_encoded_events_decode_back_in_any_chunking(events: list[Any], data: Any
         last_id = ident if ident is not None else last_id
         normalised = text.replace("\r\n", "\n").replace("\r", "\n")
         expected.append(
-            m.wire.SseEvent(data=normalised, event=event or "message", id=last_id, retry=retry)
+            m.http.SseEvent(data=normalised, event=event or "message", id=last_id, retry=retry)
         )
     assert got == expected
 
 
 def test_the_encoder_refuses_text_that_is_not_valid_unicode() -> None:
-    for bad in (lambda: m.wire.encode_sse("\ud800"), lambda: m.wire.encode_sse_comment("\udfff")):
+    for bad in (lambda: m.http.encode_sse("\ud800"), lambda: m.http.encode_sse_comment("\udfff")):
         with pytest.raises(m.LocalProtocolError, match="valid Unicode"):
             bad()

@@ -61,5 +61,5 @@ class LoggedHttpConnection(HttpConnection):
         self, headers: Headers, body: bytes, json_ok: bool, sse_ok: bool
     ) -> None:
         with contextlib.suppress(m.MrtrError):  # (no MCP method shown: the answer says why)
-            self._message = m.wire.default_codec.loads(body)
+            self._message = m.wire._codec.default_codec.loads(body)
         await super()._handle_message(headers, body, json_ok, sse_ok)

@@ -8,10 +8,10 @@ For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
    other -> 405 with ``Allow: GET, POST, DELETE``), ``Accept`` (it must take
    ``application/json`` or ``text/event-stream``, else 406), ``Content-Type``
    (JSON, else 415; more than one, 400) and the body size (413).  A POSTed
-   2025-era message (``mrtr_core.protocol.is_legacy_message``) goes to the
+   2025-era message (``mrtr_core.http.is_legacy_message``) goes to the
    session side too, before step 3.
 3. The headers that mirror the body are checked against it by the core rule
-   (``mrtr_core.protocol.check_request_headers``), the
+   (``mrtr_core.http._headers.check_request_headers``), the
    ``Mcp-Param-*`` ones with the called tool's header params, from the app
    (``ServerApp.tool_header_params``): any mismatch, missing, repeated or
    malformed header is a 400 with JSON-RPC error -32020.
@@ -88,7 +88,7 @@ __all__ = ["ExchangeHost", "HttpConnection"]
 
 log = logging.getLogger("mrtr.server.http")
 
-SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.http.SSE_RESPONSE_HEADERS]
 
 
 class _PeerGone(ConnectionError):
@@ -383,7 +383,7 @@ class HttpConnection:
         self,
         status: int,
         message: str,
-        code: int = m.protocol.INVALID_REQUEST,
+        code: int = m.INVALID_REQUEST,
         extra: Sequence[Any] = (),
     ) -> None:
         """An HTTP error whose body is a JSON-RPC error response without id."""
@@ -425,7 +425,7 @@ class HttpConnection:
         if path != server.path:
             await self._send_error(404, f"no MCP endpoint at {path!r}: use {server.path!r}")
             return
-        json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
+        json_ok, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
         if request.method in (b"GET", b"DELETE") and headers.get_all("mcp-session-id"):
             sessions = server.sessions
             if request.method == b"GET":  # a 2025-era session's stream
@@ -443,7 +443,7 @@ class HttpConnection:
                 extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        post = m.protocol.post_refusal(headers.fields, server.max_body_size)  # 406/415/413
+        post = m.http.post_refusal(headers.fields, server.max_body_size)  # 406/415/413
         if post is not None:
             await self._send_error(post.status, post.message)
             return
@@ -458,12 +458,12 @@ class HttpConnection:
         self, headers: Headers, body: bytes, json_ok: bool, sse_ok: bool
     ) -> None:
         server = self.server
-        empty = m.protocol.body_refusal(body)
+        empty = m.http.body_refusal(body)
         if empty is not None:
             await self._send_error(empty.status, empty.message, empty.code)
             return
-        message = m.protocol.parse_posted(body)  # once: the headers, then the connection
-        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
+        message = m.http.parse_posted(body)  # once: the headers, then the connection
+        if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             sessions = server.sessions
             if await serve_session(
@@ -471,7 +471,7 @@ class HttpConnection:
             ):
                 raise _PeerGone
             return
-        refused = m.protocol.header_refusal(headers.fields, message, server.header_params)
+        refused = m.http.header_refusal(headers.fields, message, server.header_params)
         if refused is not None:
             await self._send_json(m.wire.encode_message(refused.reply), refused.status)
             return
@@ -481,12 +481,12 @@ class HttpConnection:
         else:
             conn.receive_message(message)
         event = conn.next_event(trio.current_time())
-        if isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD:
+        if isinstance(event, m.Request) and event.method == m.http._post.LISTEN_METHOD:
             await self._listen(conn, event, headers, json_ok, sse_ok)
         elif isinstance(event, m.Request):
             await self._answer(conn, event, json_ok, sse_ok)
         elif isinstance(event, m.AutoReply):
-            reply = m.protocol.removed_method_reply(event.request) or event.reply
+            reply = m.http._post.removed_method_reply(event.request) or event.reply
             await self._send_final(reply, conn.send(reply), json_ok, sse_ok)
         elif isinstance(event, m.InvalidMessage):
             if event.reply is not None:
@@ -582,7 +582,7 @@ class HttpConnection:
             send_response(conn, response_for(request.id, outcome))  # b"": releases the id
             raise _PeerGone
         if handler_scope.cancelled_caught:  # the lifetime is over: end it gracefully
-            outcome = m.protocol.listen_closure(request.id)
+            outcome = m.http._post.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await self._send_final(response, data, json_ok, sse_ok, exchange)
 
@@ -668,7 +668,7 @@ class _Exchange:
         try:
             if not self.streaming:
                 await self.start()
-            await self.connection._write(h11.Data(data=m.wire.encode_sse(data.decode())))
+            await self.connection._write(h11.Data(data=m.http.encode_sse(data.decode())))
         except _PeerGone:
             self.peer_gone()
 
@@ -700,7 +700,7 @@ class _Exchange:
                 await trio.sleep(interval)
                 try:
                     await self.connection._write(
-                        h11.Data(data=m.wire.encode_sse_comment()), unless=self._keepalives_over
+                        h11.Data(data=m.http.encode_sse_comment()), unless=self._keepalives_over
                     )
                 except _PeerGone:
                     self.peer_gone()
@@ -708,5 +708,5 @@ class _Exchange:
 
     async def finish(self, data: bytes) -> None:
         """The final response as the last event; the stream ends."""
-        last = h11.Data(data=m.wire.encode_sse(data.decode()))
+        last = h11.Data(data=m.http.encode_sse(data.decode()))
         await self.connection._write(last, h11.EndOfMessage())

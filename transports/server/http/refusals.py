@@ -44,12 +44,12 @@ __all__ = [
 ]
 
 #: The HTTP status of a JSON error answer, by JSON-RPC code (its one home: the core).
-STATUS_FOR_CODE = m.protocol.STATUS_FOR_CODE
+STATUS_FOR_CODE = m.http._post.STATUS_FOR_CODE
 #: JSON-RPC code of a "come back later" refusal (no place for a listen stream, no free
 #: connection); its one home is the core's list of codes.
-SERVER_BUSY = m.protocol.SERVER_BUSY
+SERVER_BUSY = m.SERVER_BUSY
 #: A JSON-RPC error response without id (its one home: the core).
-error_body = m.protocol.error_body
+error_body = m.http.error_body
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
 #: Seconds a refused client may go on sending (read and dropped) before the close.
@@ -101,7 +101,7 @@ async def write_refusal(
 ) -> None:
     """An error for a connection without a request h11 can answer (none yet, or a head
     still arriving), written as bytes and followed by the close; at most a second."""
-    code = SERVER_BUSY if retry_after is not None else m.protocol.INVALID_REQUEST
+    code = SERVER_BUSY if retry_after is not None else m.INVALID_REQUEST
     body = error_body(message, code)
     head = [
         f"HTTP/1.1 {status} {reason_phrase(status).decode()}",

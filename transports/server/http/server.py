@@ -282,7 +282,7 @@ class HttpServer:
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
-        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
+        versions = connection_options.pop("versions", m.ALL_VERSIONS)
         common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
@@ -292,7 +292,7 @@ class HttpServer:
         #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
         self.connection_options = {
             **common,
-            "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
+            "versions": tuple(v for v in versions if v in m.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
         #: The connection of each 2025-era session (its initialize negotiates the version).

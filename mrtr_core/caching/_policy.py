@@ -45,7 +45,7 @@ from typing import Any, Literal
 import attrs
 
 from .._errors import LocalProtocolError
-from ._meta import CACHEABLE_METHODS
+from .._meta import CACHEABLE_METHODS
 
 CacheScope = Literal["public", "private"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from .._errors import LocalProtocolError, describe
-from ..protocol._meta import LEGACY_VERSIONS, MODERN_VERSIONS, Era
+from .._meta import LEGACY_VERSIONS, MODERN_VERSIONS, Era
 
 
 @attrs.frozen(kw_only=True)

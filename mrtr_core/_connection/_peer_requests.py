@@ -23,7 +23,7 @@ from .._errors import (
     RemoteProtocolError,
     describe,
 )
-from ..protocol._meta import (
+from .._meta import (
     META_PROTOCOL_VERSION,
     RequestInfo,
     has_modern_meta,

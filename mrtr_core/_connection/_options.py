@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import LocalProtocolError, describe
-from ..protocol._meta import ALL_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS, is_log_level
+from .._meta import ALL_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS, is_log_level
 from ..wire._codec import Codec, JsonName
 from ..wire._depth import DEFAULT_MAX_DEPTH
 from ..wire._framing import LineFramer, MessageFramer

@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 
 from .._errors import MrtrError, RemoteProtocolError
+from .._meta import Era
 from ..engine._events import EngineEvent
-from ..protocol._meta import Era
 from ..wire._model import ErrorResponse, Notification, Request, RequestId, ResultResponse
 
 

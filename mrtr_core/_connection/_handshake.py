@@ -14,7 +14,7 @@ from typing import Any, Literal
 import attrs
 
 from .._errors import UNSUPPORTED_PROTOCOL_VERSION, MrtrError, RemoteProtocolError, describe
-from ..protocol._meta import META_SERVER_INFO, Era, choose_version
+from .._meta import META_SERVER_INFO, Era, choose_version
 from ..wire._model import ErrorObject
 
 FALL_BACK: Literal["fall back"] = "fall back"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import LocalProtocolError, MrtrError, PeerError, RemoteProtocolError
-from ..protocol._meta import MODERN_ERROR_CODES
+from .._meta import MODERN_ERROR_CODES
 from ..wire._model import ErrorResponse, Notification, Request, RequestId, ResultResponse
 from ._events import HandshakeStep, SessionFailed, SessionOpened
 from ._handshake import (

@@ -36,14 +36,14 @@ from .._errors import (
     RemoteProtocolError,
     describe,
 )
-from .._wait import NEED_DATA, Wait
-from ..engine._engine import DEFAULT_URL_WAIT, RoundEngine
-from ..protocol._meta import (
+from .._meta import (
     ALL_VERSIONS,
     Era,
     RequestInfo,
     declared_capabilities,
 )
+from .._wait import NEED_DATA, Wait
+from ..engine._engine import DEFAULT_URL_WAIT, RoundEngine
 from ..wire._codec import Codec, JsonName, writes_compact
 from ..wire._framing import END_OF_STREAM
 from ..wire._inputs import INPUT_KINDS, InputRegistry
@@ -116,7 +116,7 @@ class Connection:
     ``instructions`` (server), ``log_level`` (client: opt every request in to
     log messages), ``cache_ttl_ms`` and ``cache_scope`` (server: the defaults
     put on cacheable results that lack them).  ``input_kinds``: the input-kind
-    registry (``mrtr_core.protocol.INPUT_KINDS``, or one with more kinds) that
+    registry (``mrtr_core.wire.INPUT_KINDS``, or one with more kinds) that
     calls read rounds with and a server checks the app's asks against.
 
     ``json``: the JSON backend (``"auto"``, ``"stdlib"``, ``"orjson"``) or a

@@ -38,8 +38,8 @@ from typing import Any
 import attrs
 
 from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+from .._meta import LEGACY_VERSIONS, META_PROTOCOL_VERSION
 from ._headers import PROTOCOL_VERSION_HEADER, ReceivedHeaders
-from ._meta import LEGACY_VERSIONS, META_PROTOCOL_VERSION
 
 __all__ = [
     "DEFAULT_LEGACY_VERSION",

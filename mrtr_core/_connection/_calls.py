@@ -1,6 +1,6 @@
 """The client's call table: every live multi round-trip call and the legs it has on the wire.
 
-A call is a :class:`~mrtr_core.RoundEngine` plus what the connection keeps for
+A call is a :class:`~mrtr_core.engine.RoundEngine` plus what the connection keeps for
 it: the leg waiting to be sent, the id of the leg in flight, its progress
 tokens.  The table also owns the ready queue (calls whose engine may have an
 event to hand out), the progress routes (token -> call and request), and the

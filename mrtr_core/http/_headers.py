@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .._errors import HEADER_MISMATCH, MrtrError, RemoteProtocolError, describe
-from ._meta import META_PROTOCOL_VERSION
+from .._meta import META_PROTOCOL_VERSION
 
 PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"

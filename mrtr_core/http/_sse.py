@@ -36,7 +36,7 @@ import attrs
 
 from .._errors import LocalProtocolError
 from .._wait import NEED_DATA
-from ._framing import END_OF_STREAM, NoFrame, Oversize
+from ..wire._framing import END_OF_STREAM, NoFrame, Oversize
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 

@@ -7,12 +7,14 @@ testable on their own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from .._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError, describe
-from ..wire._model import RequestId
+from ._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RemoteProtocolError, describe
+
+if TYPE_CHECKING:  # (a type only: the wire imports this module's _meta keys)
+    from .wire._model import RequestId
 
 Era = Literal["modern", "legacy"]
 

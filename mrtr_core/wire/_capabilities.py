@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire._convert import unstructure
-from ..wire._inputs import INPUT_KINDS, InputRegistry
-from ..wire._model import InputRequest
+from ._convert import unstructure
+from ._inputs import INPUT_KINDS, InputRegistry
+from ._model import InputRequest
 
 __all__ = ["missing_capability"]
 

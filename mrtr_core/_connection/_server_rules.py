@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import MISSING_CLIENT_CAPABILITY, AppResultRefused, MrtrError, describe
+from .._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..engine._retry import MRTR_METHODS
-from ..protocol._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..server._asking import required_capabilities
 from ..server._plain import plain_form_request
 from ..wire._convert import structure_input_required

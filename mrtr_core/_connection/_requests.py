@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import LocalProtocolError
-from ..protocol._meta import (
+from .._meta import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,

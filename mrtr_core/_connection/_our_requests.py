@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError, describe
-from ..protocol._meta import progress_token_of
+from .._meta import progress_token_of
 from ..wire._inputs import InputRegistry
 from ..wire._model import ErrorResponse, Message, Notification, Request, RequestId, ResultResponse
 from ._calls import CallTable
