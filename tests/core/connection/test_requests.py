@@ -1,4 +1,4 @@
-"""The request records of ``mrtr_core/connection/_requests.py``: kinds, the incoming lifecycle
+"""The request records of ``mrtr_core/_connection/_requests.py``: kinds, the incoming lifecycle
 table walked pair by pair, and the connection living through it.
 
 Part 1 drives :class:`Incoming` over EVERY (state, input) pair of

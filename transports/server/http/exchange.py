@@ -11,7 +11,7 @@ For each request (HTTP/1.1 keep-alive: many POSTs on one connection), in order:
    2025-era message (``mrtr_core.http.is_legacy_message``) goes to the
    session side too, before step 3.
 3. The headers that mirror the body are checked against it by the core rule
-   (``mrtr_core.http._headers.check_request_headers``), the
+   (``mrtr_core.http.check_request_headers``), the
    ``Mcp-Param-*`` ones with the called tool's header params, from the app
    (``ServerApp.tool_header_params``): any mismatch, missing, repeated or
    malformed header is a 400 with JSON-RPC error -32020.
