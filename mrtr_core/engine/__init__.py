@@ -3,12 +3,14 @@ client SDK authors.
 
 ``RoundEngine`` consumes decoded results and the time and hands out events
 (send this leg, ask the app this, the flow ended); ``EngineState`` names where it
-is, ``build_retry_params`` builds a retry by hand (manual mode), and four errors say
-why a ``Failed`` event failed.  The engine's table, its pacing constants and its
+is; ``missing_capability`` and ``build_retry_params`` check a request and build a retry
+for rounds driven by hand (manual mode); and four errors say why a ``Failed`` event
+failed.  The engine's table, its pacing constants and its
 helpers live in the private modules.  See ``docs/engine.md``.
 """
 
 from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
+from ..wire._capabilities import missing_capability
 from ._engine import RoundEngine
 from ._events import (
     CancelInputs,
@@ -30,6 +32,7 @@ __all__ = [
     "EngineState",
     "RoundEngine",
     "build_retry_params",
+    "missing_capability",
     # its events
     "CancelInputs",
     "CancelLeg",

@@ -183,7 +183,7 @@ def test_the_asking_helpers_take_the_new_kind() -> None:
     }
     assert m.server.required_capabilities(asks, {}, WITH_CONFIRM) == {"confirmation": {}}
     assert m.server.required_capabilities(asks, DECLARED, WITH_CONFIRM) == {}
-    assert m.wire._capabilities.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
+    assert m.engine.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
         "confirmation": {"dangerous": {}}
     }
     answers = m.server.Answers(

@@ -128,7 +128,7 @@ async def answer_server_request(
         )
     except m.MrtrError as exc:
         return refuse(exc.code, f"cannot answer {request.method}: {exc.message}"), None
-    if m.wire._capabilities.missing_capability(asked, capabilities):
+    if m.engine.missing_capability(asked, capabilities):
         message = f"this client did not declare support for {request.method}"
         return refuse(m.INVALID_REQUEST, message), None
     key = request.method
