@@ -9,6 +9,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import Any
@@ -197,6 +198,18 @@ def test_the_public_modules_are_the_audiences() -> None:
     )
     # each is reachable from the top level, as m.http, m.engine, ...
     assert all(isinstance(getattr(mrtr_core, sub), ModuleType) for sub in SUBMODULES)
+
+
+def test_the_distribution_ships_every_package_of_the_core() -> None:
+    # pyproject.toml lists the packages one by one: a package added to the core and not
+    # listed there would be missing from the wheel while every test of the tree passes.
+    pyproject = tomllib.loads((CORE.parent / "pyproject.toml").read_text("utf-8"))
+    listed = {p for p in pyproject["tool"]["setuptools"]["packages"] if p.startswith("mrtr_core")}
+    packages = {
+        ".".join(("mrtr_core", *path.parent.relative_to(CORE).parts))
+        for path in CORE.rglob("__init__.py")
+    }
+    assert listed == packages
 
 
 def test_the_top_level_is_small_and_for_connection_users() -> None:
