@@ -24,7 +24,7 @@ transports import a few of them).
 ``mrtr_transports``, the adapters and the ``mrtr`` command.
 """
 
-# (bound here so that our transports reach the connection's private modules as m._connection)
+# (named, for type checkers: our transports read a few of its bounds as m._connection._options.X)
 from . import _connection as _connection
 from . import caching as caching
 from . import engine as engine
