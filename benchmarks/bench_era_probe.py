@@ -36,7 +36,7 @@ async def answer(key: str, request: m.wire.InputRequest) -> Any:
     return m.wire.ElicitResult(action="accept", content={"name": "Ada"})
 
 
-async def once(**options: Any) -> tuple[float, m.connection.Verdict | None]:
+async def once(**options: Any) -> tuple[float, m.Verdict | None]:
     started = time.perf_counter()
     async with open_stdio_client(STRICT, answer=answer, **options) as client:
         await client.call_tool("greet")

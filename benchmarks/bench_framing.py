@@ -18,7 +18,7 @@ NDJSON (stdio, TCP: ``mrtr_core.wire.LineFramer``)
                    own cost, apart from the codec's;
 * framer 512    -- 512-byte reads (a pipe read that ends mid-message most times).
 
-SSE (Streamable HTTP responses: ``mrtr_core.wire.SseDecoder``)
+SSE (Streamable HTTP responses: ``mrtr_core.http.SseDecoder``)
 
 * floor         -- ``data.split(b"\\n\\n")``, the ``data: `` prefix cut, ``loads``;
 * decoder 64K / 512 -- the stream (``encode_sse`` of each message, as our server
@@ -48,14 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Stats, machine, measure, ratio
 
-from mrtr_core.wire import (
-    Codec,
-    LineFramer,
-    SseDecoder,
-    SseEvent,
-    encode_sse,
-    json_backend,
-)
+from mrtr_core.http import SseDecoder, SseEvent, encode_sse
+from mrtr_core.wire import Codec, LineFramer
+from mrtr_core.wire._codec import json_backend
 
 MAX_MESSAGE = 16 * 1024 * 1024  # a Connection's default bounds
 MAX_BUFFER = 64 * 1024 * 1024

@@ -106,7 +106,7 @@ def client_flows(at_input: bool) -> Callable[[int], Any]:
                     + b"\n"
                 )
                 event = conn.next_event()
-                while not isinstance(getattr(event, "event", None), m.DispatchInput):
+                while not isinstance(getattr(event, "event", None), m.engine.DispatchInput):
                     if not isinstance(event, m.CallEvent):
                         raise SystemExit(f"no DispatchInput: {event!r}")
                     event = conn.next_event()
@@ -147,7 +147,7 @@ def parked_continuations() -> Callable[[int], Any]:
         continuations=ContinuationStore(max_parked=10**7),
     )
     app.add_tool(confirm, "confirm", continuation=True)
-    info = m.protocol.RequestInfo(
+    info = m.server.RequestInfo(
         id=1,
         method=METHOD,
         era="modern",

@@ -90,29 +90,29 @@ def retry_request() -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 2, "method": METHOD, "params": params}
 
 
-def started_engine() -> m.RoundEngine:
-    engine = m.RoundEngine(METHOD, ORIGINAL_PARAMS)
+def started_engine() -> m.engine.RoundEngine:
+    engine = m.engine.RoundEngine(METHOD, ORIGINAL_PARAMS)
     engine.start(0.0)
     event = engine.next_event()
-    assert isinstance(event, m.SendRequest)
+    assert isinstance(event, m.engine.SendRequest)
     return engine
 
 
-def make_step(codec: m.wire.Codec) -> Callable[[m.RoundEngine, bytes, int], bytes]:
+def make_step(codec: m.wire.Codec) -> Callable[[m.engine.RoundEngine, bytes, int], bytes]:
     """Our path for one step on a started engine, returning the retry line."""
 
-    def step(engine: m.RoundEngine, line: bytes, request_id: int) -> bytes:
+    def step(engine: m.engine.RoundEngine, line: bytes, request_id: int) -> bytes:
         message = codec.decode(line)
         assert isinstance(message, m.ResultResponse)
         engine.receive_result(message.result, 0.001)
         event = engine.next_event()
-        while not isinstance(event, m.DispatchInput):
+        while not isinstance(event, m.engine.DispatchInput):
             event = engine.next_event()
         engine.provide(
             event.key, m.wire.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002
         )
         retry = engine.next_event()
-        assert isinstance(retry, m.SendRetry)
+        assert isinstance(retry, m.engine.SendRetry)
         return codec.encode(m.Request(id=request_id, method=METHOD, params=retry.params))
 
     return step
@@ -138,7 +138,7 @@ def per_call_batch(codec: m.wire.Codec, line: bytes):
         ids = itertools.count(2)
         t0 = time.perf_counter()
         for _ in range(n):
-            engine = m.RoundEngine(METHOD, ORIGINAL_PARAMS)
+            engine = m.engine.RoundEngine(METHOD, ORIGINAL_PARAMS)
             engine.start(0.0)
             engine.next_event()  # SendRequest: writing the original leg is not part of the step
             step(engine, line, next(ids))
@@ -172,7 +172,7 @@ def connection_with_leg_out(codec: m.wire.Codec) -> tuple[m.Connection, int]:
 def connection_step(conn: m.Connection, call: int, line: bytes) -> bytes:
     conn.receive_data(line)
     event = conn.next_event()
-    while not isinstance(event.event, m.DispatchInput):  # type: ignore[union-attr]
+    while not isinstance(event.event, m.engine.DispatchInput):  # type: ignore[union-attr]
         event = conn.next_event()
     key = event.event.key  # type: ignore[union-attr]
     conn.provide(call, key, m.wire.ElicitResult(action="accept", content=ANSWER_CONTENT), 0.002)

@@ -73,7 +73,7 @@ def started_call(codec: m.wire.Codec) -> tuple[m.Connection, int]:
 def one_round(conn: m.Connection, call: int, line: bytes) -> bytes:
     conn.receive_data(line)
     event = conn.next_event()
-    while not isinstance(event.event, m.DispatchInput):  # type: ignore[union-attr]
+    while not isinstance(event.event, m.engine.DispatchInput):  # type: ignore[union-attr]
         event = conn.next_event()
     conn.provide(call, event.event.key, ANSWER)  # type: ignore[union-attr]
     return conn.send(conn.next_event())  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ def one_round(conn: m.Connection, call: int, line: bytes) -> bytes:
 def finish(conn: m.Connection, leg_id: int) -> None:
     conn.receive_data(done_line(leg_id))
     event = conn.next_event()
-    assert isinstance(event, m.CallEvent) and isinstance(event.event, m.Done), event
+    assert isinstance(event, m.CallEvent) and isinstance(event.event, m.engine.Done), event
 
 
 def check(codec: m.wire.Codec, rounds: int) -> None:

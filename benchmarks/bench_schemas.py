@@ -106,7 +106,7 @@ def pydantic_schema() -> dict[str, Any]:
 
 def ours_checker() -> Callable[[dict[str, Any]], Any]:
     sig = read_signature(forecast, "tool 'forecast'")
-    check = m.server.compile_schema(sig.input_schema())
+    check = m.server._validation.compile_schema(sig.input_schema())
     handler = sig.bind(lambda ctx, **kwargs: kwargs)
 
     class Ctx:
@@ -125,7 +125,7 @@ def ours_checker() -> Callable[[dict[str, Any]], Any]:
 
 def cattrs_checker() -> Callable[[dict[str, Any]], Any]:
     sig = read_signature(forecast, "tool 'forecast'")
-    check = m.server.compile_schema(sig.input_schema())
+    check = m.server._validation.compile_schema(sig.input_schema())
     hints = typing.get_type_hints(forecast)
     converter = cattrs.Converter()
 
@@ -192,9 +192,9 @@ KINDS: list[tuple[str, Any, Any, Callable[[Any], bool]]] = [
 def ours_covers(annotation: Any, value: Any, ok: Callable[[Any], bool]) -> str:
     try:
         schema, convert = build(annotation, "x")
-        if m.server.compile_schema({"type": "object", "properties": {"v": schema}}).problem(
-            {"v": value}
-        ):
+        if m.server._validation.compile_schema(
+            {"type": "object", "properties": {"v": schema}}
+        ).problem({"v": value}):
             return "no (refused)"
         converted = value if convert is None else convert(value)
         description = schema.get("description")

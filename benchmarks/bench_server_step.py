@@ -70,8 +70,8 @@ from typing import Any
 from _harness import Stats, machine, ratio
 
 import mrtr_core as m
-from mrtr_core.connection._server_rules import finish_result
-from mrtr_core.protocol._meta import read_modern_request
+from mrtr_core._connection._server_rules import finish_result
+from mrtr_core._meta import read_modern_request
 
 TOOL_FINAL = "book_table"
 TOOL_ASK = "book_slot"
@@ -531,7 +531,7 @@ def profile(tool: str, ask: bool, n: int, repeats: int) -> None:
                 proven=proven,
             )
             t3 = clock()
-            m.server.spend_redeemed(ctx, sealer.store)
+            m.server._handlers.spend_redeemed(ctx, sealer.store)
             t4 = clock()
             outcome = handler(ctx)
             t5 = clock()

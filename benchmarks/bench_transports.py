@@ -263,7 +263,7 @@ def work_mrtr(transport: str, warmup: int, loop: str = "trio") -> None:
     import mrtr_core as m
 
     answers = [0]
-    batches = Batches(answers, {"json": m.wire.json_backend().name})
+    batches = Batches(answers, {"json": m.wire._codec.json_backend().name})
 
     async def answer(key: str, request: m.wire.InputRequest) -> m.wire.InputResponse:
         answers[0] += 1

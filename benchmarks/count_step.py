@@ -140,7 +140,7 @@ def floor_child(backend: str, n: int, stop: str) -> None:
 def objects_child(n: int, stop: str) -> None:
     """Build the object named ``stop`` (``none``: nothing) ``n`` times."""
     import mrtr_core as m
-    from mrtr_core.connection._events import CallEvent
+    from mrtr_core._connection._events import CallEvent
 
     class Plain:
         __slots__ = ("input_timeout", "keys", "kinds", "round")
@@ -151,16 +151,18 @@ def objects_child(n: int, stop: str) -> None:
 
     keys, kinds = ("confirm",), ("elicitation/create",)
     request = m.wire.ElicitFormRequest(message="Book?", requested_schema={})
-    started = m.RoundStarted(round=1, keys=keys, kinds=kinds, input_timeout=None)
+    started = m.engine.RoundStarted(round=1, keys=keys, kinds=kinds, input_timeout=None)
     builders: dict[str, Callable[[], object]] = {
         "none": lambda: None,
         "tuple of 4": lambda: (1, keys, kinds, None),
         "plain slotted class, 4 fields": lambda: Plain(
             round=1, keys=keys, kinds=kinds, input_timeout=None
         ),
-        "RoundStarted": lambda: m.RoundStarted(round=1, keys=keys, kinds=kinds, input_timeout=None),
-        "DispatchInput": lambda: m.DispatchInput(key="confirm", request=request, round=1),
-        "SendRetry": lambda: m.SendRetry(
+        "RoundStarted": lambda: m.engine.RoundStarted(
+            round=1, keys=keys, kinds=kinds, input_timeout=None
+        ),
+        "DispatchInput": lambda: m.engine.DispatchInput(key="confirm", request=request, round=1),
+        "SendRetry": lambda: m.engine.SendRetry(
             params={}, timeout=None, delay=0.0, round=1, leg=2, reissue=False
         ),
         "CallEvent": lambda: CallEvent(call=1, event=started),

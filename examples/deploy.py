@@ -67,7 +67,7 @@ class Silent:
 
 
 async def main() -> None:
-    info = m.protocol.RequestInfo(
+    info = m.server.RequestInfo(
         id=0,
         method="tools/call",
         era="modern",

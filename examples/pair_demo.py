@@ -107,15 +107,15 @@ def main() -> None:
                 print(f"    era settled: {event.era} {event.protocol_version}")
             elif isinstance(event, m.CallEvent):
                 inner = event.event
-                if isinstance(inner, (m.SendRequest, m.SendRetry)):
+                if isinstance(inner, (m.engine.SendRequest, m.engine.SendRetry)):
                     data = client.send(event)
                     show(f"--> leg {inner.leg}:", data)
                     server.receive_data(data)
-                elif isinstance(inner, m.RoundStarted):
+                elif isinstance(inner, m.engine.RoundStarted):
                     print(f"    round {inner.round}: the server asks for {', '.join(inner.kinds)}")
-                elif isinstance(inner, m.DispatchInput):
+                elif isinstance(inner, m.engine.DispatchInput):
                     client.provide(call, inner.key, answer(inner.request), now)
-                elif isinstance(inner, m.Done):
+                elif isinstance(inner, m.engine.Done):
                     print("done:", inner.result["content"][0]["text"])
                     return
                 else:

@@ -183,15 +183,15 @@ async def serve_one_call(tool: str, user: Mapping[str, Any] = USER) -> tuple[str
         while (event := client.next_event()) is not m.NEED_DATA:
             assert isinstance(event, m.CallEvent), event
             inner = event.event
-            if isinstance(inner, (m.SendRequest, m.SendRetry)):
+            if isinstance(inner, (m.engine.SendRequest, m.engine.SendRetry)):
                 server.receive_data(client.send(event))
                 legs += 1
-            elif isinstance(inner, m.DispatchInput):
+            elif isinstance(inner, m.engine.DispatchInput):
                 client.provide(call, inner.key, user[inner.key])
-            elif isinstance(inner, m.Done):
+            elif isinstance(inner, m.engine.Done):
                 mark = "(tool error) " if inner.result.get("isError") else ""
                 return mark + inner.result["content"][0]["text"], legs
-            elif not isinstance(inner, m.RoundStarted):
+            elif not isinstance(inner, m.engine.RoundStarted):
                 raise SystemExit(f"the call failed: {inner}")
         while (request := server.next_event()) is not m.NEED_DATA:
             assert isinstance(request, m.Request), request

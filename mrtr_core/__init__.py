@@ -4,31 +4,36 @@ No I/O, no clock, no threads: feed it bytes, results and the time, and it tells
 you what to send and whom to ask.
 
 The top level is what a connection user needs: the :class:`Connection`, its
-roles and events, the messages sent and received, the errors, the one
-"nothing to hand out" sentinel, and the :class:`RoundEngine` with its events.
-Other audiences have public submodules:
+roles, session states and events, the messages sent and received, the errors
+and their codes, the protocol versions it negotiates, and the one "nothing to
+hand out" sentinel.  Every other audience has one public submodule
+(``docs/core.md`` has the table):
 
-* :mod:`mrtr_core.server`: asking, reading answers, sealed state, handler styles, the 2025 shim;
-* :mod:`mrtr_core.wire`: the payload model, conversion, JSON codec, framing, SSE;
-* :mod:`mrtr_core.protocol`: versions, ``_meta`` keys, error codes, input kinds, HTTP headers;
-* :mod:`mrtr_core.engine`: the round engine's table, pacing, retry params and errors;
-* :mod:`mrtr_core.connection`: the connection's bounds and session tables.
+* :mod:`mrtr_core.engine`: client SDK authors driving one flow's rounds;
+* :mod:`mrtr_core.server`: server authors asking, reading answers, sealing state;
+* :mod:`mrtr_core.wire`: the payload model, ``_meta`` keys, input kinds, JSON codec, line framing;
+* :mod:`mrtr_core.http`: authors of a Streamable HTTP binding (headers, POST rules,
+  SSE, 2025-era sessions and replay);
+* :mod:`mrtr_core.websocket`: authors of a WebSocket binding;
+* :mod:`mrtr_core.caching`: clients keeping a response cache.
+
+Modules whose names start with ``_`` are not part of the public API (our own
+transports import a few of them).
 
 ``pip install mrtr`` installs this core alone; ``pip install 'mrtr[transports]'`` adds
-``mrtr_transports``, the trio adapters and the ``mrtr`` command.
+``mrtr_transports``, the adapters and the ``mrtr`` command.
 """
 
-from . import connection, engine, protocol, server, wire
-from ._errors import (
-    AppResultRefused,
-    LocalProtocolError,
-    MrtrError,
-    PeerError,
-    RemoteProtocolError,
-)
-from ._wait import NEED_DATA, Wait
-from .connection._connection import CLIENT, SERVER, Connection, Role
-from .connection._events import (
+# (named, for type checkers: our transports read a few of its bounds as m._connection._options.X)
+from . import _connection as _connection
+from . import caching as caching
+from . import engine as engine
+from . import http as http
+from . import server as server
+from . import websocket as websocket
+from . import wire as wire
+from ._connection._connection import Connection
+from ._connection._events import (
     AutoReply,
     CallEvent,
     ConnectionClosed,
@@ -41,20 +46,27 @@ from .connection._events import (
     SessionFailed,
     SessionOpened,
 )
-from .engine._engine import RoundEngine
-from .engine._events import (
-    CancelInputs,
-    Cancelled,
-    CancelLeg,
-    DispatchInput,
-    Done,
-    EngineEvent,
-    Failed,
-    RoundStarted,
-    SendRequest,
-    SendRetry,
-    TimedOut,
+from ._connection._options import CLIENT, SERVER, Role
+from ._connection._session import SessionState
+from ._connection._verdict import Verdict
+from ._errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    SERVER_BUSY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    AppResultRefused,
+    LocalProtocolError,
+    MrtrError,
+    PeerError,
+    RemoteProtocolError,
 )
+from ._meta import ALL_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS, Era
+from ._wait import NEED_DATA, Wait
 from .wire._model import (
     ErrorObject,
     ErrorResponse,
@@ -70,12 +82,19 @@ from .wire._model import (
 __version__ = "0.1.0"
 
 __all__ = [
-    # the connection
+    # the connection, its roles and session states
     "CLIENT",
     "SERVER",
     "Connection",
     "Role",
-    # its events (messages travel as themselves, in both directions)
+    "SessionState",
+    "Verdict",
+    # the versions it negotiates
+    "ALL_VERSIONS",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "Era",
+    # its events
     "AutoReply",
     "CallEvent",
     "ConnectionClosed",
@@ -87,6 +106,7 @@ __all__ = [
     "RequestCancelled",
     "SessionFailed",
     "SessionOpened",
+    # messages travel as themselves, in both directions
     "ErrorObject",
     "ErrorResponse",
     "Message",
@@ -98,29 +118,19 @@ __all__ = [
     # nothing to hand out yet
     "NEED_DATA",
     "Wait",
-    # errors
+    # errors, and the codes they carry
     "AppResultRefused",
     "LocalProtocolError",
     "MrtrError",
     "PeerError",
     "RemoteProtocolError",
-    # the round engine and its events
-    "RoundEngine",
-    "CancelInputs",
-    "CancelLeg",
-    "Cancelled",
-    "DispatchInput",
-    "Done",
-    "EngineEvent",
-    "Failed",
-    "RoundStarted",
-    "SendRequest",
-    "SendRetry",
-    "TimedOut",
-    # the public submodules
-    "connection",
-    "engine",
-    "protocol",
-    "server",
-    "wire",
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+    "SERVER_BUSY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
 ]

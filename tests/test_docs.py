@@ -4,7 +4,7 @@ Every fenced ```python block of README.md and docs/*.md is executed on its own,
 in a fresh namespace, in this process.  It is compiled with padding so that a
 traceback names the Markdown file and its line.  A block must contain at least
 one ``assert``, and every file at least one block.  The transition table in
-docs/engine.md is also checked against ``mrtr_core.engine.TRANSITIONS``.
+docs/engine.md is also checked against ``mrtr_core.engine._state.TRANSITIONS``.
 
 The examples are type-checked too: ``examples/*.py`` with ``mypy --strict``, and every
 block that imports from ``mrtr_transports`` (an app author's code) with mypy's checks of
@@ -79,19 +79,19 @@ def test_python_block_runs(path: Path, line: int, code: str) -> None:
 
 
 def documented_transitions() -> dict[
-    tuple[m.engine.EngineState, m.engine.EngineInput], frozenset[m.engine.EngineState]
+    tuple[m.engine.EngineState, m.engine._state.EngineInput], frozenset[m.engine.EngineState]
 ]:
     """The table between the transitions markers of docs/engine.md, parsed."""
     text = ENGINE_DOC.read_text(encoding="utf-8")
     table = text.split("<!-- transitions:begin -->", 1)[1].split("<!-- transitions:end -->", 1)[0]
     found: dict[
-        tuple[m.engine.EngineState, m.engine.EngineInput], frozenset[m.engine.EngineState]
+        tuple[m.engine.EngineState, m.engine._state.EngineInput], frozenset[m.engine.EngineState]
     ] = {}
     for row in table.splitlines():
         if not row.startswith("| `"):
             continue  # the header and its rule
         state, given, targets = (cell.strip().strip("`") for cell in row.split("|")[1:4])
-        key = (m.engine.EngineState[state], m.engine.EngineInput(given.removesuffix("()")))
+        key = (m.engine.EngineState[state], m.engine._state.EngineInput(given.removesuffix("()")))
         assert key not in found, f"the table lists {row!r} twice"
         found[key] = frozenset(
             m.engine.EngineState[t.strip().strip("`")] for t in targets.split(",")
@@ -100,7 +100,7 @@ def documented_transitions() -> dict[
 
 
 def test_transition_table_matches_the_code() -> None:
-    assert documented_transitions() == dict(m.engine.TRANSITIONS)
+    assert documented_transitions() == dict(m.engine._state.TRANSITIONS)
 
 
 def test_the_api_reference_has_a_page_per_public_module() -> None:

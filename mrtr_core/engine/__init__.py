@@ -1,14 +1,17 @@
-"""The round engine: one multi round-trip flow driven without a connection.
+"""The round engine: one multi round-trip flow driven without a connection, for
+client SDK authors.
 
 ``RoundEngine`` consumes decoded results and the time and hands out events
-(send this leg, ask the app this, the flow ended).  Here too: its state table,
-pacing of requestState-only rounds, strict retry params, and the errors a
-``Failed`` event can carry.  See ``docs/engine.md``.
+(send this leg, ask the app this, the flow ended); ``EngineState`` names where it
+is; ``missing_capability`` and ``build_retry_params`` check a request and build a retry
+for rounds driven by hand (manual mode); and four errors say why a ``Failed`` event
+failed.  The engine's table, its pacing constants and its
+helpers live in the private modules.  See ``docs/engine.md``.
 """
 
 from .._errors import InputFailed, InvalidInputRequired, MissingCapability, RoundLimitExceeded
-from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
-from ._engine import DEFAULT_URL_WAIT, PACE_CAP, PACE_FIRST, URL_PACE_CAP, RoundEngine
+from ..wire._capabilities import missing_capability
+from ._engine import RoundEngine
 from ._events import (
     CancelInputs,
     Cancelled,
@@ -21,28 +24,19 @@ from ._events import (
     SendRequest,
     SendRetry,
     TimedOut,
-    input_kind,
 )
-from ._retry import build_retry_params, strip_round_fields
-from ._state import TERMINAL_STATES, TRANSITIONS, EngineInput, EngineState
+from ._retry import build_retry_params
+from ._state import EngineState
 
 __all__ = [
-    "InputFailed",
-    "InvalidInputRequired",
-    "MissingCapability",
-    "RoundLimitExceeded",
-    "DEFAULT_URL_WAIT",
-    "PACE_CAP",
-    "PACE_FIRST",
-    "URL_PACE_CAP",
+    "EngineState",
     "RoundEngine",
-    "FINISHED",
-    "NEED_INPUT",
-    "NEED_RESULT",
-    "NEED_START",
+    "build_retry_params",
+    "missing_capability",
+    # its events
     "CancelInputs",
-    "Cancelled",
     "CancelLeg",
+    "Cancelled",
     "DispatchInput",
     "Done",
     "EngineEvent",
@@ -51,12 +45,9 @@ __all__ = [
     "SendRequest",
     "SendRetry",
     "TimedOut",
-    "Wait",
-    "input_kind",
-    "build_retry_params",
-    "strip_round_fields",
-    "TERMINAL_STATES",
-    "TRANSITIONS",
-    "EngineInput",
-    "EngineState",
+    # the errors a Failed event carries
+    "InputFailed",
+    "InvalidInputRequired",
+    "MissingCapability",
+    "RoundLimitExceeded",
 ]

@@ -20,8 +20,8 @@ from .._errors import (
     RoundLimitExceeded,
     describe,
 )
+from .._meta import declared_capabilities
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
-from ..protocol._meta import declared_capabilities
 from ..wire._convert import (
     structure_input_request,
     unstructure_input_request,

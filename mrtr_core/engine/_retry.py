@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import LocalProtocolError
-from ..protocol._meta import MRTR_METHODS as MRTR_METHODS
+from .._meta import MRTR_METHODS as MRTR_METHODS
 from ..wire._convert import unstructure_input_response
 from ..wire._model import InputResponse
 

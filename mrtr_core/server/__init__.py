@@ -1,9 +1,12 @@
-"""The server's side of a round: typed asks and reading the answers, the sealed
-``requestState``, the handler styles, and the shim that serves 2025-era
-clients with the same handlers; URL elicitation through a provider that
-redirects back to the server (``docs/url-elicitation.md``).  See ``docs/server.md``.
+"""The server's side of a round, for server authors on the core: typed asks and
+reading the answers, what a server knows of one request (``RequestInfo``), the
+handler styles, the sealed ``requestState`` and its single-use store, the shim
+that serves 2025-era clients with the same handlers, and URL elicitation through
+a provider that redirects back to the server (``docs/url-elicitation.md``).
+See ``docs/server.md``.
 """
 
+from .._meta import RequestInfo
 from ._asking import (
     Answers,
     CapabilityRequired,
@@ -21,55 +24,34 @@ from ._handlers import (
     Handler,
     HandlerContext,
     Next,
-    Redeemed,
     Steps,
     close_leg,
     open_leg,
     run_handler,
-    spend_redeemed,
 )
-from ._legacy_shim import (
-    LegacyShim,
-    ShimDone,
-    ShimEvent,
-    ShimRun,
-    ShimSend,
-    ShimWait,
-    legacy_request,
-)
+from ._legacy_shim import LegacyShim, ShimDone, ShimEvent, ShimRun, ShimSend, ShimWait
 from ._sealing import (
-    REQUEST_STATE_REASONS,
     InvalidRequestState,
     MemoryNonceStore,
     NonceStore,
     NonceStoreFull,
-    OpenedState,
     StateSealer,
-    params_digest,
 )
 from ._url_flows import (
-    DEFAULT_INTERACTION_TTL,
-    DEFAULT_MAX_INTERACTIONS,
-    INTERACTION_TRANSITIONS,
-    MAX_CALLBACK_QUERY,
-    MAX_PROVIDER_STATE,
     BadCallback,
     Callback,
     Interaction,
-    InteractionEvent,
     InteractionGone,
     InteractionStatus,
     InteractionStoreFull,
     MemoryInteractions,
     begin_interaction,
-    new_prefix,
     read_callback,
-    rewrite_provider_url,
-    split_state,
 )
-from ._validation import CompiledSchema, SchemaProblem, compile_schema, schema_problem
 
 __all__ = [
+    "RequestInfo",
+    # asking, and reading the answers
     "Answers",
     "CapabilityRequired",
     "InvalidAnswer",
@@ -80,51 +62,36 @@ __all__ = [
     "list_roots",
     "required_capabilities",
     "sample",
+    # handler styles
     "Ask",
     "Handler",
     "HandlerContext",
     "Next",
-    "Redeemed",
     "Steps",
     "close_leg",
     "open_leg",
     "run_handler",
-    "spend_redeemed",
+    # 2025-era clients
     "LegacyShim",
     "ShimDone",
     "ShimEvent",
     "ShimRun",
     "ShimSend",
     "ShimWait",
-    "legacy_request",
-    "REQUEST_STATE_REASONS",
+    # sealed requestState
     "InvalidRequestState",
     "MemoryNonceStore",
     "NonceStore",
     "NonceStoreFull",
-    "OpenedState",
     "StateSealer",
-    "params_digest",
-    "DEFAULT_INTERACTION_TTL",
-    "DEFAULT_MAX_INTERACTIONS",
-    "MAX_CALLBACK_QUERY",
-    "MAX_PROVIDER_STATE",
-    "INTERACTION_TRANSITIONS",
+    # URL elicitation through a provider
     "BadCallback",
     "Callback",
     "Interaction",
-    "InteractionEvent",
     "InteractionGone",
     "InteractionStatus",
     "InteractionStoreFull",
     "MemoryInteractions",
     "begin_interaction",
-    "new_prefix",
     "read_callback",
-    "rewrite_provider_url",
-    "split_state",
-    "CompiledSchema",
-    "SchemaProblem",
-    "compile_schema",
-    "schema_problem",
 ]

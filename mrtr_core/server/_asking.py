@@ -28,7 +28,7 @@ from .._errors import (
     RemoteProtocolError,
     describe,
 )
-from ..protocol._capabilities import missing_capability
+from ..wire._capabilities import missing_capability
 from ..wire._convert import structure, unstructure_input_required
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (

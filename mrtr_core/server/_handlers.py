@@ -39,7 +39,7 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from .._errors import LocalProtocolError
-from ..protocol._meta import RequestInfo
+from .._meta import RequestInfo
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (
     CreateMessageRequest,

@@ -34,10 +34,10 @@ from typing import Any
 import attrs
 
 from .._errors import INTERNAL_ERROR, LocalProtocolError, MrtrError
+from .._meta import RequestInfo
 from .._wait import FINISHED, NEED_INPUT, NEED_RESULT, NEED_START, Wait
 from ..engine._engine import PACE_CAP, PACE_FIRST
 from ..engine._retry import strip_round_fields
-from ..protocol._meta import RequestInfo
 from ..wire._convert import structure_input_required, unstructure_input_request
 from ..wire._inputs import INPUT_KINDS, InputRegistry
 from ..wire._model import (

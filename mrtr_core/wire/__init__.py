@@ -1,103 +1,72 @@
-"""The wire: JSON-RPC envelopes and the MRTR payload types, their conversion, the
-JSON codec, byte framing and the SSE codec.
+"""The wire, for code that builds or reads MCP messages itself: the MRTR payload
+types an input request and its answer carry, their conversion, the ``_meta`` keys
+every 2026-07-28 request carries, the input-kind registry, the JSON codec and
+newline framing.
 
-For adapters that move messages themselves (an HTTP body, an SSE event, a
-WebSocket frame) and for code that needs the typed payloads an input request
-or its answer carries.  Everything here is pure: bytes and mappings in,
-objects out.
+Everything here is pure: bytes and mappings in, objects out.  The JSON-RPC
+envelopes (``Request``, ``ResultResponse``, ...) are at the top level of
+``mrtr_core``; the HTTP and WebSocket bindings have their own modules.
 """
 
-from .._wait import NEED_DATA
-from ._codec import (
-    STDLIB_JSON,
-    Codec,
-    JsonBackend,
-    decode_message,
-    default_codec,
-    encode_message,
-    json_backend,
-    message_from_json,
-    message_to_json,
+from .._meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
 )
-from ._convert import (
-    structure,
-    structure_input_request,
-    structure_input_required,
-    unstructure,
-    unstructure_input_request,
-    unstructure_input_required,
-    unstructure_input_response,
-)
-from ._depth import DEFAULT_MAX_DEPTH
-from ._framing import END_OF_STREAM, LineFramer, MessageFramer, Oversize
+from ._codec import Codec, JsonBackend, decode_message, encode_message, message_to_json
+from ._convert import structure, structure_input_request, structure_input_required, unstructure
+from ._framing import END_OF_STREAM, LineFramer, Oversize
+from ._inputs import INPUT_KINDS, InputKind, InputRegistry
 from ._model import (
     CreateMessageRequest,
     CreateMessageResult,
     ElicitFormRequest,
     ElicitResult,
     ElicitUrlRequest,
-    ErrorObject,
-    ErrorResponse,
     InputRequest,
     InputRequiredResult,
     InputResponse,
     ListRootsRequest,
     ListRootsResult,
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    ResultResponse,
     Root,
-    error_response,
 )
-from ._sse import DEFAULT_MAX_EVENT_SIZE, SseDecoder, SseEvent, encode_sse, encode_sse_comment
 
 __all__ = [
-    "END_OF_STREAM",
-    "NEED_DATA",
-    "LineFramer",
-    "MessageFramer",
-    "Oversize",
-    "STDLIB_JSON",
-    "Codec",
-    "DEFAULT_MAX_DEPTH",
-    "JsonBackend",
-    "decode_message",
-    "default_codec",
-    "encode_message",
-    "json_backend",
-    "message_from_json",
-    "message_to_json",
-    "structure",
-    "structure_input_request",
-    "structure_input_required",
-    "unstructure",
-    "unstructure_input_request",
-    "unstructure_input_required",
-    "unstructure_input_response",
+    # the payloads of a round
     "CreateMessageRequest",
     "CreateMessageResult",
     "ElicitFormRequest",
     "ElicitResult",
     "ElicitUrlRequest",
-    "ErrorObject",
-    "ErrorResponse",
     "InputRequest",
     "InputRequiredResult",
     "InputResponse",
     "ListRootsRequest",
     "ListRootsResult",
-    "Message",
-    "Notification",
-    "Request",
-    "RequestId",
-    "ResultResponse",
     "Root",
-    "error_response",
-    "DEFAULT_MAX_EVENT_SIZE",
-    "SseDecoder",
-    "SseEvent",
-    "encode_sse",
-    "encode_sse_comment",
+    "structure",
+    "structure_input_request",
+    "structure_input_required",
+    "unstructure",
+    # the _meta keys
+    "META_CLIENT_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_PROTOCOL_VERSION",
+    "META_SERVER_INFO",
+    # the input kinds
+    "INPUT_KINDS",
+    "InputKind",
+    "InputRegistry",
+    # JSON and framing
+    "Codec",
+    "JsonBackend",
+    "decode_message",
+    "encode_message",
+    "message_to_json",
+    "END_OF_STREAM",
+    "LineFramer",
+    "Oversize",
 ]

@@ -22,7 +22,7 @@ from support.input_kinds import (
 
 import mrtr_core as m
 from mrtr_core import AppResultRefused
-from mrtr_core.connection._server_rules import (
+from mrtr_core._connection._server_rules import (
     SERVER_REQUEST_METHODS,
     check_input_required,
     check_server_request,
@@ -36,8 +36,8 @@ ASK_WIRE = {"method": "confirmation/ask", "params": {"message": "Delete the draf
 DECLARED: dict[str, Any] = {"confirmation": {}}
 
 
-def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.protocol.RequestInfo:
-    return m.protocol.RequestInfo(
+def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.server.RequestInfo:
+    return m.server.RequestInfo(
         id=1,
         method="tools/call",
         era=era,
@@ -57,7 +57,7 @@ def _info(era: Any = "modern", capabilities: Any = DECLARED) -> m.protocol.Reque
 def test_every_kinds_2025_request_round_trips_through_the_server_rules(kind: InputKind) -> None:
     wire = SAMPLE_REQUESTS[kind.name]
     ask = m.wire.structure_input_request(wire)
-    legacy = m.server.legacy_request(9, ask)
+    legacy = m.server._legacy_shim.legacy_request(9, ask)
     assert legacy.id == 9 and legacy.method == kind.legacy_method
     params = dict(legacy.params or {})
     if kind.legacy_id_param is not None:
@@ -67,7 +67,7 @@ def test_every_kinds_2025_request_round_trips_through_the_server_rules(kind: Inp
     check_server_request(legacy, needed)  # declared: sent
     with pytest.raises(AppResultRefused) as refused:
         check_server_request(legacy, {})
-    assert refused.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
     assert refused.value.data == {"requiredCapabilities": needed}
     # The same check, on the same kind, for input_required.
     result = {"resultType": "input_required", "inputRequests": {"k": wire}}
@@ -93,7 +93,7 @@ def test_a_2025_request_of_an_unknown_mode_is_refused() -> None:
     request = m.Request(id=1, method="elicitation/create", params={"mode": "popup"})
     with pytest.raises(AppResultRefused, match="unknown elicitation mode") as refused:
         check_server_request(request, {"elicitation": {"form": {}, "url": {}}})
-    assert refused.value.code == m.protocol.INTERNAL_ERROR
+    assert refused.value.code == m.INTERNAL_ERROR
     assert INPUT_KINDS.legacy_methods | {"ping"} == SERVER_REQUEST_METHODS
 
 
@@ -113,18 +113,18 @@ def test_structuring_takes_the_new_kind_and_keeps_unknown_keys() -> None:
     wire = {"method": "confirmation/ask", "params": {"message": "Sure?", "later": 1}}
     request = m.wire.structure_input_request(wire, WITH_CONFIRM)
     assert request == ConfirmRequest(message="Sure?", extra={"later": 1})  # type: ignore[comparison-overlap]
-    assert m.wire.unstructure_input_request(request) == wire
-    assert m.engine.input_kind(request, WITH_CONFIRM) == "confirmation/ask"
+    assert m.wire._convert.unstructure_input_request(request) == wire
+    assert m.engine._events.input_kind(request, WITH_CONFIRM) == "confirmation/ask"
     answer = m.wire.structure({"confirmed": True, "note": "x"}, ConfirmResult)
     assert m.wire.unstructure(answer) == {"confirmed": True, "note": "x"}
 
 
-def _engine(capabilities: Any) -> m.RoundEngine:
-    engine = m.RoundEngine(
+def _engine(capabilities: Any) -> m.engine.RoundEngine:
+    engine = m.engine.RoundEngine(
         "tools/call", {"name": "cleanup"}, capabilities=capabilities, input_kinds=WITH_CONFIRM
     )
     engine.start(0.0)
-    assert isinstance(engine.next_event(), m.SendRequest)
+    assert isinstance(engine.next_event(), m.engine.SendRequest)
     return engine
 
 
@@ -132,17 +132,17 @@ def test_the_engine_dispatches_the_new_kind_and_sends_its_answer() -> None:
     engine = _engine(DECLARED)
     engine.receive_result({"resultType": "input_required", "inputRequests": {"ok": ASK_WIRE}}, 1.0)
     started = engine.next_event()
-    assert isinstance(started, m.RoundStarted) and started.kinds == ("confirmation/ask",)
-    assert engine.next_event() == m.DispatchInput(key="ok", request=ASK, round=1)  # type: ignore[arg-type]
+    assert isinstance(started, m.engine.RoundStarted) and started.kinds == ("confirmation/ask",)
+    assert engine.next_event() == m.engine.DispatchInput(key="ok", request=ASK, round=1)  # type: ignore[arg-type]
     # Survives a snapshot, given the same registry.
-    engine = m.RoundEngine.restore(engine.snapshot(2.0), 2.0, input_kinds=WITH_CONFIRM)
-    assert isinstance(engine.next_event(), m.RoundStarted)
-    assert engine.next_event() == m.DispatchInput(key="ok", request=ASK, round=1)  # type: ignore[arg-type]
+    engine = m.engine.RoundEngine.restore(engine.snapshot(2.0), 2.0, input_kinds=WITH_CONFIRM)
+    assert isinstance(engine.next_event(), m.engine.RoundStarted)
+    assert engine.next_event() == m.engine.DispatchInput(key="ok", request=ASK, round=1)  # type: ignore[arg-type]
     with pytest.raises(m.LocalProtocolError, match="not a valid ConfirmResult"):
         _answered_badly()
     engine.provide("ok", ConfirmResult(confirmed=True), 3.0)  # type: ignore[arg-type]
     retry = engine.next_event()
-    assert isinstance(retry, m.SendRetry)
+    assert isinstance(retry, m.engine.SendRetry)
     assert retry.params["inputResponses"] == {"ok": {"confirmed": True}}
 
 
@@ -169,7 +169,9 @@ def test_the_engine_gates_the_new_kind_on_its_capability(
     engine = _engine(capabilities)
     engine.receive_result({"resultType": "input_required", "inputRequests": {"ok": ask}}, 1.0)
     failed = engine.next_event()
-    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.engine.MissingCapability)
+    assert isinstance(failed, m.engine.Failed) and isinstance(
+        failed.error, m.engine.MissingCapability
+    )
     assert failed.error.required == required and "(confirmation/ask)" in failed.error.message
 
 
@@ -181,7 +183,7 @@ def test_the_asking_helpers_take_the_new_kind() -> None:
     }
     assert m.server.required_capabilities(asks, {}, WITH_CONFIRM) == {"confirmation": {}}
     assert m.server.required_capabilities(asks, DECLARED, WITH_CONFIRM) == {}
-    assert m.protocol.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
+    assert m.engine.missing_capability(DANGER, DECLARED, WITH_CONFIRM) == {  # type: ignore[arg-type]
         "confirmation": {"dangerous": {}}
     }
     answers = m.server.Answers(
@@ -245,7 +247,7 @@ def test_the_legacy_shim_refuses_the_new_kind_without_its_capability() -> None:
     shim = _shim({}, [])
     done = shim.next_event()
     assert isinstance(done, m.server.ShimDone) and isinstance(done.response, m.ErrorResponse)
-    assert done.response.error.code == m.protocol.INTERNAL_ERROR  # 2025 has no -32021
+    assert done.response.error.code == m.INTERNAL_ERROR  # 2025 has no -32021
     assert done.response.error.data == {"requiredCapabilities": {"confirmation": {}}}
 
 
@@ -263,7 +265,7 @@ def test_the_server_rules_take_the_new_kind() -> None:
     assert finished == result
     with pytest.raises(AppResultRefused) as refused:
         check_input_required(_info(capabilities={}), result, WITH_CONFIRM)
-    assert refused.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
     with pytest.raises(AppResultRefused, match="malformed input_required"):
         check_input_required(_info(), result)  # the default registry does not know it
     no_id = m.Request(id=1, method="confirmation/ask", params={"message": "Sure?"})

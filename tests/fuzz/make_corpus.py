@@ -604,7 +604,7 @@ def framing_seeds() -> Iterable[bytes]:
 def sse_seeds() -> Iterable[bytes]:
     _, to_client = converse(0, answer_inputs=True)
     events = b"".join(
-        m.wire.encode_sse(text.decode(), id=str(i), event="message" if i % 2 else None)
+        m.http.encode_sse(text.decode(), id=str(i), event="message" if i % 2 else None)
         for i, text in enumerate(to_client.splitlines())
     )
     streams = [
@@ -924,7 +924,7 @@ def schemas_seeds() -> Iterable[bytes]:
 def http_sessions_seeds() -> Iterable[bytes]:
     init = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     call = request(1, "tools/call", {"name": "weather"})
-    meta = {m.protocol.META_PROTOCOL_VERSION: targets.MODERN}
+    meta = {m.wire.META_PROTOCOL_VERSION: targets.MODERN}
     modern = request(2, "tools/call", {"name": "w", "_meta": meta})
     bodies = [init, call, modern, note("notifications/initialized"), b"[1]\n", b"not json\n"]
     heads = [

@@ -46,7 +46,7 @@ def test_a_leg_reissued_before_it_went_out_leaves_one_leg_on_the_wire() -> None:
     out = []
     while (event := conn.next_event()) is not m.NEED_DATA:
         out.append(event)
-    assert out[0] == m.CallEvent(call=call, event=m.Done(result={"content": []}))
+    assert out[0] == m.CallEvent(call=call, event=m.engine.Done(result={"content": []}))
     assert len(out) == 2 and isinstance(out[1], m.InvalidMessage)  # the unknown id, reported
 
 
@@ -63,7 +63,7 @@ def test_a_call_killed_by_misuse_before_the_era_settled_still_ends_with_failed()
     while not isinstance(event := conn.next_event(), m.ConnectionClosed):
         events.append(event)
     (end,) = [e for e in events if isinstance(e, m.CallEvent)]
-    assert end.call == call and isinstance(end.event, m.Failed), end
+    assert end.call == call and isinstance(end.event, m.engine.Failed), end
 
 
 def test_the_server_answering_the_leg_of_a_call_killed_by_misuse_is_a_late_answer() -> None:
@@ -86,7 +86,7 @@ def test_the_server_answering_the_leg_of_a_call_killed_by_misuse_is_a_late_answe
         events = []
         while not isinstance(event := conn.next_event(), m.ConnectionClosed):
             events.append(event)
-        assert [type(e.event) for e in events] == [m.Failed]
+        assert [type(e.event) for e in events] == [m.engine.Failed]
 
 
 def test_a_line_framer_may_hold_a_whole_message_and_its_carriage_return() -> None:
@@ -130,14 +130,14 @@ def test_a_last_event_id_with_a_digit_int_refuses_is_not_an_event_id() -> None:
     # Found by the http_sessions target's seeds: a Last-Event-ID of "\xb2-1" (a latin-1
     # header byte, as the HTTP server decodes it) passed str.isdigit(), then int("²")
     # raised ValueError out of ReplayBuffer.resume.  Event ids are ASCII now.
-    read = m.protocol.read_legacy_headers({"mcp-session-id": ["s"], "last-event-id": ["\xb2-1"]})
+    read = m.http.read_legacy_headers({"mcp-session-id": ["s"], "last-event-id": ["\xb2-1"]})
     assert read.last_event_id == "\u00b2-1"
-    buffer = m.protocol.ReplayBuffer(max_events=4, max_bytes=64)
+    buffer = m.http.ReplayBuffer(max_events=4, max_bytes=64)
     assert buffer.record(buffer.open_stream(), b"x") == "1-1"
     for bad in (read.last_event_id, "1-\u00b9", "\u0661-1"):
-        with pytest.raises(m.protocol.ReplayLost, match="not an event id"):
+        with pytest.raises(m.http.ReplayLost, match="not an event id"):
             buffer.resume(bad)
-    assert buffer.resume("1-1") == m.protocol.Cursor(1, 1)
+    assert buffer.resume("1-1") == m.http._replay.Cursor(1, 1)
 
 
 @pytest.mark.parametrize("target", list(targets.TARGETS))

@@ -22,7 +22,7 @@ import mrtr_core as m
 from support.raw_http import ACCEPT_BOTH
 
 #: The ``_meta`` every 2026-07-28 request carries.
-META = {m.protocol.META_PROTOCOL_VERSION: "2026-07-28", m.protocol.META_CLIENT_CAPABILITIES: {}}
+META = {m.wire.META_PROTOCOL_VERSION: "2026-07-28", m.wire.META_CLIENT_CAPABILITIES: {}}
 
 TESTS = Path(__file__).resolve().parents[1]
 #: The servers, by the name the tests are parametrized with: (command, "listening" line).
@@ -104,7 +104,7 @@ def post(
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
     sent: dict[str, str] = {"Accept": accept, "Content-Type": "application/json"}
     if message is not None:
-        sent.update(m.protocol.request_headers(message))
+        sent.update(m.http.request_headers(message))
         body = json.dumps(message).encode() if body is None else body
     sent.update(headers or {})
     try:

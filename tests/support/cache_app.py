@@ -34,7 +34,7 @@ class CountingApp(McpApp):
         self.seen: Counter[str] = Counter()
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         self.seen[request.method] += 1
         return await super().handle(request, info, outlet)

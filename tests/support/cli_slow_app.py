@@ -19,11 +19,11 @@ class SlowApp:
     instructions: str | None = None
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         if request.method == "tools/call":
             await trio.sleep_forever()
-        raise m.MrtrError(f"Method not found: {request.method}", code=m.protocol.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {request.method}", code=m.METHOD_NOT_FOUND)
 
 
 app = SlowApp()

@@ -20,4 +20,4 @@ import mrtr_core as m
 from support.srv_apps import TestApp
 
 if __name__ == "__main__":
-    trio.run(lambda: serve_stdio(TestApp(), versions=m.protocol.MODERN_VERSIONS))
+    trio.run(lambda: serve_stdio(TestApp(), versions=m.MODERN_VERSIONS))

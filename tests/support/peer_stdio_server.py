@@ -74,9 +74,7 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
                 "requestState": "st-1",
             }
         if state != "st-1":
-            raise m.MrtrError(
-                f"requestState came back as {state!r}", code=m.protocol.INVALID_PARAMS
-            )
+            raise m.MrtrError(f"requestState came back as {state!r}", code=m.INVALID_PARAMS)
         reply = answers["name"]
         if reply.get("action") != "accept":
             return text(f"no name: {reply.get('action')}")
@@ -122,7 +120,7 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
         sys.stderr.write("fatal: the die tool was called\n")
         sys.stderr.flush()
         os._exit(3)
-    raise m.MrtrError(f"no tool {name!r}", code=m.protocol.INVALID_PARAMS)
+    raise m.MrtrError(f"no tool {name!r}", code=m.INVALID_PARAMS)
 
 
 def main(argv: list[str]) -> None:
@@ -138,9 +136,7 @@ def main(argv: list[str]) -> None:
     if "--ignore-sigterm" in flags:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     versions = (
-        m.protocol.LEGACY_VERSIONS
-        if "--legacy-only" in flags
-        else m.protocol.MODERN_VERSIONS + m.protocol.LEGACY_VERSIONS
+        m.LEGACY_VERSIONS if "--legacy-only" in flags else m.MODERN_VERSIONS + m.LEGACY_VERSIONS
     )
     conn = m.Connection(
         m.SERVER, info={"name": "peer-stdio", "version": "1"}, capabilities={"tools": {}},

@@ -5,7 +5,7 @@ to hold them: send a request byte by byte, read a response slowly or not at
 all, drop a connection in the middle of an SSE stream, send a retry with a
 chosen ``requestState`` to another server.  :class:`RawHttp` is one TCP
 connection to ``127.0.0.1``; the message builders make the 2026-07-28
-requests (``_meta`` and the mirrored headers, as ``mrtr_core.protocol`` says).
+requests (``_meta`` and the mirrored headers, as ``mrtr_core.http`` says).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def tool_call(
 ) -> dict[str, Any]:
     """A 2026-07-28 ``tools/call`` request (first leg)."""
     meta: dict[str, Any] = {
-        m.protocol.META_PROTOCOL_VERSION: VERSION,
-        m.protocol.META_CLIENT_CAPABILITIES: CAPABILITIES,
+        m.wire.META_PROTOCOL_VERSION: VERSION,
+        m.wire.META_CLIENT_CAPABILITIES: CAPABILITIES,
     }
     if progress_token is not None:
         meta["progressToken"] = progress_token
@@ -83,12 +83,12 @@ class Reply:
 
 
 def sse_messages(body: bytes) -> list[dict[str, Any]]:
-    decoder = m.wire.SseDecoder()
+    decoder = m.http.SseDecoder()
     decoder.feed(body)
     decoder.feed_eof()
     found = []
     while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-        if isinstance(event, m.wire.SseEvent) and event.data:
+        if isinstance(event, m.http.SseEvent) and event.data:
             found.append(json.loads(event.data))
     return found
 
@@ -127,7 +127,7 @@ class RawHttp:
             ("Accept", accept),
             ("Content-Type", "application/json"),
             ("Content-Length", str(len(body))),
-            *m.protocol.request_headers(message),
+            *m.http.request_headers(message),
         ]
         data = self.h11.send(h11.Request(method="POST", target=self.path, headers=headers))
         return (

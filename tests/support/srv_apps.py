@@ -20,7 +20,7 @@ import trio
 from mrtr_transports.server.app import Outlet
 
 import mrtr_core as m
-from mrtr_core.protocol import schema_header_params
+from mrtr_core.http import schema_header_params
 
 CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
 TONE = m.server.sample("Describe the trip in three words", max_tokens=20)
@@ -110,7 +110,7 @@ class TestApp:
         }
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         params = request.params or {}
         method = request.method
@@ -119,9 +119,7 @@ class TestApp:
         if method == "tools/call":
             tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
             if tool is None:
-                raise m.MrtrError(
-                    f"unknown tool {params.get('name')!r}", code=m.protocol.INVALID_PARAMS
-                )
+                raise m.MrtrError(f"unknown tool {params.get('name')!r}", code=m.INVALID_PARAMS)
             ctx = m.server.open_leg(request, info, sealer=self.sealer, principal=None, now=now())
             return m.server.close_leg(ctx, await tool(ctx, outlet))
         if method == "prompts/list":
@@ -133,7 +131,7 @@ class TestApp:
             return {"resources": [{"uri": "test://doc", "name": "doc"}]}
         if method == "resources/read" and params.get("uri") == "test://doc":
             return {"contents": [{"uri": "test://doc", "mimeType": "text/plain", "text": "doc"}]}
-        raise m.MrtrError(f"no method {method!r} here", code=m.protocol.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"no method {method!r} here", code=m.METHOD_NOT_FOUND)
 
     def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
         """For the HTTP server: the ``Mcp-Param-*`` headers of a tool (``ServerApp``)."""

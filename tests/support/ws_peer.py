@@ -170,14 +170,16 @@ class WsPeer:
             if not (isinstance(event, m.CallEvent) and event.call == handle):
                 continue
             step = event.event
-            if isinstance(step, m.SendRetry):
+            if isinstance(step, m.engine.SendRetry):
                 await trio.sleep(step.delay)
-            if isinstance(step, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+            if isinstance(step, (m.engine.SendRequest, m.engine.SendRetry, m.engine.CancelLeg)):
                 await self.write(self.conn.send(event))
-            elif isinstance(step, m.DispatchInput):
+            elif isinstance(step, m.engine.DispatchInput):
                 assert answers is not None, step
                 self.conn.provide(handle, step.key, answers[step.key], trio.current_time())
-            elif isinstance(step, (m.Done, m.Failed, m.Cancelled, m.TimedOut)):
+            elif isinstance(
+                step, (m.engine.Done, m.engine.Failed, m.engine.Cancelled, m.engine.TimedOut)
+            ):
                 return step, seen
 
     async def stats(self) -> dict[str, int]:

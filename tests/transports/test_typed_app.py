@@ -32,7 +32,7 @@ class PlainApp:
         self.instructions: str | None = None
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         return {"content": []}
 

@@ -66,7 +66,7 @@ class Leg:
     what the handler's context switches to when this request resumes it."""
 
     request: m.Request
-    info: m.protocol.RequestInfo
+    info: m.server.RequestInfo
     outlet: Outlet
     principal: str | None
     #: The app's clock (sealed states expire by it).

@@ -55,12 +55,12 @@ _ABSENT = object()
 
 
 async def call_tool(
-    app: HostApp, tool: Tool, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+    app: HostApp, tool: Tool, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
-        raise m.MrtrError("arguments must be an object", code=m.protocol.INVALID_PARAMS)
-    schema = tool.arguments_schema or m.server.compile_schema(tool.input_schema)
+        raise m.MrtrError("arguments must be an object", code=m.INVALID_PARAMS)
+    schema = tool.arguments_schema or m.server._validation.compile_schema(tool.input_schema)
     problem = schema.problem(arguments)
     if problem is not None:  # an input error the model can correct: a tool result
         where = f"argument {problem.field[1:]!r}" if problem.field else "arguments"
@@ -78,7 +78,7 @@ async def read_resource(
     uri: str,
     uri_params: Mapping[str, str] | None,
     request: m.Request,
-    info: m.protocol.RequestInfo,
+    info: m.server.RequestInfo,
     outlet: Outlet,
 ) -> dict[str, Any]:
     def shape(outcome: Any) -> Mapping[str, Any]:
@@ -89,20 +89,20 @@ async def read_resource(
 
 
 async def get_prompt(
-    app: HostApp, prompt: Prompt, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+    app: HostApp, prompt: Prompt, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if not isinstance(arguments, Mapping) or not all(
         isinstance(v, str) for v in arguments.values()
     ):
-        raise m.MrtrError("prompt arguments must be strings", code=m.protocol.INVALID_PARAMS)
+        raise m.MrtrError("prompt arguments must be strings", code=m.INVALID_PARAMS)
     missing = [
         a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in arguments
     ]
     if missing:
         raise m.MrtrError(
             f"Missing required arguments: {', '.join(missing)}",
-            code=m.protocol.INVALID_PARAMS,
+            code=m.INVALID_PARAMS,
             data={"missing": missing},
         )
     return await run_leg(app, prompt, request, info, outlet, prompt_result)
@@ -112,7 +112,7 @@ async def run_leg(
     app: HostApp,
     entry: Entry,
     request: m.Request,
-    info: m.protocol.RequestInfo,
+    info: m.server.RequestInfo,
     outlet: Outlet,
     shape: Callable[[Any], Mapping[str, Any]],
     *,
@@ -130,7 +130,7 @@ async def run_leg(
     if answers is not _ABSENT and type(answers) is not dict and not isinstance(answers, Mapping):
         raise m.MrtrError(
             "inputResponses must be an object",
-            code=m.protocol.INVALID_PARAMS,
+            code=m.INVALID_PARAMS,
             data={"reason": "inputResponses must be an object"},
         )
     now = app.clock()

@@ -119,7 +119,7 @@ def header_params(name: str, schema: Mapping[str, Any]) -> dict[str, tuple[str, 
     Raises ``ValueError`` (``InvalidHeaderAnnotation``) for an annotation clients
     must reject (and so drop the tool): the core rule, ``schema_header_params``.
     """
-    from mrtr_core.protocol import schema_header_params
+    from mrtr_core.http import schema_header_params
 
     return schema_header_params(schema, tool=name)
 
@@ -276,9 +276,9 @@ class McpApp:
         if schema.get("type") != "object":
             raise ValueError(f"{what}: inputSchema needs type 'object' at the root")
         try:
-            arguments_schema = m.server.compile_schema(schema)
+            arguments_schema = m.server._validation.compile_schema(schema)
             out = shape.output_schema
-            result_schema = None if out is None else m.server.compile_schema(out)
+            result_schema = None if out is None else m.server._validation.compile_schema(out)
         except m.LocalProtocolError as exc:
             raise ValueError(f"{what}: {exc.message}") from exc
         tool = Tool(
@@ -484,7 +484,7 @@ class McpApp:
     # --- serving --------------------------------------------------------------------------
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         method = request.method
         params: Mapping[str, Any] = request.params or {}
@@ -522,23 +522,21 @@ class McpApp:
         if method == "logging/setLevel" and not modern and self.logging:
             # 2025 era only (2026 opts in per request); the connection sends a
             # 2025 session every log message, so the level is only checked here.
-            if params.get("level") not in m.protocol.LOG_LEVELS:
-                raise m.MrtrError("unknown log level", code=m.protocol.INVALID_PARAMS)
+            if params.get("level") not in m._meta.LOG_LEVELS:
+                raise m.MrtrError("unknown log level", code=m.INVALID_PARAMS)
             return {}
-        raise m.MrtrError(f"Method not found: {method}", code=m.protocol.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {method}", code=m.METHOD_NOT_FOUND)
 
     # --- lists ----------------------------------------------------------------------------
 
     def _page(
-        self, info: m.protocol.RequestInfo, params: Mapping[str, Any], key: str, items: list[Any]
+        self, info: m.server.RequestInfo, params: Mapping[str, Any], key: str, items: list[Any]
     ) -> dict[str, Any]:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
             if not (isinstance(cursor, str) and cursor.isdigit() and 0 < int(cursor) < len(items)):
-                raise m.MrtrError(
-                    "Invalid cursor", code=m.protocol.INVALID_PARAMS, data={"cursor": cursor}
-                )
+                raise m.MrtrError("Invalid cursor", code=m.INVALID_PARAMS, data={"cursor": cursor})
             start = int(cursor)
         end = start + self.page_size
         result: dict[str, Any] = {key: items[start:end]}
@@ -561,13 +559,13 @@ class McpApp:
             uri_params = template.match(uri)
             if uri_params is not None:
                 return template, uri_params
-        raise m.MrtrError("Resource not found", code=m.protocol.INVALID_PARAMS, data={"uri": uri})
+        raise m.MrtrError("Resource not found", code=m.INVALID_PARAMS, data={"uri": uri})
 
 
 def _required_string(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
-        raise m.MrtrError(f"params.{key} must be a string", code=m.protocol.INVALID_PARAMS)
+        raise m.MrtrError(f"params.{key} must be a string", code=m.INVALID_PARAMS)
     return value
 
 
@@ -576,9 +574,7 @@ def _named(params: Mapping[str, Any], table: Mapping[str, E], what: str) -> E:
     name = _required_string(params, "name")
     found = table.get(name)
     if found is None:
-        raise m.MrtrError(
-            f"Unknown {what}: {name}", code=m.protocol.INVALID_PARAMS, data={"name": name}
-        )
+        raise m.MrtrError(f"Unknown {what}: {name}", code=m.INVALID_PARAMS, data={"name": name})
     return found
 
 

@@ -45,13 +45,15 @@ class Tool:
     header_params: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     continuation: bool = False
     #: ``input_schema`` compiled once, at registration: every call's arguments are checked.
-    arguments_schema: m.server.CompiledSchema | None = attrs.field(default=None, eq=False)
+    arguments_schema: m.server._validation.CompiledSchema | None = attrs.field(
+        default=None, eq=False
+    )
     #: Unproven answers read as missing (``ctx.require_proof()`` before the handler).
     require_proof: bool = False
     #: Declared ``-> None``: a result of ``None`` is empty content, not a mistake.
     returns_none: bool = False
     #: ``output_schema`` compiled once: every structured result is checked against it.
-    result_schema: m.server.CompiledSchema | None = attrs.field(default=None, eq=False)
+    result_schema: m.server._validation.CompiledSchema | None = attrs.field(default=None, eq=False)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

@@ -36,7 +36,7 @@ log = logging.getLogger("mrtr.apps")
 
 
 def with_cache_hints(
-    info: m.protocol.RequestInfo,
+    info: m.server.RequestInfo,
     result: dict[str, Any],
     ttl_ms: int | None,
     scope: CacheScope | None,

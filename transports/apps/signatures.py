@@ -6,7 +6,7 @@ says what it takes and what it gives.  :func:`read_signature` turns that into
 * the tool's ``inputSchema`` (one property per parameter after the context, required
   unless it has a default; the default in the schema; ``Annotated[T, "text"]`` is its
   description), which the core checks every call's arguments against
-  (``mrtr_core.server.compile_schema``: the one home of that rule);
+  (``mrtr_core.server._validation.compile_schema``: the one home of that rule);
 * a converter per parameter, which makes the checked JSON into the annotated types
   (``float`` from ``1``, an ``Enum`` member, a ``tuple``, an attrs instance...) before
   the handler runs: a value the schema let through but the type refuses (an attrs
@@ -422,7 +422,9 @@ def _union(args: tuple[Any, ...], where: str, seen: tuple[type, ...], ns: Namesp
         return schema, lambda value: None if value is None else into(value)
     # The value passed the union's schema: the branch it matches says what it is.  Its
     # JSON type tells most unions apart (``X | None``); the validator tells the rest.
-    branches = [(_types_of(s), m.server.compile_schema(s), convert) for s, convert in built]
+    branches = [
+        (_types_of(s), m.server._validation.compile_schema(s), convert) for s, convert in built
+    ]
 
     def convert(value: Any) -> Any:
         kind = _json_type(value)

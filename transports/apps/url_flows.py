@@ -83,7 +83,7 @@ class InteractionStore(Protocol):
 class MemoryInteractionStore:
     """The in-process :class:`InteractionStore`: the core's bounded ``MemoryInteractions``."""
 
-    def __init__(self, max_entries: int = m.server.DEFAULT_MAX_INTERACTIONS) -> None:
+    def __init__(self, max_entries: int = m.server._url_flows.DEFAULT_MAX_INTERACTIONS) -> None:
         self.table = m.server.MemoryInteractions(max_entries)
 
     def __len__(self) -> int:
@@ -140,7 +140,7 @@ class UrlFlows:
         self,
         store: InteractionStore | None = None,
         *,
-        ttl: float = m.server.DEFAULT_INTERACTION_TTL,
+        ttl: float = m.server._url_flows.DEFAULT_INTERACTION_TTL,
         callback_url: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -51,7 +51,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 T = TypeVar("T")
 
-SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.protocol.SSE_RESPONSE_HEADERS]
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.http.SSE_RESPONSE_HEADERS]
 #: What a long-lived response (a listen stream, a session's stream) adds to its head: its
 #: connection ends with it, so a host that bounds connections takes it out of its slots
 #: at once (the endpoint's own pools bound these streams instead: ``pools.py``).
@@ -302,7 +302,7 @@ class StreamingAnswer:
             return  # nothing due, nobody listening, or a client that takes JSON only
         if not self.streaming:
             await self._start()
-        await self._body(m.wire.encode_sse(data.decode()), more=True)
+        await self._body(m.http.encode_sse(data.decode()), more=True)
 
     async def _start(self) -> None:
         self.streaming = True
@@ -314,7 +314,7 @@ class StreamingAnswer:
     async def _keepalives(self) -> None:
         while True:
             await anyio.sleep(self.keepalive)
-            await self._body(m.wire.encode_sse_comment(), more=True)
+            await self._body(m.http.encode_sse_comment(), more=True)
 
     async def finish(self, response: m.ResultResponse | m.ErrorResponse, data: bytes) -> None:
         """The final response: the stream's last event, or a JSON body (its status by
@@ -322,12 +322,12 @@ class StreamingAnswer:
         if not self.streaming and self.json_ok:
             status = 200
             if isinstance(response, m.ErrorResponse):
-                status = m.protocol.status_for_error(response.error.code)
+                status = m.http.status_for_error(response.error.code)
             await send_whole(self._send, status, data, extra=self.extra_headers)
             return
         if not self.streaming:
             await self._start()
-        await self._body(m.wire.encode_sse(data.decode()), more=False)
+        await self._body(m.http.encode_sse(data.decode()), more=False)
 
     async def _body(self, data: bytes, *, more: bool) -> None:
         await self._write({"type": "http.response.body", "body": data, "more_body": more})

@@ -136,10 +136,10 @@ class CallbackRoute:
         refusal = self.policy.refusal(host_only, peer)
         if refusal is not None:
             log.warning("callback refused: %s", refusal)
-            return Page(403, m.protocol.error_body(refusal, m.protocol.INVALID_REQUEST))
+            return Page(403, m.http.error_body(refusal, m.INVALID_REQUEST))
         if method != "GET":  # (not even HEAD: nothing but the browser comes here)
             return _page(_METHOD, [(b"allow", b"GET")])
-        if len(query) > m.server.MAX_CALLBACK_QUERY:
+        if len(query) > m.server._url_flows.MAX_CALLBACK_QUERY:
             return _page(_TOO_LONG)
         try:
             callback = m.server.read_callback(query)  # (a state we never issued: gone)

@@ -4,10 +4,10 @@ The model: one endpoint for 2026-07-28 and 2025-11-25 clients at once, with the
 bytes, connections and timeouts left to the ASGI server that runs it (uvicorn,
 hypercorn, the project's own host) and everything MCP taken from one place each:
 who may talk (``policy.py``), what a POST must be
-(``mrtr_core.protocol.post_refusal``), the header mirrors
+(``mrtr_core.http.post_refusal``), the header mirrors
 (``header_refusal``), a fresh server ``mrtr_core.Connection`` per 2026-07-28
 POST, the app run by ``run_app``, the answer (``answer.py``), the status of an
-error (``mrtr_core.protocol.status_for_error``).  2026-07-28 has no sessions, so
+error (``mrtr_core.http.status_for_error``).  2026-07-28 has no sessions, so
 nothing is shared between its POSTs, and any number of worker processes may
 serve them (state a handler needs between rounds travels sealed in
 ``requestState``).  A 2025-era client (an ``initialize``, an
@@ -113,7 +113,7 @@ DEFAULT_REPLAY_EVENTS = 256
 DEFAULT_REPLAY_BYTES = 256 * 1024
 DEFAULT_MAX_SESSION_STREAMS = 256
 DEFAULT_MAX_STREAMS_PER_SESSION = 16
-DEFAULT_MAX_MESSAGE_SIZE = m.protocol.DEFAULT_MAX_WEBSOCKET_MESSAGE
+DEFAULT_MAX_MESSAGE_SIZE = m.websocket._binding.DEFAULT_MAX_WEBSOCKET_MESSAGE
 
 
 class McpAsgi:
@@ -208,7 +208,7 @@ class McpAsgi:
             max_listen_streams, max_listen_streams_per_client, listen_lifetime
         )
         self._fixed_header_params = param_headers
-        versions = connection_options.pop("versions", m.protocol.ALL_VERSIONS)
+        versions = connection_options.pop("versions", m.ALL_VERSIONS)
         common: dict[str, Any] = {
             "info": app.info,
             "capabilities": app.capabilities,
@@ -218,7 +218,7 @@ class McpAsgi:
         #: Each 2026-07-28 POST's connection: initialize is a session's (sessions.py).
         self.connection_options: dict[str, Any] = {
             **common,
-            "versions": tuple(v for v in versions if v in m.protocol.MODERN_VERSIONS),
+            "versions": tuple(v for v in versions if v in m.MODERN_VERSIONS),
         }
         m.Connection(m.SERVER, framing="messages", **self.connection_options)  # options fail now
         #: The 2025-era side; each session's connection negotiates its version at initialize.
@@ -330,10 +330,10 @@ class McpAsgi:
         async def refuse(
             status: int,
             message: str,
-            code: int = m.protocol.INVALID_REQUEST,
+            code: int = m.INVALID_REQUEST,
             extra: list[tuple[bytes, bytes]] | None = None,
         ) -> None:
-            body = m.protocol.error_body(message, code)
+            body = m.http.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
         if _head_size(scope) > self.max_header_size:  # (what the server let through)
@@ -369,7 +369,7 @@ class McpAsgi:
             return
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream
-                _, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
+                _, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
                 await self.sessions.get(receive, send, headers, sse_ok)
             else:
                 await self.sessions.delete(send, headers)
@@ -382,7 +382,7 @@ class McpAsgi:
                 extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        post = m.protocol.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
+        post = m.http.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
         if post is not None:
             await refuse(post.status, post.message, post.code)
             return
@@ -396,14 +396,14 @@ class McpAsgi:
                 await refuse(408, f"the request body took longer than {self.body_timeout} s")
                 return
         if body is None:
-            too_large = m.protocol.body_too_large(self.max_body_size)
+            too_large = m.http._post.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
             return
-        empty = m.protocol.body_refusal(body)
+        empty = m.http.body_refusal(body)
         if empty is not None:
             await refuse(empty.status, empty.message, empty.code)
             return
-        json_ok, sse_ok = m.protocol.accepted_media(headers.get_all("accept"))
+        json_ok, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
         await self._message(scope, receive, send, headers, peer, body, json_ok, sse_ok)
 
     async def _message(
@@ -417,13 +417,13 @@ class McpAsgi:
         json_ok: bool,
         sse_ok: bool,
     ) -> None:
-        message = m.protocol.parse_posted(body)  # once: the headers, then the connection
+        message = m.http.parse_posted(body)  # once: the headers, then the connection
         note_message(scope, message)  # (for the host's access line, if it writes one)
-        if m.protocol.is_legacy_message(headers.fields, message):  # a session's: sessions.py
+        if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
             return
-        refused = m.protocol.header_refusal(headers.fields, message, self.header_params)
+        refused = m.http.header_refusal(headers.fields, message, self.header_params)
         if refused is not None:
             await send_whole(send, refused.status, m.wire.encode_message(refused.reply))
             return
@@ -433,7 +433,7 @@ class McpAsgi:
         else:
             conn.receive_message(message)
         event = conn.next_event(anyio.current_time())
-        listen = isinstance(event, m.Request) and event.method == m.protocol.LISTEN_METHOD
+        listen = isinstance(event, m.Request) and event.method == m.http._post.LISTEN_METHOD
         answer = StreamingAnswer(
             receive,
             send,
@@ -450,13 +450,13 @@ class McpAsgi:
         elif isinstance(event, m.Request):
             await self._answer(conn, event, answer)
         elif isinstance(event, m.AutoReply):
-            reply = m.protocol.removed_method_reply(event.request) or event.reply
+            reply = m.http._post.removed_method_reply(event.request) or event.reply
             await answer.finish(reply, conn.send(reply))
         elif isinstance(event, m.InvalidMessage):
             if event.reply is not None:
                 await answer.finish(event.reply, conn.send(event.reply))
             else:  # a notification or a response we cannot take: no JSON-RPC answer is due
-                body = m.protocol.error_body(event.error.message, event.error.code)
+                body = m.http.error_body(event.error.message, event.error.code)
                 await send_whole(send, 400, body)
         else:  # a notification (NEED_DATA: one the connection took)
             await send({"type": "http.response.start", "status": 202, "headers": []})
@@ -511,7 +511,7 @@ class McpAsgi:
             log.warning("listen stream refused for %s: %s", client, lease.message)
             busy = m.MrtrError(
                 lease.message,
-                code=m.protocol.SERVER_BUSY,
+                code=m.SERVER_BUSY,
                 data={"retryAfterSeconds": lease.retry_after},
             )
             _, data = send_response(conn, m.error_response(request.id, busy))
@@ -545,7 +545,7 @@ class McpAsgi:
             send_response(conn, response_for(request.id, m.MrtrError("cancelled")))  # releases
             return
         if expired:
-            outcome = m.protocol.listen_closure(request.id)
+            outcome = m.http._post.listen_closure(request.id)
         response, data = send_response(conn, response_for(request.id, outcome))
         await answer.finish(response, data)
 

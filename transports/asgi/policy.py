@@ -20,7 +20,7 @@ import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from mrtr_core.protocol import header_fields
+from mrtr_core.http import header_fields
 
 __all__ = ["LOCAL_HOSTS", "AccessPolicy", "Headers"]
 

@@ -5,7 +5,7 @@ The model.  ``initialize`` made a long-lived server ``mrtr_core.Connection``
 feeds that connection one message.  Each request runs as a task of the
 session (not of the HTTP connection that carried it), and everything it sends
 (progress, log lines, the legacy shim's questions, its response) is recorded
-in the session's replay buffer (``mrtr_core.protocol.ReplayBuffer``) on the
+in the session's replay buffer (``mrtr_core.http.ReplayBuffer``) on the
 request's own stream first; an HTTP response that carries the stream reads it
 from there (``sessions.py``).  So a client that loses its stream loses
 nothing: the request runs on, and a ``GET`` with ``Last-Event-ID`` reads the
@@ -39,7 +39,7 @@ __all__ = ["Session", "SessionOutlet"]
 
 log = logging.getLogger("mrtr.server.http")
 
-METHOD_NOT_FOUND = m.protocol.METHOD_NOT_FOUND
+METHOD_NOT_FOUND = m.METHOD_NOT_FOUND
 SUBSCRIBE_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
@@ -85,7 +85,7 @@ class _StandaloneOutlet:
             return
         plain = {k: v for k, v in (params or {}).items() if k != "_meta"}
         note = m.Notification(method=method, params=plain or None)
-        self._session.emit(m.protocol.STANDALONE, self._session.conn.send(note))
+        self._session.emit(m.http.STANDALONE, self._session.conn.send(note))
 
 
 def _not_found(outcome: Outcome) -> bool:
@@ -100,7 +100,7 @@ class Session:
         session_id: str,
         app: ServerApp,
         conn: m.Connection,
-        buffer: m.protocol.ReplayBuffer,
+        buffer: m.http.ReplayBuffer,
         *,
         legacy_answer_timeout: float,
         on_work: Callable[[str, bool], None],
@@ -157,7 +157,7 @@ class Session:
     def emit(self, stream: int, data: bytes) -> None:
         """Record an event of ``stream`` (nothing for ``b""``: not due)."""
         if data and not self.closed:
-            if stream == m.protocol.STANDALONE and not self.standalone_opened:
+            if stream == m.http.STANDALONE and not self.standalone_opened:
                 return  # nobody ever listened: keep the buffer for request streams
             self.buffer.record(stream, data)
             self.wake()
@@ -204,7 +204,7 @@ class Session:
         try:
             info = conn.request_info(request.id)
             outlet = SessionOutlet(conn, request.id, write, lambda: self.cut(stream))
-            if request.method in m.protocol.MRTR_METHODS:
+            if request.method in m._meta.MRTR_METHODS:
                 response = await run_legacy(
                     self.app,
                     conn,
@@ -244,14 +244,14 @@ class Session:
             return m.MrtrError(f"Method not found: {request.method}", code=METHOD_NOT_FOUND)
         uri = (request.params or {}).get("uri")
         if not isinstance(uri, str):
-            return m.MrtrError("params.uri must be a string", code=m.protocol.INVALID_PARAMS)
+            return m.MrtrError("params.uri must be a string", code=m.INVALID_PARAMS)
         if request.method == "resources/unsubscribe":
             self.subscribed.pop(uri, None)
         elif uri not in self.subscribed:
             if len(self.subscribed) >= MAX_SUBSCRIBED_URIS:
                 return m.MrtrError(
                     f"at most {MAX_SUBSCRIBED_URIS} subscribed URIs per session",
-                    code=m.protocol.INVALID_PARAMS,
+                    code=m.INVALID_PARAMS,
                 )
             self.subscribed[uri] = None
         self.restart_listen()
@@ -277,11 +277,11 @@ class Session:
         request = m.Request(
             id=f"session-{self.id[:8]}", method=LISTEN, params={"notifications": wanted}
         )
-        info = m.protocol.RequestInfo(
+        info = m.server.RequestInfo(
             id=request.id,
             method=LISTEN,
             era="modern",
-            protocol_version=m.protocol.MODERN_VERSIONS[0],
+            protocol_version=m.MODERN_VERSIONS[0],
             capabilities={},
             client_info=None,
             log_level=None,

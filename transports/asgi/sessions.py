@@ -1,6 +1,6 @@
 """The 2025-era side of the endpoint: sessions, their POSTs, GET streams, DELETE (ASGI, anyio).
 
-The model (the rules themselves are the core's: ``mrtr_core.protocol``'s
+The model (the rules themselves are the core's: ``mrtr_core.http``'s
 ``read_legacy_headers``, ``SessionTable`` and ``ReplayBuffer``):
 
 * A POSTed ``initialize`` (no 2026 ``_meta``) opens a session: a long-lived
@@ -50,7 +50,8 @@ import anyio
 import anyio.abc
 
 import mrtr_core as m
-from mrtr_core.protocol import STANDALONE, Cursor, ReplayLost, SessionRefused, SessionTable
+from mrtr_core.http import STANDALONE, ReplayLost, SessionRefused, SessionTable
+from mrtr_core.http._replay import Cursor
 
 from ..server.app import ServerApp
 from .answer import Receive, Send, Sender, send_whole, watch_disconnect
@@ -89,11 +90,11 @@ async def _error(
     send: Send,
     status: int,
     message: str,
-    code: int = m.protocol.INVALID_REQUEST,
+    code: int = m.INVALID_REQUEST,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """An HTTP error whose body is a JSON-RPC error response without id."""
-    await send_whole(send, status, m.protocol.error_body(message, code), extra=extra)
+    await send_whole(send, status, m.http.error_body(message, code), extra=extra)
 
 
 async def _reply(
@@ -104,7 +105,7 @@ async def _reply(
 ) -> None:
     status = 200
     if isinstance(reply, m.ErrorResponse):
-        status = m.protocol.status_for_error(reply.error.code)
+        status = m.http.status_for_error(reply.error.code)
     await send_whole(send, status, data, extra=extra)
 
 
@@ -179,7 +180,7 @@ class SessionEndpoint:
             self.table.end(session_id, anyio.current_time())
 
     def _lookup(self, headers: Headers, *, initialize: bool = False) -> tuple[Session | None, Any]:
-        read = m.protocol.read_legacy_headers(headers.fields, initialize=initialize)
+        read = m.http.read_legacy_headers(headers.fields, initialize=initialize)
         if initialize:
             return None, read
         assert read.session_id is not None
@@ -221,7 +222,7 @@ class SessionEndpoint:
             refusal = self.streams.admit(session.id)
             if refusal is not None:
                 log.warning("session stream refused: %s", refusal)
-                await _error(send, 503, refusal, m.protocol.SERVER_BUSY, RETRY_1)
+                await _error(send, 503, refusal, m.SERVER_BUSY, RETRY_1)
                 return
             place = _Place(self.streams, session.id)
         try:
@@ -257,7 +258,7 @@ class SessionEndpoint:
             if not sse_ok:
                 refused = m.MrtrError(
                     "Accept must include text/event-stream: a request's answer is a stream",
-                    code=m.protocol.INVALID_REQUEST,
+                    code=m.INVALID_REQUEST,
                 )
                 data = conn.send(m.error_response(primary.id, refused))  # releases the id
                 await send_whole(send, 406, data)
@@ -310,7 +311,7 @@ class SessionEndpoint:
                 503,
                 f"the server holds max_sessions={self.table.max_sessions} busy sessions: "
                 "retry later",
-                m.protocol.SERVER_BUSY,
+                m.SERVER_BUSY,
                 RETRY_1,
             )
             return
@@ -318,7 +319,7 @@ class SessionEndpoint:
             log.info("session %s... ended to make room", session_id[:8])
             self.end(session_id)
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        buffer = m.protocol.ReplayBuffer(self.replay_events, self.replay_bytes)
+        buffer = m.http.ReplayBuffer(self.replay_events, self.replay_bytes)
         session = Session(
             session_id,
             self.app,
@@ -336,8 +337,8 @@ class SessionEndpoint:
         error = m.MrtrError(
             "this endpoint serves MCP 2026-07-28 only here: 2025-era sessions need the ASGI "
             "lifespan (run McpAsgi as the server's app, or enter McpAsgi.lifespan())",
-            code=m.protocol.UNSUPPORTED_PROTOCOL_VERSION,
-            data={"supported": list(m.protocol.MODERN_VERSIONS)},
+            code=m.UNSUPPORTED_PROTOCOL_VERSION,
+            data={"supported": list(m.MODERN_VERSIONS)},
         )
         request_id = message.get("id")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
@@ -375,7 +376,7 @@ class SessionEndpoint:
         refusal = self.streams.admit(session.id)
         if refusal is not None:
             log.warning("session stream refused: %s", refusal)
-            await _error(send, 503, refusal, m.protocol.SERVER_BUSY, RETRY_1)
+            await _error(send, 503, refusal, m.SERVER_BUSY, RETRY_1)
             return
         self._on_work(session.id, True)
         try:
@@ -417,7 +418,7 @@ class SessionEndpoint:
                 sender = Sender(send, self.write_timeout, tasks.cancel_scope.cancel)
                 await sender.start_stream()
                 if priming is not None:
-                    first = m.wire.encode_sse("", id=priming, retry=SSE_RETRY_MS)
+                    first = m.http.encode_sse("", id=priming, retry=SSE_RETRY_MS)
                     await sender.body(first, more=True)
                 tasks.start_soon(watch_disconnect, receive, sender)
                 await self._copy(sender, session, cursor, me)
@@ -439,10 +440,10 @@ class SessionEndpoint:
                 return
             for event_id, data in events:
                 if data:  # (a priming event is written once, by whoever opened the stream)
-                    await sender.body(m.wire.encode_sse(data.decode(), id=event_id), more=True)
+                    await sender.body(m.http.encode_sse(data.decode(), id=event_id), more=True)
             if done:
                 return
             with anyio.move_on_after(interval if interval > 0 else math.inf) as waited:
                 await changed.wait()
             if waited.cancelled_caught:
-                await sender.body(m.wire.encode_sse_comment(), more=True)
+                await sender.body(m.http.encode_sse_comment(), more=True)

@@ -9,7 +9,7 @@ through the legacy shim (its questions go out as requests on the same socket),
 the outbox is bounded.  This module only moves ASGI messages between that
 driver and the server; the rules of MCP over WebSocket (the ``mcp``
 subprotocol, the message-size rule, close codes) are the core's
-(``mrtr_core.protocol``).
+(``mrtr_core.websocket``).
 
 For each ``websocket`` scope, in order (the HTTP side's order and statuses):
 
@@ -49,7 +49,7 @@ import anyio
 import anyio.abc
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.websocket import (
     CLOSE_CODES,
     Fault,
     MessageAssembler,
@@ -159,8 +159,8 @@ async def _refuse(
     if not denial:
         await send({"type": "websocket.close", "code": 1008, "reason": close_reason(message)})
         return
-    code = m.protocol.SERVER_BUSY if retry_after is not None else m.protocol.INVALID_REQUEST
-    body = m.protocol.error_body(message, code)
+    code = m.SERVER_BUSY if retry_after is not None else m.INVALID_REQUEST
+    body = m.http.error_body(message, code)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -276,7 +276,7 @@ class _OneConversation:
         self.instructions = app.instructions
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         return await self.app.handle(request, info, outlet)
 

@@ -158,7 +158,7 @@ class AnswerBook:
         """
         if key in self.entries and key not in METHOD_ENTRIES:
             return key, self.entries[key]
-        kind = m.engine.input_kind(request)
+        kind = m.engine._events.input_kind(request)
         if kind in self.entries:
             return kind, self.entries[kind]
         return None
@@ -180,7 +180,9 @@ class AnswerBook:
         (another kind of answer, or form content the schema refuses).
         """
         try:
-            response = _response_for_entry(name, self.entries[name], m.engine.input_kind(request))
+            response = _response_for_entry(
+                name, self.entries[name], m.engine._events.input_kind(request)
+            )
             if isinstance(request, m.wire.ElicitFormRequest) and isinstance(
                 response, m.wire.ElicitResult
             ):
@@ -188,7 +190,7 @@ class AnswerBook:
         except (AnswersError, FormAnswerError) as exc:
             raise InputUnavailable(
                 f"the answer {name!r} cannot answer input request {key!r} "
-                f"({m.engine.input_kind(request)}): {exc}"
+                f"({m.engine._events.input_kind(request)}): {exc}"
             ) from exc
         return response
 
@@ -209,8 +211,9 @@ def _kinds_of_keyed_entry(value: Any) -> set[str]:
 
 
 def _response_for_entry(name: str, value: Any, kind: str) -> m.wire.InputResponse:
-    """Entry ``name`` as the response to an input request of ``kind`` (as ``m.engine.input_kind``
-    names it), shorthands expanded; the response's type is the core's answer to ``kind``."""
+    """Entry ``name`` as the response to an input request of ``kind`` (as
+    ``m.engine._events.input_kind`` names it), shorthands expanded; the response's type is
+    the core's answer to ``kind``."""
     expected = response_type_for(kind)
     try:
         response = m.wire.structure(_expand_shorthand(value, expected), expected)
@@ -311,7 +314,7 @@ class CliAnswerer:
                     return await self._prompt(request)
                 except PromptAborted as exc:
                     raise InputUnavailable(
-                        f"input request {key!r} ({m.engine.input_kind(request)}): {exc}"
+                        f"input request {key!r} ({m.engine._events.input_kind(request)}): {exc}"
                     ) from exc
         raise InputUnavailable(no_answer_message(key, request, self.terminal is not None))
 
@@ -334,7 +337,7 @@ class CliAnswerer:
 
 def no_answer_message(key: str, request: m.wire.InputRequest, terminal: bool) -> str:
     """What to say when nothing can answer ``key``: the key, the method, how to answer."""
-    kind = m.engine.input_kind(request)
+    kind = m.engine._events.input_kind(request)
     if isinstance(request, m.wire.ListRootsRequest):
         how = "pass --root file:///... (or a roots/list answer)"
     else:

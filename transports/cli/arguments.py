@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from mrtr_core.engine import DEFAULT_URL_WAIT
-from mrtr_core.protocol import LEGACY_VERSIONS, LOG_LEVELS, MODERN_VERSIONS
+from mrtr_core import LEGACY_VERSIONS, MODERN_VERSIONS
+from mrtr_core._meta import LOG_LEVELS
+from mrtr_core.engine._engine import DEFAULT_URL_WAIT
 
 from .exit_codes import ExitCode
 

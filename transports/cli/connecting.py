@@ -8,7 +8,7 @@ POSIX shell-word rules).  :func:`open_target` opens a client on it.
 ``--header NAME:VALUE`` adds a header to every HTTP request (and to the
 WebSocket handshake): ``Authorization: Bearer ...``, an API key, a tenant.
 Checked before anything is sent (:func:`parse_header`, with the core's header
-rules, ``mrtr_core.protocol.is_header_name``/``is_header_value``): the name an
+rules, ``mrtr_core.http._headers.is_header_name``/``is_header_value``): the name an
 HTTP token, the value visible ASCII, spaces and tabs (no CR, LF or other control
 characters: no header injection), both bounded (:data:`MAX_HEADER_NAME`,
 :data:`MAX_HEADER_VALUE`, at most :data:`MAX_HEADERS` of them).  The headers the
@@ -27,16 +27,15 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from mrtr_core.protocol import (
+from mrtr_core.http import (
     LAST_EVENT_ID_HEADER,
     METHOD_HEADER,
     NAME_HEADER,
     PARAM_HEADER_PREFIX,
     PROTOCOL_VERSION_HEADER,
     SESSION_ID_HEADER,
-    is_header_name,
-    is_header_value,
 )
+from mrtr_core.http._headers import is_header_name, is_header_value
 
 from ..client.client import Client
 

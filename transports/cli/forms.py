@@ -67,12 +67,12 @@ def check_value(prop: Mapping[str, Any], value: Any) -> str | None:
     """Why ``value`` does not fit the field's schema, or ``None`` when it does.
 
     The check is the core's, the one JSON-Schema validator
-    (:func:`mrtr_core.server.schema_problem`), so a value it passes is one the server
+    (:func:`mrtr_core.server._validation.schema_problem`), so a value it passes is one the server
     accepts; its reason is shown as it is, except for a single-select field, where the
     options a person can type are more use than the schema's wording.
     """
     try:
-        problem = m.server.schema_problem(prop, value)
+        problem = m.server._validation.schema_problem(prop, value)
     except m.LocalProtocolError:
         return None  # not a schema the validator can use: the server judges the value
     if problem is None:

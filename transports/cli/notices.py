@@ -23,7 +23,7 @@ import math
 from typing import Any, TextIO
 
 import mrtr_core as m
-from mrtr_core.protocol import LOG_LEVELS
+from mrtr_core._meta import LOG_LEVELS
 
 from . import json_text
 

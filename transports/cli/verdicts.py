@@ -5,7 +5,7 @@ The model: a client learns a server's era by probing (``server/discover``, then
 server configuration and re-probe when it later fails.  ``--verdicts FILE``
 keeps one JSON object, ``{TARGET: verdict}``, where TARGET is the command line's
 target string as given and a verdict is
-:meth:`mrtr_core.connection.Verdict.to_json` (``era``, ``protocolVersion``,
+:meth:`mrtr_core.Verdict.to_json` (``era``, ``protocolVersion``,
 ``probeKills``).  Before the call the target's verdict, if any, is passed as
 ``prior=`` (no probe); after it, what the client learned is written back.  A
 wrong verdict costs one probe, never a failure (``client/era.py``).
@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import mrtr_core as m
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 logger = logging.getLogger("mrtr.cli")
 

@@ -3,7 +3,7 @@
 The model
 ---------
 The rules (what may be cached, the key, the public/private partition,
-freshness) are the core's (``mrtr_core.protocol``, ``_caching``); this module
+freshness) are the core's (``mrtr_core.caching``); this module
 gives them a clock, a store and a place in the client:
 
 * :class:`ResponseCacheStore` is what a store must do (``get``, ``set``,
@@ -47,11 +47,9 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from mrtr_core.protocol import (
+from mrtr_core.caching import (
     CacheEntry,
     CacheKey,
-    CacheScope,
-    cache_params,
     invalidations,
     lookup_keys,
     new_entry,
@@ -60,6 +58,7 @@ from mrtr_core.protocol import (
     servable,
     store_key,
 )
+from mrtr_core.caching._policy import CacheScope, cache_params
 
 __all__ = [
     "MAX_INVALIDATED_KEYS",

@@ -18,7 +18,7 @@ protocol logic is the connection's; the client only connects it to the loop
   (its timers, legs and input tasks: :mod:`~mrtr_transports.client.flows`).
 * **The era** is settled on opening (:mod:`~mrtr_transports.client.handshaking`):
   ``era="auto"`` probes, ``"modern"``/``"legacy"`` do not, and ``prior=`` (a
-  :class:`~mrtr_core.connection.Verdict` an earlier client learned,
+  :class:`~mrtr_core.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
 * **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
@@ -56,7 +56,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core.connection import Sendable
+from mrtr_core._connection._events import Sendable
 
 from . import listen as listening
 from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch
@@ -114,9 +114,9 @@ class Client(PlainRequests):
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         log_level: str | None = None,
         on_notification: Callable[[m.Notification], None] | None = None,
-        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
-        max_calls: int = m.connection.DEFAULT_MAX_CALLS,
-        max_outgoing: int = m.connection.DEFAULT_MAX_IN_FLIGHT,
+        max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
+        max_calls: int = m._connection._options.DEFAULT_MAX_CALLS,
+        max_outgoing: int = m._connection._options.DEFAULT_MAX_IN_FLIGHT,
         cache: ResponseCacheStore | None = None,
         principal: str | None = None,
     ) -> None:
@@ -143,7 +143,9 @@ class Client(PlainRequests):
             "capabilities": capabilities,
             "log_level": log_level,
             "max_message_size": max_message_size,
-            "max_buffer_size": max(4 * max_message_size, m.connection.DEFAULT_MAX_BUFFER_SIZE),
+            "max_buffer_size": max(
+                4 * max_message_size, m._connection._options.DEFAULT_MAX_BUFFER_SIZE
+            ),
             "max_calls": max_calls,
             "max_outgoing": max_outgoing,
         }
@@ -218,7 +220,7 @@ class Client(PlainRequests):
         input_timeout: float | None = None,
         max_rounds: int = 10,
         max_state_only_legs: int = 10,
-        url_wait_timeout: float | None = m.engine.DEFAULT_URL_WAIT,
+        url_wait_timeout: float | None = m.engine._engine.DEFAULT_URL_WAIT,
         on_progress: Callable[[m.Progress], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         cache: CacheMode = "use",
@@ -271,7 +273,7 @@ class Client(PlainRequests):
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
-                exc.code == m.protocol.HEADER_MISMATCH
+                exc.code == m.HEADER_MISMATCH
                 and method == "tools/call"
                 and self.link.wants_tool_list
             ):
@@ -332,9 +334,7 @@ class Client(PlainRequests):
         if self._lost is None:
             self._lost = error
             # (the one case where a stdio child gets started again: it died of the probe)
-            self._lost_while_probing = (
-                self._conn.session_state is m.connection.SessionState.DISCOVERING
-            )
+            self._lost_while_probing = self._conn.session_state is m.SessionState.DISCOVERING
         if not self._eof_fed:
             self._eof_fed = True
             self._conn.receive_data(b"")
@@ -427,9 +427,7 @@ class Client(PlainRequests):
         elif isinstance(event, m.RequestCancelled):
             waiter = self._waiters.get(event.request_id)
             if waiter is not None:
-                waiter.settle(
-                    error=CallError(m.protocol.INTERNAL_ERROR, "the server cancelled the request")
-                )
+                waiter.settle(error=CallError(m.INTERNAL_ERROR, "the server cancelled the request"))
         elif isinstance(event, m.InvalidMessage):
             logger.warning("ignored a bad message from the server: %s", event.error)
         elif isinstance(event, m.ConnectionClosed):
@@ -480,7 +478,9 @@ class Client(PlainRequests):
         flow = self._flows.get(event.call)
         if flow is not None:
             flow.on_event(event)
-        elif isinstance(event.event, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+        elif isinstance(
+            event.event, (m.engine.SendRequest, m.engine.SendRetry, m.engine.CancelLeg)
+        ):
             # (cannot happen: a call is cancelled before it is forgotten)
             self._send_out(self._outbound(event, "leg", call=event.call))
 

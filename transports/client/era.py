@@ -1,4 +1,4 @@
-"""The client's era control: ``era=``, a remembered :class:`~mrtr_core.connection.Verdict`
+"""The client's era control: ``era=``, a remembered :class:`~mrtr_core.Verdict`
 passed back as ``prior=``, and the second chances a probe or a prior gets.
 
 The model: a client starts in one of three ways.  ``era="auto"`` probes
@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Literal
 
 import mrtr_core as m
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 from .errors import CallError, ClientError, TransportError
 
@@ -36,7 +36,7 @@ __all__ = ["EraChoice", "EraControl", "Verdict"]
 EraChoice = Literal["auto", "modern", "legacy"]
 
 #: JSON-RPC codes a 2025 server answers a request it cannot place (no session yet).
-_LEGACY_REFUSALS = frozenset({m.protocol.INVALID_REQUEST, m.protocol.METHOD_NOT_FOUND})
+_LEGACY_REFUSALS = frozenset({m.INVALID_REQUEST, m.METHOD_NOT_FOUND})
 
 
 class EraControl:
@@ -46,7 +46,7 @@ class EraControl:
         if era not in ("auto", "modern", "legacy"):
             raise ValueError(f"era must be 'auto', 'modern' or 'legacy', not {era!r}")
         if prior is not None and not isinstance(prior, Verdict):
-            raise TypeError("prior must be a mrtr_core.connection.Verdict (client.verdict)")
+            raise TypeError("prior must be a mrtr_core.Verdict (client.verdict)")
         self.requested = era
         self.prior = prior
         self.era: EraChoice = prior.era if prior is not None else era
@@ -59,7 +59,7 @@ class EraControl:
 
     def versions(self) -> tuple[str, ...]:
         """The versions the connection offers, the prior's first."""
-        versions = m.protocol.ALL_VERSIONS
+        versions = m.ALL_VERSIONS
         if self.prior is None or self.era != self.prior.era:
             return versions
         first = self.prior.protocol_version
@@ -109,5 +109,5 @@ class EraControl:
         """What was learned, once the era is settled."""
         if era is None or version is None:
             return None
-        settled: m.protocol.Era = "modern" if era == "modern" else "legacy"
+        settled: m.Era = "modern" if era == "modern" else "legacy"
         return Verdict(era=settled, protocol_version=version, probe_kills=self.probe_kills)

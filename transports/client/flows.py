@@ -61,7 +61,7 @@ __all__ = ["CallLimits", "Flow", "FlowContext", "InOrder", "Waiter", "run_flow"]
 
 logger = logging.getLogger("mrtr.client")
 
-_TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+_TERMINAL = (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
 
 
 class InOrder:
@@ -105,7 +105,7 @@ class CallLimits:
     input_timeout: float | None = None
     max_rounds: int = 10
     max_state_only_legs: int = 10
-    url_wait_timeout: float | None = m.engine.DEFAULT_URL_WAIT
+    url_wait_timeout: float | None = m.engine._engine.DEFAULT_URL_WAIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +235,7 @@ class Flow:
         self.started = started
         self.on_progress = on_progress
         self.input_timeout = input_timeout
-        self.outcome: m.EngineEvent | None = None
+        self.outcome: m.engine.EngineEvent | None = None
         self.lost: TransportError | None = None  # the link's failure, if it had failed by then
         # Why a Cancelled outcome happened when we cancelled on the caller's behalf.
         self.override: ClientError | None = None
@@ -304,14 +304,14 @@ class Flow:
     def result(self) -> dict[str, Any]:
         """The complete result, or raise the error the flow ended with."""
         outcome = self.outcome
-        if isinstance(outcome, m.Done):
+        if isinstance(outcome, m.engine.Done):
             return dict(outcome.result)
-        if isinstance(outcome, m.TimedOut):
+        if isinstance(outcome, m.engine.TimedOut):
             if outcome.limit == "total" and self.total_budget is not None:
                 elapsed = anyio.current_time() - self.total_started
                 raise CallTimeout(elapsed, self.total_budget, "total")
             raise CallTimeout(outcome.elapsed, outcome.budget, outcome.limit)
-        if isinstance(outcome, m.Failed):
+        if isinstance(outcome, m.engine.Failed):
             error = outcome.error
             if isinstance(error, m.engine.InputFailed):
                 raise InputUnavailable(error.reason, key=error.key) from self.cause
@@ -354,16 +354,16 @@ class Flow:
     def on_event(self, event: m.CallEvent) -> None:
         """Act on one of this call's events (from the client's pump)."""
         step = event.event
-        if isinstance(step, m.SendRequest):
+        if isinstance(step, m.engine.SendRequest):
             self._send_leg(event)
-        elif isinstance(step, m.SendRetry):
+        elif isinstance(step, m.engine.SendRetry):
             self.round = step.round
             self._close_inputs()
             if step.delay > 0:
                 self.spawn(self._send_leg_later, event, step.delay)
             else:
                 self._send_leg(event)
-        elif isinstance(step, m.CancelLeg):
+        elif isinstance(step, m.engine.CancelLeg):
             self.leg_out = False
             self._disarm(self.leg_timer)
             # stdio: notifications/cancelled; HTTP: nothing (the stream is closed below)
@@ -379,7 +379,7 @@ class Flow:
             if self.leg_id is not None:
                 self.ctx.close_stream(self.leg_id)  # HTTP: closing the stream cancels
                 self.leg_id = None
-        elif isinstance(step, m.RoundStarted):
+        elif isinstance(step, m.engine.RoundStarted):
             self.round = step.round
             self.leg_out = False
             self._disarm(self.leg_timer)
@@ -388,9 +388,9 @@ class Flow:
                 self.inputs_open = True
                 if step.input_timeout is not None:
                     self.input_timer = self._arm(step.input_timeout, self._input_expired)
-        elif isinstance(step, m.DispatchInput):
+        elif isinstance(step, m.engine.DispatchInput):
             self._dispatch_input(step)
-        elif isinstance(step, m.CancelInputs):
+        elif isinstance(step, m.engine.CancelInputs):
             for key in step.keys:
                 self.pending.discard(key)
                 scope = self.inputs.pop(key, None)
@@ -408,7 +408,7 @@ class Flow:
 
     def _send_leg(self, event: m.CallEvent) -> None:
         step = event.event
-        assert isinstance(step, (m.SendRequest, m.SendRetry))
+        assert isinstance(step, (m.engine.SendRequest, m.engine.SendRetry))
         try:
             out = self.ctx.outbound(event, "leg", call=self.call, round=self.round)
         except m.LocalProtocolError as exc:  # e.g. max_outgoing requests already in flight
@@ -471,7 +471,7 @@ class Flow:
             scope.cancel()
         self.inputs.clear()
 
-    def _dispatch_input(self, step: m.DispatchInput) -> None:
+    def _dispatch_input(self, step: m.engine.DispatchInput) -> None:
         if not self.inputs_open:
             return
         self.pending.add(step.key)

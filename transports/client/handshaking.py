@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core.connection import Sendable
+from mrtr_core._connection._events import Sendable
 
 from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError

@@ -6,7 +6,7 @@ response and feeds each JSON-RPC message it carries to the connection:
 
 * ``202`` (a notification was accepted): nothing to read;
 * ``application/json``: the body is one message;
-* ``text/event-stream``: read incrementally with ``mrtr_core.wire.SseDecoder``, each
+* ``text/event-stream``: read incrementally with ``mrtr_core.http.SseDecoder``, each
   event's ``data`` one message (progress, log messages, then the answer), to
   the end of the stream;
 * a 4xx/5xx whose body is a JSON-RPC error is fed as that error (given the
@@ -80,12 +80,8 @@ import h11
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core.protocol import (
-    InvalidHeaderAnnotation,
-    called_tool,
-    request_headers,
-    schema_header_params,
-)
+from mrtr_core.http import InvalidHeaderAnnotation, request_headers, schema_header_params
+from mrtr_core.http._headers import called_tool
 
 from .client import Client
 from .errors import TransportError
@@ -129,7 +125,7 @@ class HttpLink:
         headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
         max_connections: int = 16,
         connect_timeout: float = 10.0,
-        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
         ssl_context: ssl.SSLContext | None = None,
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
@@ -553,14 +549,14 @@ def _jsonrpc_error(body: bytes | None, request_id: m.RequestId) -> bytes | None:
     if not body or b'"error"' not in body:
         return None
     try:
-        value = m.wire.default_codec.loads(body)
+        value = m.wire._codec.default_codec.loads(body)
     except m.MrtrError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("error"), dict):
         return None
     if value.get("id") is None:
         value = {**value, "id": request_id}
-    return m.wire.default_codec.dumps(value)
+    return m.wire._codec.default_codec.dumps(value)
 
 
 @asynccontextmanager
@@ -588,7 +584,7 @@ async def open_http_client(
         max_connections=max_connections,
         connect_timeout=connect_timeout,
         max_message_size=client_options.get(
-            "max_message_size", m.connection.DEFAULT_MAX_MESSAGE_SIZE
+            "max_message_size", m._connection._options.DEFAULT_MAX_MESSAGE_SIZE
         ),
         ssl_context=ssl_context,
         retry_attempts=retry_attempts,

@@ -27,7 +27,7 @@ from .errors import TransportError
 from .tcp import STREAM_FAILURES
 
 READ_SIZE = 65536
-SERVER_BUSY = m.protocol.SERVER_BUSY
+SERVER_BUSY = m.SERVER_BUSY
 
 
 class Broken(Exception):
@@ -134,7 +134,7 @@ def check_refusal(
     if not retry_after.isdigit() or len(retry_after) > 6:  # (an HTTP date: not ours)
         return
     try:
-        value = m.wire.default_codec.loads(body)
+        value = m.wire._codec.default_codec.loads(body)
     except m.MrtrError:
         return
     error = value.get("error") if isinstance(value, dict) else None

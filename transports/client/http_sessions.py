@@ -3,7 +3,7 @@
 The model: when the era probe falls back to ``initialize``, the link keeps one
 :class:`HttpSession`.  The ``initialize`` POST goes out without session
 headers; the ``Mcp-Session-Id`` of its response (checked: visible ASCII,
-bounded, :func:`mrtr_core.protocol.check_session_id`) and the negotiated
+bounded, :func:`mrtr_core.http.check_session_id`) and the negotiated
 ``MCP-Protocol-Version`` go on every later request.  Everything else is the
 link's ordinary POST exchange: an answer as JSON or SSE; the server's own
 requests (elicitation, sampling, roots, ping) arrive on a POST's SSE stream
@@ -14,7 +14,7 @@ answer is its own POST (202).
   opens the standalone SSE stream for what the server sends outside any
   request.  405 means the server offers none: fine.
 * **Resumption.**  Every SSE stream remembers its last event id and the
-  server's ``retry`` (:class:`mrtr_core.protocol.StreamResumption`); a
+  server's ``retry`` (:class:`mrtr_core.http.StreamResumption`); a
   stream that breaks is resumed with a GET carrying ``Last-Event-ID``, at most
   ``DEFAULT_RESUME_ATTEMPTS`` times in a row without a new event, waiting
   ``retry`` (at most 30 s) before each.  A stream that cannot be resumed (no
@@ -39,7 +39,7 @@ import h11
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.http import (
     LAST_EVENT_ID_HEADER,
     SESSION_ID_HEADER,
     StreamResumption,

@@ -1,8 +1,8 @@
 """Reading an SSE stream of the HTTP client, and resuming a 2025 one that broke.
 
 :func:`read_sse` feeds each event's message to the client (bounded by the link's
-``max_message_size`` per event, :class:`mrtr_core.wire.SseDecoder`), remembers
-event ids and ``retry`` (:class:`mrtr_core.protocol.StreamResumption`), and for
+``max_message_size`` per event, :class:`mrtr_core.http.SseDecoder`), remembers
+event ids and ``retry`` (:class:`mrtr_core.http.StreamResumption`), and for
 an answer stream stops shortly after the answer is in.  :func:`read_answer_stream`
 reads the SSE answer to one POST; in a 2025 session a stream with event ids
 that breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
@@ -59,7 +59,7 @@ async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnect
     (``Failed``), never re-issued: it may already have had its effects."""
     assert out.request_id is not None and link.client is not None
     client, request_id = link.client, out.request_id
-    resumption = m.protocol.StreamResumption()
+    resumption = m.http.StreamResumption()
     stream: HttpConnection | None = conn
     broke: Broken | None = None
     while True:
@@ -110,7 +110,7 @@ async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnect
 async def read_sse(
     link: StreamOwner,
     conn: HttpConnection,
-    resumption: m.protocol.StreamResumption,
+    resumption: m.http.StreamResumption,
     *,
     stop_when: m.RequestId | None,
 ) -> None:
@@ -118,10 +118,10 @@ async def read_sse(
     ``stop_when``, shortly after the answer to that request is in).  Raises ``Broken``."""
     assert link.client is not None
     client = link.client
-    decoder = m.wire.SseDecoder(max_event_size=link.max_message_size)
+    decoder = m.http.SseDecoder(max_event_size=link.max_message_size)
 
     def deliver() -> None:
-        while isinstance(event := decoder.next_event(), (m.wire.SseEvent, m.wire.Oversize)):
+        while isinstance(event := decoder.next_event(), (m.http.SseEvent, m.wire.Oversize)):
             if isinstance(event, m.wire.Oversize):
                 logger.warning("dropped an SSE event of %d+ bytes", event.size)
                 continue

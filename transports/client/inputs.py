@@ -3,7 +3,7 @@
 The model: which response answers which input request (an elicitation an
 ``ElicitResult``, sampling a ``CreateMessageResult``, ``roots/list`` a
 ``ListRootsResult``) is written once, in the core's input-kind registry
-(``mrtr_core.protocol.INPUT_KINDS``).  This module is the transports' one
+(``mrtr_core.wire.INPUT_KINDS``).  This module is the transports' one
 reader of it: the client checks a handler's answer with
 :func:`answer_problem`, and ``mrtr call`` reads an answers-book entry as
 :func:`response_type_for` its kind.  Nothing else in the transports knows the
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import anyio
 
 import mrtr_core as m
-from mrtr_core.protocol import INPUT_KINDS
+from mrtr_core.wire import INPUT_KINDS
 
 from .errors import CallTimeout, ClientError, InputUnavailable
 
@@ -121,18 +121,16 @@ async def answer_server_request(
         return m.ErrorResponse(id=request.id, error=m.ErrorObject(code=code, message=message))
 
     if request.method not in INPUT_METHODS:
-        return refuse(
-            m.protocol.METHOD_NOT_FOUND, f"this client does not serve {request.method}"
-        ), None
+        return refuse(m.METHOD_NOT_FOUND, f"this client does not serve {request.method}"), None
     try:
         asked = m.wire.structure_input_request(
             {"method": request.method, "params": request.params or {}}
         )
     except m.MrtrError as exc:
         return refuse(exc.code, f"cannot answer {request.method}: {exc.message}"), None
-    if m.protocol.missing_capability(asked, capabilities):
+    if m.engine.missing_capability(asked, capabilities):
         message = f"this client did not declare support for {request.method}"
-        return refuse(m.protocol.INVALID_REQUEST, message), None
+        return refuse(m.INVALID_REQUEST, message), None
     key = request.method
     started = anyio.current_time()
     failure: ClientError | None = None
@@ -152,6 +150,6 @@ async def answer_server_request(
         failure = InputUnavailable(f"the input handler failed: {exc!r}", key=key)
         failure.__cause__ = exc
     if failure is not None:
-        return refuse(m.protocol.INTERNAL_ERROR, f"no answer: {failure}"), failure
-    result = m.wire.unstructure_input_response(response)
+        return refuse(m.INTERNAL_ERROR, f"no answer: {failure}"), failure
+    result = m.wire._convert.unstructure_input_response(response)
     return m.ResultResponse(id=request.id, result=result), None

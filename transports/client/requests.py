@@ -142,9 +142,7 @@ class PlainRequests(Handshaking):
             result = await self.request("tools/list", page_params, cache=cache)
             page = result.get("tools")
             if not isinstance(page, list):
-                raise CallError(
-                    m.protocol.INVALID_PARAMS, "the tools/list result has no 'tools' list"
-                )
+                raise CallError(m.INVALID_PARAMS, "the tools/list result has no 'tools' list")
             tools.extend(dict(tool) for tool in page if isinstance(tool, Mapping))
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:

@@ -61,7 +61,7 @@ Tracer = Callable[[TraceRecord], None]
 def decode_message(data: bytes | bytearray) -> dict[str, Any]:
     """One message as a JSON object (``{"unreadable": ...}`` when it is not one)."""
     try:
-        value = m.wire.default_codec.loads(data)
+        value = m.wire._codec.default_codec.loads(data)
     except m.MrtrError:
         return {"unreadable": data[:200].decode("utf-8", "replace")}
     return value if isinstance(value, dict) else {"unreadable": repr(value)[:200]}
@@ -79,7 +79,7 @@ class TraceBook:
         tracer: Tracer,
         *,
         framing: Literal["lines", "messages"],
-        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self._tracer = tracer
         self._ids: OrderedDict[m.RequestId, tuple[int | None, int | None]] = OrderedDict()

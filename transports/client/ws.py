@@ -53,7 +53,7 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError as WsHandshakeError
 
 import mrtr_core as m
-from mrtr_core.protocol import (
+from mrtr_core.websocket import (
     SUBPROTOCOL,
     Fault,
     MessageAssembler,
@@ -93,7 +93,7 @@ class WsLink:
         headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
         connect_timeout: float = 10.0,
         close_timeout: float = 2.0,
-        max_message_size: int = m.connection.DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
         max_queued: int = 4096,
     ) -> None:
         parts = urlsplit(url)
@@ -305,7 +305,7 @@ class WsLink:
 
     async def _close(self, fault: Fault, reason: str) -> None:
         if self.ws.state is ConnectionState.OPEN:
-            code = m.protocol.CLOSE_CODES[fault]
+            code = m.websocket.CLOSE_CODES[fault]
             with contextlib.suppress(*STREAM_FAILURES):
                 await self._send(CloseConnection(code=code, reason=close_reason(reason)))
 
@@ -346,7 +346,7 @@ async def open_ws_client(
         connect_timeout=connect_timeout,
         close_timeout=close_timeout,
         max_message_size=client_options.get(
-            "max_message_size", m.connection.DEFAULT_MAX_MESSAGE_SIZE
+            "max_message_size", m._connection._options.DEFAULT_MAX_MESSAGE_SIZE
         ),
     )
     async with open_client(link, **client_options) as client:

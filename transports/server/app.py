@@ -81,7 +81,7 @@ class ServerApp(Protocol):
         ...
 
     async def handle(
-        self, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+        self, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
     ) -> Mapping[str, Any]:
         """The result for ``request``, or raise ``MrtrError``."""
         ...
@@ -106,7 +106,7 @@ def tool_header_params(app: ServerApp, name: str) -> Mapping[str, Sequence[str]]
 
 
 async def run_app(
-    app: ServerApp, request: m.Request, info: m.protocol.RequestInfo, outlet: Outlet
+    app: ServerApp, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
 ) -> Outcome:
     """One leg of ``app``: its result mapping, or the ``MrtrError`` it raised.
 
@@ -120,7 +120,7 @@ async def run_app(
         return exc
     except Exception:
         log.exception("the app failed on %s (request id %r)", request.method, request.id)
-        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
     if not isinstance(result, Mapping):
         log.error(
             "the app returned %s for %s (request id %r), not a result mapping",
@@ -128,5 +128,5 @@ async def run_app(
             request.method,
             request.id,
         )
-        return m.MrtrError("Internal error", code=m.protocol.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
     return result

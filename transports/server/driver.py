@@ -522,7 +522,7 @@ class _StreamDriver:
         response: m.ResultResponse | m.ErrorResponse | None = None
         data = b""
         try:
-            if info.era == "legacy" and request.method in m.protocol.MRTR_METHODS:
+            if info.era == "legacy" and request.method in m._meta.MRTR_METHODS:
                 response = await run_legacy(
                     self.app,
                     conn,

@@ -62,7 +62,7 @@ async def run_legacy(
     app: ServerApp,
     conn: m.Connection,
     request: m.Request,
-    info: m.protocol.RequestInfo,
+    info: m.server.RequestInfo,
     outlet: Outlet,
     scope: AbstractContextManager[Any],
     *,
@@ -116,9 +116,7 @@ async def run_legacy(
                     break
         except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
             log.warning("cannot ask the client: %s", exc.message)
-            refused = m.ErrorObject(
-                code=m.protocol.INTERNAL_ERROR, message=exc.message, data=exc.data
-            )
+            refused = m.ErrorObject(code=m.INTERNAL_ERROR, message=exc.message, data=exc.data)
             refusal = m.ErrorResponse(id=request.id, error=refused)
     if response is not None:
         return response

@@ -41,7 +41,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mrtr_core.protocol import DEFAULT_MAX_WEBSOCKET_MESSAGE
+from mrtr_core.websocket._binding import DEFAULT_MAX_WEBSOCKET_MESSAGE
 
 from ..asgi.endpoint import McpAsgi
 from ..host.bounds import (

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 import mrtr_core as m
-from mrtr_core.protocol import INPUT_KINDS
+from mrtr_core.wire import INPUT_KINDS
 
 from ..client.errors import InputUnavailable
 

@@ -67,7 +67,7 @@ ALL_CAPABILITIES: Mapping[str, Any] = {
     "roots": {},
 }
 
-_MRTR_METHODS = m.protocol.MRTR_METHODS
+_MRTR_METHODS = m._meta.MRTR_METHODS
 _SERVE_LOGGER = "mrtr.server"
 
 
@@ -378,7 +378,7 @@ class TestClient:
     def _raise_app_error(self, exc: Exception, errors_before: int) -> None:
         if not (self.raise_app_errors and isinstance(exc, CallError)):
             return
-        if exc.code != m.protocol.INTERNAL_ERROR or len(self.app_errors) <= errors_before:
+        if exc.code != m.INTERNAL_ERROR or len(self.app_errors) <= errors_before:
             return
         raise self.app_errors[-1] from exc
 

@@ -35,7 +35,7 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ALL_CAPS = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
-TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+TERMINAL = (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
 
 FORM = {
     "method": "elicitation/create",
@@ -173,21 +173,21 @@ class Client:
             assert call in self.calls, event
             assert call not in self.ended, (event, self.ended[call])
             inner = event.event
-            if isinstance(inner, (m.SendRequest, m.SendRetry)):
+            if isinstance(inner, (m.engine.SendRequest, m.engine.SendRetry)):
                 sent = json.loads(self.conn.send(event))
                 assert sent["id"] not in self.leg_of, sent  # ids are never reused
                 self.leg_of[sent["id"]] = call
-            elif isinstance(inner, m.CancelLeg):
+            elif isinstance(inner, m.engine.CancelLeg):
                 self.conn.send(event)
-            elif isinstance(inner, m.DispatchInput):
+            elif isinstance(inner, m.engine.DispatchInput):
                 self.held.setdefault(call, {})[inner.key] = inner.request
-            elif isinstance(inner, m.CancelInputs):
+            elif isinstance(inner, m.engine.CancelInputs):
                 for key in inner.keys:
                     self.held.get(call, {}).pop(key, None)
             elif isinstance(inner, TERMINAL):
                 self.ended[call] = inner
                 self.held.pop(call, None)
-                if isinstance(inner, m.Failed):
+                if isinstance(inner, m.engine.Failed):
                     assert isinstance(inner.error, m.MrtrError)
         elif isinstance(event, m.Request):
             self.conn.send(m.ResultResponse(id=event.id, result={}))

@@ -11,19 +11,15 @@ from mrtr_core import (
     CLIENT,
     SERVER,
     CallEvent,
-    Cancelled,
-    CancelLeg,
     Connection,
-    Done,
     LocalProtocolError,
     Notification,
     Request,
     RequestCancelled,
     ResultResponse,
-    SendRequest,
-    SendRetry,
     SessionOpened,
 )
+from mrtr_core.engine import Cancelled, CancelLeg, Done, SendRequest, SendRetry
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

@@ -21,12 +21,12 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain
 
 from mrtr_core import (
     CLIENT,
+    PARSE_ERROR,
     SERVER,
     CallEvent,
     Connection,
     ErrorObject,
     ErrorResponse,
-    Failed,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -35,12 +35,11 @@ from mrtr_core import (
     RemoteProtocolError,
     Request,
     ResultResponse,
-    SendRequest,
     SessionFailed,
 )
-from mrtr_core.connection import DEFAULT_MAX_DEPTH
-from mrtr_core.protocol import PARSE_ERROR
+from mrtr_core.engine import Failed, SendRequest
 from mrtr_core.wire import Codec
+from mrtr_core.wire._depth import DEFAULT_MAX_DEPTH
 
 T = TypeVar("T")
 BACKENDS = ("stdlib", "orjson")

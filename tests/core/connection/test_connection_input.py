@@ -22,20 +22,19 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drai
 
 from mrtr_core import (
     CLIENT,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     NEED_DATA,
+    PARSE_ERROR,
     SERVER,
     AutoReply,
     CallEvent,
-    CancelInputs,
-    Cancelled,
-    CancelLeg,
     Connection,
     ConnectionClosed,
-    DispatchInput,
-    Done,
     ErrorObject,
     ErrorResponse,
-    Failed,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -46,23 +45,22 @@ from mrtr_core import (
     Request,
     RequestCancelled,
     ResultResponse,
-    RoundStarted,
-    SendRequest,
     SessionFailed,
     SessionOpened,
+    SessionState,
+)
+from mrtr_core.engine import (
+    CancelInputs,
+    Cancelled,
+    CancelLeg,
+    DispatchInput,
+    Done,
+    Failed,
+    RoundStarted,
+    SendRequest,
     TimedOut,
 )
-from mrtr_core.connection import SessionState
-from mrtr_core.protocol import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-)
-from mrtr_core.wire import Codec, ElicitFormRequest
+from mrtr_core.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, Codec, ElicitFormRequest
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

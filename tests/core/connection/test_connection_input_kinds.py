@@ -35,7 +35,7 @@ def test_a_new_kind_travels_through_a_pair_built_with_its_registry() -> None:
     assert isinstance(request, m.Request)
     client.receive_data(server.send(m.ResultResponse(id=request.id, result=ASKED)))
     events = drain(client)
-    dispatch = next(e.event for e in events if isinstance(e.event, m.DispatchInput))
+    dispatch = next(e.event for e in events if isinstance(e.event, m.engine.DispatchInput))
     assert dispatch.request == ConfirmRequest(message="Deploy?")
     client.provide(call, "ok", ConfirmResult(confirmed=True))
     (retry,) = drain(client)
@@ -46,7 +46,7 @@ def test_a_new_kind_travels_through_a_pair_built_with_its_registry() -> None:
 
 
 def test_the_default_registry_refuses_the_kind_it_does_not_know() -> None:
-    client, server = pair(m.protocol.INPUT_KINDS)
+    client, server = pair(m.wire.INPUT_KINDS)
     client.call("tools/call", {"name": "deploy"})
     (leg,) = drain(client)
     server.receive_data(client.send(leg))

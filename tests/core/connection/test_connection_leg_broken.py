@@ -17,21 +17,23 @@ from support.pairing import drain, modern_pair
 
 from mrtr_core import (
     CLIENT,
+    INVALID_REQUEST,
     NEED_DATA,
     CallEvent,
-    CancelLeg,
     Connection,
-    DispatchInput,
-    Done,
     InvalidMessage,
     LocalProtocolError,
     ResultResponse,
+)
+from mrtr_core.engine import (
+    CancelLeg,
+    DispatchInput,
+    Done,
     RoundStarted,
     SendRequest,
     SendRetry,
     TimedOut,
 )
-from mrtr_core.protocol import INVALID_REQUEST
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

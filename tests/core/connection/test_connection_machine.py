@@ -168,19 +168,19 @@ _META_NO_CAPS = b'{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2
 
 #: Shared by both directions: (bytes, code).
 _COMMON: dict[str, tuple[bytes, int]] = {
-    "parse": (b"{not json", m.protocol.PARSE_ERROR),
-    "utf8": (b"\xff\xfe{", m.protocol.PARSE_ERROR),
-    "not-rpc": (b'{"foo":1}', m.protocol.INVALID_REQUEST),
-    "batch": (b"[1,2]", m.protocol.INVALID_REQUEST),
-    "scalar": (b"null", m.protocol.INVALID_REQUEST),
-    "oversize": (OVERSIZE, m.protocol.INVALID_REQUEST),
+    "parse": (b"{not json", m.PARSE_ERROR),
+    "utf8": (b"\xff\xfe{", m.PARSE_ERROR),
+    "not-rpc": (b'{"foo":1}', m.INVALID_REQUEST),
+    "batch": (b"[1,2]", m.INVALID_REQUEST),
+    "scalar": (b"null", m.INVALID_REQUEST),
+    "oversize": (OVERSIZE, m.INVALID_REQUEST),
     "unknown-response": (
         b'{"jsonrpc":"2.0","id":"junk-N","result":{}}',
-        m.protocol.INVALID_REQUEST,
+        m.INVALID_REQUEST,
     ),
     "bad-cancel": (
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}',
-        m.protocol.INVALID_PARAMS,
+        m.INVALID_PARAMS,
     ),
 }
 #: To the server: (bytes, code, the reply it owes: None, "null" (no id) or "id").
@@ -193,29 +193,29 @@ SERVER_GARBAGE: dict[str, tuple[bytes, int, str | None]] = {
     "oversize": (*_COMMON["oversize"], "null"),
     "unknown-response": (*_COMMON["unknown-response"], None),
     "bad-cancel": (*_COMMON["bad-cancel"], None),
-    "bad-method": (b'{"jsonrpc":"2.0","id":"junk-N","method":5}', m.protocol.INVALID_REQUEST, "id"),
+    "bad-method": (b'{"jsonrpc":"2.0","id":"junk-N","method":5}', m.INVALID_REQUEST, "id"),
     "bad-jsonrpc": (
         b'{"jsonrpc":"1.0","id":"junk-N","method":"x"}',
-        m.protocol.INVALID_REQUEST,
+        m.INVALID_REQUEST,
         "id",
     ),
-    "no-meta": (_REQ + b'{"name":"x"}}', m.protocol.INVALID_PARAMS, "id"),
-    "old-version": (_REQ + _META_OLD, m.protocol.UNSUPPORTED_PROTOCOL_VERSION, "id"),
-    "no-caps": (_REQ + _META_NO_CAPS, m.protocol.INVALID_PARAMS, "id"),
+    "no-meta": (_REQ + b'{"name":"x"}}', m.INVALID_PARAMS, "id"),
+    "old-version": (_REQ + _META_OLD, m.UNSUPPORTED_PROTOCOL_VERSION, "id"),
+    "no-caps": (_REQ + _META_NO_CAPS, m.INVALID_PARAMS, "id"),
 }
 #: To the client: (bytes, code).  A client never replies.
 CLIENT_GARBAGE: dict[str, tuple[bytes, int]] = {
     **_COMMON,
     "unknown-error": (
         b'{"jsonrpc":"2.0","id":"junk-N","error":{"code":-5,"message":"x"}}',
-        m.protocol.INVALID_REQUEST,
+        m.INVALID_REQUEST,
     ),
-    "server-request": (_REQ + b"{}}", m.protocol.INVALID_REQUEST),
-    "server-ping": (b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}', m.protocol.INVALID_REQUEST),
+    "server-request": (_REQ + b"{}}", m.INVALID_REQUEST),
+    "server-ping": (b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}', m.INVALID_REQUEST),
     "bad-progress": (
         b'{"jsonrpc":"2.0","method":"notifications/progress",'
         b'"params":{"progressToken":1,"progress":"x"}}',
-        m.protocol.INVALID_PARAMS,
+        m.INVALID_PARAMS,
     ),
 }
 #: Lines the framer must skip without a word.
@@ -384,9 +384,7 @@ class Exchange(RuleBasedStateMachine):
         self.seen[kind] += 1
         if kind == DUP_ID:
             raw = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{}}' % dup
-            return Seg(
-                self._frame(raw), "garbage", expect=(("invalid", m.protocol.INVALID_REQUEST, None),)
-            )
+            return Seg(self._frame(raw), "garbage", expect=(("invalid", m.INVALID_REQUEST, None),))
         if direction == "c2s":
             raw, code, reply = SERVER_GARBAGE[kind]
         else:
@@ -441,26 +439,26 @@ class Exchange(RuleBasedStateMachine):
         call = self.calls[wrapped.call]
         assert call.ended is None, f"{wrapped!r} after call {call.tag} ended ({call.ended})"
         event = wrapped.event
-        if isinstance(event, m.SendRequest | m.SendRetry):
+        if isinstance(event, m.engine.SendRequest | m.engine.SendRetry):
             # After cancel() nothing may go on the wire for the call: a driver sends a leg
             # the moment it is handed out, before it could see the CancelLeg behind it.
             assert not call.cancelled, f"{event!r} handed out after cancel({call.handle})"
             assert call.held is None and call.inflight is None, "two legs at once"
             assert not event.reissue
-            if isinstance(event, m.SendRequest):
+            if isinstance(event, m.engine.SendRequest):
                 assert call.legs_sent == 0
             else:
                 assert event.round == call.round_seen
             assert event.params["arguments"] == {"tag": call.tag}
             call.held = wrapped
-        elif isinstance(event, m.RoundStarted):
+        elif isinstance(event, m.engine.RoundStarted):
             assert not call.cancelled
             self._leg_answered(call)
             assert event.round == call.round_seen + 1 == len(call.issued), (event, call.issued)
             issued = call.issued[event.round - 1]
             assert event.keys == issued.keys
             call.round_seen = event.round
-        elif isinstance(event, m.DispatchInput):
+        elif isinstance(event, m.engine.DispatchInput):
             assert event.round == call.round_seen and not call.cancelled
             issued = call.issued[event.round - 1]
             assert event.key in issued.keys and event.key not in call.pending
@@ -468,10 +466,10 @@ class Exchange(RuleBasedStateMachine):
                 f"call {call.tag} was asked another call's question: {event.request!r}"
             )
             call.pending[event.key] = issued.kinds[issued.keys.index(event.key)]
-        elif isinstance(event, m.CancelInputs):
+        elif isinstance(event, m.engine.CancelInputs):
             assert call.cancelled and set(event.keys) == set(call.pending), event
             call.pending.clear()
-        elif isinstance(event, m.CancelLeg):
+        elif isinstance(event, m.engine.CancelLeg):
             assert call.cancelled
             data = self.client.send(wrapped)
             if call.inflight is not None and self.cancellation == "notify":
@@ -487,13 +485,13 @@ class Exchange(RuleBasedStateMachine):
                 self.client_inflight.discard(call.inflight)
                 call.inflight = None
             self.c2s.append(Seg(data, "cancel-note", call.tag))
-        elif isinstance(event, m.Done):
+        elif isinstance(event, m.engine.Done):
             self.seen["done"] += 1
             assert not call.cancelled
             self._leg_answered(call)
             assert call.final is not None and dict(event.result) == call.final, event
             call.ended = "done"
-        elif isinstance(event, m.Cancelled):
+        elif isinstance(event, m.engine.Cancelled):
             assert call.cancelled and not call.pending and call.held is None
             assert call.inflight is None
             call.ended = "cancelled"
@@ -536,7 +534,7 @@ class Exchange(RuleBasedStateMachine):
                         if reply.id is None
                         else (
                             "invalid",
-                            m.protocol.INVALID_REQUEST,
+                            m.INVALID_REQUEST,
                             None,
                         )  # unknown id at the client
                     )
@@ -1017,7 +1015,7 @@ def _natural_driver(client: m.Connection) -> tuple[list[Any], bytes]:
     while (item := client.next_event()) is not m.NEED_DATA:
         events.append(item)
         if isinstance(item, m.CallEvent) and isinstance(
-            item.event, m.SendRequest | m.SendRetry | m.CancelLeg
+            item.event, m.engine.SendRequest | m.engine.SendRetry | m.engine.CancelLeg
         ):
             written += client.send(item)
     return events, written
@@ -1066,4 +1064,4 @@ def test_a_call_cancelled_before_the_session_fails_ends_cancelled() -> None:
     client.handshake_timed_out()  # initialize too: the session fails
     events = drain(client)
     ends = [e.event for e in events if isinstance(e, m.CallEvent)]
-    assert ends == [m.Cancelled()], ends  # today: Failed("initialize timed out")
+    assert ends == [m.engine.Cancelled()], ends  # today: Failed("initialize timed out")

@@ -22,16 +22,13 @@ from support.twin import normal
 
 from mrtr_core import (
     CLIENT,
+    INVALID_REQUEST,
     NEED_DATA,
     SERVER,
     AutoReply,
     CallEvent,
-    Cancelled,
-    CancelLeg,
     Connection,
     ConnectionClosed,
-    DispatchInput,
-    Done,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -42,17 +39,16 @@ from mrtr_core import (
     Request,
     RequestCancelled,
     ResultResponse,
-    SendRequest,
-    SendRetry,
     SessionOpened,
 )
-from mrtr_core.protocol import (
-    INVALID_REQUEST,
+from mrtr_core.engine import Cancelled, CancelLeg, DispatchInput, Done, SendRequest, SendRetry
+from mrtr_core.wire import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    ElicitResult,
+    message_to_json,
 )
-from mrtr_core.wire import ElicitResult, message_to_json
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

@@ -32,20 +32,19 @@ from support.pairing import (
 
 from mrtr_core import (
     CLIENT,
+    INTERNAL_ERROR,
+    LEGACY_VERSIONS,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
     SERVER,
+    UNSUPPORTED_PROTOCOL_VERSION,
     AppResultRefused,
     AutoReply,
     CallEvent,
-    CancelInputs,
-    Cancelled,
-    CancelLeg,
     Connection,
     ConnectionClosed,
-    DispatchInput,
-    Done,
     ErrorObject,
     ErrorResponse,
-    Failed,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -56,30 +55,34 @@ from mrtr_core import (
     Request,
     RequestCancelled,
     ResultResponse,
+    SessionFailed,
+    SessionOpened,
+    SessionState,
+    error_response,
+)
+from mrtr_core.engine import (
+    CancelInputs,
+    Cancelled,
+    CancelLeg,
+    DispatchInput,
+    Done,
+    Failed,
+    InputFailed,
     RoundStarted,
     SendRequest,
     SendRetry,
-    SessionFailed,
-    SessionOpened,
     TimedOut,
-    error_response,
 )
-from mrtr_core.connection import SessionState
-from mrtr_core.engine import InputFailed
-from mrtr_core.protocol import (
-    INTERNAL_ERROR,
-    LEGACY_VERSIONS,
+from mrtr_core.wire import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    ElicitFormRequest,
+    ListRootsRequest,
 )
 from mrtr_core.wire import CreateMessageRequest as SamplingRequest
-from mrtr_core.wire import ElicitFormRequest, ListRootsRequest
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

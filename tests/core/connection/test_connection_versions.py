@@ -15,23 +15,21 @@ import pytest
 from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
 # a connection splits the versions it is given with the versions its options module knows
-import mrtr_core.connection._options as options_module
+import mrtr_core._connection._options as options_module
 from mrtr_core import (
     CLIENT,
     SERVER,
     CallEvent,
     Connection,
-    Done,
-    Failed,
     HandshakeStep,
     InvalidMessage,
     PeerError,
     Request,
     ResultResponse,
-    SendRequest,
     SessionFailed,
     SessionOpened,
 )
+from mrtr_core.engine import Done, Failed, SendRequest
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

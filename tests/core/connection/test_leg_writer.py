@@ -8,20 +8,17 @@ from typing import Any
 
 import pytest
 
-from mrtr_core import (
-    CLIENT,
-    CallEvent,
-    Connection,
-    DispatchInput,
-    LocalProtocolError,
-    Request,
-    SendRequest,
-    SendRetry,
+from mrtr_core import CLIENT, CallEvent, Connection, LocalProtocolError, Request
+from mrtr_core._connection._calls import LegWriter
+from mrtr_core.engine import DispatchInput, SendRequest, SendRetry
+from mrtr_core.wire import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    Codec,
+    ElicitResult,
+    JsonBackend,
 )
-from mrtr_core.connection._calls import LegWriter
-from mrtr_core.protocol import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
-from mrtr_core.wire import Codec, ElicitResult, JsonBackend, json_backend
-from mrtr_core.wire._codec import writes_compact
+from mrtr_core.wire._codec import json_backend, writes_compact
 
 FORM = {
     "method": "elicitation/create",

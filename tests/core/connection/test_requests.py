@@ -1,4 +1,4 @@
-"""The request records of ``mrtr_core/connection/_requests.py``: kinds, the incoming lifecycle
+"""The request records of ``mrtr_core/_connection/_requests.py``: kinds, the incoming lifecycle
 table walked pair by pair, and the connection living through it.
 
 Part 1 drives :class:`Incoming` over EVERY (state, input) pair of
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from support.pairing import drain, handshake
 
-import mrtr_core.connection as connection_package
+import mrtr_core._connection as connection_package
 from mrtr_core import (
     CLIENT,
+    INVALID_REQUEST,
     SERVER,
     Connection,
     InvalidMessage,
@@ -33,7 +34,7 @@ from mrtr_core import (
     ResultResponse,
     error_response,
 )
-from mrtr_core.connection._requests import (
+from mrtr_core._connection._requests import (
     INCOMING_LIFECYCLE,
     BoundedSet,
     Incoming,
@@ -43,7 +44,7 @@ from mrtr_core.connection._requests import (
     OutgoingKind,
     OutgoingTable,
 )
-from mrtr_core.protocol import INVALID_REQUEST, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from mrtr_core.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 
 IS = IncomingState
 II = IncomingInput

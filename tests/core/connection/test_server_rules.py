@@ -7,15 +7,14 @@ from typing import Any
 import pytest
 
 from mrtr_core import AppResultRefused, RemoteProtocolError, Request
-from mrtr_core.connection._server_rules import (
+from mrtr_core._connection._server_rules import (
     check_input_required,
     check_server_request,
     discover_result,
     finish_result,
     initialize_result,
 )
-from mrtr_core.protocol import RequestInfo
-from mrtr_core.protocol._meta import (
+from mrtr_core._meta import (
     choose_version,
     has_modern_meta,
     is_retry_leg,
@@ -24,6 +23,7 @@ from mrtr_core.protocol._meta import (
     progress_token_of,
     read_modern_request,
 )
+from mrtr_core.server import RequestInfo
 
 VERSION = "io.modelcontextprotocol/protocolVersion"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

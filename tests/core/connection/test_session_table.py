@@ -28,17 +28,20 @@ from support.pairing import (
     replies,
 )
 
-import mrtr_core.connection._connection as connection_module
-import mrtr_core.connection._options as options_module
+import mrtr_core._connection._connection as connection_module
+import mrtr_core._connection._options as options_module
 from mrtr_core import (
     CLIENT,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    METHOD_NOT_FOUND,
     SERVER,
     AutoReply,
     CallEvent,
     Connection,
     ConnectionClosed,
     ErrorResponse,
-    Failed,
     HandshakeStep,
     InvalidMessage,
     LocalProtocolError,
@@ -49,10 +52,10 @@ from mrtr_core import (
     ResultResponse,
     SessionFailed,
     SessionOpened,
+    SessionState,
     error_response,
 )
-from mrtr_core.connection import SessionState
-from mrtr_core.connection._session import (
+from mrtr_core._connection._session import (
     CLIENT_TRANSITIONS,
     LOCAL_INPUTS,
     REMOTE_INPUTS,
@@ -61,14 +64,8 @@ from mrtr_core.connection._session import (
     Session,
     SessionInput,
 )
-from mrtr_core.protocol import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    METHOD_NOT_FOUND,
-)
+from mrtr_core.engine import Failed
+from mrtr_core.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 
 pytestmark = pytest.mark.usefixtures("wire_variant")
 

@@ -1,4 +1,4 @@
-"""The era verdict a client remembers (mrtr_core.connection.Verdict)."""
+"""The era verdict a client remembers (mrtr_core.Verdict)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, handshake
 
 import mrtr_core as m
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 
 def test_a_verdict_round_trips_and_checks_every_field() -> None:
@@ -37,7 +37,7 @@ def test_a_modern_only_server_names_its_versions_to_initialize() -> None:
     )
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
     server.receive_data(
-        m.wire.default_codec.dumps(
+        m.wire._codec.default_codec.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
         )
         + b"\n"
@@ -45,7 +45,7 @@ def test_a_modern_only_server_names_its_versions_to_initialize() -> None:
     event = server.next_event()
     assert isinstance(event, m.InvalidMessage) and event.reply is not None
     error = event.reply.error
-    assert error.code == m.protocol.METHOD_NOT_FOUND
+    assert error.code == m.METHOD_NOT_FOUND
     assert "2026-07-28" in error.message and "initialize" in error.message
     assert error.data == {"supported": ["2026-07-28"]}
 
@@ -61,10 +61,10 @@ def test_a_2025_session_cancels_with_a_notification_even_over_streams() -> None:
     handshake(client, server)
     call = client.call("tools/call", {"name": "slow", "arguments": {}})
     (leg,) = drain(client)
-    request = m.wire.default_codec.loads(client.send(leg))
+    request = m.wire._codec.default_codec.loads(client.send(leg))
     client.cancel(call)
-    cancel_leg = next(e for e in drain(client) if isinstance(e.event, m.CancelLeg))
-    assert m.wire.default_codec.loads(client.send(cancel_leg)) == {
+    cancel_leg = next(e for e in drain(client) if isinstance(e.event, m.engine.CancelLeg))
+    assert m.wire._codec.default_codec.loads(client.send(cancel_leg)) == {
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
         "params": {"requestId": request["id"]},

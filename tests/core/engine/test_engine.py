@@ -61,7 +61,7 @@ def input_required(
     return result
 
 
-def drain(engine: m.RoundEngine) -> list[Any]:
+def drain(engine: m.engine.RoundEngine) -> list[Any]:
     events = []
     while True:
         ev = engine.next_event()
@@ -70,8 +70,8 @@ def drain(engine: m.RoundEngine) -> list[Any]:
         events.append(ev)
 
 
-def started(**kwargs: Any) -> m.RoundEngine:
-    engine = m.RoundEngine("tools/call", kwargs.pop("params", PARAMS), **kwargs)
+def started(**kwargs: Any) -> m.engine.RoundEngine:
+    engine = m.engine.RoundEngine("tools/call", kwargs.pop("params", PARAMS), **kwargs)
     engine.start(0.0)
     return engine
 
@@ -85,8 +85,8 @@ def only(events: list[Any], cls: type) -> list[Any]:
 
 @pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read"])
 def test_the_three_mrtr_methods_are_accepted(method: str) -> None:
-    engine = m.RoundEngine(method, {})
-    assert engine.next_event() is m.engine.NEED_START
+    engine = m.engine.RoundEngine(method, {})
+    assert engine.next_event() is m.Wait.NEED_START
 
 
 @pytest.mark.parametrize(
@@ -106,15 +106,17 @@ def test_the_three_mrtr_methods_are_accepted(method: str) -> None:
 def test_bad_construction_is_a_local_error(kwargs: dict[str, Any]) -> None:
     args = {"method": "tools/call", "params": {}, **kwargs}
     with pytest.raises(m.LocalProtocolError):
-        m.RoundEngine(args.pop("method"), args.pop("params"), **args)
+        m.engine.RoundEngine(args.pop("method"), args.pop("params"), **args)
 
 
 def test_capabilities_default_to_the_request_meta_then_to_none() -> None:
-    assert m.RoundEngine("tools/call", PARAMS).capabilities == CAPS
-    assert m.RoundEngine("tools/call", {}).capabilities == {}
-    assert m.RoundEngine("tools/call", {"_meta": {"x": 1}}).capabilities == {}
+    assert m.engine.RoundEngine("tools/call", PARAMS).capabilities == CAPS
+    assert m.engine.RoundEngine("tools/call", {}).capabilities == {}
+    assert m.engine.RoundEngine("tools/call", {"_meta": {"x": 1}}).capabilities == {}
     explicit = {"roots": {}}
-    assert m.RoundEngine("tools/call", PARAMS, capabilities=explicit).capabilities is explicit
+    assert (
+        m.engine.RoundEngine("tools/call", PARAMS, capabilities=explicit).capabilities is explicit
+    )
 
 
 # --- A complete flow ---------------------------------------------------------------
@@ -124,12 +126,12 @@ def test_complete_result_and_missing_result_type_are_done() -> None:
     for result in ({"resultType": "complete", "content": []}, {"content": []}):
         engine = started()
         (send,) = drain(engine)
-        assert isinstance(send, m.SendRequest) and send.leg == 1 and not send.reissue
-        assert engine.next_event() is m.engine.NEED_RESULT
+        assert isinstance(send, m.engine.SendRequest) and send.leg == 1 and not send.reissue
+        assert engine.next_event() is m.Wait.NEED_RESULT
         engine.receive_result(result, 1.0)
-        assert drain(engine) == [m.Done(result=result)]
+        assert drain(engine) == [m.engine.Done(result=result)]
         assert engine.state is m.engine.EngineState.DONE
-        assert engine.next_event() is m.engine.FINISHED
+        assert engine.next_event() is m.Wait.FINISHED
 
 
 def test_two_rounds_then_done() -> None:
@@ -137,23 +139,23 @@ def test_two_rounds_then_done() -> None:
     drain(engine)
     engine.receive_result(input_required({"a": FORM}, "s1"), 1.0)
     events = drain(engine)
-    assert events[0] == m.RoundStarted(
+    assert events[0] == m.engine.RoundStarted(
         round=1, keys=("a",), kinds=("elicitation/create",), input_timeout=None
     )
-    assert isinstance(events[1], m.DispatchInput) and events[1].key == "a"
+    assert isinstance(events[1], m.engine.DispatchInput) and events[1].key == "a"
     assert isinstance(events[1].request, m.wire.ElicitFormRequest)
-    assert engine.next_event() is m.engine.NEED_INPUT
+    assert engine.next_event() is m.Wait.NEED_INPUT
     assert engine.pending_keys == ("a",)
     engine.provide("a", ACCEPT, 2.0)
     (retry,) = drain(engine)
-    assert isinstance(retry, m.SendRetry)
+    assert isinstance(retry, m.engine.SendRetry)
     assert retry.round == 1 and retry.leg == 2 and retry.delay == 0.0
     assert retry.params["inputResponses"] == {"a": {"action": "accept", "content": {"u": "metric"}}}
     assert retry.params["requestState"] == "s1"
     engine.receive_result(input_required({"b": SAMPLING, "c": ROOTS, "d": URL}), 3.0)
     events = drain(engine)
     assert events[0].kinds == ("sampling/createMessage", "roots/list", "elicitation/create#url")
-    assert [e.key for e in only(events, m.DispatchInput)] == ["b", "c", "d"]
+    assert [e.key for e in only(events, m.engine.DispatchInput)] == ["b", "c", "d"]
     engine.provide("c", ROOTS_ANSWER, 4.0)
     assert drain(engine) == []
     engine.provide(
@@ -164,7 +166,7 @@ def test_two_rounds_then_done() -> None:
     assert set(retry.params["inputResponses"]) == {"b", "c", "d"}
     assert "requestState" not in retry.params  # the latest result had none
     engine.receive_result({"resultType": "complete", "content": [1]}, 5.0)
-    assert drain(engine) == [m.Done(result={"resultType": "complete", "content": [1]})]
+    assert drain(engine) == [m.engine.Done(result={"resultType": "complete", "content": [1]})]
     assert engine.legs == 3 and engine.round == 2
 
 
@@ -251,7 +253,9 @@ def test_state_only_legs_are_paced_and_reset_by_an_input_round() -> None:
     for i in range(4):
         engine.receive_result(input_required(None, f"s{i}"), float(i))
         started_ev, retry = drain(engine)
-        assert started_ev == m.RoundStarted(round=i + 1, keys=(), kinds=(), input_timeout=None)
+        assert started_ev == m.engine.RoundStarted(
+            round=i + 1, keys=(), kinds=(), input_timeout=None
+        )
         assert "inputResponses" not in retry.params and retry.params["requestState"] == f"s{i}"
         delays.append(retry.delay)
     assert delays == [0.05, 0.1, 0.2, 0.25]
@@ -268,7 +272,7 @@ def test_empty_input_requests_with_state_is_a_state_only_round() -> None:
     drain(engine)
     engine.receive_result(input_required({}, "s"), 1.0)
     _, retry = drain(engine)
-    assert isinstance(retry, m.SendRetry) and "inputResponses" not in retry.params
+    assert isinstance(retry, m.engine.SendRetry) and "inputResponses" not in retry.params
 
 
 def test_state_only_legs_are_capped() -> None:
@@ -299,7 +303,7 @@ def test_round_cap_allows_max_rounds_retries_then_fails_with_the_payload() -> No
     last = input_required({"k10": FORM}, "10")
     engine.receive_result(last, 11.0)
     events = drain(engine)
-    assert not only(events, m.DispatchInput)
+    assert not only(events, m.engine.DispatchInput)
     (failed,) = events
     assert isinstance(failed.error, m.engine.RoundLimitExceeded)
     assert failed.error.limit_name == "max_rounds" and failed.error.limit == 10
@@ -311,7 +315,9 @@ def test_max_rounds_zero_means_no_retry_at_all() -> None:
     drain(engine)
     engine.receive_result(input_required({"k": FORM}), 1.0)
     (failed,) = drain(engine)
-    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.engine.RoundLimitExceeded)
+    assert isinstance(failed, m.engine.Failed) and isinstance(
+        failed.error, m.engine.RoundLimitExceeded
+    )
 
 
 # --- Invalid input_required results ------------------------------------------------------
@@ -347,7 +353,7 @@ def test_invalid_input_required_fails_without_retry(
     drain(engine)
     engine.receive_result(result, 1.0)
     events = drain(engine)
-    assert len(events) == 1 and isinstance(events[0], m.Failed)
+    assert len(events) == 1 and isinstance(events[0], m.engine.Failed)
     error = events[0].error
     assert isinstance(error, m.engine.InvalidInputRequired) and isinstance(
         error, m.RemoteProtocolError
@@ -382,7 +388,7 @@ def test_undeclared_capability_fails(
     error = failed.error
     assert isinstance(error, m.engine.MissingCapability)
     assert error.key == "bad" and error.required == required
-    assert error.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": required}
 
 
@@ -401,7 +407,7 @@ def test_declared_capability_dispatches(caps: dict[str, Any], ask: dict[str, Any
     engine = started(capabilities=caps)
     drain(engine)
     engine.receive_result(input_required({"k": ask}), 1.0)
-    assert len(only(drain(engine), m.DispatchInput)) == 1
+    assert len(only(drain(engine), m.engine.DispatchInput)) == 1
 
 
 # --- Errors, timeouts, breaks ---------------------------------------------------------------
@@ -449,15 +455,15 @@ def test_leg_timeout_cancels_the_leg_then_times_out() -> None:
     assert send.timeout == 5.0
     engine.leg_timed_out(5.5)
     cancel, timed_out = drain(engine)
-    assert cancel == m.CancelLeg(leg=1)
-    assert timed_out == m.TimedOut(elapsed=5.5, budget=5.0, limit="leg")
+    assert cancel == m.engine.CancelLeg(leg=1)
+    assert timed_out == m.engine.TimedOut(elapsed=5.5, budget=5.0, limit="leg")
 
 
 def test_leg_timeout_without_a_configured_timeout() -> None:
     engine = started()
     drain(engine)
     engine.leg_timed_out(3.0)
-    assert drain(engine)[1] == m.TimedOut(elapsed=3.0, budget=None, limit="leg")
+    assert drain(engine)[1] == m.engine.TimedOut(elapsed=3.0, budget=None, limit="leg")
 
 
 def test_leg_timeout_covers_server_time_only() -> None:
@@ -469,7 +475,7 @@ def test_leg_timeout_covers_server_time_only() -> None:
     (retry,) = drain(engine)
     assert retry.timeout == 5.0
     engine.leg_timed_out(1005.0)
-    assert drain(engine)[1] == m.TimedOut(elapsed=5.0, budget=5.0, limit="leg")
+    assert drain(engine)[1] == m.engine.TimedOut(elapsed=5.0, budget=5.0, limit="leg")
 
 
 def test_leg_broken_reissues_the_same_params_bounded() -> None:
@@ -477,7 +483,7 @@ def test_leg_broken_reissues_the_same_params_bounded() -> None:
     (first,) = drain(engine)
     engine.leg_broken(1.0)
     (again,) = drain(engine)
-    assert isinstance(again, m.SendRequest) and again.reissue and again.leg == 2
+    assert isinstance(again, m.engine.SendRequest) and again.reissue and again.leg == 2
     assert again.params == first.params
     engine.receive_result(input_required({"k": FORM}, "s"), 2.0)
     drain(engine)
@@ -486,7 +492,9 @@ def test_leg_broken_reissues_the_same_params_bounded() -> None:
     engine.leg_broken(3.0)
     (re_retry,) = drain(engine)
     assert (
-        isinstance(re_retry, m.SendRetry) and re_retry.reissue and re_retry.params == retry.params
+        isinstance(re_retry, m.engine.SendRetry)
+        and re_retry.reissue
+        and re_retry.params == retry.params
     )
     engine.leg_broken(4.0)
     drain(engine)
@@ -506,7 +514,7 @@ def test_leg_timeout_is_capped_by_the_remaining_budget() -> None:
     (send,) = drain(engine)
     assert send.timeout == 10.0
     engine.leg_timed_out(10.0)
-    assert drain(engine)[1] == m.TimedOut(elapsed=10.0, budget=10.0, limit="total")
+    assert drain(engine)[1] == m.engine.TimedOut(elapsed=10.0, budget=10.0, limit="total")
 
 
 def test_a_leg_cut_by_the_total_budget_reports_the_whole_flow_not_the_leg() -> None:
@@ -519,11 +527,11 @@ def test_a_leg_cut_by_the_total_budget_reports_the_whole_flow_not_the_leg() -> N
     drain(engine)
     engine.provide("k", ACCEPT, 12.0)
     (retry,) = drain(engine)
-    assert isinstance(retry, m.SendRetry) and retry.timeout == 8.0
+    assert isinstance(retry, m.engine.SendRetry) and retry.timeout == 8.0
     engine.leg_timed_out(20.0)
     assert drain(engine) == [
-        m.CancelLeg(leg=2),
-        m.TimedOut(elapsed=20.0, budget=20.0, limit="total"),
+        m.engine.CancelLeg(leg=2),
+        m.engine.TimedOut(elapsed=20.0, budget=20.0, limit="total"),
     ]
 
 
@@ -532,7 +540,7 @@ def test_budget_is_checked_before_any_input_is_dispatched() -> None:
     drain(engine)
     engine.receive_result(input_required({"k": FORM}), 10.0)
     events = drain(engine)
-    assert events == [m.TimedOut(elapsed=10.0, budget=10.0, limit="total")]
+    assert events == [m.engine.TimedOut(elapsed=10.0, budget=10.0, limit="total")]
 
 
 def test_budget_is_checked_again_before_the_retry() -> None:
@@ -548,7 +556,7 @@ def test_budget_is_checked_again_before_the_retry() -> None:
     drain(engine)
     engine.provide("k", ACCEPT, 10.5)  # past the budget and the input deadline
     cancel_free = drain(engine)
-    assert cancel_free == [m.TimedOut(elapsed=10.5, budget=10.0, limit="total")]
+    assert cancel_free == [m.engine.TimedOut(elapsed=10.5, budget=10.0, limit="total")]
 
 
 def test_state_only_retry_is_not_sent_when_its_delay_outlasts_the_budget() -> None:
@@ -556,8 +564,8 @@ def test_state_only_retry_is_not_sent_when_its_delay_outlasts_the_budget() -> No
     drain(engine)
     engine.receive_result(input_required(None, "s"), 0.97)
     events = drain(engine)
-    assert isinstance(events[-1], m.TimedOut) and events[-1].limit == "total"
-    assert not only(events, m.SendRetry)
+    assert isinstance(events[-1], m.engine.TimedOut) and events[-1].limit == "total"
+    assert not only(events, m.engine.SendRetry)
 
 
 def test_state_only_retry_timeout_excludes_its_delay() -> None:
@@ -577,8 +585,8 @@ def test_input_timeout_bounds_each_round() -> None:
     engine.provide("a", ACCEPT, 30.0)
     engine.input_timed_out(61.0)
     cancel, timed_out = drain(engine)
-    assert cancel == m.CancelInputs(keys=("b",))
-    assert timed_out == m.TimedOut(elapsed=60.0, budget=60.0, limit="input")
+    assert cancel == m.engine.CancelInputs(keys=("b",))
+    assert timed_out == m.engine.TimedOut(elapsed=60.0, budget=60.0, limit="input")
 
 
 def test_a_late_answer_is_dropped_and_times_out() -> None:
@@ -588,13 +596,13 @@ def test_a_late_answer_is_dropped_and_times_out() -> None:
     drain(engine)
     engine.provide("a", ACCEPT, 11.0)
     cancel, timed_out = drain(engine)
-    assert cancel == m.CancelInputs(keys=("b",)) and timed_out.limit == "input"
+    assert cancel == m.engine.CancelInputs(keys=("b",)) and timed_out.limit == "input"
     engine = started(input_timeout=10.0)
     drain(engine)
     engine.receive_result(input_required({"a": FORM}), 0.0)
     drain(engine)
     engine.provide("a", ACCEPT, 11.0)
-    assert drain(engine) == [m.TimedOut(elapsed=11.0, budget=10.0, limit="input")]
+    assert drain(engine) == [m.engine.TimedOut(elapsed=11.0, budget=10.0, limit="input")]
 
 
 def test_input_wait_capped_by_budget_reports_total() -> None:
@@ -604,8 +612,8 @@ def test_input_wait_capped_by_budget_reports_total() -> None:
     assert drain(engine)[0].input_timeout == 15.0
     engine.input_timed_out(20.0)
     (cancel, timed_out) = drain(engine)
-    assert cancel == m.CancelInputs(keys=("a",))
-    assert timed_out == m.TimedOut(elapsed=20.0, budget=20.0, limit="total")
+    assert cancel == m.engine.CancelInputs(keys=("a",))
+    assert timed_out == m.engine.TimedOut(elapsed=20.0, budget=20.0, limit="total")
 
 
 # --- provide / fail / cancel --------------------------------------------------------------
@@ -619,7 +627,7 @@ def test_fail_cancels_the_other_keys_and_ends_the_flow() -> None:
     engine.provide("b", ROOTS_ANSWER, 1.0)
     engine.fail("a", "handler crashed")
     cancel, failed = drain(engine)
-    assert cancel == m.CancelInputs(keys=("c",))
+    assert cancel == m.engine.CancelInputs(keys=("c",))
     assert isinstance(failed.error, m.engine.InputFailed) and failed.error.key == "a"
     assert failed.error.reason == "handler crashed"
 
@@ -631,7 +639,7 @@ def test_fail_on_the_last_key_has_nothing_to_cancel() -> None:
     drain(engine)
     engine.fail("a", "no")
     (failed,) = drain(engine)
-    assert isinstance(failed, m.Failed)
+    assert isinstance(failed, m.engine.Failed)
 
 
 @pytest.mark.parametrize(
@@ -670,14 +678,14 @@ def test_answering_a_key_twice_is_misuse() -> None:
 
 
 def test_cancel_in_each_open_state() -> None:
-    idle = m.RoundEngine("tools/call", PARAMS)
+    idle = m.engine.RoundEngine("tools/call", PARAMS)
     idle.cancel()
-    assert drain(idle) == [m.Cancelled()]
+    assert drain(idle) == [m.engine.Cancelled()]
 
     in_flight = started()
     drain(in_flight)
     in_flight.cancel(1.0)
-    assert drain(in_flight) == [m.CancelLeg(leg=1), m.Cancelled()]
+    assert drain(in_flight) == [m.engine.CancelLeg(leg=1), m.engine.Cancelled()]
 
     waiting = started()
     drain(waiting)
@@ -686,7 +694,7 @@ def test_cancel_in_each_open_state() -> None:
     waiting.provide("a", ACCEPT, 1.0)
     waiting.cancel(2.0)
     events = drain(waiting)
-    assert events == [m.CancelInputs(keys=("b",)), m.Cancelled()]
+    assert events == [m.engine.CancelInputs(keys=("b",)), m.engine.Cancelled()]
     assert waiting.state is m.engine.EngineState.CANCELLED
 
 
@@ -719,12 +727,12 @@ def test_snapshot_mid_round_restores_elsewhere_and_redispatches() -> None:
     engine.provide("a", ACCEPT, 20.0)
     snap = engine.snapshot(30.0)
     snap = json.loads(json.dumps(snap))  # survives a trip through storage
-    restored = m.RoundEngine.restore(snap, 5000.0)  # another process, another clock
+    restored = m.engine.RoundEngine.restore(snap, 5000.0)  # another process, another clock
     events = drain(restored)
-    assert events[0] == m.RoundStarted(
+    assert events[0] == m.engine.RoundStarted(
         round=1, keys=("b",), kinds=("roots/list",), input_timeout=30.0
     )
-    assert [e.key for e in only(events, m.DispatchInput)] == ["b"]
+    assert [e.key for e in only(events, m.engine.DispatchInput)] == ["b"]
     restored.provide("b", ROOTS_ANSWER, 5001.0)
     (retry,) = drain(restored)
     assert set(retry.params["inputResponses"]) == {"a", "b"}
@@ -737,15 +745,17 @@ def test_snapshot_with_a_leg_in_flight_reissues_it() -> None:
     drain(engine)
     engine.receive_result(input_required(None, "s"), 1.0)
     _, retry = drain(engine)
-    restored = m.RoundEngine.restore(engine.snapshot(2.0), 0.0)
+    restored = m.engine.RoundEngine.restore(engine.snapshot(2.0), 0.0)
     (again,) = drain(restored)
-    assert isinstance(again, m.SendRetry) and again.reissue and again.params == retry.params
-    idle = m.RoundEngine.restore(m.RoundEngine("prompts/get", {"name": "p"}).snapshot(0.0), 0.0)
-    assert idle.next_event() is m.engine.NEED_START and idle.method == "prompts/get"
+    assert isinstance(again, m.engine.SendRetry) and again.reissue and again.params == retry.params
+    idle = m.engine.RoundEngine.restore(
+        m.engine.RoundEngine("prompts/get", {"name": "p"}).snapshot(0.0), 0.0
+    )
+    assert idle.next_event() is m.Wait.NEED_START and idle.method == "prompts/get"
     first = started()
     drain(first)
-    (resent,) = drain(m.RoundEngine.restore(first.snapshot(1.0), 0.0))
-    assert isinstance(resent, m.SendRequest) and resent.reissue
+    (resent,) = drain(m.engine.RoundEngine.restore(first.snapshot(1.0), 0.0))
+    assert isinstance(resent, m.engine.SendRequest) and resent.reissue
 
 
 def test_snapshot_refuses_undelivered_events_and_finished_flows() -> None:
@@ -780,7 +790,7 @@ def test_restore_rejects_bad_snapshots(mutate: Any) -> None:
     snap = engine.snapshot(1.0)
     mutate(snap)
     with pytest.raises(m.LocalProtocolError):
-        m.RoundEngine.restore(snap, 0.0)
+        m.engine.RoundEngine.restore(snap, 0.0)
 
 
 def test_restore_keeps_last_result_and_pace() -> None:
@@ -788,7 +798,7 @@ def test_restore_keeps_last_result_and_pace() -> None:
     drain(engine)
     engine.receive_result(input_required(None, "s"), 1.0)
     drain(engine)
-    restored = m.RoundEngine.restore(engine.snapshot(1.0), 0.0)
+    restored = m.engine.RoundEngine.restore(engine.snapshot(1.0), 0.0)
     drain(restored)
     assert restored.last_input_required == input_required(None, "s")
     restored.receive_result(input_required(None, "t"), 1.0)
@@ -802,8 +812,8 @@ def test_input_timed_out_without_any_configured_limit() -> None:
     drain(engine)
     engine.input_timed_out(9.0)  # the driver's own timer (a closed dialog, say)
     assert drain(engine) == [
-        m.CancelInputs(keys=("a",)),
-        m.TimedOut(elapsed=7.0, budget=None, limit="input"),
+        m.engine.CancelInputs(keys=("a",)),
+        m.engine.TimedOut(elapsed=7.0, budget=None, limit="input"),
     ]
 
 
@@ -817,8 +827,8 @@ def test_a_budget_bound_retry_leg_times_out_against_the_budget() -> None:
     assert retry.timeout == 10.0
     engine.leg_timed_out(50.0)
     assert drain(engine) == [
-        m.CancelLeg(leg=2),
-        m.TimedOut(elapsed=50.0, budget=50.0, limit="total"),
+        m.engine.CancelLeg(leg=2),
+        m.engine.TimedOut(elapsed=50.0, budget=50.0, limit="total"),
     ]
 
 
@@ -843,7 +853,7 @@ def test_include_context_needs_sampling_context(
     engine.receive_result(input_required({"k": ask}), 1.0)
     events = drain(engine)
     if allowed:
-        assert len(only(events, m.DispatchInput)) == 1
+        assert len(only(events, m.engine.DispatchInput)) == 1
     else:
         (failed,) = events
         assert isinstance(failed.error, m.engine.MissingCapability)
@@ -858,9 +868,9 @@ def test_restore_after_the_input_deadline_passed_times_out_without_dispatching()
     # Times in a snapshot are elapsed seconds: time in storage is not counted (no clock
     # is shared between processes), but a snapshot taken after the deadline is expired.
     snap = engine.snapshot(20.0)
-    restored = m.RoundEngine.restore(snap, 100.0)
+    restored = m.engine.RoundEngine.restore(snap, 100.0)
     assert restored.state is m.engine.EngineState.TIMED_OUT
-    assert drain(restored) == [m.TimedOut(elapsed=19.0, budget=10.0, limit="input")]
+    assert drain(restored) == [m.engine.TimedOut(elapsed=19.0, budget=10.0, limit="input")]
 
 
 def test_restore_exactly_at_the_input_deadline_times_out_rather_than_prompt_for_0_s() -> None:
@@ -871,6 +881,6 @@ def test_restore_exactly_at_the_input_deadline_times_out_rather_than_prompt_for_
     drain(engine)
     engine.receive_result(input_required({"a": FORM}), 1.0)
     drain(engine)
-    restored = m.RoundEngine.restore(engine.snapshot(11.0), 500.0)
+    restored = m.engine.RoundEngine.restore(engine.snapshot(11.0), 500.0)
     assert restored.state is m.engine.EngineState.TIMED_OUT
-    assert drain(restored) == [m.TimedOut(elapsed=10.0, budget=10.0, limit="input")]
+    assert drain(restored) == [m.engine.TimedOut(elapsed=10.0, budget=10.0, limit="input")]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from mrtr_core import DispatchInput, LocalProtocolError, RoundEngine, SendRetry
+from mrtr_core import LocalProtocolError
+from mrtr_core.engine import DispatchInput, RoundEngine, SendRetry
 from mrtr_core.engine._rounds import answer_problem
 from mrtr_core.wire import ElicitFormRequest, ElicitResult
 from mrtr_core.wire._inputs import INPUT_KINDS

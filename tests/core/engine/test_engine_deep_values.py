@@ -70,12 +70,12 @@ FORM_ROUND = {
 }
 
 
-def started() -> m.RoundEngine:
-    engine = m.RoundEngine(
+def started() -> m.engine.RoundEngine:
+    engine = m.engine.RoundEngine(
         "tools/call", {"name": "t"}, capabilities={"elicitation": {"form": {}, "url": {}}}
     )
     engine.start(0.0)
-    assert isinstance(engine.next_event(), m.SendRequest)
+    assert isinstance(engine.next_event(), m.engine.SendRequest)
     return engine
 
 
@@ -83,7 +83,7 @@ def failure_of(result: Any) -> m.engine.InvalidInputRequired:
     engine = started()
     at_stack_depth(APP_STACK, lambda: engine.receive_result(result, 1.0))
     event = engine.next_event()
-    assert isinstance(event, m.Failed), event
+    assert isinstance(event, m.engine.Failed), event
     assert isinstance(event.error, m.engine.InvalidInputRequired)
     assert len(event.error.message) < 300
     return event.error
@@ -160,6 +160,6 @@ def test_an_unhashable_key_is_misuse_with_a_short_message(misuse: str) -> None:
 
 def test_misuse_messages_show_the_apps_values_bounded_too() -> None:
     with pytest.raises(m.LocalProtocolError, match="max_rounds must be a non-negative int, got"):
-        m.RoundEngine("tools/call", {}, max_rounds=nested_list(100_000))
+        m.engine.RoundEngine("tools/call", {}, max_rounds=nested_list(100_000))
     with pytest.raises(m.LocalProtocolError, match="unknown snapshot version list"):
-        m.RoundEngine.restore({"version": nested_list(100_000)}, 0.0)
+        m.engine.RoundEngine.restore({"version": nested_list(100_000)}, 0.0)

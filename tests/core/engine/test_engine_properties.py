@@ -37,13 +37,13 @@ FLOW_SETTINGS = settings(SETTINGS, max_examples=examples(times=4))
 
 ROUND_FIELDS = ("inputResponses", "requestState")
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"
-TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
-SENDS = (m.SendRequest, m.SendRetry)
+TERMINAL = (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
+SENDS = (m.engine.SendRequest, m.engine.SendRetry)
 
 
-def pace(n: int, cap: float = m.engine.PACE_CAP) -> float:
+def pace(n: int, cap: float = m.engine._engine.PACE_CAP) -> float:
     """The delay of the n-th (0-based) requestState-only leg since the last input round."""
-    return min(m.engine.PACE_FIRST * 2**n, cap)
+    return min(m.engine._engine.PACE_FIRST * 2**n, cap)
 
 
 def strip(params: dict[str, Any]) -> dict[str, Any]:
@@ -301,7 +301,7 @@ def plans(draw: st.DrawFn, *, dyadic: bool = False, stale: bool = True) -> Plan:
             meta[CAPS_KEY] = caps
         caps = None
     return Plan(
-        method=draw(st.sampled_from(sorted(m.protocol.MRTR_METHODS))),
+        method=draw(st.sampled_from(sorted(m._meta.MRTR_METHODS))),
         original=original,
         caps=caps,
         options=options,
@@ -412,7 +412,7 @@ class Run:
     points: list[m.Wait] = field(default_factory=list)  # what each quiescent point waited for
 
     # Filled in as the run goes.
-    engine: m.RoundEngine = field(init=False)
+    engine: m.engine.RoundEngine = field(init=False)
     fed: list[tuple[int, Any]] = field(default_factory=list)  # (script index, leg params)
     sends: list[tuple[float, Any]] = field(default_factory=list)
     outcome: Outcome | None = None
@@ -432,7 +432,7 @@ class Run:
         given_params: Any = (
             types.MappingProxyType(plan.original) if plan.read_only else plan.original
         )
-        self.engine = m.RoundEngine(
+        self.engine = m.engine.RoundEngine(
             plan.method, given_params, capabilities=plan.caps, **plan.options
         )
         self.now = plan.start
@@ -455,7 +455,7 @@ class Run:
         self.round_state: Any = None
         self.deadline: float | None = None
         self.input_limit = "input"
-        self.wait: m.Wait = m.engine.NEED_START
+        self.wait: m.Wait = m.Wait.NEED_START
         self.last_input_required: dict[str, Any] | None = None
         self.input_retries = 0
         self.state_only_retries = 0
@@ -484,10 +484,10 @@ class Run:
         assert len(terminals) <= 1, events
         if terminals:
             assert events[-1] is terminals[0], events  # nothing after the terminal event
-            assert ev is m.engine.FINISHED
-            assert self.engine.next_event() is m.engine.FINISHED
+            assert ev is m.Wait.FINISHED
+            assert self.engine.next_event() is m.Wait.FINISHED
         elif self.engine.state is not m.engine.EngineState.ERROR:
-            assert ev is not m.engine.FINISHED, events  # a flow ends with a terminal event
+            assert ev is not m.Wait.FINISHED, events  # a flow ends with a terminal event
         return events, ev
 
     def remaining(self, now: float, delay: float = 0.0) -> float | None:
@@ -508,15 +508,15 @@ class Run:
     def expect_total_timeout(self, events: list[Any], wait: m.Wait, prefix: int = 0) -> None:
         assert len(events) == prefix + 1, events
         (ev,) = events[prefix:]
-        assert isinstance(ev, m.TimedOut), events
+        assert isinstance(ev, m.engine.TimedOut), events
         assert ev.limit == "total"
         assert ev.budget == self.opts["total_timeout"]
-        assert not any(isinstance(e, m.DispatchInput) for e in events)
+        assert not any(isinstance(e, m.engine.DispatchInput) for e in events)
         self.finish(events, "timed_out", ("total",))
 
     def expect_failed(self, events: list[Any], cls: type, **attrs_: Any) -> None:
         ev = events[-1]
-        assert isinstance(ev, m.Failed), events
+        assert isinstance(ev, m.engine.Failed), events
         assert type(ev.error) is cls, ev
         for name, value in attrs_.items():
             assert getattr(ev.error, name) == value, (name, ev.error)
@@ -555,7 +555,7 @@ class Run:
                 assert ev.timeout <= leg_timeout
             if rem is not None:
                 assert ev.timeout <= rem + 1e-9
-        if kind is m.SendRetry:
+        if kind is m.engine.SendRetry:
             assert math.isclose(ev.delay, delay), (ev.delay, delay)
             assert ev.round == self.round
         budget_bound = rem is not None and (leg_timeout is None or rem <= leg_timeout)
@@ -590,8 +590,10 @@ class Run:
         self.call("start", lambda: self.engine.start(self.now))
         events, wait = self.drain()
         # The first leg: the original minus any stale round fields the caller left in.
-        self.expect_send(events, kind=m.SendRequest, params=self.stripped, delay=0.0, reissue=False)
-        while wait is not m.engine.FINISHED:
+        self.expect_send(
+            events, kind=m.engine.SendRequest, params=self.stripped, delay=0.0, reissue=False
+        )
+        while wait is not m.Wait.FINISHED:
             self.quiescent += 1
             self.points.append(wait)
             if self.stop_at == self.quiescent:
@@ -605,12 +607,14 @@ class Run:
                     wait = self.restore(json.loads(text), wait)
                     continue
             wait = self.act(wait)
-        assert self.engine.state in m.engine.TERMINAL_STATES
-        assert self.engine.next_event() is m.engine.FINISHED
+        assert self.engine.state in m.engine._state.TERMINAL_STATES
+        assert self.engine.next_event() is m.Wait.FINISHED
         assert self.plan.original == self.pristine, "the original params were mutated"
         # Legs on the wire, counted from the events themselves (reissues of a leg
         # are the same leg again): within the caps.
-        retries = [ev for _, ev in self.sends if isinstance(ev, m.SendRetry) and not ev.reissue]
+        retries = [
+            ev for _, ev in self.sends if isinstance(ev, m.engine.SendRetry) and not ev.reissue
+        ]
         with_answers = [ev for ev in retries if "inputResponses" in ev.params]
         assert len(with_answers) == self.input_retries <= self.opts["max_rounds"]
         state_only = len(retries) - len(with_answers)
@@ -630,23 +634,25 @@ class Run:
         action = self.next_action()
         if action.kind == "misuse":
             return self.misuse(wait)
-        if wait is m.engine.NEED_RESULT:
+        if wait is m.Wait.NEED_RESULT:
             return self.act_on_leg(action)
-        assert wait is m.engine.NEED_INPUT
+        assert wait is m.Wait.NEED_INPUT
         return self.act_on_round(action)
 
     def misuse(self, wait: m.Wait) -> m.Wait:
         engine = self.engine
         with pytest.raises(m.LocalProtocolError):
-            if wait is m.engine.NEED_RESULT:
+            if wait is m.Wait.NEED_RESULT:
                 engine.provide("no such key", {"action": "accept"}, self.now)
             else:
                 engine.leg_broken(self.now)
         assert engine.state is m.engine.EngineState.ERROR
         events, wait = self.drain()
         # A dead flow sends nothing and asks nothing (withdrawing prompts is fine).
-        assert not any(isinstance(e, (*SENDS, m.DispatchInput, m.RoundStarted)) for e in events)
-        assert wait is m.engine.FINISHED
+        assert not any(
+            isinstance(e, (*SENDS, m.engine.DispatchInput, m.engine.RoundStarted)) for e in events
+        )
+        assert wait is m.Wait.FINISHED
         self.outcome = Outcome("error", (), self.action_no)
         return wait
 
@@ -672,8 +678,8 @@ class Run:
             self.call("cancel", lambda: self.engine.cancel(t))
             events, wait = self.drain()
             assert len(events) == 2, events
-            assert events[0] == m.CancelLeg(leg=leg.number)
-            assert events[1] == m.Cancelled()
+            assert events[0] == m.engine.CancelLeg(leg=leg.number)
+            assert events[1] == m.engine.Cancelled()
             self.finish(events, "cancelled", ())
             return wait
         if kind == "leg_timeout":
@@ -683,8 +689,8 @@ class Run:
             self.call("leg_timed_out", lambda: self.engine.leg_timed_out(t))
             events, wait = self.drain()
             assert len(events) == 2, events
-            assert events[0] == m.CancelLeg(leg=leg.number)
-            assert isinstance(events[1], m.TimedOut)
+            assert events[0] == m.engine.CancelLeg(leg=leg.number)
+            assert isinstance(events[1], m.engine.TimedOut)
             assert events[1].limit == leg.limit, (events[1], leg)
             self.finish(events, "timed_out", (events[1].limit,))
             assert self.outcome is not None
@@ -725,7 +731,7 @@ class Run:
         self.reissues = 0
         events, wait = self.drain()
         if result.get("resultType", "complete") == "complete":
-            assert events == [m.Done(result=result)]
+            assert events == [m.engine.Done(result=result)]
             self.finish(events, "done", (self.script_pos,))
             return wait
         self.last_input_required = result
@@ -764,17 +770,19 @@ class Run:
         wait_for = min_opt(self.opts["input_timeout"], rem)
         self.deadline = None if wait_for is None else self.now + wait_for
         self.input_limit = "total" if rem is not None and wait_for == rem else "input"
-        assert events[0] == m.RoundStarted(
+        assert events[0] == m.engine.RoundStarted(
             round=self.round,
             keys=keys,
             kinds=tuple(request_kind(r) for r in requests.values()),
             input_timeout=wait_for,
         )
         assert events[1:] == [
-            m.DispatchInput(key=k, request=m.wire.structure_input_request(r), round=self.round)
+            m.engine.DispatchInput(
+                key=k, request=m.wire.structure_input_request(r), round=self.round
+            )
             for k, r in requests.items()
         ]
-        assert wait is m.engine.NEED_INPUT
+        assert wait is m.Wait.NEED_INPUT
         assert self.engine.pending_keys == keys
         self.pending = list(keys)
         self.requests = dict(requests)
@@ -787,9 +795,11 @@ class Run:
         url_wait = self.url_wait_since is not None
         if self.url_wait_since is not None:
             waited = self.now - self.url_wait_since
-            if waited > m.engine.DEFAULT_URL_WAIT:
+            if waited > m.engine._engine.DEFAULT_URL_WAIT:
                 assert events == [
-                    m.TimedOut(elapsed=waited, budget=m.engine.DEFAULT_URL_WAIT, limit="input")
+                    m.engine.TimedOut(
+                        elapsed=waited, budget=m.engine._engine.DEFAULT_URL_WAIT, limit="input"
+                    )
                 ]
                 self.finish(events, "timed_out", ("url",))
                 return wait
@@ -805,14 +815,20 @@ class Run:
             )
             return wait
         self.round += 1
-        delay = pace(self.pace_n, m.engine.URL_PACE_CAP if url_wait else m.engine.PACE_CAP)
+        delay = pace(
+            self.pace_n, m.engine._engine.URL_PACE_CAP if url_wait else m.engine._engine.PACE_CAP
+        )
         self.pace_n += 1
-        assert events[0] == m.RoundStarted(round=self.round, keys=(), kinds=(), input_timeout=None)
+        assert events[0] == m.engine.RoundStarted(
+            round=self.round, keys=(), kinds=(), input_timeout=None
+        )
         if self.spent(self.now, reserve=delay):
             self.expect_total_timeout(events, wait, prefix=1)
             return wait
         self.requests = {}
-        self.expect_send(events[1:], kind=m.SendRetry, params=None, delay=delay, reissue=False)
+        self.expect_send(
+            events[1:], kind=m.engine.SendRetry, params=None, delay=delay, reissue=False
+        )
         assert self.leg is not None
         self.check_retry_params(self.leg.params, answers=None, state=result["requestState"])
         if url_wait:
@@ -844,7 +860,7 @@ class Run:
             self.call("cancel", lambda: self.engine.cancel(t))
             events, wait = self.drain()
             # No answer is made up for the keys left open: no decline, no retry.
-            assert events == [m.CancelInputs(keys=tuple(self.pending)), m.Cancelled()]
+            assert events == [m.engine.CancelInputs(keys=tuple(self.pending)), m.engine.Cancelled()]
             self.finish(events, "cancelled", ())
             return wait
         if kind == "fail":
@@ -853,7 +869,7 @@ class Run:
             events, wait = self.drain()
             others = tuple(k for k in self.pending if k != key)
             if others:
-                assert events[0] == m.CancelInputs(keys=others)
+                assert events[0] == m.engine.CancelInputs(keys=others)
             assert len(events) == 1 + bool(others), events
             self.expect_failed(events, m.engine.InputFailed, key=key)
             return wait
@@ -869,10 +885,10 @@ class Run:
 
     def expect_input_expired(self, events: list[Any], left: list[str]) -> None:
         if left:
-            assert events[0] == m.CancelInputs(keys=tuple(left))
+            assert events[0] == m.engine.CancelInputs(keys=tuple(left))
         assert len(events) == 1 + bool(left), events
         ev = events[-1]
-        assert isinstance(ev, m.TimedOut)
+        assert isinstance(ev, m.engine.TimedOut)
         assert ev.limit == self.input_limit, (ev, self.input_limit)
         self.finish(events, "timed_out", (ev.limit,))
 
@@ -896,13 +912,13 @@ class Run:
             self.url_accepted = True
         if self.pending:
             assert events == []
-            assert wait is m.engine.NEED_INPUT
+            assert wait is m.Wait.NEED_INPUT
             return wait
         if self.spent(t):
             self.expect_total_timeout(events, wait)
             return wait
         self.url_wait_since = t if self.url_accepted else None
-        self.expect_send(events, kind=m.SendRetry, params=None, delay=0.0, reissue=False)
+        self.expect_send(events, kind=m.engine.SendRetry, params=None, delay=0.0, reissue=False)
         assert self.leg is not None
         self.check_retry_params(
             self.leg.params,
@@ -915,7 +931,7 @@ class Run:
     # --- snapshot and restore ---
 
     def restore(self, snap: dict[str, Any], wait: m.Wait) -> m.Wait:
-        if wait is m.engine.NEED_INPUT and self.deadline is not None and self.now >= self.deadline:
+        if wait is m.Wait.NEED_INPUT and self.deadline is not None and self.now >= self.deadline:
             # Exactly at the input deadline the live engine still takes an answer, while a
             # restored round with no time left times out instead of prompting for 0 s
             # (test_restore_after_a_deadline_passed checks that): not the same flow.
@@ -923,7 +939,7 @@ class Run:
         self.restored = True
         later = self.now + self.offset
         elapsed = snap["elapsed"]
-        self.engine = m.RoundEngine.restore(snap, later)
+        self.engine = m.engine.RoundEngine.restore(snap, later)
         self.started = later - float(elapsed)
         if self.url_wait_since is not None:  # stored as time waited: rebased like the rest
             self.url_wait_since += self.offset
@@ -931,7 +947,7 @@ class Run:
         self.identity = False  # the state went through JSON: equal, no longer the same str
         events, new_wait = self.drain()
         assert new_wait is wait
-        if wait is m.engine.NEED_RESULT:
+        if wait is m.Wait.NEED_RESULT:
             leg = self.leg
             assert leg is not None
             # The leg in flight died with the old process: restore re-issues it as a
@@ -941,14 +957,14 @@ class Run:
             self.leg.restored = True
             return new_wait
         assert self.deadline is not None or self.opts["input_timeout"] is None
-        assert events[0] == m.RoundStarted(
+        assert events[0] == m.engine.RoundStarted(
             round=self.round,
             keys=tuple(self.pending),
             kinds=tuple(request_kind(self.requests[k]) for k in self.pending),
             input_timeout=events[0].input_timeout,
         )
         assert events[1:] == [
-            m.DispatchInput(
+            m.engine.DispatchInput(
                 key=k, request=m.wire.structure_input_request(self.requests[k]), round=self.round
             )
             for k in self.pending
@@ -967,8 +983,8 @@ class Run:
 def pick_point(run: Run) -> st.SearchStrategy[int]:
     """A quiescent point of ``run`` (1-based), rounds waiting for answers first
     (sampled_from favours early items, and legs are the common case anyway)."""
-    rounds = [n for n, w in enumerate(run.points, 1) if w is m.engine.NEED_INPUT]
-    legs = [n for n, w in enumerate(run.points, 1) if w is not m.engine.NEED_INPUT]
+    rounds = [n for n, w in enumerate(run.points, 1) if w is m.Wait.NEED_INPUT]
+    legs = [n for n, w in enumerate(run.points, 1) if w is not m.Wait.NEED_INPUT]
     return st.sampled_from(rounds + legs)
 
 
@@ -994,19 +1010,19 @@ def test_restore_after_a_deadline_passed(plan: Plan, data: st.DataObject) -> Non
     reference = Run(plan, snapshots=False).run()
     at = data.draw(pick_point(reference), label="stop at")
     run = Run(plan, snapshots=False, stop_at=at).run()
-    if run.engine.state in m.engine.TERMINAL_STATES:
+    if run.engine.state in m.engine._state.TERMINAL_STATES:
         return
     late = data.draw(dyadic_steps, label="late")
     snap_at = run.now + late
     snap = json.loads(json.dumps(run.engine.snapshot(snap_at)))
-    engine = m.RoundEngine.restore(snap, 5000.0)
+    engine = m.engine.RoundEngine.restore(snap, 5000.0)
     events: list[Any] = []
     while not isinstance(ev := engine.next_event(), m.Wait):
         events.append(ev)
     total = plan.options["total_timeout"]
     remaining = None if total is None else total - (snap_at - run.started)
     expired: set[str] = set()
-    if run.wait is m.engine.NEED_RESULT:
+    if run.wait is m.Wait.NEED_RESULT:
         if remaining is not None and remaining <= 0:
             expired.add("total")  # as when a leg is sent: no budget left, no leg
     else:
@@ -1017,21 +1033,21 @@ def test_restore_after_a_deadline_passed(plan: Plan, data: st.DataObject) -> Non
         if run.deadline is not None and snap_at >= run.deadline:
             expired.add(run.input_limit)  # as provide() would find it: too late
     if expired:
-        assert not any(isinstance(e, (*SENDS, m.DispatchInput)) for e in events), events
+        assert not any(isinstance(e, (*SENDS, m.engine.DispatchInput)) for e in events), events
         assert events, "a restored flow past its deadline must time out"
-        assert isinstance(events[-1], m.TimedOut), events
+        assert isinstance(events[-1], m.engine.TimedOut), events
         assert events[-1].limit in expired
-        assert ev is m.engine.FINISHED
+        assert ev is m.Wait.FINISHED
         return
     assert ev is run.wait
-    if run.wait is m.engine.NEED_RESULT:
+    if run.wait is m.Wait.NEED_RESULT:
         (send,) = events
         assert isinstance(send, SENDS)
         assert send.reissue
         assert send.timeout is None or send.timeout > 0
     else:
         started = events[0]
-        assert isinstance(started, m.RoundStarted)
+        assert isinstance(started, m.engine.RoundStarted)
         assert started.input_timeout is None or started.input_timeout >= 0
         assert [e.key for e in events[1:]] == run.pending
 
@@ -1053,33 +1069,35 @@ ONE_PROMPT: dict[str, Any] = {
 )
 def test_restore_past_a_deadline_does_not_prompt_again(opts: dict[str, Any], limit: str) -> None:
     """The minimal case of test_restore_after_a_deadline_passed for a round."""
-    engine = m.RoundEngine("tools/call", {"name": "t"}, capabilities={"elicitation": {}}, **opts)
+    engine = m.engine.RoundEngine(
+        "tools/call", {"name": "t"}, capabilities={"elicitation": {}}, **opts
+    )
     engine.start(0.0)
     engine.next_event()
     engine.receive_result(ONE_PROMPT, 1.0)
     while not isinstance(engine.next_event(), m.Wait):
         pass
     snap = json.loads(json.dumps(engine.snapshot(20.0)))  # the deadline passed at 6 or 10
-    restored = m.RoundEngine.restore(snap, 100.0)
+    restored = m.engine.RoundEngine.restore(snap, 100.0)
     events = []
     while not isinstance(ev := restored.next_event(), m.Wait):
         events.append(ev)
-    assert not any(isinstance(e, m.DispatchInput) for e in events), events
-    assert isinstance(events[-1], m.TimedOut), events
+    assert not any(isinstance(e, m.engine.DispatchInput) for e in events), events
+    assert isinstance(events[-1], m.engine.TimedOut), events
     assert events[-1].limit == limit
-    assert ev is m.engine.FINISHED
+    assert ev is m.Wait.FINISHED
 
 
 def test_restore_past_the_budget_does_not_resend_the_leg() -> None:
-    engine = m.RoundEngine("tools/call", {"name": "t"}, total_timeout=10.0)
+    engine = m.engine.RoundEngine("tools/call", {"name": "t"}, total_timeout=10.0)
     engine.start(0.0)
     engine.next_event()
     snap = json.loads(json.dumps(engine.snapshot(20.0)))
-    restored = m.RoundEngine.restore(snap, 100.0)
+    restored = m.engine.RoundEngine.restore(snap, 100.0)
     ev = restored.next_event()
-    assert isinstance(ev, m.TimedOut)
+    assert isinstance(ev, m.engine.TimedOut)
     assert ev.limit == "total"
-    assert restored.next_event() is m.engine.FINISHED
+    assert restored.next_event() is m.Wait.FINISHED
 
 
 SNAPSHOT_KEYS = [
@@ -1116,7 +1134,7 @@ def test_restore_of_a_damaged_snapshot_raises_local_protocol_error_only(
     reference = Run(plan, snapshots=False).run()
     at = data.draw(pick_point(reference), label="stop at")
     run = Run(plan, snapshots=False, stop_at=at).run()
-    if run.engine.state in m.engine.TERMINAL_STATES:
+    if run.engine.state in m.engine._state.TERMINAL_STATES:
         return
     snap = json.loads(json.dumps(run.engine.snapshot(run.now)))
     for _ in range(data.draw(st.integers(1, 3), label="damages")):
@@ -1130,7 +1148,7 @@ def test_restore_of_a_damaged_snapshot_raises_local_protocol_error_only(
         else:
             snap[key] = data.draw(json_values, label="value")
     try:
-        engine = m.RoundEngine.restore(snap, 10.0)
+        engine = m.engine.RoundEngine.restore(snap, 10.0)
     except m.LocalProtocolError:
         return
     # Whatever came back must behave: events out, then a few inputs, MrtrError only.
@@ -1157,13 +1175,13 @@ def test_restore_of_a_damaged_snapshot_raises_local_protocol_error_only(
 
 def test_snapshot_in_idle_restores_to_a_fresh_flow() -> None:
     original = {"name": "t", "requestState": "stale"}
-    engine = m.RoundEngine("tools/call", original, total_timeout=5.0)
+    engine = m.engine.RoundEngine("tools/call", original, total_timeout=5.0)
     snap = json.loads(json.dumps(engine.snapshot(3.0)))
-    restored = m.RoundEngine.restore(snap, 100.0)
-    assert restored.next_event() is m.engine.NEED_START
+    restored = m.engine.RoundEngine.restore(snap, 100.0)
+    assert restored.next_event() is m.Wait.NEED_START
     restored.start(200.0)
     ev = restored.next_event()
-    assert isinstance(ev, m.SendRequest)
+    assert isinstance(ev, m.engine.SendRequest)
     assert ev.params == {"name": "t"}
     assert ev.timeout == 5.0
 
@@ -1172,7 +1190,7 @@ def test_snapshot_in_idle_restores_to_a_fresh_flow() -> None:
 @given(plans(dyadic=True), st.data())
 def test_snapshot_restore_continues_the_same_flow(plan: Plan, data: st.DataObject) -> None:
     reference = Run(plan, snapshots=False).run()
-    event(f"reference: {reference.points.count(m.engine.NEED_INPUT)} points waiting for input")
+    event(f"reference: {reference.points.count(m.Wait.NEED_INPUT)} points waiting for input")
     at = data.draw(pick_point(reference), label="restore at")
     offset = data.draw(st.integers(0, 64 * 10**4).map(lambda n: n / 64), label="offset")
     resumed = Run(plan, restore_at=at, offset=offset).run()
@@ -1197,21 +1215,21 @@ def test_first_leg_strips_stale_round_fields(
     the flow, so neither field reaches the wire on the first leg, its reissues or a
     restored copy of it, and the caller's mapping is left alone."""
     pristine = copy.deepcopy(original)
-    engine = m.RoundEngine("tools/call", original, capabilities=caps)
+    engine = m.engine.RoundEngine("tools/call", original, capabilities=caps)
     engine.start(0.0)
     ev = engine.next_event()
-    assert isinstance(ev, m.SendRequest)
+    assert isinstance(ev, m.engine.SendRequest)
     assert ev.params == strip(pristine)
     if data.draw(st.booleans()):
         engine.leg_broken(1.0)
         ev = engine.next_event()
-        assert isinstance(ev, m.SendRequest)
+        assert isinstance(ev, m.engine.SendRequest)
         assert ev.reissue
         assert ev.params == strip(pristine)
     snap = json.loads(json.dumps(engine.snapshot(2.0)))
-    restored = m.RoundEngine.restore(snap, 100.0)
+    restored = m.engine.RoundEngine.restore(snap, 100.0)
     ev = restored.next_event()
-    assert isinstance(ev, m.SendRequest)
+    assert isinstance(ev, m.engine.SendRequest)
     assert ev.reissue
     assert ev.params == strip(pristine)
     assert original == pristine
@@ -1248,14 +1266,14 @@ def test_build_retry_params(
     want = strip(pristine)
     if responses:
         want["inputResponses"] = {
-            k: m.wire.unstructure_input_response(v) for k, v in responses.items()
+            k: m.wire._convert.unstructure_input_response(v) for k, v in responses.items()
         }
         assert set(params["inputResponses"]) == set(responses)
     if state is not None:
         want["requestState"] = state
         assert params["requestState"] is state
     assert params == want
-    assert m.engine.strip_round_fields(params) == strip(pristine)
+    assert m.engine._retry.strip_round_fields(params) == strip(pristine)
     # JSON-able whenever the inputs are.
     json.dumps(params)
     # The result is the caller's own: changing it leaves the original alone.
@@ -1288,22 +1306,24 @@ def test_state_only_legs_are_paced_and_the_pace_resets(
     """Runs of requestState-only legs wait 0.05, 0.1, 0.2, 0.25, 0.25, ... s; a round
     with input requests between two runs starts the next run at 0.05 s again."""
     expected = [0.05, 0.1, 0.2, 0.25, 0.25, 0.25, 0.25]
-    engine = m.RoundEngine(
+    engine = m.engine.RoundEngine(
         "tools/call", {"name": "t"}, capabilities=FULL_CAPS, max_state_only_legs=100
     )
     now = 0.0
     engine.start(now)
     pool = iter(states)
     for number, block in enumerate(blocks):
-        assert isinstance(engine.next_event(), m.SendRequest if number == 0 else m.SendRetry)
+        assert isinstance(
+            engine.next_event(), m.engine.SendRequest if number == 0 else m.engine.SendRetry
+        )
         delays = []
         for _ in range(block):
             state = next(pool)
             now += 1.0
             engine.receive_result({"resultType": "input_required", "requestState": state}, now)
-            assert isinstance(engine.next_event(), m.RoundStarted)
+            assert isinstance(engine.next_event(), m.engine.RoundStarted)
             retry = engine.next_event()
-            assert isinstance(retry, m.SendRetry)
+            assert isinstance(retry, m.engine.SendRetry)
             assert retry.params == {"name": "t", "requestState": state}
             delays.append(retry.delay)
         assert delays == expected[:block]
@@ -1312,7 +1332,7 @@ def test_state_only_legs_are_paced_and_the_pace_resets(
         engine.receive_result(
             {"resultType": "input_required", "inputRequests": {"r": {"method": "roots/list"}}}, now
         )
-        assert isinstance(engine.next_event(), m.RoundStarted)
-        assert isinstance(engine.next_event(), m.DispatchInput)
+        assert isinstance(engine.next_event(), m.engine.RoundStarted)
+        assert isinstance(engine.next_event(), m.engine.DispatchInput)
         engine.provide("r", m.wire.ListRootsResult(roots=[]), now)
-    assert isinstance(engine.next_event(), m.SendRetry)
+    assert isinstance(engine.next_event(), m.engine.SendRetry)

@@ -1,6 +1,6 @@
 """Every (EngineState, EngineInput) pair, driven through the public API only.
 
-A pair in ``mrtr_core.engine.TRANSITIONS`` must be accepted and lead to one of the
+A pair in ``mrtr_core.engine._state.TRANSITIONS`` must be accepted and lead to one of the
 states the table allows; any other pair is misuse: ``LocalProtocolError`` and a
 terminal state (``ERROR``, or the terminal state the engine was already in).
 """
@@ -17,7 +17,7 @@ import pytest
 import mrtr_core as m
 
 S = m.engine.EngineState
-I = m.engine.EngineInput  # noqa: E741
+I = m.engine._state.EngineInput  # noqa: E741
 
 CAPS: dict[str, Any] = {"elicitation": {}}
 PARAMS: dict[str, Any] = {"name": "book", "arguments": {"city": "Oslo"}}
@@ -41,10 +41,10 @@ TWO_KEYS: dict[str, Any] = {
 COMPLETE: dict[str, Any] = {"resultType": "complete", "content": []}
 ERROR_OBJ: dict[str, Any] = {"code": -32000, "message": "x"}
 ANSWER = m.wire.ElicitResult(action="accept", content={})
-TERMINAL_EVENTS = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+TERMINAL_EVENTS = (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
 
 
-def drain(engine: m.RoundEngine) -> tuple[list[Any], m.Wait]:
+def drain(engine: m.engine.RoundEngine) -> tuple[list[Any], m.Wait]:
     events: list[Any] = []
     while True:
         ev = engine.next_event()
@@ -66,58 +66,58 @@ def opts(request: pytest.FixtureRequest) -> dict[str, Any]:
     return CONFIGS[request.param]
 
 
-def fresh(opts: dict[str, Any]) -> m.RoundEngine:
-    return m.RoundEngine("tools/call", PARAMS, capabilities=CAPS, **opts)
+def fresh(opts: dict[str, Any]) -> m.engine.RoundEngine:
+    return m.engine.RoundEngine("tools/call", PARAMS, capabilities=CAPS, **opts)
 
 
-def in_idle(opts: dict[str, Any]) -> m.RoundEngine:
+def in_idle(opts: dict[str, Any]) -> m.engine.RoundEngine:
     return fresh(opts)
 
 
-def in_awaiting_result(opts: dict[str, Any]) -> m.RoundEngine:
+def in_awaiting_result(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = fresh(opts)
     engine.start(0.0)
     return engine
 
 
-def in_awaiting_input(opts: dict[str, Any]) -> m.RoundEngine:
+def in_awaiting_input(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = in_awaiting_result(opts)
     engine.receive_result(TWO_KEYS, 1.0)
     return engine
 
 
-def in_done(opts: dict[str, Any]) -> m.RoundEngine:
+def in_done(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = in_awaiting_result(opts)
     engine.receive_result(COMPLETE, 1.0)
     return engine
 
 
-def in_failed(opts: dict[str, Any]) -> m.RoundEngine:
+def in_failed(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = in_awaiting_result(opts)
     engine.receive_error(ERROR_OBJ, 1.0)
     return engine
 
 
-def in_timed_out(opts: dict[str, Any]) -> m.RoundEngine:
+def in_timed_out(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = in_awaiting_result(opts)
     engine.leg_timed_out(6.0)
     return engine
 
 
-def in_cancelled(opts: dict[str, Any]) -> m.RoundEngine:
+def in_cancelled(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = in_awaiting_input(opts)
     engine.cancel(2.0)
     return engine
 
 
-def in_error(opts: dict[str, Any]) -> m.RoundEngine:
+def in_error(opts: dict[str, Any]) -> m.engine.RoundEngine:
     engine = fresh(opts)
     with pytest.raises(m.LocalProtocolError):
         engine.receive_result(COMPLETE, 0.0)  # a result before start(): misuse
     return engine
 
 
-BUILDERS: dict[m.engine.EngineState, Callable[[dict[str, Any]], m.RoundEngine]] = {
+BUILDERS: dict[m.engine.EngineState, Callable[[dict[str, Any]], m.engine.RoundEngine]] = {
     S.IDLE: in_idle,
     S.AWAITING_RESULT: in_awaiting_result,
     S.AWAITING_INPUT: in_awaiting_input,
@@ -129,22 +129,24 @@ BUILDERS: dict[m.engine.EngineState, Callable[[dict[str, Any]], m.RoundEngine]] 
 }
 
 
-def built(state: m.engine.EngineState, opts: dict[str, Any]) -> m.RoundEngine:
+def built(state: m.engine.EngineState, opts: dict[str, Any]) -> m.engine.RoundEngine:
     """An engine driven into ``state`` with every event handed out."""
     engine = BUILDERS[state](opts)
     assert engine.state is state
     _, wait = drain(engine)
-    if state in m.engine.TERMINAL_STATES:
-        assert wait is m.engine.FINISHED
+    if state in m.engine._state.TERMINAL_STATES:
+        assert wait is m.Wait.FINISHED
     return engine
 
 
-def pending_key(engine: m.RoundEngine) -> str:
+def pending_key(engine: m.engine.RoundEngine) -> str:
     keys = engine.pending_keys
     return keys[0] if keys else "a"
 
 
-def apply(engine: m.RoundEngine, given: m.engine.EngineInput, now: float = 3.0) -> None:
+def apply(
+    engine: m.engine.RoundEngine, given: m.engine._state.EngineInput, now: float = 3.0
+) -> None:
     if given is I.START:
         engine.start(now)
     elif given is I.RESULT:
@@ -175,39 +177,42 @@ def test_every_state_has_a_builder() -> None:
 
 
 def test_table_uses_real_enum_members_only() -> None:
-    for (state, given), targets in m.engine.TRANSITIONS.items():
+    for (state, given), targets in m.engine._state.TRANSITIONS.items():
         assert isinstance(state, m.engine.EngineState)
-        assert isinstance(given, m.engine.EngineInput)
+        assert isinstance(given, m.engine._state.EngineInput)
         assert state in set(m.engine.EngineState)
-        assert given in set(m.engine.EngineInput)
+        assert given in set(m.engine._state.EngineInput)
         assert targets, (state, given)
         assert all(isinstance(t, m.engine.EngineState) for t in targets)
 
 
 def test_terminal_states_are_the_five_ends() -> None:
     assert (
-        frozenset({S.DONE, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.ERROR}) == m.engine.TERMINAL_STATES
+        frozenset({S.DONE, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.ERROR})
+        == m.engine._state.TERMINAL_STATES
     )
 
 
 @pytest.mark.parametrize(
-    "state", [s for s in m.engine.EngineState if s not in m.engine.TERMINAL_STATES]
+    "state", [s for s in m.engine.EngineState if s not in m.engine._state.TERMINAL_STATES]
 )
 def test_every_open_state_has_a_legal_input(state: m.engine.EngineState) -> None:
-    assert any((state, given) in m.engine.TRANSITIONS for given in m.engine.EngineInput)
+    assert any(
+        (state, given) in m.engine._state.TRANSITIONS for given in m.engine._state.EngineInput
+    )
 
 
-@pytest.mark.parametrize("state", sorted(m.engine.TERMINAL_STATES, key=lambda s: s.value))
+@pytest.mark.parametrize("state", sorted(m.engine._state.TERMINAL_STATES, key=lambda s: s.value))
 def test_terminal_states_only_accept_cancel_and_stay(state: m.engine.EngineState) -> None:
-    legal = {given for (s, given) in m.engine.TRANSITIONS if s is state}
+    legal = {given for (s, given) in m.engine._state.TRANSITIONS if s is state}
     assert legal <= {I.CANCEL}
     for given in legal:
-        assert m.engine.TRANSITIONS[(state, given)] == frozenset({state})
+        assert m.engine._state.TRANSITIONS[(state, given)] == frozenset({state})
 
 
 def test_no_transition_leads_back_to_idle_or_to_error() -> None:
     # ERROR is only reached by misuse, never by a legal input; nothing returns to IDLE.
-    for (state, _), targets in m.engine.TRANSITIONS.items():
+    for (state, _), targets in m.engine._state.TRANSITIONS.items():
         assert S.IDLE not in targets
         if state is not S.ERROR:
             assert S.ERROR not in targets
@@ -215,79 +220,80 @@ def test_no_transition_leads_back_to_idle_or_to_error() -> None:
 
 # --- Every pair -------------------------------------------------------------------
 
-PAIRS = list(itertools.product(m.engine.EngineState, m.engine.EngineInput))
+PAIRS = list(itertools.product(m.engine.EngineState, m.engine._state.EngineInput))
 
 
 @pytest.mark.parametrize(("state", "given"), PAIRS, ids=[f"{s.value}-{i.value}" for s, i in PAIRS])
 def test_pair(
-    state: m.engine.EngineState, given: m.engine.EngineInput, opts: dict[str, Any]
+    state: m.engine.EngineState, given: m.engine._state.EngineInput, opts: dict[str, Any]
 ) -> None:
     engine = built(state, opts)
-    allowed = m.engine.TRANSITIONS.get((state, given))
+    allowed = m.engine._state.TRANSITIONS.get((state, given))
     if allowed is not None:
         apply(engine, given)
         assert engine.state in allowed, (state, given, engine.state)
     else:
         with pytest.raises(m.LocalProtocolError):
             apply(engine, given)
-        if state in m.engine.TERMINAL_STATES:
+        if state in m.engine._state.TERMINAL_STATES:
             assert engine.state is state
         else:
             assert engine.state is S.ERROR
     events, wait = drain(engine)
     terminal = [e for e in events if isinstance(e, TERMINAL_EVENTS)]
-    if engine.state in m.engine.TERMINAL_STATES:
-        assert wait is m.engine.FINISHED
+    if engine.state in m.engine._state.TERMINAL_STATES:
+        assert wait is m.Wait.FINISHED
         # A flow that was already over emits nothing more; a flow that ends here
         # ends with exactly one terminal event, the last one handed out (misuse
         # may end it without one: ERROR is reported by the exception).
-        if state in m.engine.TERMINAL_STATES:
+        if state in m.engine._state.TERMINAL_STATES:
             assert events == []
         elif engine.state is S.ERROR:
             assert len(terminal) <= 1
             assert not any(
-                isinstance(e, (m.SendRequest, m.SendRetry, m.DispatchInput)) for e in events
+                isinstance(e, (m.engine.SendRequest, m.engine.SendRetry, m.engine.DispatchInput))
+                for e in events
             )
         else:
             assert len(terminal) == 1
             assert events[-1] is terminal[0]
         for _ in range(3):
-            assert engine.next_event() is m.engine.FINISHED
+            assert engine.next_event() is m.Wait.FINISHED
     else:
         assert terminal == []
         assert (
             wait
             is {
-                S.IDLE: m.engine.NEED_START,
-                S.AWAITING_RESULT: m.engine.NEED_RESULT,
-                S.AWAITING_INPUT: m.engine.NEED_INPUT,
+                S.IDLE: m.Wait.NEED_START,
+                S.AWAITING_RESULT: m.Wait.NEED_RESULT,
+                S.AWAITING_INPUT: m.Wait.NEED_INPUT,
             }[engine.state]
         )
 
 
 @pytest.mark.parametrize(
     ("state", "given"),
-    [p for p in PAIRS if p not in m.engine.TRANSITIONS],
-    ids=[f"{s.value}-{i.value}" for s, i in PAIRS if (s, i) not in m.engine.TRANSITIONS],
+    [p for p in PAIRS if p not in m.engine._state.TRANSITIONS],
+    ids=[f"{s.value}-{i.value}" for s, i in PAIRS if (s, i) not in m.engine._state.TRANSITIONS],
 )
 def test_misuse_kills_the_flow_for_good(
-    state: m.engine.EngineState, given: m.engine.EngineInput, opts: dict[str, Any]
+    state: m.engine.EngineState, given: m.engine._state.EngineInput, opts: dict[str, Any]
 ) -> None:
     engine = built(state, opts)
     with pytest.raises(m.LocalProtocolError):
         apply(engine, given)
     after = engine.state
-    assert after in m.engine.TERMINAL_STATES
+    assert after in m.engine._state.TERMINAL_STATES
     # Once dead, every input except cancel() is misuse too, and cancel() is a no-op.
-    for again in m.engine.EngineInput:
-        if (after, again) in m.engine.TRANSITIONS:
+    for again in m.engine._state.EngineInput:
+        if (after, again) in m.engine._state.TRANSITIONS:
             apply(engine, again)
         else:
             with pytest.raises(m.LocalProtocolError):
                 apply(engine, again)
         assert engine.state is after
     drain(engine)
-    assert engine.next_event() is m.engine.FINISHED
+    assert engine.next_event() is m.Wait.FINISHED
 
 
 # --- Each target state of each legal pair is reachable with the right data -------
@@ -297,8 +303,8 @@ def test_misuse_kills_the_flow_for_good(
 BRANCHES: list[
     tuple[
         m.engine.EngineState,
-        m.engine.EngineInput,
-        Callable[[m.RoundEngine], None],
+        m.engine._state.EngineInput,
+        Callable[[m.engine.RoundEngine], None],
         m.engine.EngineState,
     ]
 ] = [
@@ -338,21 +344,21 @@ BRANCHES: list[
 )
 def test_branch(
     state: m.engine.EngineState,
-    given: m.engine.EngineInput,
-    how: Callable[[m.RoundEngine], None],
+    given: m.engine._state.EngineInput,
+    how: Callable[[m.engine.RoundEngine], None],
     expected: m.engine.EngineState,
     opts: dict[str, Any],
 ) -> None:
-    assert expected in m.engine.TRANSITIONS[(state, given)]
+    assert expected in m.engine._state.TRANSITIONS[(state, given)]
     engine = built(state, opts)
     how(engine)
     assert engine.state is expected
     events, wait = drain(engine)
-    if expected in m.engine.TERMINAL_STATES:
+    if expected in m.engine._state.TERMINAL_STATES:
         assert isinstance(events[-1], TERMINAL_EVENTS)
         assert sum(isinstance(e, TERMINAL_EVENTS) for e in events) == 1
-        assert wait is m.engine.FINISHED
-        assert engine.next_event() is m.engine.FINISHED
+        assert wait is m.Wait.FINISHED
+        assert engine.next_event() is m.Wait.FINISHED
 
 
 def test_provide_last_answer_sends_the_retry(opts: dict[str, Any]) -> None:
@@ -360,12 +366,12 @@ def test_provide_last_answer_sends_the_retry(opts: dict[str, Any]) -> None:
     engine.provide("a", ANSWER, 2.0)
     assert engine.state is S.AWAITING_INPUT
     engine.provide("b", {"action": "decline"}, 2.5)
-    assert engine.state in m.engine.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
+    assert engine.state in m.engine._state.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
     assert engine.state is S.AWAITING_RESULT
     events, wait = drain(engine)
-    assert wait is m.engine.NEED_RESULT
+    assert wait is m.Wait.NEED_RESULT
     (retry,) = events
-    assert isinstance(retry, m.SendRetry)
+    assert isinstance(retry, m.engine.SendRetry)
     assert retry.params == {
         **PARAMS,
         "inputResponses": {"a": {"action": "accept", "content": {}}, "b": {"action": "decline"}},
@@ -374,51 +380,51 @@ def test_provide_last_answer_sends_the_retry(opts: dict[str, Any]) -> None:
 
 
 def test_provide_after_the_total_budget_times_out() -> None:
-    engine = m.RoundEngine("tools/call", PARAMS, capabilities=CAPS, total_timeout=10.0)
+    engine = m.engine.RoundEngine("tools/call", PARAMS, capabilities=CAPS, total_timeout=10.0)
     engine.start(0.0)
     engine.receive_result(TWO_KEYS, 1.0)
     drain(engine)
     engine.provide("a", ANSWER, 2.0)
     engine.provide("b", ANSWER, 10.5)
     assert engine.state is S.TIMED_OUT
-    assert engine.state in m.engine.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
+    assert engine.state in m.engine._state.TRANSITIONS[(S.AWAITING_INPUT, I.PROVIDE)]
     events, wait = drain(engine)
-    assert not any(isinstance(e, (m.SendRetry, m.SendRequest)) for e in events)
-    assert isinstance(events[-1], m.TimedOut)
+    assert not any(isinstance(e, (m.engine.SendRetry, m.engine.SendRequest)) for e in events)
+    assert isinstance(events[-1], m.engine.TimedOut)
     assert events[-1].limit == "total"
-    assert wait is m.engine.FINISHED
+    assert wait is m.Wait.FINISHED
 
 
 def test_leg_broken_past_the_reissue_cap_fails() -> None:
-    engine = m.RoundEngine("tools/call", PARAMS, max_leg_reissues=0)
+    engine = m.engine.RoundEngine("tools/call", PARAMS, max_leg_reissues=0)
     engine.start(0.0)
     drain(engine)
     engine.leg_broken(1.0)
     assert engine.state is S.FAILED
     events, _ = drain(engine)
-    assert isinstance(events[-1], m.Failed)
+    assert isinstance(events[-1], m.engine.Failed)
     assert isinstance(events[-1].error, m.engine.RoundLimitExceeded)
 
 
 def test_leg_broken_after_the_budget_times_out() -> None:
-    engine = m.RoundEngine("tools/call", PARAMS, total_timeout=1.0)
+    engine = m.engine.RoundEngine("tools/call", PARAMS, total_timeout=1.0)
     engine.start(0.0)
     drain(engine)
     engine.leg_broken(1.0)
     assert engine.state is S.TIMED_OUT
     events, _ = drain(engine)
-    assert isinstance(events[-1], m.TimedOut)
+    assert isinstance(events[-1], m.engine.TimedOut)
     assert events[-1].limit == "total"
 
 
 def test_result_after_the_budget_times_out() -> None:
-    engine = m.RoundEngine("tools/call", PARAMS, capabilities=CAPS, total_timeout=1.0)
+    engine = m.engine.RoundEngine("tools/call", PARAMS, capabilities=CAPS, total_timeout=1.0)
     engine.start(0.0)
     drain(engine)
     engine.receive_result(TWO_KEYS, 1.5)
     assert engine.state is S.TIMED_OUT
     events, _ = drain(engine)
-    assert not any(isinstance(e, m.DispatchInput) for e in events)
+    assert not any(isinstance(e, m.engine.DispatchInput) for e in events)
 
 
 @pytest.mark.parametrize("state", [S.AWAITING_RESULT, S.AWAITING_INPUT])
@@ -455,12 +461,12 @@ def test_input_timed_out_with_no_input_limit_configured() -> None:
     # engine with neither input_timeout nor total_timeout: the app may run its own
     # timer.  Whatever the engine makes of it, nothing but an MrtrError may escape
     # and the flow must end.
-    engine = m.RoundEngine("tools/call", PARAMS, capabilities=CAPS)
+    engine = m.engine.RoundEngine("tools/call", PARAMS, capabilities=CAPS)
     engine.start(0.0)
     engine.receive_result(TWO_KEYS, 1.0)
     drain(engine)
     with contextlib.suppress(m.MrtrError):
         engine.input_timed_out(2.0)
-    assert engine.state in m.engine.TERMINAL_STATES
+    assert engine.state in m.engine._state.TERMINAL_STATES
     drain(engine)
-    assert engine.next_event() is m.engine.FINISHED
+    assert engine.next_event() is m.Wait.FINISHED

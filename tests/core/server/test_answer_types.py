@@ -82,7 +82,7 @@ def test_a_handlers_context_reads_the_same_types() -> None:
         seen.extend([form, poem, roots])
         return {"content": []}
 
-    info = m.protocol.RequestInfo(
+    info = m.server.RequestInfo(
         id=1,
         method="tools/call",
         era="modern",

@@ -18,38 +18,28 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, modern_pa
 
 from mrtr_core import (
     CLIENT,
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
     SERVER,
     AppResultRefused,
     CallEvent,
     Connection,
-    DispatchInput,
-    Done,
     ErrorResponse,
-    Failed,
     LocalProtocolError,
     MrtrError,
     PeerError,
     RemoteProtocolError,
     Request,
     ResultResponse,
-    RoundStarted,
-    SendRequest,
-    SendRetry,
     error_response,
 )
-from mrtr_core.protocol import (
-    INVALID_PARAMS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_PROTOCOL_VERSION,
-    MISSING_CLIENT_CAPABILITY,
-    RequestInfo,
-)
+from mrtr_core.engine import DispatchInput, Done, Failed, RoundStarted, SendRequest, SendRetry
 from mrtr_core.server import (
     Answers,
     CapabilityRequired,
     InvalidAnswer,
     InvalidRequestState,
+    RequestInfo,
     StateSealer,
     elicit_form,
     elicit_url,
@@ -59,6 +49,9 @@ from mrtr_core.server import (
     sample,
 )
 from mrtr_core.wire import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
     CreateMessageRequest,
     CreateMessageResult,
     ElicitFormRequest,

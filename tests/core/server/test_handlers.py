@@ -27,31 +27,20 @@ from support.pairing import CLIENT_INFO, SERVER_INFO, drain
 
 from mrtr_core import (
     CLIENT,
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
     SERVER,
     CallEvent,
     Connection,
-    DispatchInput,
-    Done,
-    Failed,
     InvalidMessage,
     LocalProtocolError,
     MrtrError,
     PeerError,
     Request,
     ResultResponse,
-    RoundStarted,
-    SendRequest,
-    SendRetry,
     error_response,
 )
-from mrtr_core.protocol import (
-    INVALID_PARAMS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_PROTOCOL_VERSION,
-    MISSING_CLIENT_CAPABILITY,
-    RequestInfo,
-)
+from mrtr_core.engine import DispatchInput, Done, Failed, RoundStarted, SendRequest, SendRetry
 from mrtr_core.server import (
     Ask,
     CapabilityRequired,
@@ -60,7 +49,7 @@ from mrtr_core.server import (
     InvalidRequestState,
     MemoryNonceStore,
     Next,
-    OpenedState,
+    RequestInfo,
     StateSealer,
     Steps,
     elicit_form,
@@ -69,7 +58,13 @@ from mrtr_core.server import (
     run_handler,
     sample,
 )
-from mrtr_core.wire import ElicitFormRequest
+from mrtr_core.server._sealing import OpenedState
+from mrtr_core.wire import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    ElicitFormRequest,
+)
 
 MODERN = "2026-07-28"
 CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}}

@@ -44,7 +44,7 @@ class Peer:
         self.waits: list[float] = []
         self.answer_with: dict[str, Any] = dict(ANSWERS)
         self.pump()
-        assert self.client.session_state is m.connection.SessionState.READY
+        assert self.client.session_state is m.SessionState.READY
 
     def pump(self, now: float = 0.0) -> list[Any]:
         """Move bytes both ways until quiet; return the client's call events."""
@@ -55,7 +55,7 @@ class Peer:
                 moved = True
                 if isinstance(event, m.HandshakeStep) or (
                     isinstance(event, m.CallEvent)
-                    and isinstance(event.event, (m.SendRequest, m.SendRetry))
+                    and isinstance(event.event, (m.engine.SendRequest, m.engine.SendRetry))
                 ):
                     self.server.receive_data(self.client.send(event))
                 elif isinstance(event, m.Request):
@@ -169,7 +169,7 @@ def test_a_three_round_flow_over_real_server_to_client_requests() -> None:
     seen: list[Any] = []
     peer = Peer(weather_three_rounds(seen), sealer=_sealer())
     done = peer.call()
-    assert done == m.Done(
+    assert done == m.engine.Done(
         result={"content": [{"type": "text", "text": "Oslo: 21 C, warm and bright"}]}
     )
     assert [r.method for r in peer.asked] == [
@@ -195,7 +195,9 @@ def test_several_asks_in_one_round_are_all_sent_before_the_handler_runs_again() 
         return {"content": [{"type": "text", "text": roots.roots[0].uri}]}  # type: ignore[union-attr]
 
     peer = Peer(handler)
-    assert peer.call() == m.Done(result={"content": [{"type": "text", "text": "file:///home/ada"}]})
+    assert peer.call() == m.engine.Done(
+        result={"content": [{"type": "text", "text": "file:///home/ada"}]}
+    )
     assert runs == [[], ["city", "tone", "where"]]
     assert len(peer.asked) == 3
 
@@ -214,12 +216,12 @@ def test_stale_round_fields_of_the_original_request_are_stripped() -> None:
 
 def test_url_elicitation_gets_an_elicitation_id_for_2025_clients() -> None:
     link = m.server.elicit_url("Sign in", "https://example.com/login")
-    request = m.server.legacy_request(5, link)
+    request = m.server._legacy_shim.legacy_request(5, link)
     assert request.method == "elicitation/create"
     assert request.params is not None
     assert request.params["mode"] == "url" and request.params["url"] == "https://example.com/login"
     assert isinstance(request.params["elicitationId"], str) and request.params["elicitationId"]
-    assert m.server.legacy_request(6, ROOTS) == m.Request(id=6, method="roots/list")
+    assert m.server._legacy_shim.legacy_request(6, ROOTS) == m.Request(id=6, method="roots/list")
 
 
 def test_the_round_cap_ends_the_request_with_an_error() -> None:
@@ -228,7 +230,7 @@ def test_the_round_cap_ends_the_request_with_an_error() -> None:
 
     peer = Peer(never_satisfied, max_rounds=3)
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32603
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32603
     assert "more than 3 rounds" in failed.error.message
     assert len(peer.asked) == 3
 
@@ -246,7 +248,7 @@ def test_state_only_rounds_are_paced_and_the_pace_resets_after_a_round_that_asks
 
     peer = Peer(slow, sealer=_sealer())
     done = peer.call()
-    assert done == m.Done(result={"content": [{"type": "text", "text": "after 7 legs"}]})
+    assert done == m.engine.Done(result={"content": [{"type": "text", "text": "after 7 legs"}]})
     # Three state-only rounds (growing), a round that asks (reset), three more.
     assert peer.waits == [0.05, 0.1, 0.2, 0.05, 0.1, 0.2]
 
@@ -263,7 +265,7 @@ def test_ten_state_only_rounds_do_not_use_up_the_rounds_of_input() -> None:
         return {"content": [{"type": "text", "text": "served"}]}
 
     peer = Peer(patient, sealer=_sealer())
-    assert peer.call() == m.Done(result={"content": [{"type": "text", "text": "served"}]})
+    assert peer.call() == m.engine.Done(result={"content": [{"type": "text", "text": "served"}]})
     assert len(peer.waits) == 10 and len(peer.asked) == 1
     (shim,) = peer.shims.values()
     assert (shim.rounds, shim.input_rounds, shim.state_only_rounds) == (11, 1, 10)
@@ -278,7 +280,7 @@ def test_a_handler_that_sheds_load_forever_is_stopped_by_the_state_only_bound() 
 
     peer = Peer(forever, sealer=_sealer())
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and isinstance(failed.error, m.PeerError)
+    assert isinstance(failed, m.engine.Failed) and isinstance(failed.error, m.PeerError)
     assert failed.error.code == -32603
     assert failed.error.message == (
         "the tool returned more than 10 requestState-only rounds (max_state_only_rounds)"
@@ -296,7 +298,10 @@ def test_a_round_that_asks_does_not_reset_the_state_only_count() -> None:
 
     peer = Peer(handler, sealer=_sealer(), max_state_only_rounds=2)
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and "more than 2 requestState-only" in failed.error.message
+    assert (
+        isinstance(failed, m.engine.Failed)
+        and "more than 2 requestState-only" in failed.error.message
+    )
     # state-only, a question, state-only, then the third state-only round is refused.
     assert len(peer.waits) == 2 and len(peer.asked) == 1
 
@@ -304,7 +309,10 @@ def test_a_round_that_asks_does_not_reset_the_state_only_count() -> None:
 def test_no_state_only_round_at_all_with_a_bound_of_zero() -> None:
     peer = Peer(lambda ctx: ctx.ask(state=1), sealer=_sealer(), max_state_only_rounds=0)
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and "more than 0 requestState-only" in failed.error.message
+    assert (
+        isinstance(failed, m.engine.Failed)
+        and "more than 0 requestState-only" in failed.error.message
+    )
     assert peer.waits == []
 
 
@@ -356,7 +364,9 @@ def test_a_handler_can_fall_back_when_the_client_lacks_a_capability() -> None:
         return ctx.ask({"tone": TONE})
 
     peer = Peer(handler, capabilities={"elicitation": {}})
-    assert peer.call() == m.Done(result={"content": [{"type": "text", "text": "plain forecast"}]})
+    assert peer.call() == m.engine.Done(
+        result={"content": [{"type": "text", "text": "plain forecast"}]}
+    )
     assert peer.asked == []
 
 
@@ -369,7 +379,7 @@ def test_asking_what_the_client_lacks_is_a_32603_naming_the_capability(how: str)
 
     peer = Peer(handler, capabilities={"elicitation": {}})
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32603  # 2025 has no -32021
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32603  # 2025 has no -32021
     assert failed.error.data == {"requiredCapabilities": {"sampling": {}}}
     assert peer.asked == []
 
@@ -381,7 +391,7 @@ def test_an_error_answer_from_the_client_ends_the_request_and_withdraws_the_rest
     peer = Peer(handler)
     peer.answer_with["sampling/createMessage"] = m.ErrorObject(code=-1, message="no model")
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32603
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32603
     assert failed.error.data == {"key": "tone", "clientError": -1}
 
 
@@ -393,7 +403,7 @@ def test_a_handler_error_is_sent_as_its_own_code() -> None:
     peer = Peer(handler)
     peer.answer_with["elicitation/create:Which city?"] = {"action": "perhaps"}
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32602
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32602
 
 
 def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
@@ -412,7 +422,7 @@ def test_cancelling_the_original_request_withdraws_the_open_questions() -> None:
 
     peer.client.cancel(handle)
     for event in drain(peer.client):
-        if isinstance(event, m.CallEvent) and isinstance(event.event, m.CancelLeg):
+        if isinstance(event, m.CallEvent) and isinstance(event.event, m.engine.CancelLeg):
             peer.server.receive_data(peer.client.send(event))
     cancelled = peer.server.next_event()
     assert cancelled == m.RequestCancelled(request_id=request.id)
@@ -435,7 +445,7 @@ def test_app_run_legs_give_the_same_flow_as_a_shim_run_handler(app_runs: bool) -
     seen: list[Any] = []
     peer = Peer(weather_three_rounds(seen), sealer=_sealer(), app_runs=app_runs)
     done = peer.call()
-    assert done == m.Done(
+    assert done == m.engine.Done(
         result={"content": [{"type": "text", "text": "Oslo: 21 C, warm and bright"}]}
     )
     assert [sorted(answers) for answers in seen] == [[], ["city"], ["units"], ["tone"]]
@@ -459,19 +469,19 @@ def test_an_app_run_leg_that_raised_is_sent_as_its_own_error() -> None:
 
     peer = Peer(handler, app_runs=True)
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32602
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32602
     assert "no such city" in failed.error.message
 
 
 def test_an_app_run_leg_asking_beyond_the_capabilities_is_a_32603() -> None:
     peer = Peer(lambda ctx: m.server.input_required({"tone": TONE}), capabilities={}, app_runs=True)
     failed = peer.call()
-    assert isinstance(failed, m.Failed) and failed.error.code == -32603
+    assert isinstance(failed, m.engine.Failed) and failed.error.code == -32603
     assert failed.error.data == {"requiredCapabilities": {"sampling": {}}}
 
 
 def _started_app_shim() -> tuple[m.server.LegacyShim, m.Request]:
-    info = m.protocol.RequestInfo(
+    info = m.server.RequestInfo(
         id=7,
         method="tools/call",
         era="legacy",

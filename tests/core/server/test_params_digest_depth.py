@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from mrtr_core import LocalProtocolError, Request
-from mrtr_core.server import InvalidRequestState, StateSealer, params_digest
-from mrtr_core.wire import DEFAULT_MAX_DEPTH, Codec
+from mrtr_core.server import InvalidRequestState, StateSealer
+from mrtr_core.server._sealing import params_digest
+from mrtr_core.wire import Codec
+from mrtr_core.wire._depth import DEFAULT_MAX_DEPTH
 
 BACKENDS = ("stdlib", "orjson")
 KEY = b"k" * 32

@@ -20,23 +20,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr_core import LocalProtocolError, MrtrError, RemoteProtocolError, error_response
-from mrtr_core.protocol import INTERNAL_ERROR, INVALID_PARAMS
+from mrtr_core import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+    error_response,
+)
 from mrtr_core.server import (
-    REQUEST_STATE_REASONS,
     InvalidRequestState,
     MemoryNonceStore,
     NonceStore,
     NonceStoreFull,
-    OpenedState,
     StateSealer,
-    params_digest,
 )
 from mrtr_core.server._sealing import (
     DEFAULT_MAX_TOKEN_SIZE,
     DEFAULT_TTL,
+    REQUEST_STATE_REASONS,
     TOKEN_VERSION,
+    OpenedState,
     _b64encode,
+    params_digest,
 )
 
 KEY_A = b"A" * 32

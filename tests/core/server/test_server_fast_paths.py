@@ -21,14 +21,13 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 import mrtr_core as m
-from mrtr_core.connection import _server_rules
-from mrtr_core.protocol._meta import read_modern_request
+from mrtr_core._connection import _server_rules
+from mrtr_core._meta import read_modern_request
 from mrtr_core.server import (
     Ask,
     HandlerContext,
     InvalidRequestState,
     MemoryNonceStore,
-    OpenedState,
     StateSealer,
     _plain,
     _sealing,
@@ -36,10 +35,10 @@ from mrtr_core.server import (
     close_leg,
     elicit_form,
     open_leg,
-    params_digest,
     run_handler,
-    spend_redeemed,
 )
+from mrtr_core.server._handlers import spend_redeemed
+from mrtr_core.server._sealing import OpenedState, params_digest
 from mrtr_core.server._validation import compile_schema
 from mrtr_core.wire._convert import structure, structure_input_request, unstructure_input_request
 from mrtr_core.wire._inputs import INPUT_KINDS
@@ -455,7 +454,7 @@ def test_check_input_required_takes_the_plain_path_and_still_refuses() -> None:
     bare = read_modern_request(1, "tools/call", {"_meta": {**META, META_CAPS: {}}}, ("2026-07-28",))
     with pytest.raises(m.AppResultRefused) as caught:
         _server_rules.check_input_required(bare, built)
-    assert caught.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
 
 
 def test_plain_shapes_leave_lists_of_odd_values_and_url_asks_to_the_converter() -> None:

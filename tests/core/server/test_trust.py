@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from mrtr_core import LocalProtocolError, Request
-from mrtr_core.protocol import INVALID_PARAMS, RequestInfo
+from mrtr_core import INVALID_PARAMS, LocalProtocolError, Request
 from mrtr_core.server import (
     Answers,
     HandlerContext,
@@ -28,22 +27,21 @@ from mrtr_core.server import (
     LegacyShim,
     MemoryNonceStore,
     Next,
-    Redeemed,
+    RequestInfo,
     ShimDone,
     ShimSend,
     StateSealer,
     Steps,
     UnprovenAnswer,
     close_leg,
-    compile_schema,
     elicit_form,
     elicit_url,
     open_leg,
     run_handler,
-    schema_problem,
-    spend_redeemed,
 )
 from mrtr_core.server import _validation as validation
+from mrtr_core.server._handlers import Redeemed, spend_redeemed
+from mrtr_core.server._validation import compile_schema, schema_problem
 from mrtr_core.wire import ElicitFormRequest, ElicitResult
 
 KEY = b"0123456789abcdef0123456789abcdef"

@@ -9,17 +9,19 @@ import pytest
 
 import mrtr_core as m
 from mrtr_core.server import (
-    INTERACTION_TRANSITIONS,
     BadCallback,
     Interaction,
-    InteractionEvent,
     InteractionGone,
     InteractionStatus,
     InteractionStoreFull,
     MemoryInteractions,
     begin_interaction,
-    new_prefix,
     read_callback,
+)
+from mrtr_core.server._url_flows import (
+    INTERACTION_TRANSITIONS,
+    InteractionEvent,
+    new_prefix,
     rewrite_provider_url,
     split_state,
 )
@@ -134,13 +136,13 @@ def test_access_denied_declines_and_another_error_fails() -> None:
         ("state=" + "a" * 32, "neither"),
         ("state=" + "a" * 32 + "&code=%FF", "UTF-8"),
         (("state=" + "a" * 32 + "&code=é").encode("utf-8"), "ASCII"),
-        ("code=" + "x" * m.server.MAX_CALLBACK_QUERY, "longer"),
+        ("code=" + "x" * m.server._url_flows.MAX_CALLBACK_QUERY, "longer"),
     ],
 )
 def test_what_no_provider_sends_is_a_bad_callback(query: Any, match: str) -> None:
     with pytest.raises(BadCallback, match=match) as caught:
         read_callback(query)
-    assert caught.value.code == m.protocol.INVALID_REQUEST
+    assert caught.value.code == m.INVALID_REQUEST
 
 
 # --- the interaction ----------------------------------------------------------------------
@@ -251,7 +253,7 @@ def test_the_table_refuses_past_its_bound_after_dropping_expired_ones() -> None:
     third, _ = begun(now=1.0)
     with pytest.raises(InteractionStoreFull) as full:
         table.register(third, 1.0)
-    assert full.value.code == m.protocol.INTERNAL_ERROR
+    assert full.value.code == m.INTERNAL_ERROR
     # At 20 s the second (behind a live first one) has expired: a full sweep finds it.
     table.register(third, 20.0)
     assert len(table) == 2

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 from mrtr_core import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     ErrorObject,
     ErrorResponse,
     LocalProtocolError,
@@ -23,9 +26,7 @@ from mrtr_core import (
     Request,
     ResultResponse,
 )
-from mrtr_core.protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mrtr_core.wire import (
-    STDLIB_JSON,
     Codec,
     ElicitFormRequest,
     ElicitUrlRequest,
@@ -34,12 +35,10 @@ from mrtr_core.wire import (
     Root,
     _codec,
     decode_message,
-    default_codec,
     encode_message,
-    json_backend,
-    message_from_json,
     message_to_json,
 )
+from mrtr_core.wire._codec import STDLIB_JSON, default_codec, json_backend, message_from_json
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 CODECS: dict[str, Codec] = {name: Codec(name) for name in BACKENDS}
@@ -764,7 +763,7 @@ def test_an_answer_of_dict_subclasses_is_read_by_the_full_path() -> None:
     # (What json and orjson never produce, but an adapter's decoded value may hold.)
     from collections import OrderedDict
 
-    from mrtr_core.wire import message_from_json as classify
+    from mrtr_core.wire._codec import message_from_json as classify
 
     value = OrderedDict(jsonrpc="2.0", id=3, result=OrderedDict(content=[]))
     message = classify(value)

@@ -14,18 +14,23 @@ from typing import Any, Literal
 
 import pytest
 
-from mrtr_core import LocalProtocolError, RemoteProtocolError, Request, ResultResponse
+from mrtr_core import (
+    INVALID_PARAMS,
+    PARSE_ERROR,
+    LocalProtocolError,
+    RemoteProtocolError,
+    Request,
+    ResultResponse,
+)
 from mrtr_core._errors import describe
-from mrtr_core.protocol import INVALID_PARAMS, PARSE_ERROR
 from mrtr_core.wire import (
-    DEFAULT_MAX_DEPTH,
     Codec,
     CreateMessageRequest,
     ElicitResult,
     structure,
     structure_input_request,
 )
-from mrtr_core.wire._depth import deeper_than, may_be_deeper
+from mrtr_core.wire._depth import DEFAULT_MAX_DEPTH, deeper_than, may_be_deeper
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 

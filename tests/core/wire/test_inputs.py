@@ -44,8 +44,8 @@ def test_every_entry_round_trips(kind: InputKind) -> None:
     request = m.wire.structure_input_request(wire)
     assert type(request) is kind.request_class and request.method == kind.method
     assert INPUT_KINDS.kind_for(request) is kind and INPUT_KINDS.kind_of(request) is kind
-    assert m.engine.input_kind(request) == kind.name
-    assert m.wire.unstructure_input_request(request) == wire
+    assert m.engine._events.input_kind(request) == kind.name
+    assert m.wire._convert.unstructure_input_request(request) == wire
     answer = m.wire.structure(SAMPLE_ANSWERS[kind.name], kind.response_class)
     assert m.wire.unstructure(answer) == SAMPLE_ANSWERS[kind.name]
     assert RESPONSE_FOR_REQUEST[kind.request_class] is kind.response_class
@@ -195,7 +195,7 @@ def _variant(kind: InputKind, **changes: Any) -> InputKind:
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        (_variant(URL_KIND, request_class=m.RoundEngine), "registered twice"),  # same name
+        (_variant(URL_KIND, request_class=m.engine.RoundEngine), "registered twice"),  # same name
         (_variant(CONFIRM, name="x", request_class=m.wire.ElicitUrlRequest), "registered twice"),
         (
             _variant(URL_KIND, name="elicitation/create#popup", request_class=dict),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 from mrtr_core import (
+    INVALID_PARAMS,
     ErrorObject,
     ErrorResponse,
     Notification,
@@ -20,7 +21,6 @@ from mrtr_core import (
     Request,
     ResultResponse,
 )
-from mrtr_core.protocol import INVALID_PARAMS
 from mrtr_core.wire import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -35,11 +35,13 @@ from mrtr_core.wire import (
     structure_input_request,
     structure_input_required,
     unstructure,
+)
+from mrtr_core.wire._convert import (
+    input_request_class,
     unstructure_input_request,
     unstructure_input_required,
     unstructure_input_response,
 )
-from mrtr_core.wire._convert import input_request_class
 from mrtr_core.wire._inputs import RESPONSE_FOR_REQUEST
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.budget import examples
 
-from mrtr_core import RemoteProtocolError
-from mrtr_core.protocol import INVALID_PARAMS
+from mrtr_core import INVALID_PARAMS, RemoteProtocolError
 from mrtr_core.wire import (
     CreateMessageRequest,
     ElicitFormRequest,
@@ -23,9 +22,8 @@ from mrtr_core.wire import (
     Root,
     structure,
     unstructure,
-    unstructure_input_response,
 )
-from mrtr_core.wire._convert import converter
+from mrtr_core.wire._convert import converter, unstructure_input_response
 from mrtr_core.wire._payload import is_flat_object, make_structure, make_unstructure
 
 JSONObject = Mapping[str, Any]

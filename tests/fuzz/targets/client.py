@@ -84,16 +84,18 @@ class ClientApp:
             assert event.call in self.calls, event
             assert event.call not in self.ended, (event, self.ended[event.call])
             inner = event.event
-            if self.wait_delays and isinstance(inner, m.SendRetry) and inner.delay > 0:
+            if self.wait_delays and isinstance(inner, m.engine.SendRetry) and inner.delay > 0:
                 self.held.append(event)  # sent at the next pump, once the delay is over
-            elif isinstance(inner, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+            elif isinstance(inner, (m.engine.SendRequest, m.engine.SendRetry, m.engine.CancelLeg)):
                 self.send(event)
-            elif isinstance(inner, m.DispatchInput):
+            elif isinstance(inner, m.engine.DispatchInput):
                 self.pending.append((event.call, inner.key, inner.request))
-            elif isinstance(inner, (m.Done, m.Failed, m.TimedOut, m.Cancelled)):
+            elif isinstance(
+                inner, (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
+            ):
                 self.ended[event.call] = inner
                 self.pending = [p for p in self.pending if p[0] != event.call]
-            elif isinstance(inner, m.CancelInputs):
+            elif isinstance(inner, m.engine.CancelInputs):
                 dropped = set(inner.keys)
                 self.pending = [
                     p for p in self.pending if p[0] != event.call or p[1] not in dropped
@@ -187,7 +189,7 @@ def client_setup(
     conn = m.Connection(
         m.CLIENT,
         era=era,  # type: ignore[arg-type]
-        versions=(MODERN,) if scenario == 3 else m.protocol.ALL_VERSIONS,
+        versions=(MODERN,) if scenario == 3 else m.ALL_VERSIONS,
         log_level=log_level,
         framing=framing,  # type: ignore[arg-type]
         info=CLIENT_INFO,
@@ -298,7 +300,7 @@ def client(data: bytes) -> None:
     # What the handshake settled, as the app reads it: consistent with itself.
     assert conn.era in (None, "modern", "legacy"), conn.era
     if conn.era is not None:  # settled: on a version of its era (the probe's may stay)
-        assert conn.protocol_version in m.protocol.ALL_VERSIONS, conn.protocol_version
+        assert conn.protocol_version in m.ALL_VERSIONS, conn.protocol_version
     assert conn.peer_info is None or isinstance(conn.peer_info, dict), conn.peer_info
     assert isinstance(conn.peer_capabilities, dict), conn.peer_capabilities
     assert conn.session_state.value in ("closed", "failed", "error"), conn.session_state

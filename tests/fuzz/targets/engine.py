@@ -12,13 +12,13 @@ import mrtr_core as m
 from ._common import ALL_CAPS, STDLIB, guarded
 from .client import answer_for
 
-_TERMINAL = (m.Done, m.Failed, m.TimedOut, m.Cancelled)
+_TERMINAL = (m.engine.Done, m.engine.Failed, m.engine.TimedOut, m.engine.Cancelled)
 _METHODS = ("tools/call", "prompts/get", "resources/read")
 #: What the client declared: all, nothing, bare elicitation, or (None) what ``_meta`` says.
 _CAPABILITIES: tuple[Any, ...] = (ALL_CAPS, {}, {"elicitation": {}}, None)
 
 
-def _restored(engine: m.RoundEngine, now: float, patch: Any) -> m.RoundEngine | None:
+def _restored(engine: m.engine.RoundEngine, now: float, patch: Any) -> m.engine.RoundEngine | None:
     """``engine`` snapshotted, stored as JSON (with ``patch`` merged in: a store that
     went bad) and restored at ``now``; ``None`` when either side refused."""
     snapshot = guarded(lambda: engine.snapshot(now))
@@ -27,12 +27,17 @@ def _restored(engine: m.RoundEngine, now: float, patch: Any) -> m.RoundEngine | 
     stored = json.loads(json.dumps(snapshot))
     if isinstance(patch, dict):
         stored.update(patch)
-    return guarded(lambda: m.RoundEngine.restore(stored, now))  # type: ignore[no-any-return]
+    return guarded(lambda: m.engine.RoundEngine.restore(stored, now))  # type: ignore[no-any-return]
 
 
 def _act(
-    flow: m.RoundEngine, wait: m.Wait, action: int, value: Any, now: float, pending: dict[str, Any]
-) -> m.RoundEngine:
+    flow: m.engine.RoundEngine,
+    wait: m.Wait,
+    action: int,
+    value: Any,
+    now: float,
+    pending: dict[str, Any],
+) -> m.engine.RoundEngine:
     """Do ``action`` (see :func:`engine`); the flow from here (a restored one, maybe)."""
     if action == 0 and wait is m.Wait.NEED_RESULT:
         if isinstance(value, dict) and isinstance(value.get("code"), int):
@@ -96,7 +101,7 @@ def engine(data: bytes) -> None:
         "requestState": "stale",  # round fields of the caller's are dropped at start
     }
     flow = guarded(
-        lambda: m.RoundEngine(
+        lambda: m.engine.RoundEngine(
             _METHODS[data[1] % 3],
             params,
             capabilities=_CAPABILITIES[(data[1] >> 2) % 4],
@@ -106,7 +111,7 @@ def engine(data: bytes) -> None:
             max_rounds=1 + (control >> 3) % 4,
             max_state_only_legs=(control >> 5) % 4,
             max_leg_reissues=1 if control & 0x80 else 3,
-            url_wait_timeout=20.0 if data[1] & 0x10 else m.engine.DEFAULT_URL_WAIT,
+            url_wait_timeout=20.0 if data[1] & 0x10 else m.engine._engine.DEFAULT_URL_WAIT,
         )
     )
     assert flow is not None
@@ -127,10 +132,10 @@ def engine(data: bytes) -> None:
         if isinstance(event, _TERMINAL):
             ended += 1
             continue
-        if isinstance(event, m.DispatchInput):
+        if isinstance(event, m.engine.DispatchInput):
             pending[event.key] = event.request
             continue
-        if isinstance(event, m.CancelInputs):
+        if isinstance(event, m.engine.CancelInputs):
             for key in event.keys:
                 pending.pop(key, None)
             continue

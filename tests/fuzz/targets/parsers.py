@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import mrtr_core as m
-from mrtr_core.protocol import _headers as headers_mod
+from mrtr_core.http import _headers as headers_mod
 from mrtr_core.wire import _codec as codec_mod
 from mrtr_core.wire import _convert as convert_mod
 
@@ -27,7 +27,9 @@ def _reference_lines(stream: bytes, max_size: int) -> list[Any]:
     return out
 
 
-def _drain_frames(framer: m.wire.LineFramer | m.wire.MessageFramer, out: list[Any]) -> bool:
+def _drain_frames(
+    framer: m.wire.LineFramer | m.wire._framing.MessageFramer, out: list[Any]
+) -> bool:
     """Frames up to NEED_DATA / END_OF_STREAM; True at the end of the stream."""
     for _ in range(100_000):
         frame = framer.next_frame()
@@ -76,7 +78,7 @@ def framing(data: bytes) -> None:
     assert whole_frames == cut_frames, (whole_frames, cut_frames)
     assert whole_frames == _reference_lines(stream, max_size), whole_frames
     # Whole messages: each line fed on its own is handed out as itself (or Oversize).
-    messages = m.wire.MessageFramer(max_message_size=max_size, max_buffer_size=max_size)
+    messages = m.wire._framing.MessageFramer(max_message_size=max_size, max_buffer_size=max_size)
     for line in stream.split(b"\n")[: data[1] % 8]:
         messages.feed(line)
         found: list[Any] = []
@@ -90,7 +92,7 @@ def framing(data: bytes) -> None:
 # --- SSE decoding ----------------------------------------------------------------------
 
 
-def _sse_events(decoder: m.wire.SseDecoder, out: list[Any]) -> bool:
+def _sse_events(decoder: m.http.SseDecoder, out: list[Any]) -> bool:
     for _ in range(100_000):
         event = decoder.next_event()
         if event is m.NEED_DATA:
@@ -100,7 +102,7 @@ def _sse_events(decoder: m.wire.SseDecoder, out: list[Any]) -> bool:
         if isinstance(event, m.wire.Oversize):
             out.append(OVERSIZE)
             continue
-        assert isinstance(event, m.wire.SseEvent), event
+        assert isinstance(event, m.http.SseEvent), event
         assert len(event.data.encode("utf-8", "surrogatepass")) <= 3 * decoder.max_event_size
         out.append(event)
     raise AssertionError("next_event never returned NEED_DATA")
@@ -114,15 +116,15 @@ def sse(data: bytes) -> None:
     """
     if len(data) < 10:
         return
-    bound = data[0] * 4 or m.wire.DEFAULT_MAX_EVENT_SIZE
+    bound = data[0] * 4 or m.http._sse.DEFAULT_MAX_EVENT_SIZE
     stream = data[10:]
-    whole = m.wire.SseDecoder(max_event_size=bound)
+    whole = m.http.SseDecoder(max_event_size=bound)
     whole_events: list[Any] = []
     whole.feed(stream)
     _sse_events(whole, whole_events)
     whole.feed_eof()
     assert _sse_events(whole, whole_events)
-    cut = m.wire.SseDecoder(max_event_size=bound)
+    cut = m.http.SseDecoder(max_event_size=bound)
     cut_events: list[Any] = []
     for piece in chunks(stream, data[2:10]):
         cut.feed(piece)
@@ -137,10 +139,10 @@ def sse(data: bytes) -> None:
     # The encoder's round trip, with the stream as the event's text.
     text = stream.decode("utf-8", "replace")
     event_type = text[: data[1] % 8] if data[1] & 1 else None
-    encoded = guarded(lambda: m.wire.encode_sse(text, event=event_type))
+    encoded = guarded(lambda: m.http.encode_sse(text, event=event_type))
     if encoded is None:
         return
-    back = m.wire.SseDecoder()
+    back = m.http.SseDecoder()
     back.feed(encoded)
     back.feed_eof()
     decoded: list[Any] = []
@@ -195,11 +197,11 @@ def convert(data: bytes) -> None:
         assert m.wire.structure(m.wire.unstructure(shaped), kind) == shaped
     request = guarded(lambda: m.wire.structure_input_request(value))
     if request is not None:
-        plain = m.wire.unstructure_input_request(request)
+        plain = m.wire._convert.unstructure_input_request(request)
         assert m.wire.structure_input_request(plain) == request
     result = guarded(lambda: m.wire.structure_input_required(value))
     if result is not None:
-        plain = m.wire.unstructure_input_required(result)
+        plain = m.wire._convert.unstructure_input_required(result)
         assert m.wire.structure_input_required(plain) == result
     # The message classifier on the same value (a JSON-RPC object or not).
     guarded(lambda: codec_mod.message_from_json(value))

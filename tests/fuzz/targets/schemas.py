@@ -152,9 +152,9 @@ _SPEC_FORM = jsonschema_rs.validator_for(SPEC_FORM_SHAPE)
 
 
 def _check_problem(schema: dict[str, Any], value: Any) -> None:
-    problem = m.server.schema_problem(schema, value)
+    problem = m.server._validation.schema_problem(schema, value)
     if problem is not None:
-        assert isinstance(problem, m.server.SchemaProblem), problem
+        assert isinstance(problem, m.server._validation.SchemaProblem), problem
         assert problem.field == "" or problem.field.startswith("/"), problem
         assert isinstance(problem.reason, str) and problem.reason, problem
 
@@ -171,7 +171,7 @@ def _check_answer(value: Any, *, proven: bool) -> None:
     assert answer is None or isinstance(answer, m.wire.ElicitResult), answer
     if answer is not None and answer.action == "accept":
         content = answer.content if answer.content is not None else {}
-        assert m.server.schema_problem(FORM.requested_schema, content) is None, content
+        assert m.server._validation.schema_problem(FORM.requested_schema, content) is None, content
     assert ("k" in answers.unproven) == (answer is not None and not proven)
 
 
@@ -189,7 +189,7 @@ def _check_form_builder(value: Any) -> None:
     schema = request.requested_schema
     errors = [e.message for e in _SPEC_FORM.iter_errors(schema)]
     assert not errors, (schema, errors[:3])
-    wire = m.wire.unstructure_input_request(request)
+    wire = m.wire._convert.unstructure_input_request(request)
     assert wire["params"]["requestedSchema"] == schema, wire
 
 

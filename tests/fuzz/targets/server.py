@@ -22,7 +22,7 @@ from ._common import (
     lines_of,
 )
 
-ALL = m.protocol.ALL_VERSIONS
+ALL = m.ALL_VERSIONS
 SEALER_KEY = b"fuzz-key-fuzz-key-fuzz-key-fuzz!"
 OTHER_KEY = b"another-key-another-key-another!"
 CITY = m.server.elicit_form("Which city?", {"city": {"type": "string"}}, required=["city"])
@@ -412,7 +412,7 @@ def legacy_shim(data: bytes) -> None:
     if len(data) < 1:
         return
     caps = [ALL_CAPS, {}, {"elicitation": {}}, {"sampling": {}, "roots": {}}][data[0] % 4]
-    info = m.protocol.RequestInfo(
+    info = m.server.RequestInfo(
         id=1,
         method="tools/call",
         era="legacy",

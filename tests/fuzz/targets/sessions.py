@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import mrtr_core as m
-from mrtr_core.protocol import _client_sessions as client_mod
-from mrtr_core.protocol import _replay as replay_mod
-from mrtr_core.protocol import _sessions as sessions_mod
-from mrtr_core.protocol._headers import header_fields
+from mrtr_core.http import _client_sessions as client_mod
+from mrtr_core.http import _replay as replay_mod
+from mrtr_core.http import _sessions as sessions_mod
+from mrtr_core.http._headers import header_fields
 
 from ._common import STDLIB, chunks, guarded
 
@@ -34,7 +34,7 @@ def _check_read(read: sessions_mod.LegacyHeaders, initialize: bool) -> None:
         sessions_mod.MAX_EVENT_ID_LENGTH
     )
     assert initialize or read.protocol_version in (
-        *m.protocol.LEGACY_VERSIONS,
+        *m.LEGACY_VERSIONS,
         sessions_mod.DEFAULT_LEGACY_VERSION,
     ), read
 
@@ -164,7 +164,7 @@ def http_sessions(data: bytes) -> None:
     head, _, ops_text = rest.partition("\n\n")
     received = _headers_of(head)
     message = guarded(lambda: STDLIB.loads(body))
-    legacy = m.protocol.is_legacy_message(received, message)
+    legacy = m.http.is_legacy_message(received, message)
     assert isinstance(legacy, bool)
     read = guarded(lambda: sessions_mod.read_legacy_headers(received, initialize=initialize))
     if read is not None:
@@ -208,12 +208,12 @@ def client_sessions(data: bytes) -> None:
     # (the same value given as text, as an adapter whose library decoded it)
     guarded(lambda: client_mod.check_session_id(raw.decode("latin-1")))
     resumption = client_mod.StreamResumption(max_attempts=data[0] % 8)
-    decoder = m.wire.SseDecoder(max_event_size=1024)
+    decoder = m.http.SseDecoder(max_event_size=1024)
     for piece in chunks(stream, data[1:5]):
         decoder.feed(piece)
         for _ in range(100_000):
             event = decoder.next_event()
-            if not isinstance(event, (m.wire.SseEvent, m.wire.Oversize)):
+            if not isinstance(event, (m.http.SseEvent, m.wire.Oversize)):
                 break
             if isinstance(event, m.wire.Oversize):
                 continue

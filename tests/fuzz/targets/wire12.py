@@ -4,8 +4,8 @@ elicitation callback (the query string a browser brings back, settling an intera
 from __future__ import annotations
 
 import mrtr_core as m
-from mrtr_core.protocol import _websocket as ws
 from mrtr_core.server import _url_flows as flows
+from mrtr_core.websocket import _binding as ws
 
 from ._common import guarded
 

@@ -90,8 +90,8 @@ class HttpClient:
 
     async def post(self, params: Mapping[str, Any]) -> dict[str, Any]:
         meta = {
-            m.protocol.META_PROTOCOL_VERSION: "2026-07-28",
-            m.protocol.META_CLIENT_CAPABILITIES: {"elicitation": {}},
+            m.wire.META_PROTOCOL_VERSION: "2026-07-28",
+            m.wire.META_CLIENT_CAPABILITIES: {"elicitation": {}},
         }
         body = json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**params, "_meta": meta}}

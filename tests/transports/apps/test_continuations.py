@@ -37,8 +37,8 @@ CAPS = {"elicitation": {}, "sampling": {}}
 PARAMS = {"name": "weather", "arguments": {}}
 
 
-def info(capabilities: Any = CAPS, method: str = "tools/call") -> m.protocol.RequestInfo:
-    return m.protocol.RequestInfo(
+def info(capabilities: Any = CAPS, method: str = "tools/call") -> m.server.RequestInfo:
+    return m.server.RequestInfo(
         id=1,
         method=method,
         era="modern",
@@ -127,11 +127,11 @@ async def test_a_three_round_flow_over_real_connections() -> None:
     for _ in range(20):
         for event in drain(client):
             inner = event.event
-            if isinstance(inner, (m.SendRequest, m.SendRetry)):
+            if isinstance(inner, (m.engine.SendRequest, m.engine.SendRetry)):
                 server.receive_data(client.send(event))
-            elif isinstance(inner, m.DispatchInput):
+            elif isinstance(inner, m.engine.DispatchInput):
                 client.provide(call, inner.key, ANSWERS[inner.key])
-            elif isinstance(inner, m.Done):
+            elif isinstance(inner, m.engine.Done):
                 done = inner.result
         if done is not None:
             break
@@ -184,7 +184,7 @@ async def test_a_finished_flow_frees_its_place_before_its_result_goes_out() -> N
 async def test_a_failed_flow_frees_its_place_before_its_error_goes_out() -> None:
     async def refuses(ctx: Context) -> str:
         await ctx.wait_for({"city": CITY})
-        raise m.MrtrError("no", code=m.protocol.INVALID_PARAMS)
+        raise m.MrtrError("no", code=m.INVALID_PARAMS)
 
     app = app_with(refuses, continuations=ContinuationStore(max_parked=1))
     for _ in range(50):
@@ -454,7 +454,7 @@ async def test_a_2025_client_is_served_through_the_legacy_shim() -> None:
             return next(forms) if method == "elicitation/create" else ANSWERS["tone"]
 
     final, asked = await serve_legacy_call(app, PARAMS, Answers(), CAPS)
-    assert isinstance(final, m.Done), final
+    assert isinstance(final, m.engine.Done), final
     assert final.result == {"content": [{"type": "text", "text": "Oslo: 21 C, warm"}]}
     assert asked == ["elicitation/create", "elicitation/create", "sampling/createMessage"]
     assert log == ["started", "done"]

@@ -48,7 +48,7 @@ async def test_the_example_app_lists_only_its_real_examples() -> None:
     # No conformance fixture anywhere: no prompts, resources or completion either.
     assert set(app.capabilities) == {"tools", "logging"}
     error = await error_of(app, "prompts/list")
-    assert error.code == m.protocol.METHOD_NOT_FOUND
+    assert error.code == m.METHOD_NOT_FOUND
     assert app.info["name"] == "mrtr-example"
     assert app.instructions is not None and "test_" not in app.instructions
     assert (listed["ttlMs"], listed["cacheScope"]) == (60_000, "public")
@@ -89,9 +89,7 @@ async def test_weather_does_without_sampling_when_the_client_cannot_sample() -> 
     no_forms = await serve_call(
         app, "tools/call", {"name": "weather", "arguments": {}}, capabilities={"sampling": {}}
     )
-    assert (
-        no_forms.error is not None and no_forms.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
-    )
+    assert no_forms.error is not None and no_forms.error.code == m.MISSING_CLIENT_CAPABILITY
 
 
 async def test_deploy_happens_once_and_only_when_confirmed() -> None:
@@ -157,7 +155,7 @@ async def serve_legacy_call(
     call_id = client.call("tools/call", params)
     asked: list[str] = []
     shim: m.server.LegacyShim | None = None
-    info: m.protocol.RequestInfo | None = None
+    info: m.server.RequestInfo | None = None
     with trio.fail_after(2):
         while True:
             while (event := client.next_event()) is not m.NEED_DATA:
@@ -166,10 +164,12 @@ async def serve_legacy_call(
                     answer = answers[event.method]
                     server.receive_data(client.send(m.ResultResponse(id=event.id, result=answer)))
                 elif isinstance(event, m.CallEvent) and isinstance(
-                    event.event, (m.SendRequest, m.SendRetry)
+                    event.event, (m.engine.SendRequest, m.engine.SendRetry)
                 ):
                     server.receive_data(client.send(event))
-                elif isinstance(event, m.CallEvent) and isinstance(event.event, (m.Done, m.Failed)):
+                elif isinstance(event, m.CallEvent) and isinstance(
+                    event.event, (m.engine.Done, m.engine.Failed)
+                ):
                     assert event.call == call_id
                     return event.event, asked
             while (incoming := server.next_event()) is not m.NEED_DATA:
@@ -220,7 +220,7 @@ async def test_weather_serves_a_2025_client_through_the_legacy_shim() -> None:
     final, asked = await serve_legacy_call(
         app, {"name": "weather", "arguments": {}}, Answers(), {"elicitation": {}, "sampling": {}}
     )
-    assert isinstance(final, m.Done), final
+    assert isinstance(final, m.engine.Done), final
     assert final.result == {"content": [{"type": "text", "text": "Oslo: 70 F, warm and bright"}]}
     assert asked == ["elicitation/create", "elicitation/create", "sampling/createMessage"]
 
@@ -232,7 +232,7 @@ async def test_a_2025_client_that_declines_gets_the_same_tool_error() -> None:
         {"elicitation/create": {"action": "decline"}},
         {"elicitation": {}},
     )
-    assert isinstance(final, m.Done), final
+    assert isinstance(final, m.engine.Done), final
     assert final.result == {
         "content": [
             {

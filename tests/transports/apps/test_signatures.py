@@ -1,9 +1,10 @@
 """Schemas from signatures: each annotation's JSON Schema and conversion, the context
 parameter, the errors at registration, and what a call with good and bad arguments gets.
 
-The schema of each annotation is compiled by the core (``mrtr_core.server.compile_schema``,
-the validator every call goes through) and checked against a good and a bad value; the
-good value, converted, must be what the annotation says.
+The schema of each annotation is compiled by the core
+(``mrtr_core.server._validation.compile_schema``, the validator every call goes through)
+and checked against a good and a bad value; the good value, converted, must be what the
+annotation says.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def test_each_annotation_has_a_schema_and_a_conversion(
 ) -> None:
     built, convert = build(annotation, "test")
     assert built == schema
-    compiled = m.server.compile_schema(built)
+    compiled = m.server._validation.compile_schema(built)
     assert compiled.problem(good) is None
     value = good if convert is None else convert(good)
     assert value == converted
@@ -203,7 +204,7 @@ def test_nested_attrs_classes_are_nested_objects_and_arrive_as_instances() -> No
     assert schema["properties"]["color"]["default"] == "red"
     assert "default" not in schema["properties"]["tags"]  # a factory has no one default
     value = {"name": "coast", "stops": [{"x": 1}, {"x": 2, "y": 3}], "color": "blue"}
-    assert m.server.compile_schema(schema).problem(value) is None
+    assert m.server._validation.compile_schema(schema).problem(value) is None
     assert convert is not None
     assert convert(value) == Route("coast", [Point(1.0), Point(2.0, 3.0)], Color.BLUE)
 
@@ -453,7 +454,7 @@ async def test_bad_arguments_are_tool_errors_that_name_the_argument() -> None:
         assert result.get("isError") is True, (name, arguments, result)
         assert text_of(result).startswith(says), text_of(result)
     error = await call_error(app, {"name": "plan", "arguments": ["not", "an", "object"]})
-    assert error.code == m.protocol.INVALID_PARAMS
+    assert error.code == m.INVALID_PARAMS
 
 
 async def call_error(app: McpApp, params: dict[str, Any]) -> m.MrtrError:

@@ -54,7 +54,7 @@ def test_listen_streams_are_pooled_and_end_gracefully(bare: str) -> None:
     first = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
     message = listen_request(7)
     headers = {"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
-    headers.update(m.protocol.request_headers(message))
+    headers.update(m.http.request_headers(message))
     try:
         first.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
         stream = first.getresponse()  # the acknowledgement opened the stream
@@ -62,7 +62,7 @@ def test_listen_streams_are_pooled_and_end_gracefully(bare: str) -> None:
         # One stream per client: a second is refused, with when to come back.
         status, got, body = post(bare, listen_request(8))
         assert status == 429 and int(got["retry-after"]) >= 1
-        assert error_of(body)["code"] == m.protocol.SERVER_BUSY
+        assert error_of(body)["code"] == m.SERVER_BUSY
         # At the lifetime (1 s) the stream ends with the graceful closure.
         final = sse_messages(stream.read())[-1]
         assert final["id"] == 7 and final["result"]["_meta"][SUBSCRIPTION_ID] == 7
@@ -190,7 +190,7 @@ async def test_after_shutdown_new_listen_streams_are_refused() -> None:
     assert endpoint.closing
     message = listen_request(3)
     headers = [(b"host", b"localhost"), (b"content-type", b"application/json")]
-    headers += [(k.lower().encode(), v.encode()) for k, v in m.protocol.request_headers(message)]
+    headers += [(k.lower().encode(), v.encode()) for k, v in m.http.request_headers(message)]
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
     body = [{"type": "http.request", "body": json.dumps(message).encode(), "more_body": False}]
     said.clear()

@@ -14,7 +14,7 @@ import pytest
 from mrtr_transports.cli.verdicts import MAX_ENTRIES, VerdictFile
 from support.cli_run import TESTS_ON_PATH, mrtr
 
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 pytestmark = pytest.mark.subprocess
 

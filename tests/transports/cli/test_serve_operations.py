@@ -483,7 +483,7 @@ async def test_trusted_proxy_decides_whether_x_forwarded_host_is_believed() -> N
     discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
     body = json.dumps(discover).encode()
     headers = [("Accept", "application/json"), ("Content-Type", "application/json")]
-    headers += m.protocol.request_headers(discover)
+    headers += m.http.request_headers(discover)
 
     async def status_with(port: int, forwarded_host: str) -> int:
         sent = [*headers, ("X-Forwarded-Host", forwarded_host)]

@@ -135,7 +135,7 @@ async def peer_that_asks_first(seen: Seen) -> Reply:
     if method == "resources/read":
         text = {"uri": seen.params["uri"], "text": "hello"}
         return json_reply(result(seen, {"resultType": "complete", "contents": [text], **HINTS}))
-    return json_reply(error(seen, m.protocol.METHOD_NOT_FOUND, "Method not found"), 404)
+    return json_reply(error(seen, m.METHOD_NOT_FOUND, "Method not found"), 404)
 
 
 ASK = {
@@ -272,18 +272,18 @@ async def test_an_answer_in_flight_when_invalidated_is_not_stored() -> None:
 
 
 async def test_memory_store_bounds() -> None:
-    entry = m.protocol.CacheEntry('"x"', "public", 0.0, 1.0)
+    entry = m.caching.CacheEntry('"x"', "public", 0.0, 1.0)
     store = MemoryCacheStore(max_entries=3, max_bytes=10)
-    keys = [m.protocol.CacheKey("s", None, "resources/read", str(i)) for i in range(5)]
+    keys = [m.caching.CacheKey("s", None, "resources/read", str(i)) for i in range(5)]
     for key in keys[:3]:
         await store.set(key, entry)
     await store.get(keys[0])  # recently used: kept
     await store.set(keys[3], entry)
     assert await store.get(keys[1]) is None and await store.get(keys[0]) == entry
     assert len(store) == 3 and store.bytes == 9
-    await store.set(keys[4], m.protocol.CacheEntry('"' + "y" * 6 + '"', "public", 0.0, 1.0))
+    await store.set(keys[4], m.caching.CacheEntry('"' + "y" * 6 + '"', "public", 0.0, 1.0))
     assert store.bytes <= 10 and await store.get(keys[4]) is not None
-    big = m.protocol.CacheEntry('"' + "z" * 20 + '"', "public", 0.0, 1.0)
+    big = m.caching.CacheEntry('"' + "z" * 20 + '"', "public", 0.0, 1.0)
     await store.set(keys[4], big)  # larger than the store: not kept (nor the old one)
     assert await store.get(keys[4]) is None
     await store.evict("s", "resources/read")
@@ -293,13 +293,13 @@ async def test_memory_store_bounds() -> None:
 
 
 class BrokenStore:
-    async def get(self, key: m.protocol.CacheKey) -> m.protocol.CacheEntry | None:
+    async def get(self, key: m.caching.CacheKey) -> m.caching.CacheEntry | None:
         raise RuntimeError("down")
 
-    async def set(self, key: m.protocol.CacheKey, entry: m.protocol.CacheEntry) -> None:
+    async def set(self, key: m.caching.CacheKey, entry: m.caching.CacheEntry) -> None:
         raise RuntimeError("down")
 
-    async def delete(self, key: m.protocol.CacheKey) -> None:
+    async def delete(self, key: m.caching.CacheKey) -> None:
         raise RuntimeError("down")
 
     async def evict(self, server: str, method: str, params: str | None = None) -> None:
@@ -376,7 +376,7 @@ async def test_invalidation_times_are_bounded_and_fold_safely() -> None:
     assert len(cache._pending) <= MAX_INVALIDATED_KEYS
     # test://0's own time was folded away, into one for every resources/read: still
     # stale (whatever the store still holds), never served.
-    key = m.protocol.cache_params({"uri": "test://0"})
+    key = m.caching._policy.cache_params({"uri": "test://0"})
     assert ("resources/read", key) not in cache._invalidated
     assert cache._invalidated_at("resources/read", key) == 1.0
     now[0] += 1

@@ -21,7 +21,7 @@ from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.stdio import open_stdio_client
 
 import mrtr_core as m
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 pytestmark = pytest.mark.subprocess
 
@@ -129,7 +129,7 @@ async def test_a_2025_client_hears_the_versions_a_modern_only_server_speaks() ->
     with trio.fail_after(20), pytest.raises(CallError) as caught:
         async with open_stdio_client([sys.executable, MODERN_ONLY], era="legacy"):
             raise AssertionError("opened a 2025 session")
-    assert caught.value.code == m.protocol.METHOD_NOT_FOUND
+    assert caught.value.code == m.METHOD_NOT_FOUND
     assert "2026-07-28" in caught.value.message
     assert caught.value.data == {"supported": ["2026-07-28"]}
 
@@ -153,7 +153,7 @@ async def test_a_question_a_2025_client_never_answers_does_not_hold_the_request(
             with pytest.raises(CallError) as caught:
                 await client.call_tool("trip", {})
             await withdrawn.wait()
-    assert caught.value.code == m.protocol.INTERNAL_ERROR
+    assert caught.value.code == m.INTERNAL_ERROR
     assert "did not answer in time" in caught.value.message
 
 
@@ -177,7 +177,7 @@ def test_era_control_orders_the_prior_version_first_and_refuses_nonsense() -> No
     control = EraControl("auto", Verdict(era="legacy", protocol_version="2025-03-26"))
     assert control.era == "legacy"
     assert control.versions()[:2] == ("2025-03-26", "2026-07-28")
-    assert EraControl("auto", None).versions() == m.protocol.ALL_VERSIONS
+    assert EraControl("auto", None).versions() == m.ALL_VERSIONS
     with pytest.raises(ValueError):
         EraControl("2025", None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):

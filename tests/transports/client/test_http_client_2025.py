@@ -27,7 +27,7 @@ from support.cli_run import mrtr
 from support.peer_http_server import PeerHttpServer, Reply, Seen, json_reply, result, sse_reply
 
 import mrtr_core as m
-from mrtr_core.connection import Verdict
+from mrtr_core import Verdict
 
 pytestmark = pytest.mark.subprocess
 

@@ -45,7 +45,7 @@ async def post(
     send_only: bool = False,
 ) -> Any:
     """POST ``message`` to ``/mcp`` with its mirrored headers; the reply (unless ``send_only``)."""
-    fields = [("Accept", ACCEPT_BOTH), *m.protocol.request_headers(message), *(extra or [])]
+    fields = [("Accept", ACCEPT_BOTH), *m.http.request_headers(message), *(extra or [])]
     await peer.send_request("/mcp", json.dumps(message).encode(), extra=fields)
     return None if send_only else await peer.reply()
 
@@ -160,7 +160,7 @@ async def test_an_empty_post_that_closes_gets_its_400_at_once() -> None:
             data = await hosted.raw(head)
     assert status_of(data) == 400
     error = json.loads(data.partition(b"\r\n\r\n")[2])["error"]
-    assert error["code"] == m.protocol.PARSE_ERROR and "empty body" in error["message"]
+    assert error["code"] == m.PARSE_ERROR and "empty body" in error["message"]
 
 
 async def test_a_body_past_max_body_size_gets_413_declared_or_chunked() -> None:

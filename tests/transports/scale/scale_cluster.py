@@ -29,8 +29,8 @@ import mrtr_core as m
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parents[1]
 META = {
-    m.protocol.META_PROTOCOL_VERSION: "2026-07-28",
-    m.protocol.META_CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
+    m.wire.META_PROTOCOL_VERSION: "2026-07-28",
+    m.wire.META_CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
 }
 #: A generous bound for one leg through nginx on a loaded machine.
 LEG_TIMEOUT = 30.0
@@ -140,12 +140,12 @@ def post(port: int, message: Mapping[str, Any], leg: str) -> dict[str, Any]:
     # a JSON-RPC error may come with an error status (a refused requestState is a 400)
     assert response.status == 200 or b'"error"' in body, (response.status, body[:500])
     if response.getheader("Content-Type", "").startswith("text/event-stream"):
-        decoder = m.wire.SseDecoder()
+        decoder = m.http.SseDecoder()
         decoder.feed(body)
         decoder.feed_eof()
         messages = []
         while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-            assert isinstance(event, m.wire.SseEvent)
+            assert isinstance(event, m.http.SseEvent)
             messages.append(json.loads(event.data))
         return dict(messages[-1])
     return dict(json.loads(body))

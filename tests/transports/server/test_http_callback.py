@@ -168,7 +168,7 @@ async def test_a_client_without_url_elicitation_is_told_what_is_missing(served: 
     async with open_http_client(served, answer=never, capabilities=caps) as client:
         with pytest.raises(CallError) as caught:
             await client.call_tool("connect_provider", timeout=30)
-    assert caught.value.code == m.protocol.MISSING_CLIENT_CAPABILITY
+    assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
 
 
 async def test_what_is_not_a_pending_callback(served: str) -> None:
@@ -184,7 +184,9 @@ async def test_what_is_not_a_pending_callback(served: str) -> None:
     hostile = "<script>alert(1)</script>"
     echoed = await browse(callback + "?" + urlencode({"code": hostile, "state": hostile}))
     assert echoed.status == 410 and b"<script>" not in echoed.body
-    too_long = await browse(callback + "?code=" + "x" * (m.server.MAX_CALLBACK_QUERY + 1))
+    too_long = await browse(
+        callback + "?code=" + "x" * (m.server._url_flows.MAX_CALLBACK_QUERY + 1)
+    )
     assert too_long.status == 414
     posted = await browse(callback + "?code=1&state=" + "A" * 32, method="POST")
     assert posted.status == 405 and posted.headers["allow"] == "GET"

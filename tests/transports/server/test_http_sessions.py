@@ -98,15 +98,15 @@ class Stream:
         self.peer = peer
         self.status = response.status_code
         self.headers = {k.decode(): v.decode() for k, v in response.headers}
-        self.decoder = m.wire.SseDecoder()
+        self.decoder = m.http.SseDecoder()
         self.raw = b""
         self.ended = False
 
-    async def next(self) -> m.wire.SseEvent | None:
+    async def next(self) -> m.http.SseEvent | None:
         """The next event with data; ``None`` when the response ends."""
         while True:
             event = self.decoder.next_event()
-            if isinstance(event, m.wire.SseEvent):
+            if isinstance(event, m.http.SseEvent):
                 if event.data:  # (not the priming event)
                     return event
                 continue
@@ -383,7 +383,7 @@ async def test_the_live_session_bound(kind: str) -> None:
                 await trio.sleep(0.05)
                 refused = await served.post(initialize(), [])
                 assert refused.status == 503 and refused.headers["retry-after"] == "1"
-                assert refused.json()["error"]["code"] == m.protocol.SERVER_BUSY
+                assert refused.json()["error"]["code"] == m.SERVER_BUSY
             assert len(served.server.sessions.sessions) == 2
 
 
@@ -398,7 +398,7 @@ async def test_both_eras_on_one_server_at_once(kind: str) -> None:
                 assert asked is not None and asked["method"] == "elicitation/create"
                 # Meanwhile a 2026-07-28 client gets an input_required result, no session.
                 modern = tool_call("test_input_required_result_elicitation")
-                modern["params"]["_meta"][m.protocol.META_CLIENT_CAPABILITIES] = {"elicitation": {}}
+                modern["params"]["_meta"][m.wire.META_CLIENT_CAPABILITIES] = {"elicitation": {}}
                 reply: Reply = await served.post(
                     modern,
                     [
@@ -447,7 +447,7 @@ async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -
                 # The session's one stream is taken: a second request is refused, retryably.
                 busy = await served.post(request("tools/list", rid=2), in_session(session_id))
                 assert busy.status == 503 and busy.headers["retry-after"] == "1"
-                assert busy.json()["error"]["code"] == m.protocol.SERVER_BUSY
+                assert busy.json()["error"]["code"] == m.SERVER_BUSY
                 # Other clients still find both connection slots free.
                 other = await open_session(served)
                 async with served.connect() as one, served.connect() as two:
@@ -490,7 +490,7 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
         async with serving(kind, fixtures_app, versions=("2026-07-28",), max_sessions=1) as served:
             refused = await served.post(initialize(), [])
             assert refused.status == 400 and "mcp-session-id" not in refused.headers
-            assert refused.json()["error"]["code"] == m.protocol.METHOD_NOT_FOUND
+            assert refused.json()["error"]["code"] == m.METHOD_NOT_FOUND
             assert refused.json()["error"]["data"] == {"supported": ["2026-07-28"]}
             assert len(served.server.sessions.table) == 0
             json_only = await served.post(initialize(), [], accept="text/event-stream")

@@ -120,14 +120,16 @@ class Peer:
             if not (isinstance(event, m.CallEvent) and event.call == handle):
                 continue
             step = event.event
-            if isinstance(step, m.SendRetry):
+            if isinstance(step, m.engine.SendRetry):
                 await trio.sleep(step.delay)
-            if isinstance(step, (m.SendRequest, m.SendRetry, m.CancelLeg)):
+            if isinstance(step, (m.engine.SendRequest, m.engine.SendRetry, m.engine.CancelLeg)):
                 await self.write(self.conn.send(event))
-            elif isinstance(step, m.DispatchInput):
+            elif isinstance(step, m.engine.DispatchInput):
                 assert answers is not None, step
                 self.conn.provide(handle, step.key, answers[step.key], trio.current_time())
-            elif isinstance(step, (m.Done, m.Failed, m.Cancelled, m.TimedOut)):
+            elif isinstance(
+                step, (m.engine.Done, m.engine.Failed, m.engine.Cancelled, m.engine.TimedOut)
+            ):
                 return step, seen
 
     async def stats(self) -> dict[str, int]:
@@ -209,13 +211,15 @@ async def test_discover_then_a_two_round_flow() -> None:
             assert isinstance(discover, m.ResultResponse)
             assert discover.result["supportedVersions"] == ["2026-07-28"]
             assert discover.result["instructions"] == srv_apps.TestApp.instructions
-            assert discover.result["_meta"][m.protocol.META_SERVER_INFO]["name"] == "srv-test"
+            assert discover.result["_meta"][m.wire.META_SERVER_INFO]["name"] == "srv-test"
 
             end, seen = await peer.call("trip", answers=ANSWERS)
-            assert end == m.Done(result=end.result)
+            assert end == m.engine.Done(result=end.result)
             assert end.result["content"][0]["text"] == "Trip to Oslo: cold but bright"
             legs = [e.event for e in seen if isinstance(e, m.CallEvent)]
-            assert [type(leg).__name__ for leg in legs if not isinstance(leg, m.RoundStarted)] == [
+            assert [
+                type(leg).__name__ for leg in legs if not isinstance(leg, m.engine.RoundStarted)
+            ] == [
                 "SendRequest",
                 "DispatchInput",
                 "SendRetry",
@@ -309,7 +313,7 @@ async def test_cancelled_request_is_stopped_and_never_answered() -> None:
         async with open_server() as peer:
             handle = peer.conn.call("tools/call", {"name": "sleep"}, now=trio.current_time())
             send = await peer.event()
-            assert isinstance(send.event, m.SendRequest)
+            assert isinstance(send.event, m.engine.SendRequest)
             leg = peer.conn.send(send)
             leg_id = json.loads(leg)["id"]
             await peer.write(leg)
@@ -317,9 +321,9 @@ async def test_cancelled_request_is_stopped_and_never_answered() -> None:
                 await trio.sleep(0.01)
             peer.conn.cancel(handle)
             cancel = await peer.event()
-            assert isinstance(cancel.event, m.CancelLeg)
+            assert isinstance(cancel.event, m.engine.CancelLeg)
             await peer.write(peer.conn.send(cancel))  # notifications/cancelled
-            assert (await peer.event()).event == m.Cancelled()
+            assert (await peer.event()).event == m.engine.Cancelled()
             while (await peer.stats())["cancelled"] < 1:  # the handler was really stopped
                 await trio.sleep(0.01)
         answered = [msg["id"] for msg in peer.stdout_messages()]
@@ -373,8 +377,8 @@ async def test_malformed_lines_are_answered_and_the_next_line_served() -> None:
             assert isinstance(echo, m.ResultResponse)
             assert echo.result["content"][0]["text"] == "ok"
         errors = [msg for msg in peer.stdout_messages() if "error" in msg]
-        assert errors[0]["error"]["code"] == m.protocol.PARSE_ERROR and "id" not in errors[0]
-        assert errors[1]["error"]["code"] == m.protocol.INVALID_PARAMS and errors[1]["id"] == "x"
+        assert errors[0]["error"]["code"] == m.PARSE_ERROR and "id" not in errors[0]
+        assert errors[1]["error"]["code"] == m.INVALID_PARAMS and errors[1]["id"] == "x"
 
 
 async def test_app_errors_become_json_rpc_errors() -> None:
@@ -382,17 +386,14 @@ async def test_app_errors_become_json_rpc_errors() -> None:
         async with open_server(capabilities={}) as peer:
             crash = await peer.request("tools/call", {"name": "crash", "arguments": {}})
             assert isinstance(crash, m.ErrorResponse)
-            assert (
-                crash.error.code == m.protocol.INTERNAL_ERROR
-                and "secret" not in crash.error.message
-            )
+            assert crash.error.code == m.INTERNAL_ERROR and "secret" not in crash.error.message
             unknown = await peer.request("nope/nothing", {})
             assert isinstance(unknown, m.ErrorResponse)
-            assert unknown.error.code == m.protocol.METHOD_NOT_FOUND
+            assert unknown.error.code == m.METHOD_NOT_FOUND
             # This request declared no sampling: the tool may not ask for it.
             asks = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
             assert isinstance(asks, m.ErrorResponse)
-            assert asks.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
+            assert asks.error.code == m.MISSING_CLIENT_CAPABILITY
             assert asks.error.data == {"requiredCapabilities": {"sampling": {}}}
         assert "secret detail" in peer.stderr.decode()  # the traceback is in the log
 
@@ -480,10 +481,7 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             # ... and nobody answers it.
             assert await peer.event() == m.RequestCancelled(request_id=question.id)
             failed = await peer.response(9)
-            assert (
-                isinstance(failed, m.ErrorResponse)
-                and failed.error.code == m.protocol.INTERNAL_ERROR
-            )
+            assert isinstance(failed, m.ErrorResponse) and failed.error.code == m.INTERNAL_ERROR
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
         for end in (server_input, server_output, from_server):

@@ -60,7 +60,7 @@ async def test_the_server_selects_mcp_and_discover_works() -> None:
             discover = await peer.request("server/discover")
             assert isinstance(discover, m.ResultResponse)
             assert discover.result["supportedVersions"] == ["2026-07-28"]
-            assert discover.result["_meta"][m.protocol.META_SERVER_INFO]["name"] == "srv-test"
+            assert discover.result["_meta"][m.wire.META_SERVER_INFO]["name"] == "srv-test"
             closed = await peer.close()
             assert closed.code == 1000  # the server answers our close with ours
 
@@ -151,8 +151,8 @@ async def test_frames_right_behind_the_upgrade_request_are_read() -> None:
             ws = WSConnection(ConnectionType.CLIENT)
             data = ws.send(Request(host=f"{host}:{port}", target="/mcp", subprotocols=["mcp"]))
             meta = {
-                m.protocol.META_PROTOCOL_VERSION: "2026-07-28",
-                m.protocol.META_CLIENT_CAPABILITIES: {},
+                m.wire.META_PROTOCOL_VERSION: "2026-07-28",
+                m.wire.META_CLIENT_CAPABILITIES: {},
             }
             discover = {"jsonrpc": "2.0", "id": 7, "method": "server/discover"}
             message = json.dumps({**discover, "params": {"_meta": meta}}).encode()
@@ -196,7 +196,7 @@ async def test_invalid_json_gets_a_parse_error_and_the_socket_stays() -> None:
             await peer.send_event(TextMessage(data='{"jsonrpc": "2.0", "id": 1, "meth'))
             texts = await peer.read_messages()
             error = json.loads(texts[0])
-            assert error["error"]["code"] == m.protocol.PARSE_ERROR and "id" not in error
+            assert error["error"]["code"] == m.PARSE_ERROR and "id" not in error
             await peer.send_event(TextMessage(data=""))  # an empty message is skipped
             discover = await peer.request("server/discover")
             assert isinstance(discover, m.ResultResponse)
@@ -234,8 +234,8 @@ async def test_a_fragmented_message_within_the_bound_is_one_message() -> None:
                     "method": "server/discover",
                     "params": {
                         "_meta": {
-                            m.protocol.META_PROTOCOL_VERSION: "2026-07-28",
-                            m.protocol.META_CLIENT_CAPABILITIES: {},
+                            m.wire.META_PROTOCOL_VERSION: "2026-07-28",
+                            m.wire.META_CLIENT_CAPABILITIES: {},
                         }
                     },
                 }
@@ -304,10 +304,12 @@ async def test_a_two_round_flow_with_a_sealed_state() -> None:
         async with serving() as (_, address):
             peer = await open_peer(address)
             end, seen = await peer.call("trip", answers=ANSWERS)
-            assert end == m.Done(result=end.result)
+            assert end == m.engine.Done(result=end.result)
             assert end.result["content"][0]["text"] == "Trip to Oslo: cold but bright"
             legs = [e.event for e in seen if isinstance(e, m.CallEvent)]
-            assert [type(leg).__name__ for leg in legs if not isinstance(leg, m.RoundStarted)] == [
+            assert [
+                type(leg).__name__ for leg in legs if not isinstance(leg, m.engine.RoundStarted)
+            ] == [
                 "SendRequest",
                 "DispatchInput",
                 "SendRetry",
@@ -341,7 +343,7 @@ async def test_asking_beyond_the_declared_capabilities_is_32021() -> None:
             peer = await open_peer(address, capabilities={"elicitation": {}})
             reply = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
             assert isinstance(reply, m.ErrorResponse)
-            assert reply.error.code == m.protocol.MISSING_CLIENT_CAPABILITY
+            assert reply.error.code == m.MISSING_CLIENT_CAPABILITY
             await peer.close()
 
 
@@ -373,7 +375,7 @@ async def test_a_tampered_request_state_is_refused() -> None:
             }
             refused = await peer.request("tools/call", leg)
             assert isinstance(refused, m.ErrorResponse), refused
-            assert refused.error.code == m.protocol.INVALID_PARAMS
+            assert refused.error.code == m.INVALID_PARAMS
             await peer.close()
 
 
@@ -397,7 +399,7 @@ async def test_cancellation_on_the_wire_stops_the_handler_and_nothing_is_answere
             peer = await open_peer(address)
             handle = peer.conn.call("tools/call", {"name": "sleep"}, now=trio.current_time())
             send = await peer.event()
-            assert isinstance(send.event, m.SendRequest)
+            assert isinstance(send.event, m.engine.SendRequest)
             leg = peer.conn.send(send)
             leg_id = json.loads(leg)["id"]
             await peer.write(leg)
@@ -405,9 +407,9 @@ async def test_cancellation_on_the_wire_stops_the_handler_and_nothing_is_answere
                 await trio.sleep(0.01)
             peer.conn.cancel(handle)
             cancel = await peer.event()
-            assert isinstance(cancel.event, m.CancelLeg)
+            assert isinstance(cancel.event, m.engine.CancelLeg)
             await peer.write(peer.conn.send(cancel))  # notifications/cancelled
-            assert (await peer.event()).event == m.Cancelled()
+            assert (await peer.event()).event == m.engine.Cancelled()
             while app.counts["cancelled"] < 1:  # the handler was really stopped
                 await trio.sleep(0.01)
             echo = await peer.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
@@ -530,7 +532,7 @@ async def test_past_max_connections_a_newcomer_gets_503() -> None:
             peers = [await open_peer(address) for _ in range(2)]
             refused = await connect(address)
             assert isinstance(refused, Refused) and refused.status == 503
-            assert refused.json()["error"]["code"] == m.protocol.SERVER_BUSY
+            assert refused.json()["error"]["code"] == m.SERVER_BUSY
             await peers[0].close()
             while len(server.connections) > 1:
                 await trio.sleep(0.01)
