@@ -65,6 +65,7 @@ from .errors import CallError, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
+from .loop import LoopTools
 from .requests import PlainRequests
 from .tracing import TraceBook, Tracer, TraceRecord
 
@@ -124,10 +125,16 @@ class Client(PlainRequests):
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
         self.link = link
         self._nursery = nursery
+        self._loop = LoopTools()  # (made on the loop that runs the client)
         self._answer = answer
         self._capabilities = capabilities
         self._trace = (
-            TraceBook(tracer, framing=link.framing, max_message_size=max_message_size)
+            TraceBook(
+                tracer,
+                framing=link.framing,
+                max_message_size=max_message_size,
+                clock=self._loop.now,
+            )
             if tracer is not None
             else None
         )
@@ -161,7 +168,7 @@ class Client(PlainRequests):
         self._conn = m.Connection(
             m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
         )
-        self._opened = anyio.Event()
+        self._opened = self._loop.event()
         if era == "modern":
             self._opened.set()
         self._session_error: m.MrtrError | None = None
@@ -180,6 +187,7 @@ class Client(PlainRequests):
             close_stream=self.link.close_stream,
             lost=lambda: self._lost,
             answer=self._answer,
+            loop=self._loop,
         )
 
     # --- What the session settled ---------------------------------------------------
@@ -238,7 +246,7 @@ class Client(PlainRequests):
         the client's for this call.  ``cache``: how the response cache is used for
         ``resources/read``, if there is one (a result that took rounds is never stored).
         """
-        started = anyio.current_time()
+        started = self._loop.now()
         limits = CallLimits(
             timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs, url_wait_timeout
         )
@@ -381,7 +389,7 @@ class Client(PlainRequests):
         self._pumping = True
         try:
             conn = self._conn
-            now = anyio.current_time()
+            now = self._loop.now()
             while True:
                 event = conn.next_event(now)
                 if event is m.NEED_DATA:
@@ -502,7 +510,7 @@ class Client(PlainRequests):
     # --- A 2025-era server's requests ------------------------------------------------
 
     def _start_server_request(self, request: m.Request) -> None:
-        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
+        live = [flow for flow in self._flows.values() if not flow.finished]
         flow = live[0] if len(live) == 1 else None  # the call it belongs to, when clear
         if flow is not None:
             flow.spawn(self._answer_server_request, request, flow)

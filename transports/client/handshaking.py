@@ -26,6 +26,7 @@ from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError
 from .flows import Flow, Waiter
 from .link import Link, Outbound, OutboundKind
+from .loop import LoopTools
 
 logger = logging.getLogger("mrtr.client")
 
@@ -47,6 +48,7 @@ class Handshaking:
     _closed: bool
     _flows: dict[int, Flow]
     _waiters: dict[m.RequestId, Waiter]
+    _loop: LoopTools
 
     if TYPE_CHECKING:  # (the client's own)
 
@@ -83,7 +85,7 @@ class Handshaking:
 
     def _idle_but_one(self) -> bool:
         """Nothing in flight besides the request that just failed (safe to start over)."""
-        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
+        live = [flow for flow in self._flows.values() if not flow.finished]
         return not live and not self._waiters
 
     # --- The handshake ---------------------------------------------------------------
@@ -96,7 +98,7 @@ class Handshaking:
             self._outbound(message, "handshake", method=message.method, request_id=request_id)
         )
         if isinstance(message, m.Request) and not self._eof_fed:
-            scope = self._handshake_timer = anyio.CancelScope()
+            scope = self._handshake_timer = self._loop.cancel_scope()
             self._nursery.start_soon(self._handshake_timeout_task, scope)
 
     async def _handshake_timeout_task(self, scope: anyio.CancelScope) -> None:

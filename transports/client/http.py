@@ -102,6 +102,7 @@ from .http_connection import (
 from .http_sessions import HttpSession
 from .http_streams import read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
+from .loop import LoopTools
 from .opening import open_client
 from .tcp import connect, connect_failure
 
@@ -165,10 +166,13 @@ class HttpLink:
         self._client: LinkClient | None = None
         self._nursery: TaskGroup | None = None
         self._closed = False
+        #: The loop's clock, events and cancel scopes (looked up once: ``client/loop.py``).
+        self.loop: LoopTools | None = None
 
     async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
         self._client = client
         self._nursery = nursery
+        self.loop = LoopTools()
 
     async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
         """A new client connection over the same endpoint (a new era): forget the last."""
@@ -224,7 +228,8 @@ class HttpLink:
             return  # 2026 HTTP cancels by closing the request's stream, never by a message
         if self._session is not None and self._session.expired:
             return  # every call already failed with the expiry
-        scope = anyio.CancelScope()
+        assert self.loop is not None
+        scope = self.loop.cancel_scope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
         self._nursery.start_soon(self._exchange, out, scope)
@@ -316,15 +321,15 @@ class HttpLink:
     async def _post(self, out: Outbound) -> None:
         """Send ``out`` and read its response, retrying what the server did not process."""
         headers = self.request_headers(out)
+        assert self.loop is not None
+        now = self.loop.now
         attempt = stale = 0
         new_after = -math.inf  # no new connection before then (a refusal's Retry-After)
         async with self._slots:  # one POST in progress, however many attempts it takes
             while True:
                 # Until the server's delay is over, only a connection of ours it already
                 # holds a place for will do: wait for one to come back to the pool.
-                while (
-                    found := await self._connection(new=anyio.current_time() >= new_after)
-                ) is None:
+                while (found := await self._connection(new=now() >= new_after)) is None:
                     with anyio.CancelScope(deadline=new_after):
                         await self._returned.wait()
                 attempt += 1
@@ -350,7 +355,7 @@ class HttpLink:
                     # The server said when; spread a little, so refused ones do not all
                     # come back together.
                     delay = refusal.retry_after * (1 + random.random() / 2)
-                    new_after = anyio.current_time() + delay
+                    new_after = now() + delay
                     logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
     def _refused(self, out: Outbound, refusal: Refused, attempts: int) -> Failed:
@@ -400,7 +405,7 @@ class HttpLink:
                 conn.received = False
                 self._idle.append(conn)
                 self._returned.set()  # (a request waiting to retry may take it)
-                self._returned = anyio.Event()
+                self._returned = self.loop.event() if self.loop else anyio.Event()
             else:
                 await conn.aclose()
 

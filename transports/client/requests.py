@@ -17,8 +17,6 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 import mrtr_core as m
 
 from .cache import CacheMode, ResponseCache, plain_fetch
@@ -82,11 +80,12 @@ class PlainRequests(Handshaking):
     ) -> dict[str, Any]:
         conn = self._conn
         request_id = conn.new_request_id()
-        waiter = Waiter(method)
+        loop = self._loop
+        waiter = Waiter(method, loop.event())
         self._waiters[request_id] = waiter
         if on_id is not None:
             on_id(request_id)
-        started = anyio.current_time()
+        started = loop.now()
         try:
             sent = None if params is None else dict(params)
             request = m.Request(id=request_id, method=method, params=sent)
@@ -95,7 +94,8 @@ class PlainRequests(Handshaking):
             except m.LocalProtocolError as exc:
                 raise ClientError(f"cannot send {method}: {exc}") from exc
             self._send_out(out)
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
+            deadline = math.inf if timeout is None else started + timeout
+            with loop.cancel_scope(deadline=deadline):
                 await waiter.event.wait()
         finally:
             self._waiters.pop(request_id, None)
@@ -105,7 +105,7 @@ class PlainRequests(Handshaking):
             raise waiter.error
         response = waiter.response
         if response is None:
-            raise CallTimeout(anyio.current_time() - started, timeout, "total")
+            raise CallTimeout(loop.now() - started, timeout, "total")
         if isinstance(response, m.ErrorResponse):
             error = response.error
             raise CallError(error.code, error.message, error.data)
