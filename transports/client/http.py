@@ -73,7 +73,6 @@ import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
-from urllib.parse import urlsplit
 
 import anyio
 import h11
@@ -99,8 +98,9 @@ from .http_connection import (
     check_refusal,
     error_body_text,
 )
+from .http_endpoint import Endpoint
 from .http_sessions import HttpSession
-from .http_streams import read_answer_stream
+from .http_streams import SseSink, read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
 from .loop import LoopTools
 from .opening import open_client
@@ -135,23 +135,13 @@ class HttpLink:
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        #: Where the POSTs go and what each carries (``ValueError`` for a bad URL).
+        self.endpoint = Endpoint.parse(url, headers, connect_timeout)
         if not isinstance(retry_attempts, int) or retry_attempts < 1:
             raise ValueError("retry_attempts must be a positive integer (1: no retries)")
         if not retry_max_delay >= 0:
             raise ValueError("retry_max_delay must be a number of seconds, 0 or more")
-        self.url = url
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._authority = parts.netloc.rpartition("@")[2]
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-        self._extra_headers = [(str(k), str(v)) for k, v in items]
         self._ssl_context = ssl_context
-        self.connect_timeout = connect_timeout
         self.max_message_size = max_message_size
         self.retry_attempts = retry_attempts
         self.retry_max_delay = retry_max_delay
@@ -164,6 +154,7 @@ class HttpLink:
         self._discover_failure: str | None = None
         self._session: HttpSession | None = None  # a 2025 session, once initialize goes out
         self._client: LinkClient | None = None
+        self._sink: SseSink | None = None  # (what reading a stream needs: the client)
         self._nursery: TaskGroup | None = None
         self._closed = False
         #: The loop's clock, events and cancel scopes (looked up once: ``client/loop.py``).
@@ -173,6 +164,7 @@ class HttpLink:
         self._client = client
         self._nursery = nursery
         self.loop = LoopTools()
+        self._sink = SseSink(client, self.max_message_size, self.loop)
 
     async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
         """A new client connection over the same endpoint (a new era): forget the last."""
@@ -180,36 +172,21 @@ class HttpLink:
         self._discover_failure = None
         await self.start(client, nursery)
 
-    # --- For the session (http_sessions.py) ----------------------------------------
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
 
     @property
-    def client(self) -> LinkClient:
-        assert self._client is not None
-        return self._client
+    def connect_timeout(self) -> float:
+        return self.endpoint.connect_timeout
 
     @property
     def session(self) -> HttpSession | None:
         """The 2025 session, when the era is legacy."""
         return self._session
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def authority(self) -> str:
-        return self._authority
-
-    @property
-    def target(self) -> str:
-        return self._target
-
-    @property
-    def extra_headers(self) -> list[tuple[str, str]]:
-        return self._extra_headers
-
-    async def new_connection(self) -> HttpConnection:
-        """A new connection (never a pooled one); raises ``Failed``."""
+    async def _new_connection(self) -> HttpConnection:
+        """A new connection (never a pooled one), for the session; raises ``Failed``."""
         found = await self._connection(new=True, pooled=False)
         assert found is not None
         return found[0]
@@ -223,7 +200,8 @@ class HttpLink:
         if out.method == "initialize":
             if self._discover_failure:
                 logger.info("%s: %s; opening a 2025 session", self.url, self._discover_failure)
-            self._session = HttpSession(self)
+            assert self._sink is not None
+            self._session = HttpSession(self.endpoint, self._sink, self._new_connection)
         if out.method == "notifications/cancelled" and self._session is None:
             return  # 2026 HTTP cancels by closing the request's stream, never by a message
         if self._session is not None and self._session.expired:
@@ -258,6 +236,8 @@ class HttpLink:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._session is not None:
+            self._session.closing = True
         for scope in self._streams.values():
             scope.cancel()
         self._streams.clear()
@@ -275,18 +255,19 @@ class HttpLink:
         assert self._client is not None
         tool = called_tool(message)
         session = self._session
+        endpoint = self.endpoint
         if session is not None:  # 2025: no Mcp-* mirroring, the session headers instead
             return [
-                ("Host", self._authority),
+                ("Host", endpoint.authority),
                 ("Accept", _ACCEPT),
                 ("Content-Type", "application/json"),
                 ("Content-Length", str(len(out.data))),
                 ("User-Agent", "mrtr"),
                 *session.headers(out.method),
-                *self._extra_headers,
+                *endpoint.extra_headers,
             ]
         headers = [
-            ("Host", self._authority),
+            ("Host", endpoint.authority),
             ("Accept", _ACCEPT),
             ("Content-Type", "application/json"),
             ("Content-Length", str(len(out.data))),
@@ -296,7 +277,7 @@ class HttpLink:
                 protocol_version=self._client.protocol_version,
                 header_params=self._header_params.get(tool) if tool is not None else None,
             ),
-            *self._extra_headers,
+            *endpoint.extra_headers,
         ]
         return headers
 
@@ -422,7 +403,7 @@ class HttpLink:
         failed: Broken | None = None
         try:
             await conn.send(
-                h11.Request(method="POST", target=self._target, headers=headers),
+                h11.Request(method="POST", target=self.endpoint.target, headers=headers),
                 h11.Data(data=out.data),
                 h11.EndOfMessage(),
             )
@@ -452,15 +433,17 @@ class HttpLink:
             await conn.aclose()  # closed by the server while it sat here
         if not new:
             return None
-        where = f"{self._host}:{self._port}"
+        endpoint = self.endpoint
+        where = f"{endpoint.host}:{endpoint.port}"
         try:
-            with anyio.fail_after(self.connect_timeout):
-                tls = (self._ssl_context or ssl.create_default_context()) if self._https else None
-                stream = await connect(self._host, self._port, tls=tls)
+            with anyio.fail_after(endpoint.connect_timeout):
+                https = endpoint.https
+                tls = (self._ssl_context or ssl.create_default_context()) if https else None
+                stream = await connect(endpoint.host, endpoint.port, tls=tls)
         except TimeoutError as exc:
             raise Failed(
                 TransportError(
-                    f"connecting to {where} timed out after {self.connect_timeout:g} s",
+                    f"connecting to {where} timed out after {endpoint.connect_timeout:g} s",
                     kind="timeout",
                 ),
                 broken=False,
@@ -498,7 +481,8 @@ class HttpLink:
                 session.initialized(self._nursery)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
-            await read_answer_stream(self, out, conn)
+            assert self._sink is not None
+            await read_answer_stream(self._sink, out, conn, session)
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)
