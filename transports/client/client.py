@@ -104,7 +104,7 @@ class Client(PlainRequests):
     def __init__(
         self,
         link: Link,
-        nursery: TaskGroup,
+        task_group: TaskGroup,
         *,
         answer: InputHandler | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -124,7 +124,7 @@ class Client(PlainRequests):
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
         self.link = link
-        self._nursery = nursery
+        self._task_group = task_group
         self._loop = LoopTools()  # (made on the loop that runs the client)
         self._answer = answer
         self._capabilities = capabilities
@@ -140,7 +140,7 @@ class Client(PlainRequests):
         )
         #: The response cache (``cache=`` a store; :mod:`~mrtr_transports.client.cache`).
         self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
-        self._notes = listening.Notifications(nursery, self.cache, on_notification)
+        self._notes = listening.Notifications(task_group, self.cache, on_notification)
         self._handshake_timeout = handshake_timeout
         self._era_control = EraControl(era, prior)
         self._connection_options: dict[str, Any] = {
@@ -180,7 +180,7 @@ class Client(PlainRequests):
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
-            nursery=self._nursery,
+            task_group=self._task_group,
             pump=self._pump,
             send_out=self._send_out,
             outbound=self._outbound,
@@ -309,7 +309,7 @@ class Client(PlainRequests):
         self.link_lost(TransportError("the client was closed", kind="closed"))
         with anyio.CancelScope(shield=True):
             await self.link.aclose()
-        self._nursery.cancel_scope.cancel()
+        self._task_group.cancel_scope.cancel()
 
     # --- Callbacks for links ---------------------------------------------------------
 
@@ -515,7 +515,7 @@ class Client(PlainRequests):
         if flow is not None:
             flow.spawn(self._answer_server_request, request, flow)
         else:
-            self._nursery.start_soon(self._answer_server_request, request, flow)
+            self._task_group.start_soon(self._answer_server_request, request, flow)
 
     async def _answer_server_request(self, request: m.Request, flow: Flow | None) -> None:
         budget = flow.input_timeout if flow is not None else None

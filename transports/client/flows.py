@@ -120,8 +120,8 @@ class FlowContext:
     conn: m.Connection
     #: Drain the connection's events (after every input to it).
     pump: Callable[[], None]
-    #: Where the flows' tasks run (the client's nursery; see the module docstring).
-    nursery: TaskGroup
+    #: Where the flows' tasks run (the client's task group; see the module docstring).
+    task_group: TaskGroup
     #: Hand a message to the link (traced).
     send_out: Callable[[Outbound], None]
     #: An event through the connection, as the link's ``Outbound`` (kind, then fields).
@@ -284,7 +284,7 @@ class Flow:
         if scope is None:
             scope = self.ctx.loop.cancel_scope()
         self.tasks.add(scope)
-        self.ctx.nursery.start_soon(self._task, scope, run, args)
+        self.ctx.task_group.start_soon(self._task, scope, run, args)
         return scope
 
     async def _task(
@@ -294,8 +294,8 @@ class Flow:
             with scope:
                 await run(*args)
         except anyio.get_cancelled_exc_class():
-            raise  # the client's nursery is being cancelled: so is this task
-        except BaseException as exc:  # a bug; raised by run_flow (not in the client's nursery)
+            raise  # the client's task group is being cancelled: so is this task
+        except BaseException as exc:  # a bug; raised by run_flow (not in the client's task_group)
             if self.task_error is None:
                 self.task_error = exc
             self.fail(ClientError(f"the call's task failed: {exc!r}"))
@@ -305,7 +305,7 @@ class Flow:
                 self.tasks_ended.set()
 
     async def end_tasks(self) -> None:
-        """Cancel the flow's tasks and wait until they have ended (as a nursery's end
+        """Cancel the flow's tasks and wait until they have ended (as a task group's end
         would; no pass of the run loop when there are none)."""
         if self.tasks:
             self.tasks_ended = self.ctx.loop.event()

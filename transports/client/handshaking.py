@@ -35,7 +35,7 @@ class Handshaking:
     """The opening half of a :class:`~mrtr_transports.client.client.Client`."""
 
     link: Link
-    _nursery: TaskGroup
+    _task_group: TaskGroup
     _conn: m.Connection
     _era_control: EraControl
     _handshake_timeout: float
@@ -99,7 +99,7 @@ class Handshaking:
         )
         if isinstance(message, m.Request) and not self._eof_fed:
             scope = self._handshake_timer = self._loop.cancel_scope()
-            self._nursery.start_soon(self._handshake_timeout_task, scope)
+            self._task_group.start_soon(self._handshake_timeout_task, scope)
 
     async def _handshake_timeout_task(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -143,7 +143,7 @@ class Handshaking:
         self._new_connection()
         restart = getattr(self.link, "restart", None)
         if restart is not None:
-            await restart(self, self._nursery)
+            await restart(self, self._task_group)
 
     async def _wait_open(self) -> None:
         await self._opened.wait()

@@ -155,22 +155,22 @@ class HttpLink:
         self._session: HttpSession | None = None  # a 2025 session, once initialize goes out
         self._client: LinkClient | None = None
         self._sink: SseSink | None = None  # (what reading a stream needs: the client)
-        self._nursery: TaskGroup | None = None
+        self._task_group: TaskGroup | None = None
         self._closed = False
         #: The loop's clock, events and cancel scopes (looked up once: ``client/loop.py``).
         self.loop: LoopTools | None = None
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
-        self._nursery = nursery
+        self._task_group = task_group
         self.loop = LoopTools()
         self._sink = SseSink(client, self.max_message_size, self.loop)
 
-    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def restart(self, client: LinkClient, task_group: TaskGroup) -> None:
         """A new client connection over the same endpoint (a new era): forget the last."""
         self._session = None
         self._discover_failure = None
-        await self.start(client, nursery)
+        await self.start(client, task_group)
 
     @property
     def url(self) -> str:
@@ -194,7 +194,7 @@ class HttpLink:
     # --- Link --------------------------------------------------------------------
 
     def transmit(self, out: Outbound) -> None:
-        assert self._client is not None and self._nursery is not None
+        assert self._client is not None and self._task_group is not None
         if self._closed:
             return
         if out.method == "initialize":
@@ -210,7 +210,7 @@ class HttpLink:
         scope = self.loop.cancel_scope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
-        self._nursery.start_soon(self._exchange, out, scope)
+        self._task_group.start_soon(self._exchange, out, scope)
 
     def close_stream(self, request_id: m.RequestId) -> None:
         scope = self._streams.pop(request_id, None)
@@ -477,8 +477,8 @@ class HttpLink:
                 check_refusal(status, response.headers, content_type, body)
                 raise Failed(self._status_error(out, status, b""), broken=False)
             if session is not None and out.method == "notifications/initialized":
-                assert self._nursery is not None
-                session.initialized(self._nursery)
+                assert self._task_group is not None
+                session.initialized(self._task_group)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
             assert self._sink is not None

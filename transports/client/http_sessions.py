@@ -120,13 +120,13 @@ class HttpSession:
 
     # --- The standalone GET stream ------------------------------------------------------
 
-    def initialized(self, nursery: TaskGroup) -> None:
+    def initialized(self, task_group: TaskGroup) -> None:
         """``notifications/initialized`` was accepted: open the GET stream (once)."""
         if self._listening or self.closing:
             self.standalone_settled.set()
             return
         self._listening = True
-        nursery.start_soon(self._listen)
+        task_group.start_soon(self._listen)
 
     async def standalone_ready(self) -> None:
         """Wait (at most ``STANDALONE_WAIT`` seconds) until the GET stream is open or

@@ -122,7 +122,7 @@ class StdioLink:
         """The last lines the child wrote to stderr."""
         return list(self._stderr_tail)
 
-    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def restart(self, client: LinkClient, task_group: TaskGroup) -> None:
         """A new client connection: when the child is gone (its stdout ended), start a new
         one; a live child keeps serving (line framing starts afresh on a new connection)."""
         if not self._stdout_ended:
@@ -137,9 +137,9 @@ class StdioLink:
         self._in_queue = 0
         self._input_done = False
         self._stdout_ended = False
-        await self.start(client, nursery)
+        await self.start(client, task_group)
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
         self.spawns += 1
         # Our own pipes for stdin and stdout (see transports/client/pipes.py); stderr is
@@ -169,10 +169,10 @@ class StdioLink:
             os.close(child_stdin)  # (the child has its own copies)
             os.close(child_stdout)
         self._stdin = PipeEnd(stdin)
-        nursery.start_soon(self._read_stderr, self.process, self._stderr_done)
-        nursery.start_soon(self._write_stdin, self._stdin, self._queued)
+        task_group.start_soon(self._read_stderr, self.process, self._stderr_done)
+        task_group.start_soon(self._write_stdin, self._stdin, self._queued)
         loop = LoopTools()
-        nursery.start_soon(self._read_stdout, self.process, PipeEnd(stdout, loop), loop)
+        task_group.start_soon(self._read_stdout, self.process, PipeEnd(stdout, loop), loop)
 
     def transmit(self, out: Outbound) -> None:
         data = out.data

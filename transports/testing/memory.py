@@ -86,11 +86,11 @@ class MemoryLink:
         self._client: LinkClient | None = None
         self._served = anyio.Event()
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
         send, receive = anyio.create_memory_object_stream[bytes](self._max_queued)
         self._to_server = send
-        nursery.start_soon(self._serve, receive, client)
+        task_group.start_soon(self._serve, receive, client)
 
     async def _serve(self, receive: MemoryObjectReceiveStream[bytes], client: LinkClient) -> None:
         try:
