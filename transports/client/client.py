@@ -59,14 +59,15 @@ import mrtr_core as m
 from mrtr_core.connection import Sendable
 
 from . import listen as listening
-from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch
+from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError
-from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
+from .flows import CallLimits, Flow, FlowContext, run_flow
+from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
 from .loop import LoopTools
-from .requests import PlainRequests
+from .requests import PlainRequests, all_tools
 from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
@@ -97,7 +98,7 @@ def _our_info() -> dict[str, str]:
     return {"name": "mrtr", "version": version}
 
 
-class Client(PlainRequests):
+class Client:
     """One logical MCP client over one link.  Made by ``open_stdio_client``,
     ``open_http_client`` or :func:`open_client`; see the module docstring."""
 
@@ -141,8 +142,18 @@ class Client(PlainRequests):
         #: The response cache (``cache=`` a store; :mod:`~mrtr_transports.client.cache`).
         self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
         self._notes = listening.Notifications(task_group, self.cache, on_notification)
-        self._handshake_timeout = handshake_timeout
-        self._era_control = EraControl(era, prior)
+        self._opening = Opening(
+            EraControl(era, prior),
+            timeout=handshake_timeout,
+            loop=self._loop,
+            task_group=task_group,
+            restartable=getattr(link, "respawns", False),
+            send_step=self._send_step,
+            pump=self._pump,
+            reconnect=self._reconnect,
+            idle=self._idle_but_one,
+        )
+        self._requests = PlainRequests(self._withdraw)
         self._connection_options: dict[str, Any] = {
             "framing": link.framing,
             "cancellation": link.cancellation,
@@ -155,28 +166,19 @@ class Client(PlainRequests):
             "max_outgoing": max_outgoing,
         }
         self._flows: dict[int, Flow] = {}
-        self._waiters: dict[m.RequestId, Waiter] = {}
         self._closing = False
         self._pumping = False
-        self._handshake_timer: anyio.CancelScope | None = None
         self._new_connection()
 
     def _new_connection(self) -> None:
         """A fresh client connection in the era the era control says (again, after a
         wrong prior or a probe the server died of)."""
-        era = self._era_control.era
+        control = self._opening.control
         self._conn = m.Connection(
-            m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
+            m.CLIENT, era=control.era, versions=control.versions(), **self._connection_options
         )
-        self._opened = self._loop.event()
-        if era == "modern":
-            self._opened.set()
-        self._session_error: m.MrtrError | None = None
-        self._instructions: str | None = None
-        self._lost: TransportError | None = None
-        self._lost_while_probing = False
-        self._eof_fed = False
-        self._closed = False
+        self._state = LinkState()
+        self._opening.begin(Wire(self._conn, self._state))
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
@@ -185,7 +187,7 @@ class Client(PlainRequests):
             send_out=self._send_out,
             outbound=self._outbound,
             close_stream=self.link.close_stream,
-            lost=lambda: self._lost,
+            lost=lambda: self._state.lost,
             answer=self._answer,
             loop=self._loop,
         )
@@ -212,7 +214,13 @@ class Client(PlainRequests):
 
     @property
     def instructions(self) -> str | None:
-        return self._instructions
+        return self._opening.instructions
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """What the client learned of the server's era (``None`` until settled): pass it
+        back as ``prior=`` to skip the probe next time (``verdict.to_json()`` to store)."""
+        return self._opening.verdict()
 
     # --- Calls -------------------------------------------------------------------------
 
@@ -269,13 +277,13 @@ class Client(PlainRequests):
                 on_rounds=on_rounds,
             )
 
-        if not self._opened.is_set() or self._session_error is not None or self._closed:
-            await self._wait_open()  # (open: no pass of the run loop, the call waits anyway)
+        if not self._opening.ready:
+            await self._opening.wait()  # (open: no pass of the run loop, the call waits anyway)
         if self.cache is not None and method == "resources/read":
             first_chance = functools.partial(self._first_chance_with, flow)
             return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)
         try:
-            return await self._first_chance(flow)
+            return await self._opening.first_chance(flow)
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
@@ -295,10 +303,74 @@ class Client(PlainRequests):
         params = {"name": name, "arguments": dict(arguments or {})}
         return await self.call("tools/call", params, **call_options)
 
+    # --- Plain requests (:mod:`~mrtr_transports.client.requests`) ---------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        cache: CacheMode = "use",
+    ) -> dict[str, Any]:
+        """A plain request (no rounds): its result, or ``CallError``/``CallTimeout``/
+        ``TransportError``.  ``cache``: how the response cache is used, if there is one."""
+        fetch = functools.partial(self._plain_request, method, params, timeout=timeout)
+        if self.cache is None:
+            return await fetch()
+        return await self.cache.fetch(method, params, plain_fetch(fetch), cache)
+
+    async def _plain_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_id: Callable[[m.RequestId], None] | None = None,
+    ) -> dict[str, Any]:
+        await self._opening.wait()
+
+        def send() -> Awaitable[dict[str, Any]]:  # (on the connection in use by then)
+            return self._requests.send(
+                self._flow_context, method, params, timeout=timeout, on_id=on_id
+            )
+
+        return await self._opening.first_chance(send)
+
+    async def list_tools(self, *, cache: CacheMode = "use") -> list[dict[str, Any]]:
+        """Every tool of ``tools/list`` (all pages).  Over HTTP the tools whose
+        ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
+        the rest are kept for mirroring arguments into ``Mcp-Param-*`` headers."""
+        tools = await all_tools(lambda params: self.request("tools/list", params, cache=cache))
+        kept = self.link.tools_listed(tools)
+        self._tools_listed = True
+        return kept
+
+    async def _list_tools_quietly(self, cache: CacheMode = "use") -> None:
+        try:
+            await self.list_tools(cache=cache)
+        except CallError as exc:  # a server without tools/list: call without mirroring
+            logger.warning("tools/list failed (%s): Mcp-Param headers cannot be mirrored", exc)
+            self._tools_listed = True
+
+    def _withdraw(self, request_id: m.RequestId) -> None:
+        """Give up on a plain request: cancel it on the wire (stdio) or close its stream."""
+        if self._state.eof_fed or not self.is_waiting_for(request_id):
+            return
+        note = m.Notification(method="notifications/cancelled", params={"requestId": request_id})
+        try:  # (also forgets the id, so a late answer is dropped)
+            out = self._outbound(note, "notification", method=note.method)
+        except m.LocalProtocolError:
+            return
+        # Links that cancel by message (stdio, WebSocket) and 2025 HTTP (a POST) send it.
+        if self.link.cancellation == "notify" or self.era == "legacy":
+            self._send_out(out)
+        self.link.close_stream(request_id)
+
     async def _first_chance_with(
         self, flow: Callable[..., Awaitable[dict[str, Any]]], on_rounds: Callable[[int], None]
     ) -> dict[str, Any]:
-        return await self._first_chance(functools.partial(flow, on_rounds))
+        return await self._opening.first_chance(functools.partial(flow, on_rounds))
 
     async def aclose(self) -> None:
         """Fail what is still running with ``TransportError(kind="closed")`` and shut
@@ -315,7 +387,7 @@ class Client(PlainRequests):
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Bytes from the link (with ``framing="messages"``: exactly one message)."""
-        if self._eof_fed or not data:
+        if self._state.eof_fed or not data:
             return
         if self._trace is not None:
             self._trace.received(data)
@@ -337,14 +409,15 @@ class Client(PlainRequests):
 
     def link_lost(self, error: TransportError) -> None:
         """The link is gone: every live call and request fails with ``error``."""
-        if self._lost is None:
-            self._lost = error
+        state = self._state
+        if state.lost is None:
+            state.lost = error
             # (the one case where a stdio child gets started again: it died of the probe)
-            self._lost_while_probing = (
+            state.lost_while_probing = (
                 self._conn.session_state is m.connection.SessionState.DISCOVERING
             )
-        if not self._eof_fed:
-            self._eof_fed = True
+        if not state.eof_fed:
+            state.eof_fed = True
             self._conn.receive_data(b"")
             self._pump()
 
@@ -373,7 +446,7 @@ class Client(PlainRequests):
         elif out.kind == "leg":
             self._fail_flow(out, error)
         elif out.kind == "plain":
-            self._fail_plain(out.request_id, error)
+            self._requests.fail(out.request_id, error)
         elif out.method == "server/discover" and error.kind == "http":
             # A 400/404/405 without a recognised modern error: the dual-era fallback signal.
             self._conn.handshake_timed_out()
@@ -395,7 +468,7 @@ class Client(PlainRequests):
                 if event is m.NEED_DATA:
                     break
                 if isinstance(event, m.ConnectionClosed):
-                    if not self._closed:  # (handed out for ever once the stream ended)
+                    if not self._state.closed:  # (handed out for ever once the stream ended)
                         self._dispatch(event)
                     break
                 self._dispatch(event)
@@ -413,19 +486,14 @@ class Client(PlainRequests):
                 except Exception:
                     logger.exception("the on_progress callback failed")
         elif isinstance(event, (m.ResultResponse, m.ErrorResponse)):
-            waiter = self._waiters.get(event.id) if event.id is not None else None
-            if waiter is not None:
-                waiter.settle(response=event)
-            elif isinstance(event, m.ErrorResponse):
+            if not self._requests.answered(event) and isinstance(event, m.ErrorResponse):
                 logger.warning("the server could not read a message: %s", event.error.message)
         elif isinstance(event, m.HandshakeStep):
-            self._on_handshake_step(event)
+            self._opening.step(event)
         elif isinstance(event, m.SessionOpened):
-            self._instructions = event.instructions
-            self._end_handshake()
+            self._opening.settled(instructions=event.instructions)
         elif isinstance(event, m.SessionFailed):
-            self._session_error = event.error
-            self._end_handshake()
+            self._opening.settled(refusal=event.error)
         elif isinstance(event, m.Request):  # a 2025-era server asks us something
             self._start_server_request(event)
         elif isinstance(event, m.AutoReply):  # a 2025-era ping
@@ -433,18 +501,13 @@ class Client(PlainRequests):
         elif isinstance(event, m.Notification):
             self._on_notification_event(event)
         elif isinstance(event, m.RequestCancelled):
-            waiter = self._waiters.get(event.request_id)
-            if waiter is not None:
-                waiter.settle(
-                    error=CallError(m.protocol.INTERNAL_ERROR, "the server cancelled the request")
-                )
+            self._requests.cancelled(event.request_id)
         elif isinstance(event, m.InvalidMessage):
             logger.warning("ignored a bad message from the server: %s", event.error)
         elif isinstance(event, m.ConnectionClosed):
-            self._closed = True
-            self._end_handshake()
-            for waiter in list(self._waiters.values()):
-                waiter.settle(error=self._lost_error())
+            self._state.closed = True
+            self._opening.settled()
+            self._requests.fail_all(self._state.error)
 
     def _outbound(self, event: Sendable, kind: OutboundKind, **fields: Any) -> Outbound:
         """``event`` through the connection, for the link: the bytes to write and, when
@@ -477,10 +540,29 @@ class Client(PlainRequests):
             return
         self._send_out(out)
 
-    def _lost_error(self) -> TransportError:
-        if self._lost is not None:
-            return self._lost.copy()
-        return TransportError("the server closed the connection", kind="disconnect")
+    def _send_step(self, message: m.Request | m.Notification) -> None:
+        """A handshake step (for the opening)."""
+        request_id = message.id if isinstance(message, m.Request) else None
+        self._send_out(
+            self._outbound(message, "handshake", method=message.method, request_id=request_id)
+        )
+
+    async def _reconnect(self) -> None:
+        """A new connection in the era control's era, over the link restarted (for the
+        opening's second chances)."""
+        self._new_connection()
+        restart = getattr(self.link, "restart", None)
+        if restart is not None:
+            await restart(self, self._task_group)
+
+    def _idle_but_one(self) -> bool:
+        """Nothing in flight besides the request that just failed (safe to start over)."""
+        live = [flow for flow in self._flows.values() if not flow.finished]
+        return not live and not self._requests.waiters
+
+    async def _open(self) -> None:
+        """Open the session (``open_client``; see :class:`~.handshaking.Opening`)."""
+        await self._opening.open()
 
     # --- Calls: their flows ------------------------------------------------------------
 
@@ -503,7 +585,7 @@ class Client(PlainRequests):
             if flow is not None:
                 flow.leg_broke(out, error)
         elif out.kind == "plain" and out.request_id is not None:
-            self._fail_plain(out.request_id, error)
+            self._requests.fail(out.request_id, error)
         else:
             self.link_lost(error)
 

@@ -181,6 +181,11 @@ class HttpLink:
         return self.endpoint.connect_timeout
 
     @property
+    def extra_headers(self) -> tuple[tuple[str, str], ...]:
+        """The caller's ``headers=``, on every request."""
+        return self.endpoint.extra_headers
+
+    @property
     def session(self) -> HttpSession | None:
         """The 2025 session, when the era is legacy."""
         return self._session
