@@ -5,25 +5,27 @@ The model
 A :class:`Client` owns one client ``mrtr_core.Connection`` and a *link* that
 moves its bytes (``client.stdio.StdioLink``, ``client.http.HttpLink``).  All
 protocol logic is the connection's; the client only connects it to the loop
-(anyio: trio or asyncio):
+(anyio: trio or asyncio; its clock, events and cancel scopes looked up once,
+:class:`~mrtr_transports.client.loop.LoopTools`), with two collaborators for the
+opening and the plain requests:
 
 * **One synchronous pump.**  After every input to the connection (bytes from
   the link, an answer, a timer) the client drains ``next_event`` and acts on
   each event at once: a leg or handshake step goes to ``link.transmit``, an
-  answer wakes whoever waits, an input request starts a task.  The pump never
-  awaits, so events go out in the order the connection made them and a
-  cancelled caller can still cancel its call on the wire.
+  answer wakes whoever waits, an input request goes to its call's handler.
+  The pump never awaits, so events go out in the order the connection made
+  them and a cancelled caller can still cancel its call on the wire.
 * **Calls** (``tools/call``, ``prompts/get``, ``resources/read``) run the
   connection's round engine; each is a :class:`~mrtr_transports.client.flows.Flow`
   (its timers, legs and input tasks: :mod:`~mrtr_transports.client.flows`).
-* **The era** is settled on opening (:mod:`~mrtr_transports.client.handshaking`):
+* **The era** is settled on opening (:class:`~mrtr_transports.client.handshaking.Opening`):
   ``era="auto"`` probes, ``"modern"``/``"legacy"`` do not, and ``prior=`` (a
   :class:`~mrtr_core.connection.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
 * **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
-  for their answer and are cancelled when given up
-  (:mod:`~mrtr_transports.client.requests`).
+  for their answer (:class:`~mrtr_transports.client.requests.PlainRequests`) and
+  are withdrawn when given up.
 * **A 2025-era session** hands out the server's own requests: they are
   answered through the same ``InputHandler``, the key being the method
   (:func:`~mrtr_transports.client.inputs.answer_server_request`).
@@ -38,8 +40,9 @@ protocol logic is the connection's; the client only connects it to the loop
   (:mod:`~mrtr_transports.client.tracing`).
 
 Bounds: calls in flight are bounded by the connection's ``max_calls`` and
-``max_outgoing``; per call, one task per input key of the current round (the
-server's round size) and at most two timers; the trace id table keeps the
+``max_outgoing``; per call, at most one task per input key of the current round
+(the server's round size; the first runs in the caller's task) and at most two
+timers; the trace id table keeps the
 last 4096 ids; ``list_tools`` follows at most 100 pages.
 """
 
