@@ -181,7 +181,9 @@ def _child(tree: str | None, *args: str) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(HERE)}
+    """The environment of the children: ``benchmarks/`` importable (``bench_mrtr_app``)."""
+    path = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def instructions(tree: str | None, transport: str, loop: str, tool: str, calls: int) -> int:
