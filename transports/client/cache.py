@@ -176,8 +176,8 @@ def cache_server(link: object) -> str:
 def default_principal(link: object) -> str | None:
     """A principal derived from the link's ``Authorization`` header (a digest of it),
     or ``None`` when it sends none."""
-    # (HttpLink keeps the caller's extra headers; no other link has any.)
-    headers = getattr(link, "_extra_headers", None) or ()
+    # (HttpLink's extra_headers: the caller's; no other link has any.)
+    headers = getattr(link, "extra_headers", None) or ()
     for name, value in headers:
         if str(name).lower() == "authorization":
             digest = hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()

@@ -5,25 +5,27 @@ The model
 A :class:`Client` owns one client ``mrtr_core.Connection`` and a *link* that
 moves its bytes (``client.stdio.StdioLink``, ``client.http.HttpLink``).  All
 protocol logic is the connection's; the client only connects it to the loop
-(anyio: trio or asyncio):
+(anyio: trio or asyncio; its clock, events and cancel scopes looked up once,
+:class:`~mrtr_transports.client.loop.LoopTools`), with two collaborators for the
+opening and the plain requests:
 
 * **One synchronous pump.**  After every input to the connection (bytes from
   the link, an answer, a timer) the client drains ``next_event`` and acts on
   each event at once: a leg or handshake step goes to ``link.transmit``, an
-  answer wakes whoever waits, an input request starts a task.  The pump never
-  awaits, so events go out in the order the connection made them and a
-  cancelled caller can still cancel its call on the wire.
+  answer wakes whoever waits, an input request goes to its call's handler.
+  The pump never awaits, so events go out in the order the connection made
+  them and a cancelled caller can still cancel its call on the wire.
 * **Calls** (``tools/call``, ``prompts/get``, ``resources/read``) run the
   connection's round engine; each is a :class:`~mrtr_transports.client.flows.Flow`
   (its timers, legs and input tasks: :mod:`~mrtr_transports.client.flows`).
-* **The era** is settled on opening (:mod:`~mrtr_transports.client.handshaking`):
+* **The era** is settled on opening (:class:`~mrtr_transports.client.handshaking.Opening`):
   ``era="auto"`` probes, ``"modern"``/``"legacy"`` do not, and ``prior=`` (a
   :class:`~mrtr_core.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
 * **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
-  for their answer and are cancelled when given up
-  (:mod:`~mrtr_transports.client.requests`).
+  for their answer (:class:`~mrtr_transports.client.requests.PlainRequests`) and
+  are withdrawn when given up.
 * **A 2025-era session** hands out the server's own requests: they are
   answered through the same ``InputHandler``, the key being the method
   (:func:`~mrtr_transports.client.inputs.answer_server_request`).
@@ -38,8 +40,9 @@ protocol logic is the connection's; the client only connects it to the loop
   (:mod:`~mrtr_transports.client.tracing`).
 
 Bounds: calls in flight are bounded by the connection's ``max_calls`` and
-``max_outgoing``; per call, one task per input key of the current round (the
-server's round size) and at most two timers; the trace id table keeps the
+``max_outgoing``; per call, at most one task per input key of the current round
+(the server's round size; the first runs in the caller's task) and at most two
+timers; the trace id table keeps the
 last 4096 ids; ``list_tools`` follows at most 100 pages.
 """
 
@@ -59,13 +62,15 @@ import mrtr_core as m
 from mrtr_core._connection._events import Sendable
 
 from . import listen as listening
-from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch
+from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError
-from .flows import CallLimits, Flow, FlowContext, Waiter, run_flow
+from .flows import CallLimits, Flow, FlowContext, run_flow
+from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
-from .requests import PlainRequests
+from .loop import LoopTools
+from .requests import PlainRequests, all_tools
 from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
@@ -96,14 +101,14 @@ def _our_info() -> dict[str, str]:
     return {"name": "mrtr", "version": version}
 
 
-class Client(PlainRequests):
+class Client:
     """One logical MCP client over one link.  Made by ``open_stdio_client``,
     ``open_http_client`` or :func:`open_client`; see the module docstring."""
 
     def __init__(
         self,
         link: Link,
-        nursery: TaskGroup,
+        task_group: TaskGroup,
         *,
         answer: InputHandler | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -123,19 +128,35 @@ class Client(PlainRequests):
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
         self.link = link
-        self._nursery = nursery
+        self._task_group = task_group
+        self._loop = LoopTools()  # (made on the loop that runs the client)
         self._answer = answer
         self._capabilities = capabilities
         self._trace = (
-            TraceBook(tracer, framing=link.framing, max_message_size=max_message_size)
+            TraceBook(
+                tracer,
+                framing=link.framing,
+                max_message_size=max_message_size,
+                clock=self._loop.now,
+            )
             if tracer is not None
             else None
         )
         #: The response cache (``cache=`` a store; :mod:`~mrtr_transports.client.cache`).
         self.cache = ResponseCache.for_link(cache, link, principal) if cache is not None else None
-        self._notes = listening.Notifications(nursery, self.cache, on_notification)
-        self._handshake_timeout = handshake_timeout
-        self._era_control = EraControl(era, prior)
+        self._notes = listening.Notifications(task_group, self.cache, on_notification)
+        self._opening = Opening(
+            EraControl(era, prior),
+            timeout=handshake_timeout,
+            loop=self._loop,
+            task_group=task_group,
+            restartable=getattr(link, "respawns", False),
+            send_step=self._send_step,
+            pump=self._pump,
+            reconnect=self._reconnect,
+            idle=self._idle_but_one,
+        )
+        self._requests = PlainRequests(self._withdraw)
         self._connection_options: dict[str, Any] = {
             "framing": link.framing,
             "cancellation": link.cancellation,
@@ -150,38 +171,30 @@ class Client(PlainRequests):
             "max_outgoing": max_outgoing,
         }
         self._flows: dict[int, Flow] = {}
-        self._waiters: dict[m.RequestId, Waiter] = {}
         self._closing = False
         self._pumping = False
-        self._handshake_timer: anyio.CancelScope | None = None
         self._new_connection()
 
     def _new_connection(self) -> None:
         """A fresh client connection in the era the era control says (again, after a
         wrong prior or a probe the server died of)."""
-        era = self._era_control.era
+        control = self._opening.control
         self._conn = m.Connection(
-            m.CLIENT, era=era, versions=self._era_control.versions(), **self._connection_options
+            m.CLIENT, era=control.era, versions=control.versions(), **self._connection_options
         )
-        self._opened = anyio.Event()
-        if era == "modern":
-            self._opened.set()
-        self._session_error: m.MrtrError | None = None
-        self._instructions: str | None = None
-        self._lost: TransportError | None = None
-        self._lost_while_probing = False
-        self._eof_fed = False
-        self._closed = False
+        self._state = LinkState()
+        self._opening.begin(Wire(self._conn, self._state))
         self._tools_listed = False
         self._flow_context = FlowContext(
             conn=self._conn,
-            nursery=self._nursery,
+            task_group=self._task_group,
             pump=self._pump,
             send_out=self._send_out,
             outbound=self._outbound,
             close_stream=self.link.close_stream,
-            lost=lambda: self._lost,
+            lost=lambda: self._state.lost,
             answer=self._answer,
+            loop=self._loop,
         )
 
     # --- What the session settled ---------------------------------------------------
@@ -206,7 +219,13 @@ class Client(PlainRequests):
 
     @property
     def instructions(self) -> str | None:
-        return self._instructions
+        return self._opening.instructions
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """What the client learned of the server's era (``None`` until settled): pass it
+        back as ``prior=`` to skip the probe next time (``verdict.to_json()`` to store)."""
+        return self._opening.verdict()
 
     # --- Calls -------------------------------------------------------------------------
 
@@ -240,7 +259,7 @@ class Client(PlainRequests):
         the client's for this call.  ``cache``: how the response cache is used for
         ``resources/read``, if there is one (a result that took rounds is never stored).
         """
-        started = anyio.current_time()
+        started = self._loop.now()
         limits = CallLimits(
             timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs, url_wait_timeout
         )
@@ -263,13 +282,13 @@ class Client(PlainRequests):
                 on_rounds=on_rounds,
             )
 
-        if not self._opened.is_set() or self._session_error is not None or self._closed:
-            await self._wait_open()  # (open: no pass of the run loop, the call waits anyway)
+        if not self._opening.ready:
+            await self._opening.wait()  # (open: no pass of the run loop, the call waits anyway)
         if self.cache is not None and method == "resources/read":
             first_chance = functools.partial(self._first_chance_with, flow)
             return await self.cache.fetch(method, params, flow_fetch(first_chance), cache)
         try:
-            return await self._first_chance(flow)
+            return await self._opening.first_chance(flow)
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
@@ -289,10 +308,74 @@ class Client(PlainRequests):
         params = {"name": name, "arguments": dict(arguments or {})}
         return await self.call("tools/call", params, **call_options)
 
+    # --- Plain requests (:mod:`~mrtr_transports.client.requests`) ---------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        cache: CacheMode = "use",
+    ) -> dict[str, Any]:
+        """A plain request (no rounds): its result, or ``CallError``/``CallTimeout``/
+        ``TransportError``.  ``cache``: how the response cache is used, if there is one."""
+        fetch = functools.partial(self._plain_request, method, params, timeout=timeout)
+        if self.cache is None:
+            return await fetch()
+        return await self.cache.fetch(method, params, plain_fetch(fetch), cache)
+
+    async def _plain_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_id: Callable[[m.RequestId], None] | None = None,
+    ) -> dict[str, Any]:
+        await self._opening.wait()
+
+        def send() -> Awaitable[dict[str, Any]]:  # (on the connection in use by then)
+            return self._requests.send(
+                self._flow_context, method, params, timeout=timeout, on_id=on_id
+            )
+
+        return await self._opening.first_chance(send)
+
+    async def list_tools(self, *, cache: CacheMode = "use") -> list[dict[str, Any]]:
+        """Every tool of ``tools/list`` (all pages).  Over HTTP the tools whose
+        ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
+        the rest are kept for mirroring arguments into ``Mcp-Param-*`` headers."""
+        tools = await all_tools(lambda params: self.request("tools/list", params, cache=cache))
+        kept = self.link.tools_listed(tools)
+        self._tools_listed = True
+        return kept
+
+    async def _list_tools_quietly(self, cache: CacheMode = "use") -> None:
+        try:
+            await self.list_tools(cache=cache)
+        except CallError as exc:  # a server without tools/list: call without mirroring
+            logger.warning("tools/list failed (%s): Mcp-Param headers cannot be mirrored", exc)
+            self._tools_listed = True
+
+    def _withdraw(self, request_id: m.RequestId) -> None:
+        """Give up on a plain request: cancel it on the wire (stdio) or close its stream."""
+        if self._state.eof_fed or not self.is_waiting_for(request_id):
+            return
+        note = m.Notification(method="notifications/cancelled", params={"requestId": request_id})
+        try:  # (also forgets the id, so a late answer is dropped)
+            out = self._outbound(note, "notification", method=note.method)
+        except m.LocalProtocolError:
+            return
+        # Links that cancel by message (stdio, WebSocket) and 2025 HTTP (a POST) send it.
+        if self.link.cancellation == "notify" or self.era == "legacy":
+            self._send_out(out)
+        self.link.close_stream(request_id)
+
     async def _first_chance_with(
         self, flow: Callable[..., Awaitable[dict[str, Any]]], on_rounds: Callable[[int], None]
     ) -> dict[str, Any]:
-        return await self._first_chance(functools.partial(flow, on_rounds))
+        return await self._opening.first_chance(functools.partial(flow, on_rounds))
 
     async def aclose(self) -> None:
         """Fail what is still running with ``TransportError(kind="closed")`` and shut
@@ -303,13 +386,13 @@ class Client(PlainRequests):
         self.link_lost(TransportError("the client was closed", kind="closed"))
         with anyio.CancelScope(shield=True):
             await self.link.aclose()
-        self._nursery.cancel_scope.cancel()
+        self._task_group.cancel_scope.cancel()
 
     # --- Callbacks for links ---------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Bytes from the link (with ``framing="messages"``: exactly one message)."""
-        if self._eof_fed or not data:
+        if self._state.eof_fed or not data:
             return
         if self._trace is not None:
             self._trace.received(data)
@@ -331,12 +414,13 @@ class Client(PlainRequests):
 
     def link_lost(self, error: TransportError) -> None:
         """The link is gone: every live call and request fails with ``error``."""
-        if self._lost is None:
-            self._lost = error
+        state = self._state
+        if state.lost is None:
+            state.lost = error
             # (the one case where a stdio child gets started again: it died of the probe)
-            self._lost_while_probing = self._conn.session_state is m.SessionState.DISCOVERING
-        if not self._eof_fed:
-            self._eof_fed = True
+            state.lost_while_probing = self._conn.session_state is m.SessionState.DISCOVERING
+        if not state.eof_fed:
+            state.eof_fed = True
             self._conn.receive_data(b"")
             self._pump()
 
@@ -365,7 +449,7 @@ class Client(PlainRequests):
         elif out.kind == "leg":
             self._fail_flow(out, error)
         elif out.kind == "plain":
-            self._fail_plain(out.request_id, error)
+            self._requests.fail(out.request_id, error)
         elif out.method == "server/discover" and error.kind == "http":
             # A 400/404/405 without a recognised modern error: the dual-era fallback signal.
             self._conn.handshake_timed_out()
@@ -381,13 +465,13 @@ class Client(PlainRequests):
         self._pumping = True
         try:
             conn = self._conn
-            now = anyio.current_time()
+            now = self._loop.now()
             while True:
                 event = conn.next_event(now)
                 if event is m.NEED_DATA:
                     break
                 if isinstance(event, m.ConnectionClosed):
-                    if not self._closed:  # (handed out for ever once the stream ended)
+                    if not self._state.closed:  # (handed out for ever once the stream ended)
                         self._dispatch(event)
                     break
                 self._dispatch(event)
@@ -405,19 +489,14 @@ class Client(PlainRequests):
                 except Exception:
                     logger.exception("the on_progress callback failed")
         elif isinstance(event, (m.ResultResponse, m.ErrorResponse)):
-            waiter = self._waiters.get(event.id) if event.id is not None else None
-            if waiter is not None:
-                waiter.settle(response=event)
-            elif isinstance(event, m.ErrorResponse):
+            if not self._requests.answered(event) and isinstance(event, m.ErrorResponse):
                 logger.warning("the server could not read a message: %s", event.error.message)
         elif isinstance(event, m.HandshakeStep):
-            self._on_handshake_step(event)
+            self._opening.step(event)
         elif isinstance(event, m.SessionOpened):
-            self._instructions = event.instructions
-            self._end_handshake()
+            self._opening.settled(instructions=event.instructions)
         elif isinstance(event, m.SessionFailed):
-            self._session_error = event.error
-            self._end_handshake()
+            self._opening.settled(refusal=event.error)
         elif isinstance(event, m.Request):  # a 2025-era server asks us something
             self._start_server_request(event)
         elif isinstance(event, m.AutoReply):  # a 2025-era ping
@@ -425,16 +504,13 @@ class Client(PlainRequests):
         elif isinstance(event, m.Notification):
             self._on_notification_event(event)
         elif isinstance(event, m.RequestCancelled):
-            waiter = self._waiters.get(event.request_id)
-            if waiter is not None:
-                waiter.settle(error=CallError(m.INTERNAL_ERROR, "the server cancelled the request"))
+            self._requests.cancelled(event.request_id)
         elif isinstance(event, m.InvalidMessage):
             logger.warning("ignored a bad message from the server: %s", event.error)
         elif isinstance(event, m.ConnectionClosed):
-            self._closed = True
-            self._end_handshake()
-            for waiter in list(self._waiters.values()):
-                waiter.settle(error=self._lost_error())
+            self._state.closed = True
+            self._opening.settled()
+            self._requests.fail_all(self._state.error)
 
     def _outbound(self, event: Sendable, kind: OutboundKind, **fields: Any) -> Outbound:
         """``event`` through the connection, for the link: the bytes to write and, when
@@ -467,10 +543,29 @@ class Client(PlainRequests):
             return
         self._send_out(out)
 
-    def _lost_error(self) -> TransportError:
-        if self._lost is not None:
-            return self._lost.copy()
-        return TransportError("the server closed the connection", kind="disconnect")
+    def _send_step(self, message: m.Request | m.Notification) -> None:
+        """A handshake step (for the opening)."""
+        request_id = message.id if isinstance(message, m.Request) else None
+        self._send_out(
+            self._outbound(message, "handshake", method=message.method, request_id=request_id)
+        )
+
+    async def _reconnect(self) -> None:
+        """A new connection in the era control's era, over the link restarted (for the
+        opening's second chances)."""
+        self._new_connection()
+        restart = getattr(self.link, "restart", None)
+        if restart is not None:
+            await restart(self, self._task_group)
+
+    def _idle_but_one(self) -> bool:
+        """Nothing in flight besides the request that just failed (safe to start over)."""
+        live = [flow for flow in self._flows.values() if not flow.finished]
+        return not live and not self._requests.waiters
+
+    async def _open(self) -> None:
+        """Open the session (``open_client``; see :class:`~.handshaking.Opening`)."""
+        await self._opening.open()
 
     # --- Calls: their flows ------------------------------------------------------------
 
@@ -495,19 +590,19 @@ class Client(PlainRequests):
             if flow is not None:
                 flow.leg_broke(out, error)
         elif out.kind == "plain" and out.request_id is not None:
-            self._fail_plain(out.request_id, error)
+            self._requests.fail(out.request_id, error)
         else:
             self.link_lost(error)
 
     # --- A 2025-era server's requests ------------------------------------------------
 
     def _start_server_request(self, request: m.Request) -> None:
-        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
+        live = [flow for flow in self._flows.values() if not flow.finished]
         flow = live[0] if len(live) == 1 else None  # the call it belongs to, when clear
         if flow is not None:
             flow.spawn(self._answer_server_request, request, flow)
         else:
-            self._nursery.start_soon(self._answer_server_request, request, flow)
+            self._task_group.start_soon(self._answer_server_request, request, flow)
 
     async def _answer_server_request(self, request: m.Request, flow: Flow | None) -> None:
         budget = flow.input_timeout if flow is not None else None

@@ -21,14 +21,17 @@ once:
 * a terminal event ends the flow: :meth:`Flow.result` turns it into the
   result or the :mod:`~mrtr_transports.client.errors` error to raise.
 
-Timers are the loop's (``anyio.current_time()``, fed back as ``now=`` and the
-``*_timed_out`` inputs).  A flow's tasks (at most two timers, one delayed leg,
-and one task per input key of the current round) run in the client's nursery,
-each under a cancel scope of the flow's: when the call ends, :func:`run_flow`
-cancels them and waits until they have ended, as a nursery of its own would,
-without a nursery's pass of the run loop per call (a call that started no task,
-a plain one-leg call, costs none).  What a task raises (a bug: input handlers'
-exceptions are caught) is raised by :func:`run_flow`, never in the client's nursery.
+Timers are the loop's (the client's clock, ``LoopTools.now``, fed back as ``now=``
+and the ``*_timed_out`` inputs).  A flow's tasks (at most two timers, one delayed
+leg, and one task per input key of the current round) run in the client's task
+group, each under a cancel scope of the flow's: when the call ends, :func:`run_flow`
+cancels them and waits until they have ended, as a task group of its own would,
+without its pass of the run loop per call (a call that started no task, a plain
+one-leg call, costs none).  The first input handler of a round usually needs no
+task at all: the caller's task, idle until the call ends, runs it
+(:meth:`Flow.wait_in_caller`), under its cancel scope all the same.  What a task
+raises (a bug: input handlers' exceptions are caught) is raised by :func:`run_flow`,
+never in the client's task group.
 
 A plain request (``Client.request``: one leg, no rounds) is only a
 :class:`Waiter` for its answer.
@@ -56,6 +59,7 @@ from .errors import (
 )
 from .inputs import InputHandler, answer_problem
 from .link import Outbound
+from .loop import LoopTools
 
 __all__ = ["CallLimits", "Flow", "FlowContext", "InOrder", "Waiter", "run_flow"]
 
@@ -74,14 +78,15 @@ class InOrder:
     the order given.  A task cancelled while it waits still passes the turn on.
     """
 
-    __slots__ = ("_last",)
+    __slots__ = ("_event", "_last")
 
-    def __init__(self) -> None:
+    def __init__(self, event: Callable[[], anyio.Event] = anyio.Event) -> None:
+        self._event = event
         self._last: anyio.Event | None = None
 
     def turn(self) -> tuple[anyio.Event | None, anyio.Event]:
         """(the turn before this one, if still open; this one's): taken at spawn time."""
-        before, self._last = self._last, anyio.Event()
+        before, self._last = self._last, self._event()
         return before, self._last
 
     @staticmethod
@@ -115,8 +120,8 @@ class FlowContext:
     conn: m.Connection
     #: Drain the connection's events (after every input to it).
     pump: Callable[[], None]
-    #: Where the flows' tasks run (the client's nursery; see the module docstring).
-    nursery: TaskGroup
+    #: Where the flows' tasks run (the client's task group; see the module docstring).
+    task_group: TaskGroup
     #: Hand a message to the link (traced).
     send_out: Callable[[Outbound], None]
     #: An event through the connection, as the link's ``Outbound`` (kind, then fields).
@@ -126,6 +131,8 @@ class FlowContext:
     #: The link's failure, once it has failed.
     lost: Callable[[], TransportError | None]
     answer: InputHandler | None
+    #: The loop's clock, events and cancel scopes (looked up once per client).
+    loop: LoopTools
 
 
 async def run_flow(
@@ -145,12 +152,12 @@ async def run_flow(
     ``started`` is when the caller's whole-flow budget (``limits.timeout``) began;
     ``on_rounds`` is told the rounds it took (0: one leg, no retry) when it ends.
     """
-    conn = ctx.conn
+    conn, now = ctx.conn, ctx.loop.now
     timeout = limits.timeout
-    budget = None if timeout is None else timeout - (anyio.current_time() - started)
+    budget = None if timeout is None else timeout - (now() - started)
     if budget is not None and budget <= 0:
-        raise CallTimeout(anyio.current_time() - started, timeout, "total")
-    flow = Flow(ctx, anyio.current_time(), on_progress, limits.input_timeout)
+        raise CallTimeout(now() - started, timeout, "total")
+    flow = Flow(ctx, now(), on_progress, limits.input_timeout)
     flow.total_budget, flow.total_started = timeout, started
     try:
         try:
@@ -169,17 +176,17 @@ async def run_flow(
             )
         except m.LocalProtocolError as exc:
             flow.override = ClientError(f"cannot start {method}: {exc}")
-            flow.finished.set()
+            flow.finished = True
         else:
             flows[flow.call] = flow
             if budget is not None:
                 flow.spawn(flow.total_timer, budget)
             try:
                 ctx.pump()
-                await flow.finished.wait()
+                await flow.wait_in_caller()
             finally:
-                if not flow.finished.is_set():  # our caller gave up: cancel on the wire
-                    conn.cancel(flow.call, anyio.current_time())
+                if not flow.finished:  # our caller gave up: cancel on the wire
+                    conn.cancel(flow.call, now())
                     ctx.pump()
                 flows.pop(flow.call, None)
     finally:
@@ -202,6 +209,7 @@ class Flow:
         "input_timer",
         "inputs",
         "inputs_open",
+        "job",
         "leg_id",
         "leg_out",
         "leg_timer",
@@ -217,6 +225,8 @@ class Flow:
         "tasks_ended",
         "total_budget",
         "total_started",
+        "waiting",
+        "wake",
     )
 
     def __init__(
@@ -240,7 +250,14 @@ class Flow:
         # Why a Cancelled outcome happened when we cancelled on the caller's behalf.
         self.override: ClientError | None = None
         self.cause: BaseException | None = None  # an input handler's own exception
-        self.finished = anyio.Event()
+        #: The call has ended (its outcome, or an error, is in).
+        self.finished = False
+        # The caller's task waits on ``wake`` (``waiting``) for the end, or for ``job``: an
+        # input handler to run there rather than in a task of its own.
+        self.wake = ctx.loop.event()
+        self.waiting = False
+        self.job: tuple[anyio.CancelScope, Callable[..., Awaitable[None]], tuple[Any, ...]] | None
+        self.job = None
         self.round = 0
         self.leg_id: m.RequestId | None = None
         self.leg_out = False
@@ -249,7 +266,7 @@ class Flow:
         self.inputs: dict[str, anyio.CancelScope] = {}
         self.pending: set[str] = set()
         self.inputs_open = False
-        self.in_order = InOrder()
+        self.in_order = InOrder(ctx.loop.event)
         # The caller's whole-flow budget and when it started (before any tools/list).
         self.total_budget: float | None = None
         self.total_started = started
@@ -265,9 +282,9 @@ class Flow:
         """Run ``run(*args)`` in a task of this flow (see the module docstring), under
         ``scope`` (a new one by default), which cancels it; returns that scope."""
         if scope is None:
-            scope = anyio.CancelScope()
+            scope = self.ctx.loop.cancel_scope()
         self.tasks.add(scope)
-        self.ctx.nursery.start_soon(self._task, scope, run, args)
+        self.ctx.task_group.start_soon(self._task, scope, run, args)
         return scope
 
     async def _task(
@@ -277,8 +294,8 @@ class Flow:
             with scope:
                 await run(*args)
         except anyio.get_cancelled_exc_class():
-            raise  # the client's nursery is being cancelled: so is this task
-        except BaseException as exc:  # a bug; raised by run_flow (not in the client's nursery)
+            raise  # the client's task group is being cancelled: so is this task
+        except BaseException as exc:  # a bug; raised by run_flow (not in the client's task_group)
             if self.task_error is None:
                 self.task_error = exc
             self.fail(ClientError(f"the call's task failed: {exc!r}"))
@@ -288,16 +305,40 @@ class Flow:
                 self.tasks_ended.set()
 
     async def end_tasks(self) -> None:
-        """Cancel the flow's tasks and wait until they have ended (as a nursery's end
+        """Cancel the flow's tasks and wait until they have ended (as a task group's end
         would; no pass of the run loop when there are none)."""
         if self.tasks:
-            self.tasks_ended = anyio.Event()
+            self.tasks_ended = self.ctx.loop.event()
             for scope in self.tasks:
                 scope.cancel()
             with anyio.CancelScope(shield=True):
                 await self.tasks_ended.wait()
         if self.task_error is not None:
             raise self.task_error
+
+    async def wait_in_caller(self) -> None:
+        """Wait for the call's end in the caller's task, running there the input handler
+        the flow hands it meanwhile (see :meth:`_dispatch_input`): a task less per round."""
+        try:
+            while True:
+                job, self.job = self.job, None
+                if job is not None and not self.finished:
+                    await self._task(*job)
+                    continue
+                if job is not None:  # the call ended before its handler was entered
+                    self.tasks.discard(job[0])
+                if self.finished:
+                    return
+                self.waiting = True
+                try:
+                    await self.wake.wait()
+                finally:
+                    self.waiting = False
+                self.wake = self.ctx.loop.event()
+        finally:
+            if self.job is not None:  # (the caller gave up with a handler still to run)
+                self.tasks.discard(self.job[0])
+                self.job = None
 
     # --- The outcome -------------------------------------------------------------------
 
@@ -308,7 +349,7 @@ class Flow:
             return dict(outcome.result)
         if isinstance(outcome, m.engine.TimedOut):
             if outcome.limit == "total" and self.total_budget is not None:
-                elapsed = anyio.current_time() - self.total_started
+                elapsed = self.ctx.loop.now() - self.total_started
                 raise CallTimeout(elapsed, self.total_budget, "total")
             raise CallTimeout(outcome.elapsed, outcome.budget, outcome.limit)
         if isinstance(outcome, m.engine.Failed):
@@ -333,10 +374,10 @@ class Flow:
 
     def fail(self, error: ClientError) -> None:
         """End the call with ``error`` (unless it has ended): cancel it, on the wire too."""
-        if self.finished.is_set():
+        if self.finished:
             return
         self.override = error
-        self.ctx.conn.cancel(self.call, anyio.current_time())
+        self.ctx.conn.cancel(self.call, self.ctx.loop.now())
         self.ctx.pump()
 
     def leg_broke(self, out: Outbound, error: TransportError) -> None:
@@ -346,7 +387,7 @@ class Flow:
             self.leg_id = None
             self._disarm(self.leg_timer)
             logger.info("the response stream of a leg broke: re-issuing it (%s)", error)
-            self.ctx.conn.leg_broken(self.call, anyio.current_time())
+            self.ctx.conn.leg_broken(self.call, self.ctx.loop.now())
             self.ctx.pump()
 
     # --- The engine's events -----------------------------------------------------------
@@ -383,7 +424,7 @@ class Flow:
             self.round = step.round
             self.leg_out = False
             self._disarm(self.leg_timer)
-            self.in_order = InOrder()
+            self.in_order = InOrder(self.ctx.loop.event)
             if step.keys:
                 self.inputs_open = True
                 if step.input_timeout is not None:
@@ -402,7 +443,8 @@ class Flow:
             self.leg_out = False
             self._disarm(self.leg_timer)
             self._close_inputs()
-            self.finished.set()
+            self.finished = True
+            self.wake.set()
 
     # --- Legs and timers ---------------------------------------------------------------
 
@@ -425,7 +467,7 @@ class Flow:
 
     async def _send_leg_later(self, event: m.CallEvent, delay: float) -> None:
         await anyio.sleep(delay)
-        if not self.finished.is_set():
+        if not self.finished:
             self._send_leg(event)
 
     def _arm(self, delay: float, fire: Callable[[], None]) -> anyio.CancelScope:
@@ -433,7 +475,7 @@ class Flow:
 
     async def _timer(self, delay: float, fire: Callable[[], None]) -> None:
         await anyio.sleep(max(delay, 0.0))
-        if not self.finished.is_set():
+        if not self.finished:
             fire()
 
     @staticmethod
@@ -444,13 +486,13 @@ class Flow:
     def _leg_expired(self) -> None:
         if self.leg_out:
             self.leg_out = False
-            self.ctx.conn.leg_timed_out(self.call, anyio.current_time())
+            self.ctx.conn.leg_timed_out(self.call, self.ctx.loop.now())
             self.ctx.pump()
 
     def _input_expired(self) -> None:
         if self.inputs_open:
             self._close_inputs()
-            self.ctx.conn.input_timed_out(self.call, anyio.current_time())
+            self.ctx.conn.input_timed_out(self.call, self.ctx.loop.now())
             self.ctx.pump()
 
     async def total_timer(self, budget: float) -> None:
@@ -458,7 +500,7 @@ class Flow:
         await anyio.sleep(budget)
         # Usually the engine's own leg or input timer (capped by the budget) ends the
         # flow first; this one covers the gaps (a retry's delay, the session opening).
-        elapsed = anyio.current_time() - self.total_started
+        elapsed = self.ctx.loop.now() - self.total_started
         self.fail(CallTimeout(elapsed, self.total_budget, "total"))
 
     # --- Inputs ------------------------------------------------------------------------
@@ -479,7 +521,15 @@ class Flow:
             self._fail_input(step.key, "this client has no input handler")
             return
         before, mine = self.in_order.turn()
-        self.inputs[step.key] = self.spawn(self._run_input, step.key, step.request, before, mine)
+        scope = self.inputs[step.key] = self.ctx.loop.cancel_scope()
+        args = (step.key, step.request, before, mine)
+        if self.waiting and self.job is None:
+            # The caller's task is idle, waiting for the end: the handler runs there.
+            self.tasks.add(scope)
+            self.job = (scope, self._run_input, args)
+            self.wake.set()
+        else:
+            self.spawn(self._run_input, *args, scope=scope)
 
     async def _run_input(
         self,
@@ -511,7 +561,7 @@ class Flow:
         if self.inputs_open and key in self.pending:
             self.pending.discard(key)
             self.inputs.pop(key, None)
-            self.ctx.conn.provide(self.call, key, answer, anyio.current_time())
+            self.ctx.conn.provide(self.call, key, answer, self.ctx.loop.now())
             self.ctx.pump()
 
     def _fail_input(self, key: str, reason: str) -> None:
@@ -526,9 +576,9 @@ class Waiter:
 
     __slots__ = ("error", "event", "method", "response")
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, event: anyio.Event) -> None:
         self.method = method
-        self.event = anyio.Event()
+        self.event = event
         self.response: m.ResultResponse | m.ErrorResponse | None = None
         self.error: ClientError | None = None
 

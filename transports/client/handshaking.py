@@ -2,157 +2,221 @@
 second chances of :mod:`~mrtr_transports.client.era` (a wrong prior, a stdio server
 that died of the probe).
 
-A part of :class:`~mrtr_transports.client.client.Client` (its base class), kept
-apart so the client module stays one concept: moving messages between a
-connection and a link.  The connection drives the handshake; this code only
-sends its steps, times them out (``handshake_timeout``), waits for the session,
-and when :class:`~mrtr_transports.client.era.EraControl` grants it, starts over
-on a fresh connection (the link restarted: a new child for stdio).
+A collaborator of :class:`~mrtr_transports.client.client.Client`: the connection
+drives the handshake; :class:`Opening` only sends its steps (through the client),
+times them out (``handshake_timeout``), keeps what the session settled (opened or
+refused, the server's instructions), waits for it, and when
+:class:`~mrtr_transports.client.era.EraControl` grants it, asks the client to start
+over on a fresh connection (the link restarted: a new child for stdio).  What it
+knows of the connection in use is a :class:`Wire`, one per connection: the
+connection itself and what became of its link (:class:`LinkState`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core._connection._events import Sendable
 
 from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError
-from .flows import Flow, Waiter
-from .link import Link, Outbound, OutboundKind
+from .loop import LoopTools
+
+__all__ = ["LinkState", "Opening", "Wire"]
 
 logger = logging.getLogger("mrtr.client")
 
 
-class Handshaking:
-    """The opening half of a :class:`~mrtr_transports.client.client.Client`."""
+@dataclass(slots=True)
+class LinkState:
+    """What became of the link under one connection (the client updates it)."""
 
-    link: Link
-    _nursery: TaskGroup
-    _conn: m.Connection
-    _era_control: EraControl
-    _handshake_timeout: float
-    _handshake_timer: anyio.CancelScope | None
-    _opened: anyio.Event
-    _session_error: m.MrtrError | None
-    _lost: TransportError | None
-    _lost_while_probing: bool
-    _eof_fed: bool
-    _closed: bool
-    _flows: dict[int, Flow]
-    _waiters: dict[m.RequestId, Waiter]
+    #: The link's failure, once it failed.
+    lost: TransportError | None = None
+    #: It failed while ``server/discover`` was in flight (the stdio second chance).
+    lost_while_probing: bool = False
+    #: The end of input was fed to the connection: nothing more goes out or comes in.
+    eof_fed: bool = False
+    #: The connection said ``ConnectionClosed``.
+    closed: bool = False
 
-    if TYPE_CHECKING:  # (the client's own)
+    def error(self) -> TransportError:
+        """What a call that meets the closed connection raises."""
+        if self.lost is not None:
+            return self.lost.copy()
+        return TransportError("the server closed the connection", kind="disconnect")
 
-        def _pump(self) -> None: ...
-        def _send_out(self, out: Outbound) -> None: ...
-        def _outbound(self, event: Sendable, kind: OutboundKind, **fields: Any) -> Outbound: ...
-        def _new_connection(self) -> None: ...
-        def _lost_error(self) -> TransportError: ...
+
+@dataclass(slots=True)
+class Wire:
+    """The connection in use and its link's state: a new one for every connection."""
+
+    conn: m.Connection
+    state: LinkState = field(default_factory=LinkState)
+
+
+class Opening:
+    """Opens the client's session, once per connection (see the module docstring).
+
+    ``send_step(message)`` hands a handshake message to the link; ``pump()`` drains
+    the connection; ``reconnect()`` makes the client start over on a new connection
+    in the era control's era (it calls :meth:`begin`, then restarts the link);
+    ``idle()`` says that nothing is in flight but the request that just failed.
+    """
+
+    def __init__(
+        self,
+        control: EraControl,
+        *,
+        timeout: float,
+        loop: LoopTools,
+        task_group: TaskGroup,
+        restartable: bool,
+        send_step: Callable[[m.Request | m.Notification], None],
+        pump: Callable[[], None],
+        reconnect: Callable[[], Awaitable[None]],
+        idle: Callable[[], bool],
+    ) -> None:
+        self.control = control
+        self._timeout = timeout
+        self._loop = loop
+        self._task_group = task_group
+        self._restartable = restartable
+        self._send_step = send_step
+        self._pump = pump
+        self._reconnect = reconnect
+        self._idle = idle
+        self._timer: anyio.CancelScope | None = None
+        self.wire: Wire | None = None
+        self.opened = loop.event()
+        self.refusal: m.MrtrError | None = None
+        #: The server's ``instructions`` (2025 ``initialize``, 2026 ``server/discover``).
+        self.instructions: str | None = None
+
+    def begin(self, wire: Wire) -> None:
+        """A new connection: nothing settled yet (a modern one has no handshake)."""
+        self.cancel_timer()
+        self.wire = wire
+        self.opened = self._loop.event()
+        if wire.conn.era == "modern":
+            self.opened.set()
+        self.refusal = None
+        self.instructions = None
 
     @property
+    def ready(self) -> bool:
+        """The session is open and usable: no wait needed."""
+        assert self.wire is not None
+        return self.opened.is_set() and self.refusal is None and not self.wire.state.closed
+
     def verdict(self) -> Verdict | None:
-        """What the client learned of the server's era (``None`` until settled): pass it
-        back as ``prior=`` to skip the probe next time (``verdict.to_json()`` to store)."""
-        return self._era_control.verdict(self._conn.era, self._conn.protocol_version)
+        assert self.wire is not None
+        conn = self.wire.conn
+        return self.control.verdict(conn.era, conn.protocol_version)
 
-    async def _first_chance(self, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()``; while a modern prior is unconfirmed, a failure that is a 2025
-        server's answer starts over with a probe and sends once more (``era.py``)."""
-        control = self._era_control
-        if not control.unconfirmed:
-            return await send()
-        try:
-            result = await send()
-        except ClientError as exc:
-            era = control.after_first_failure(exc) if self._idle_but_one() else None
-            if era is None:
-                raise
-            logger.info("the remembered era failed (%s): probing the server again", exc)
-            await self._reopen()
-            await self._open()
-            return await send()
-        control.confirmed()
-        return result
+    # --- The connection's events ------------------------------------------------------
 
-    def _idle_but_one(self) -> bool:
-        """Nothing in flight besides the request that just failed (safe to start over)."""
-        live = [flow for flow in self._flows.values() if not flow.finished.is_set()]
-        return not live and not self._waiters
-
-    # --- The handshake ---------------------------------------------------------------
-
-    def _on_handshake_step(self, event: m.HandshakeStep) -> None:
+    def step(self, event: m.HandshakeStep) -> None:
+        """Send a handshake step; a request's answer is timed."""
+        assert self.wire is not None
         message = event.message
-        self._cancel_handshake_timer()
-        request_id = message.id if isinstance(message, m.Request) else None
-        self._send_out(
-            self._outbound(message, "handshake", method=message.method, request_id=request_id)
-        )
-        if isinstance(message, m.Request) and not self._eof_fed:
-            scope = self._handshake_timer = anyio.CancelScope()
-            self._nursery.start_soon(self._handshake_timeout_task, scope)
+        self.cancel_timer()
+        self._send_step(message)
+        if isinstance(message, m.Request) and not self.wire.state.eof_fed:
+            scope = self._timer = self._loop.cancel_scope()
+            self._task_group.start_soon(self._time_out, scope, self.wire.conn)
 
-    async def _handshake_timeout_task(self, scope: anyio.CancelScope) -> None:
+    async def _time_out(self, scope: anyio.CancelScope, conn: m.Connection) -> None:
         with scope:
-            await anyio.sleep(self._handshake_timeout)
-            self._conn.handshake_timed_out()
+            await anyio.sleep(self._timeout)
+            conn.handshake_timed_out()
             self._pump()
 
-    def _cancel_handshake_timer(self) -> None:
-        if self._handshake_timer is not None:
-            self._handshake_timer.cancel()
-            self._handshake_timer = None
+    def settled(
+        self, *, instructions: str | None = None, refusal: m.MrtrError | None = None
+    ) -> None:
+        """The session opened (``instructions``), was refused (``refusal``), or the
+        connection closed: whoever waits may go on."""
+        if refusal is not None:
+            self.refusal = refusal
+        elif instructions is not None:
+            self.instructions = instructions
+        self.cancel_timer()
+        self.opened.set()
 
-    def _end_handshake(self) -> None:
-        self._cancel_handshake_timer()
-        self._opened.set()
+    def cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    async def _open(self) -> None:
+    # --- Opening, waiting, second chances ---------------------------------------------
+
+    async def open(self) -> None:
         """Open the session; a wrong prior, or a stdio server that died of the probe, gets
         one second chance (``era.py``)."""
         self._pump()  # the first handshake step, if any
         try:
-            await self._wait_open()
+            await self.wait()
         except ClientError as exc:
-            era = self._era_control.after_open_failure(
+            assert self.wire is not None
+            era = self.control.after_open_failure(
                 exc,
-                probing=self._lost_while_probing,
-                restartable=getattr(self.link, "respawns", False),
+                probing=self.wire.state.lost_while_probing,
+                restartable=self._restartable,
             )
             if era is None:
                 raise
             logger.info("opening failed (%s): starting over with era=%r", exc, era)
-            await self._reopen()
-            await self._open()
+            await self._start_over()
+            await self.open()
             return
-        if self._conn.era == "legacy":
-            self._era_control.confirmed()  # (initialize answered: the prior held)
+        assert self.wire is not None
+        if self.wire.conn.era == "legacy":
+            self.control.confirmed()  # (initialize answered: the prior held)
 
-    async def _reopen(self) -> None:
-        """A new connection in the era control's era, over the link restarted."""
-        self._cancel_handshake_timer()
-        self._new_connection()
-        restart = getattr(self.link, "restart", None)
-        if restart is not None:
-            await restart(self, self._nursery)
-
-    async def _wait_open(self) -> None:
-        await self._opened.wait()
-        if self._session_error is not None:
-            error = self._session_error
-            if self._lost is not None:
-                raise self._lost_error()
+    async def wait(self) -> None:
+        """Until the session is open; ``CallError`` when the server refused it, the link's
+        ``TransportError`` when it is gone."""
+        await self.opened.wait()
+        assert self.wire is not None
+        state = self.wire.state
+        if self.refusal is not None:
+            error = self.refusal
+            if state.lost is not None:
+                raise state.error()
             raise CallError(
                 error.code,
                 f"the server refused to open the conversation: {error.message}",
                 error.data,
             )
-        if self._closed:
-            raise self._lost_error()
+        if state.closed:
+            raise state.error()
+
+    async def first_chance(self, send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()``; while a modern prior is unconfirmed, a failure that is a 2025
+        server's answer starts over with a probe and sends once more (``era.py``)."""
+        control = self.control
+        if not control.unconfirmed:
+            return await send()
+        try:
+            result = await send()
+        except ClientError as exc:
+            era = control.after_first_failure(exc) if self._idle() else None
+            if era is None:
+                raise
+            logger.info("the remembered era failed (%s): probing the server again", exc)
+            await self._start_over()
+            await self.open()
+            return await send()
+        control.confirmed()
+        return result
+
+    async def _start_over(self) -> None:
+        self.cancel_timer()
+        await self._reconnect()

@@ -73,7 +73,6 @@ import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
-from urllib.parse import urlsplit
 
 import anyio
 import h11
@@ -95,9 +94,11 @@ from .http_connection import (
     check_refusal,
     error_body_text,
 )
+from .http_endpoint import Endpoint
 from .http_sessions import HttpSession
-from .http_streams import read_answer_stream
+from .http_streams import SseSink, read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
+from .loop import LoopTools
 from .opening import open_client
 from .tcp import connect, connect_failure
 
@@ -130,23 +131,13 @@ class HttpLink:
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        #: Where the POSTs go and what each carries (``ValueError`` for a bad URL).
+        self.endpoint = Endpoint.parse(url, headers, connect_timeout)
         if not isinstance(retry_attempts, int) or retry_attempts < 1:
             raise ValueError("retry_attempts must be a positive integer (1: no retries)")
         if not retry_max_delay >= 0:
             raise ValueError("retry_max_delay must be a number of seconds, 0 or more")
-        self.url = url
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._authority = parts.netloc.rpartition("@")[2]
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-        self._extra_headers = [(str(k), str(v)) for k, v in items]
         self._ssl_context = ssl_context
-        self.connect_timeout = connect_timeout
         self.max_message_size = max_message_size
         self.retry_attempts = retry_attempts
         self.retry_max_delay = retry_max_delay
@@ -159,49 +150,44 @@ class HttpLink:
         self._discover_failure: str | None = None
         self._session: HttpSession | None = None  # a 2025 session, once initialize goes out
         self._client: LinkClient | None = None
-        self._nursery: TaskGroup | None = None
+        self._sink: SseSink | None = None  # (what reading a stream needs: the client)
+        self._task_group: TaskGroup | None = None
         self._closed = False
+        #: The loop's clock, events and cancel scopes (looked up once: ``client/loop.py``).
+        self.loop: LoopTools | None = None
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
-        self._nursery = nursery
+        self._task_group = task_group
+        self.loop = LoopTools()
+        self._sink = SseSink(client, self.max_message_size, self.loop)
 
-    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def restart(self, client: LinkClient, task_group: TaskGroup) -> None:
         """A new client connection over the same endpoint (a new era): forget the last."""
         self._session = None
         self._discover_failure = None
-        await self.start(client, nursery)
-
-    # --- For the session (http_sessions.py) ----------------------------------------
+        await self.start(client, task_group)
 
     @property
-    def client(self) -> LinkClient:
-        assert self._client is not None
-        return self._client
+    def url(self) -> str:
+        return self.endpoint.url
+
+    @property
+    def connect_timeout(self) -> float:
+        return self.endpoint.connect_timeout
+
+    @property
+    def extra_headers(self) -> tuple[tuple[str, str], ...]:
+        """The caller's ``headers=``, on every request."""
+        return self.endpoint.extra_headers
 
     @property
     def session(self) -> HttpSession | None:
         """The 2025 session, when the era is legacy."""
         return self._session
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def authority(self) -> str:
-        return self._authority
-
-    @property
-    def target(self) -> str:
-        return self._target
-
-    @property
-    def extra_headers(self) -> list[tuple[str, str]]:
-        return self._extra_headers
-
-    async def new_connection(self) -> HttpConnection:
-        """A new connection (never a pooled one); raises ``Failed``."""
+    async def _new_connection(self) -> HttpConnection:
+        """A new connection (never a pooled one), for the session; raises ``Failed``."""
         found = await self._connection(new=True, pooled=False)
         assert found is not None
         return found[0]
@@ -209,21 +195,23 @@ class HttpLink:
     # --- Link --------------------------------------------------------------------
 
     def transmit(self, out: Outbound) -> None:
-        assert self._client is not None and self._nursery is not None
+        assert self._client is not None and self._task_group is not None
         if self._closed:
             return
         if out.method == "initialize":
             if self._discover_failure:
                 logger.info("%s: %s; opening a 2025 session", self.url, self._discover_failure)
-            self._session = HttpSession(self)
+            assert self._sink is not None
+            self._session = HttpSession(self.endpoint, self._sink, self._new_connection)
         if out.method == "notifications/cancelled" and self._session is None:
             return  # 2026 HTTP cancels by closing the request's stream, never by a message
         if self._session is not None and self._session.expired:
             return  # every call already failed with the expiry
-        scope = anyio.CancelScope()
+        assert self.loop is not None
+        scope = self.loop.cancel_scope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
-        self._nursery.start_soon(self._exchange, out, scope)
+        self._task_group.start_soon(self._exchange, out, scope)
 
     def close_stream(self, request_id: m.RequestId) -> None:
         scope = self._streams.pop(request_id, None)
@@ -249,6 +237,8 @@ class HttpLink:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._session is not None:
+            self._session.closing = True
         for scope in self._streams.values():
             scope.cancel()
         self._streams.clear()
@@ -266,18 +256,19 @@ class HttpLink:
         assert self._client is not None
         tool = called_tool(message)
         session = self._session
+        endpoint = self.endpoint
         if session is not None:  # 2025: no Mcp-* mirroring, the session headers instead
             return [
-                ("Host", self._authority),
+                ("Host", endpoint.authority),
                 ("Accept", _ACCEPT),
                 ("Content-Type", "application/json"),
                 ("Content-Length", str(len(out.data))),
                 ("User-Agent", "mrtr"),
                 *session.headers(out.method),
-                *self._extra_headers,
+                *endpoint.extra_headers,
             ]
         headers = [
-            ("Host", self._authority),
+            ("Host", endpoint.authority),
             ("Accept", _ACCEPT),
             ("Content-Type", "application/json"),
             ("Content-Length", str(len(out.data))),
@@ -287,7 +278,7 @@ class HttpLink:
                 protocol_version=self._client.protocol_version,
                 header_params=self._header_params.get(tool) if tool is not None else None,
             ),
-            *self._extra_headers,
+            *endpoint.extra_headers,
         ]
         return headers
 
@@ -312,15 +303,15 @@ class HttpLink:
     async def _post(self, out: Outbound) -> None:
         """Send ``out`` and read its response, retrying what the server did not process."""
         headers = self.request_headers(out)
+        assert self.loop is not None
+        now = self.loop.now
         attempt = stale = 0
         new_after = -math.inf  # no new connection before then (a refusal's Retry-After)
         async with self._slots:  # one POST in progress, however many attempts it takes
             while True:
                 # Until the server's delay is over, only a connection of ours it already
                 # holds a place for will do: wait for one to come back to the pool.
-                while (
-                    found := await self._connection(new=anyio.current_time() >= new_after)
-                ) is None:
+                while (found := await self._connection(new=now() >= new_after)) is None:
                     with anyio.CancelScope(deadline=new_after):
                         await self._returned.wait()
                 attempt += 1
@@ -346,7 +337,7 @@ class HttpLink:
                     # The server said when; spread a little, so refused ones do not all
                     # come back together.
                     delay = refusal.retry_after * (1 + random.random() / 2)
-                    new_after = anyio.current_time() + delay
+                    new_after = now() + delay
                     logger.debug("%s refused (%s): retry in %.2f s", out.method, refusal, delay)
 
     def _refused(self, out: Outbound, refusal: Refused, attempts: int) -> Failed:
@@ -396,7 +387,7 @@ class HttpLink:
                 conn.received = False
                 self._idle.append(conn)
                 self._returned.set()  # (a request waiting to retry may take it)
-                self._returned = anyio.Event()
+                self._returned = self.loop.event() if self.loop else anyio.Event()
             else:
                 await conn.aclose()
 
@@ -413,7 +404,7 @@ class HttpLink:
         failed: Broken | None = None
         try:
             await conn.send(
-                h11.Request(method="POST", target=self._target, headers=headers),
+                h11.Request(method="POST", target=self.endpoint.target, headers=headers),
                 h11.Data(data=out.data),
                 h11.EndOfMessage(),
             )
@@ -443,15 +434,17 @@ class HttpLink:
             await conn.aclose()  # closed by the server while it sat here
         if not new:
             return None
-        where = f"{self._host}:{self._port}"
+        endpoint = self.endpoint
+        where = f"{endpoint.host}:{endpoint.port}"
         try:
-            with anyio.fail_after(self.connect_timeout):
-                tls = (self._ssl_context or ssl.create_default_context()) if self._https else None
-                stream = await connect(self._host, self._port, tls=tls)
+            with anyio.fail_after(endpoint.connect_timeout):
+                https = endpoint.https
+                tls = (self._ssl_context or ssl.create_default_context()) if https else None
+                stream = await connect(endpoint.host, endpoint.port, tls=tls)
         except TimeoutError as exc:
             raise Failed(
                 TransportError(
-                    f"connecting to {where} timed out after {self.connect_timeout:g} s",
+                    f"connecting to {where} timed out after {endpoint.connect_timeout:g} s",
                     kind="timeout",
                 ),
                 broken=False,
@@ -485,11 +478,12 @@ class HttpLink:
                 check_refusal(status, response.headers, content_type, body)
                 raise Failed(self._status_error(out, status, b""), broken=False)
             if session is not None and out.method == "notifications/initialized":
-                assert self._nursery is not None
-                session.initialized(self._nursery)
+                assert self._task_group is not None
+                session.initialized(self._task_group)
             return
         if 200 <= status < 300 and content_type == "text/event-stream":
-            await read_answer_stream(self, out, conn)
+            assert self._sink is not None
+            await read_answer_stream(self._sink, out, conn, session)
             return
         limit = self.max_message_size if 200 <= status < 300 else MAX_ERROR_BODY
         body = await self._body(conn, limit)

@@ -32,7 +32,8 @@ answer is its own POST (202).
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import h11
@@ -49,8 +50,8 @@ from mrtr_core.http import (
 
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
-from .http_streams import read_sse
-from .link import LinkClient
+from .http_endpoint import Endpoint
+from .http_streams import SseSink, read_sse
 
 logger = logging.getLogger("mrtr.client.http")
 
@@ -59,46 +60,22 @@ _SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
 STANDALONE_WAIT = 5.0
 
 
-class SessionEndpoint(Protocol):
-    """What a session needs of its link (``HttpLink`` is one): where the endpoint is,
-    the headers every request carries, a new connection to it, and the client it
-    reports to; also what resuming a stream needs (:class:`http_streams.StreamOwner`)."""
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def authority(self) -> str: ...
-
-    @property
-    def target(self) -> str: ...
-
-    @property
-    def extra_headers(self) -> list[tuple[str, str]]: ...
-
-    @property
-    def connect_timeout(self) -> float: ...
-
-    @property
-    def closed(self) -> bool: ...
-
-    @property
-    def client(self) -> LinkClient: ...
-
-    @property
-    def max_message_size(self) -> int: ...
-
-    @property
-    def session(self) -> HttpSession | None: ...
-
-    async def new_connection(self) -> HttpConnection: ...
-
-
 class HttpSession:
-    """One 2025 session of an :class:`~mrtr_transports.client.http.HttpLink`."""
+    """One 2025 session of an :class:`~mrtr_transports.client.http.HttpLink`: its
+    ``endpoint``, where its streams' messages go (``sink``: the client), and
+    ``connect``, which opens a new connection to the endpoint (raises ``Failed``)."""
 
-    def __init__(self, link: SessionEndpoint) -> None:
-        self.link = link
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        sink: SseSink,
+        connect: Callable[[], Awaitable[HttpConnection]],
+    ) -> None:
+        self.endpoint = endpoint
+        self.sink = sink
+        self._connect = connect
+        #: The link is closing: no GET stream is opened or resumed any more.
+        self.closing = False
         #: The server's ``Mcp-Session-Id`` (``None``: it assigned none, a stateless server).
         self.id: str | None = None
         self.expired = False
@@ -110,7 +87,7 @@ class HttpSession:
 
     def headers(self, method: str | None) -> list[tuple[str, str]]:
         """The session headers of a request for ``method``."""
-        client = self.link.client
+        client = self.sink.client
         version = client.protocol_version if client.era == "legacy" else None
         return session_headers(self.id, version, method=method)
 
@@ -135,7 +112,7 @@ class HttpSession:
     def expiry_error(self, method: str | None) -> TransportError:
         self.expired = True
         return TransportError(
-            f"{self.link.url} ended the 2025 session {self.id!r} (HTTP 404 to {method}): "
+            f"{self.endpoint.url} ended the 2025 session {self.id!r} (HTTP 404 to {method}): "
             "the server forgot it (expired or restarted); open a new client",
             kind="session",
             status=404,
@@ -143,13 +120,13 @@ class HttpSession:
 
     # --- The standalone GET stream ------------------------------------------------------
 
-    def initialized(self, nursery: TaskGroup) -> None:
+    def initialized(self, task_group: TaskGroup) -> None:
         """``notifications/initialized`` was accepted: open the GET stream (once)."""
-        if self._listening or self.link.closed:
+        if self._listening or self.closing:
             self.standalone_settled.set()
             return
         self._listening = True
-        nursery.start_soon(self._listen)
+        task_group.start_soon(self._listen)
 
     async def standalone_ready(self) -> None:
         """Wait (at most ``STANDALONE_WAIT`` seconds) until the GET stream is open or
@@ -168,11 +145,11 @@ class HttpSession:
             self.standalone_settled.set()
 
     async def _listen_on(self, resumption: StreamResumption, last_id: str | None) -> None:
-        while not self.link.closed and not self.expired:
+        while not self.closing and not self.expired:
             try:
                 opened = await self.get(last_id)
             except (Failed, Broken) as exc:
-                logger.info("the GET stream of %s failed: %s", self.link.url, exc)
+                logger.info("the GET stream of %s failed: %s", self.endpoint.url, exc)
                 return
             finally:
                 self.standalone_settled.set()
@@ -180,10 +157,10 @@ class HttpSession:
                 return  # 405 (no stream offered), or an answer that is no stream
             conn, _ = opened
             try:
-                await read_sse(self.link, conn, resumption, stop_when=None)
+                await read_sse(self.sink, conn, resumption, stop_when=None)
                 return  # the server ended it: it may open another one later, we do not ask
             except Broken as exc:
-                logger.info("the GET stream of %s broke: %s", self.link.url, exc)
+                logger.info("the GET stream of %s broke: %s", self.endpoint.url, exc)
             finally:
                 await conn.aclose()
             delay = resumption.next_delay()
@@ -198,20 +175,20 @@ class HttpSession:
         """Open a GET SSE stream (resuming after ``last_event_id`` if given): its
         connection and response head, or ``None`` when the server answered with no
         stream (the connection is then closed).  Raises ``Failed`` or ``Broken``."""
-        link = self.link
+        endpoint = self.endpoint
         headers = [
-            ("Host", link.authority),
+            ("Host", endpoint.authority),
             ("Accept", "text/event-stream"),
             ("User-Agent", "mrtr"),
             *self.headers("GET"),
-            *link.extra_headers,
+            *endpoint.extra_headers,
         ]
         if last_event_id is not None:
             headers.append((LAST_EVENT_ID_HEADER, last_event_id))
-        conn = await link.new_connection()
+        conn = await self._connect()
         try:
             await conn.send(
-                h11.Request(method="GET", target=link.target, headers=headers),
+                h11.Request(method="GET", target=endpoint.target, headers=headers),
                 h11.EndOfMessage(),
             )
             response = await conn.next_event()
@@ -225,39 +202,40 @@ class HttpSession:
             return conn, response
         await conn.aclose()
         if self.is_expiry("GET", response.status_code):
-            link.client.link_lost(self.expiry_error("GET"))
+            self.sink.client.link_lost(self.expiry_error("GET"))
         elif response.status_code != 405:
-            logger.info("GET %s answered HTTP %d: no stream", link.url, response.status_code)
+            logger.info("GET %s answered HTTP %d: no stream", endpoint.url, response.status_code)
         return None
 
     # --- Closing ----------------------------------------------------------------------
 
     async def end(self) -> None:
         """DELETE the session (best effort, bounded in time)."""
-        link = self.link
+        self.closing = True
+        endpoint = self.endpoint
         if self.id is None or self.expired:
             return
         headers = [
-            ("Host", link.authority),
+            ("Host", endpoint.authority),
             ("User-Agent", "mrtr"),
             ("Content-Length", "0"),
             *self.headers("DELETE"),
-            *link.extra_headers,
+            *endpoint.extra_headers,
         ]
-        with anyio.move_on_after(link.connect_timeout):
+        with anyio.move_on_after(endpoint.connect_timeout):
             try:
-                conn = await link.new_connection()
+                conn = await self._connect()
             except Failed:
                 return
             try:
                 await conn.send(
-                    h11.Request(method="DELETE", target=link.target, headers=headers),
+                    h11.Request(method="DELETE", target=endpoint.target, headers=headers),
                     h11.EndOfMessage(),
                 )
                 response = await conn.next_event()
                 status = getattr(response, "status_code", 0)
                 if status not in (200, 202, 204, 405):
-                    logger.info("DELETE %s answered HTTP %d", link.url, status)
+                    logger.info("DELETE %s answered HTTP %d", endpoint.url, status)
             except Broken:
                 pass
             finally:

@@ -1,7 +1,7 @@
 """Reading an SSE stream of the HTTP client, and resuming a 2025 one that broke.
 
-:func:`read_sse` feeds each event's message to the client (bounded by the link's
-``max_message_size`` per event, :class:`mrtr_core.http.SseDecoder`), remembers
+:func:`read_sse` feeds each event's message to the client (bounded by
+``max_event_size`` per event, :class:`mrtr_core.http.SseDecoder`), remembers
 event ids and ``retry`` (:class:`mrtr_core.http.StreamResumption`), and for
 an answer stream stops shortly after the answer is in.  :func:`read_answer_stream`
 reads the SSE answer to one POST; in a 2025 session a stream with event ids
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import h11
@@ -26,6 +27,7 @@ import mrtr_core as m
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
 from .link import LinkClient, Outbound
+from .loop import LoopTools
 
 if TYPE_CHECKING:
     from .http_sessions import HttpSession
@@ -36,43 +38,39 @@ logger = logging.getLogger("mrtr.client.http")
 LINGER_AFTER_ANSWER = 1.0
 
 
-class StreamOwner(Protocol):
-    """What reading a response stream needs of its link (``HttpLink`` is one): the
-    client its messages go to, the bound on one event, and the 2025 session that
-    resumes a broken stream (``None`` in 2026-07-28)."""
+@dataclass(frozen=True, slots=True)
+class SseSink:
+    """Where a stream's messages go: the client, the bound on one event, and the loop
+    (its clock and cancel scopes).  The HTTP link makes one when it starts."""
 
-    @property
-    def client(self) -> LinkClient: ...
-
-    @property
-    def max_message_size(self) -> int: ...
-
-    @property
-    def session(self) -> HttpSession | None: ...
+    client: LinkClient
+    max_event_size: int
+    loop: LoopTools
 
 
-async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnection) -> None:
-    """The SSE answer to ``out``.  2026-07-28: a broken stream is the caller's
-    ``Broken`` (the leg is re-issued).  In a 2025 session a stream with event ids that
-    breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
+async def read_answer_stream(
+    sink: SseSink, out: Outbound, conn: HttpConnection, session: HttpSession | None
+) -> None:
+    """The SSE answer to ``out``.  2026-07-28 (no ``session``): a broken stream is the
+    caller's ``Broken`` (the leg is re-issued).  In a 2025 session a stream with event
+    ids that breaks, or ends, before the answer is resumed with GET + ``Last-Event-ID``
     (bounded, see ``http_sessions``); when that is impossible the request fails
     (``Failed``), never re-issued: it may already have had its effects."""
-    assert out.request_id is not None and link.client is not None
-    client, request_id = link.client, out.request_id
+    assert out.request_id is not None
+    client, request_id = sink.client, out.request_id
     resumption = m.http.StreamResumption()
     stream: HttpConnection | None = conn
     broke: Broken | None = None
     while True:
         if stream is not None:
             try:
-                await read_sse(link, stream, resumption, stop_when=request_id)
+                await read_sse(sink, stream, resumption, stop_when=request_id)
                 broke = None
             except Broken as exc:
                 broke = exc
             finally:
                 if stream is not conn:
                     await stream.aclose()
-        session = link.session
         if not client.is_waiting_for(request_id) or session is None:
             break
         delay = resumption.next_delay()
@@ -89,7 +87,7 @@ async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnect
         if opened is None:
             break
         stream = opened[0]
-    if link.session is None:
+    if session is None:
         if broke is not None:
             raise broke
         return
@@ -108,7 +106,7 @@ async def read_answer_stream(link: StreamOwner, out: Outbound, conn: HttpConnect
 
 
 async def read_sse(
-    link: StreamOwner,
+    sink: SseSink,
     conn: HttpConnection,
     resumption: m.http.StreamResumption,
     *,
@@ -116,9 +114,8 @@ async def read_sse(
 ) -> None:
     """Feed every event's message to the client, to the end of the stream (or, with
     ``stop_when``, shortly after the answer to that request is in).  Raises ``Broken``."""
-    assert link.client is not None
-    client = link.client
-    decoder = m.http.SseDecoder(max_event_size=link.max_message_size)
+    client, now = sink.client, sink.loop.now
+    decoder = m.http.SseDecoder(max_event_size=sink.max_event_size)
 
     def deliver() -> None:
         while isinstance(event := decoder.next_event(), (m.http.SseEvent, m.wire.Oversize)):
@@ -134,9 +131,9 @@ async def read_sse(
             and not client.is_waiting_for(stop_when)
         ):
             # The answer is in: give the stream a moment to end, then stop reading.
-            reading.deadline = anyio.current_time() + LINGER_AFTER_ANSWER
+            reading.deadline = now() + LINGER_AFTER_ANSWER
 
-    with anyio.CancelScope() as reading:
+    with sink.loop.cancel_scope() as reading:
         while True:
             event = await conn.next_event()
             if isinstance(event, h11.Data):

@@ -106,7 +106,7 @@ class Link(Protocol):
     #: stream instead (HTTP).  The client passes it to its connection as is.
     cancellation: Literal["notify", "close_stream"]
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         """Connect or spawn; raise ``TransportError`` when that fails."""
 
     def transmit(self, out: Outbound) -> None:

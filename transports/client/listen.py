@@ -119,11 +119,11 @@ class Notifications:
 
     def __init__(
         self,
-        nursery: TaskGroup,
+        task_group: TaskGroup,
         cache: ResponseCache | None,
         on_notification: Callable[[m.Notification], None] | None,
     ) -> None:
-        self._nursery = nursery
+        self._task_group = task_group
         self._cache = cache
         self._on_notification = on_notification
         self.handlers: dict[str, list[Handler]] = {}
@@ -152,18 +152,18 @@ class Notifications:
             if stream is not None:
                 stream.offer(note)
             for handler in self.handlers.get(note.method, ()):
-                self._run(handler, note, self._nursery)
+                self._run(handler, note, self._task_group)
         if self._on_notification is not None:
-            self._run(self._on_notification, note, self._nursery)
+            self._run(self._on_notification, note, self._task_group)
 
-    def _run(self, handler: Handler, note: m.Notification, nursery: TaskGroup) -> None:
+    def _run(self, handler: Handler, note: m.Notification, task_group: TaskGroup) -> None:
         try:
             outcome = handler(note)
         except Exception:
             logger.exception("a notification handler failed on %s", note.method)
             return
         if inspect.isawaitable(outcome):
-            nursery.start_soon(_await_logged, outcome, note.method)
+            task_group.start_soon(_await_logged, outcome, note.method)
 
 
 async def _await_logged(outcome: Awaitable[object], method: str) -> None:
@@ -362,9 +362,9 @@ async def listen(
         max_backoff=max_backoff,
         max_pending=max_pending,
     )
-    # The streams run in the client's nursery, so the caller's exceptions pass untouched.
+    # The streams run in the client's task_group, so the caller's exceptions pass untouched.
     scope = anyio.CancelScope()
-    client._nursery.start_soon(_run_in, scope, sub)
+    client._task_group.start_soon(_run_in, scope, sub)
     try:
         started = anyio.current_time()
         with anyio.move_on_after(math.inf if ack_timeout is None else ack_timeout):

@@ -34,10 +34,10 @@ async def open_client(link: Link, **client_options: Unpack[ClientOptions]) -> As
     """A :class:`Client` over ``link``, its session open (the era settled) on entry,
     the link shut down on exit.  Options as for :class:`Client`."""
     try:
-        async with anyio.create_task_group() as nursery:
-            client = Client(link, nursery, **client_options)
+        async with anyio.create_task_group() as task_group:
+            client = Client(link, task_group, **client_options)
             try:
-                await link.start(client, nursery)
+                await link.start(client, task_group)
                 await client._open()
                 yield client
             finally:

@@ -12,6 +12,8 @@ import os
 
 import anyio
 
+from .loop import LoopTools
+
 __all__ = ["PipeEnd"]
 
 
@@ -19,9 +21,11 @@ class PipeEnd:
     """One end of a pipe, non-blocking; closed once (its descriptor is never reused
     by mistake: a closed end raises ``ClosedResourceError``)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, loop: LoopTools | None = None) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
+        # (the loop's own wait, looked up once: client/loop.py)
+        self._wait_readable = loop.wait_readable if loop is not None else anyio.wait_readable
 
     @property
     def closed(self) -> bool:
@@ -56,7 +60,7 @@ class PipeEnd:
             return None
 
     async def wait_readable(self) -> None:
-        await anyio.wait_readable(self._fileno())
+        await self._wait_readable(self._fileno())
 
     def close(self) -> None:
         """Close it (the task that waits on it closes it, so no wait is left behind)."""

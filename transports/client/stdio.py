@@ -32,12 +32,11 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Unpack
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import Process, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -46,6 +45,7 @@ import mrtr_core as m
 from .client import Client
 from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
+from .loop import LoopTools
 from .opening import open_client
 from .pipes import PipeEnd
 
@@ -122,7 +122,7 @@ class StdioLink:
         """The last lines the child wrote to stderr."""
         return list(self._stderr_tail)
 
-    async def restart(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def restart(self, client: LinkClient, task_group: TaskGroup) -> None:
         """A new client connection: when the child is gone (its stdout ended), start a new
         one; a live child keeps serving (line framing starts afresh on a new connection)."""
         if not self._stdout_ended:
@@ -137,9 +137,9 @@ class StdioLink:
         self._in_queue = 0
         self._input_done = False
         self._stdout_ended = False
-        await self.start(client, nursery)
+        await self.start(client, task_group)
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
         self.spawns += 1
         # Our own pipes for stdin and stdout (see transports/client/pipes.py); stderr is
@@ -169,9 +169,10 @@ class StdioLink:
             os.close(child_stdin)  # (the child has its own copies)
             os.close(child_stdout)
         self._stdin = PipeEnd(stdin)
-        nursery.start_soon(self._read_stderr, self.process, self._stderr_done)
-        nursery.start_soon(self._write_stdin, self._stdin, self._queued)
-        nursery.start_soon(self._read_stdout, self.process, PipeEnd(stdout))
+        task_group.start_soon(self._read_stderr, self.process, self._stderr_done)
+        task_group.start_soon(self._write_stdin, self._stdin, self._queued)
+        loop = LoopTools()
+        task_group.start_soon(self._read_stdout, self.process, PipeEnd(stdout, loop), loop)
 
     def transmit(self, out: Outbound) -> None:
         data = out.data
@@ -245,10 +246,10 @@ class StdioLink:
         finally:
             stdin.close()
 
-    async def _read_stdout(self, process: Process, stdout: PipeEnd) -> None:
+    async def _read_stdout(self, process: Process, stdout: PipeEnd, loop: LoopTools) -> None:
         assert self._client is not None
         try:
-            await self._read_pipe(stdout)
+            await self._read_pipe(stdout, loop.checkpoint)
         except (anyio.ClosedResourceError, OSError):
             pass
         finally:
@@ -268,7 +269,7 @@ class StdioLink:
             )
         )
 
-    async def _read_pipe(self, stdout: PipeEnd) -> None:
+    async def _read_pipe(self, stdout: PipeEnd, checkpoint: Callable[[], Awaitable[None]]) -> None:
         """Read the child's stdout to its end, directly: a stream's ``receive`` yields
         to the scheduler before every read, a pass of the run loop per message.  Here a
         read yields by waiting for the pipe, or by one checkpoint when it found bytes
@@ -282,7 +283,7 @@ class StdioLink:
                 await stdout.wait_readable()
                 continue
             if not waited:  # bytes twice in a row without waiting: let the others run first
-                await anyio.lowlevel.checkpoint()
+                await checkpoint()
             waited = False
             if not data:
                 return

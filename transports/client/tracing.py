@@ -45,7 +45,7 @@ class TraceRecord:
     then the round whose answers (or ``requestState``) a retry carries; a
     received result has its leg's round, except an ``input_required`` one, which
     has the number of the round it opens (so it pairs with the retry that
-    answers it).  ``t`` is ``anyio.current_time()``.
+    answers it).  ``t`` is the loop's clock (``anyio.current_time()``).
     """
 
     dir: Literal["send", "recv"]
@@ -80,8 +80,10 @@ class TraceBook:
         *,
         framing: Literal["lines", "messages"],
         max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
+        clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self._tracer = tracer
+        self._clock = clock  # (the client's, looked up once: client/loop.py)
         self._ids: OrderedDict[m.RequestId, tuple[int | None, int | None]] = OrderedDict()
         self._framer = (
             m.wire.LineFramer(
@@ -139,7 +141,7 @@ class TraceBook:
         round_: int | None,
         message: dict[str, Any],
     ) -> None:
-        record = TraceRecord(direction, anyio.current_time(), flow, round_, message)
+        record = TraceRecord(direction, self._clock(), flow, round_, message)
         try:
             self._tracer(record)
         except Exception:

@@ -126,7 +126,7 @@ class WsLink:
 
     # --- opening ---
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
         with anyio.move_on_after(self.connect_timeout) as connecting:
             try:
@@ -147,8 +147,8 @@ class WsLink:
                 f"no WebSocket to {self.url} within {self.connect_timeout:g} s", kind="timeout"
             )
         self._conversing = True
-        nursery.start_soon(self._write)
-        nursery.start_soon(self._read)
+        task_group.start_soon(self._write)
+        task_group.start_soon(self._read)
 
     async def _upgrade(self, stream: ByteStream) -> None:
         request = Request(

@@ -17,18 +17,19 @@ reading); what the server writes goes to the client at once.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Literal
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 import mrtr_core as m
 
 from ..client.errors import TransportError
 from ..client.link import LinkClient, Outbound
+from ..client.loop import LoopTools
 from ..server.app import ServerApp
 from ..server.driver import serve_stream
 
@@ -36,33 +37,66 @@ __all__ = ["MemoryLink"]
 
 
 class _ClientToServer(anyio.abc.ByteReceiveStream):
-    """The server's input: the messages the client transmitted, in order."""
+    """The server's input: the messages the client transmitted, in order, at most
+    ``max_queued`` waiting.  A plain queue and one event at a time (a memory object
+    stream looks the loop up several times per message; ``client/loop.py``)."""
 
-    def __init__(self, incoming: MemoryObjectReceiveStream[bytes]) -> None:
-        self._incoming = incoming
+    def __init__(self, max_queued: int, loop: LoopTools) -> None:
+        self._queue: deque[bytes] = deque()
+        self._max_queued = max_queued
+        self._loop = loop
+        self._arrived: anyio.Event | None = None
+        self._ended = False  # the client closed its side: the end of input, once drained
+        self._dropped = False  # the server closed its side: nothing is read any more
+
+    def put(self, data: bytes) -> bool:
+        """Queue ``data`` for the server; False when ``max_queued`` already wait."""
+        if self._ended or self._dropped:
+            return True  # shutting down
+        if len(self._queue) >= self._max_queued:
+            return False
+        self._queue.append(data)
+        self._wake()
+        return True
+
+    def end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._arrived is not None:
+            self._arrived.set()
+            self._arrived = None
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            return await self._incoming.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise anyio.EndOfStream from None  # the client closed its side: the end of input
+        if self._queue:
+            await self._loop.checkpoint()  # (a receive is a checkpoint, as on a real stream)
+        while not self._queue:
+            if self._ended or self._dropped:
+                raise anyio.EndOfStream
+            arrived = self._arrived = self._loop.event()
+            await arrived.wait()
+        return self._queue.popleft()
 
     async def aclose(self) -> None:
-        await self._incoming.aclose()
+        self._dropped = True
+        self._queue.clear()
+        await self._loop.checkpoint()
 
 
 class _ServerToClient(anyio.abc.ByteSendStream):
     """The server's output: straight into the client's connection."""
 
-    def __init__(self, client: LinkClient) -> None:
+    def __init__(self, client: LinkClient, loop: LoopTools) -> None:
         self._client = client
+        self._checkpoint = loop.checkpoint  # (looked up once: client/loop.py)
 
     async def send(self, item: bytes) -> None:
-        await anyio.lowlevel.checkpoint()  # (a send is a checkpoint, as on a real stream)
+        await self._checkpoint()  # (a send is a checkpoint, as on a real stream)
         self._client.receive_data(bytes(item))
 
     async def aclose(self) -> None:
-        await anyio.lowlevel.checkpoint()
+        await self._checkpoint()
 
 
 class MemoryLink:
@@ -82,21 +116,21 @@ class MemoryLink:
         self.app = app
         self._server_options = server_options
         self._max_queued = max_queued
-        self._to_server: MemoryObjectSendStream[bytes] | None = None
+        self._to_server: _ClientToServer | None = None
         self._client: LinkClient | None = None
         self._served = anyio.Event()
 
-    async def start(self, client: LinkClient, nursery: TaskGroup) -> None:
+    async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
-        send, receive = anyio.create_memory_object_stream[bytes](self._max_queued)
-        self._to_server = send
-        nursery.start_soon(self._serve, receive, client)
+        loop = LoopTools()
+        self._to_server = _ClientToServer(self._max_queued, loop)
+        task_group.start_soon(self._serve, self._to_server, _ServerToClient(client, loop), client)
 
-    async def _serve(self, receive: MemoryObjectReceiveStream[bytes], client: LinkClient) -> None:
+    async def _serve(
+        self, incoming: _ClientToServer, outgoing: _ServerToClient, client: LinkClient
+    ) -> None:
         try:
-            await serve_stream(
-                self.app, _ClientToServer(receive), _ServerToClient(client), **self._server_options
-            )
+            await serve_stream(self.app, incoming, outgoing, **self._server_options)
         finally:
             self._served.set()
         # The server stopped serving (the client closed its side, or the app broke).
@@ -105,9 +139,7 @@ class MemoryLink:
     def transmit(self, out: Outbound) -> None:
         if self._to_server is None:
             return
-        try:
-            self._to_server.send_nowait(out.data)
-        except anyio.WouldBlock:
+        if not self._to_server.put(out.data):
             assert self._client is not None
             self._client.link_lost(
                 TransportError(
@@ -115,8 +147,6 @@ class MemoryLink:
                     kind="disconnect",
                 )
             )
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # shutting down
 
     def close_stream(self, request_id: m.RequestId) -> None:
         """Nothing to close on a shared stream: the cancellation went out as a message."""
@@ -129,5 +159,5 @@ class MemoryLink:
         time), then stops, as a stdio server does at the end of its input."""
         if self._to_server is None:
             return
-        self._to_server.close()
+        self._to_server.end()
         await self._served.wait()
