@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support.marker_logic import never_true
 
 #: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
 #: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
@@ -47,6 +48,7 @@ CONFORMANCE_LEGS = (
     "transports/testing/test_conformance_server.py",
     "transports/asgi/test_asgi_conformance.py",
 )
+_LEG_MARKERS = ("conformance", "subprocess")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,6 +57,22 @@ def pytest_configure(config: pytest.Config) -> None:
     gone = [p for p in (*FOLDER_MARKERS, *CONFORMANCE_LEGS) if not (TESTS / p).exists()]
     if gone:
         raise pytest.UsageError(f"tests/conftest.py marks {gone}, which no longer exist")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A folder or leg whose markers the ``-m`` expression rules out is not even imported.
+
+    ``make check`` leaves out every test of the interop, scale, load, fuzz, packaging and
+    conformance files; deselecting them after collection would still import each of them
+    (the official SDK, redis' client ...) on every worker: seconds of CPU per worker.
+    """
+    if not config.option.markexpr or not collection_path.is_relative_to(TESTS):
+        return None
+    where = collection_path.relative_to(TESTS).as_posix()
+    carried = FOLDER_MARKERS.get(where) or (_LEG_MARKERS if where in CONFORMANCE_LEGS else ())
+    if carried and never_true(config.option.markexpr, frozenset(carried)):
+        return True
+    return None
 
 
 @pytest.fixture(params=_BACKENDS)
@@ -82,8 +100,8 @@ def _mark_by_folder(item: pytest.Item) -> None:
             for name in names:
                 item.add_marker(name)
     if where in CONFORMANCE_LEGS:
-        item.add_marker("conformance")
-        item.add_marker("subprocess")
+        for name in _LEG_MARKERS:
+            item.add_marker(name)
 
 
 def _run_async_under_trio(item: pytest.Item) -> None:
