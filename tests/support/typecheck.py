@@ -37,9 +37,10 @@ def _home() -> Path:
     return home
 
 
-def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
-    """mypy's ``file:line: error: ...`` lines for ``files`` (``options``: e.g. ``--strict``),
-    run in ``cwd`` (without a config file there, mypy's defaults and ``options`` only)."""
+def run_mypy(files: Sequence[Path], *options: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """mypy on ``files`` (``options``: e.g. ``--strict``), run in ``cwd`` (without a config
+    file there, mypy's defaults and ``options`` only); its exit status 2 (mypy itself
+    failed) fails the test."""
     home = _home()
     mypy = Path(sys.executable).parent / "mypy"
     cache = home / "cache" / hashlib.sha256(" ".join(options).encode()).hexdigest()[:12]
@@ -48,5 +49,11 @@ def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
     ran = subprocess.run(
         argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=MYPY_TIMEOUT, check=False
     )
-    assert ran.returncode in (0, 1), ran.stdout + ran.stderr  # 2: mypy itself failed
+    assert ran.returncode in (0, 1), ran.stdout + ran.stderr
+    return ran
+
+
+def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
+    """mypy's ``file:line: error: ...`` lines for ``files``, as :func:`run_mypy` runs it."""
+    ran = run_mypy(files, *options, cwd=cwd)
     return [line for line in ran.stdout.splitlines() if ": error:" in line]
