@@ -124,17 +124,24 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
 
     ``--dist loadgroup`` (the Makefile's) spreads tests one by one; each worker would
     otherwise build its own copy of a fixture meant to be built once (a virtualenv, a
-    peer server, nginx and redis).  The group is where the fixture is defined: its module,
-    or the folder of its conftest.py.
+    peer server, nginx and redis).  The group is what shares one copy of the fixture: the
+    test's module for a module-scoped one (wherever it is defined), else the module or
+    folder that defines it; and, for a parametrized fixture, which of its values the test
+    uses: each value is a copy of its own, so the values can go to different workers
+    (uvicorn's tests on one, hypercorn's on another).
     """
     info = getattr(item, "_fixtureinfo", None)  # pytest keeps the resolved fixtures here
     if info is None:
         return
     defs = [d for ds in info.name2fixturedefs.values() for d in ds if d.baseid]
+    callspec = getattr(item, "callspec", None)
     for scope in _SHARED_SCOPES:
         for fixturedef in defs:
             if fixturedef.scope == scope:
-                item.add_marker(pytest.mark.xdist_group(fixturedef.baseid))
+                group = item.nodeid.split("::")[0] if scope == "module" else fixturedef.baseid
+                if fixturedef.params is not None and callspec is not None:
+                    group += f"[{callspec.indices.get(fixturedef.argname, '')}]"
+                item.add_marker(pytest.mark.xdist_group(group))
                 return
 
 
