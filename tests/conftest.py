@@ -87,7 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         _mark_by_folder(item)
         _run_async_under_trio(item)
-        if xdist:
+        if xdist and not _one_at_a_time_if_serial(item):
             _keep_shared_fixtures_on_one_worker(item)
 
 
@@ -113,6 +113,17 @@ def _run_async_under_trio(item: pytest.Item) -> None:
     if any(item.get_closest_marker(name) is not None for name in _RUNNERS):
         return
     item.add_marker(pytest.mark.trio)
+
+
+def _one_at_a_time_if_serial(item: pytest.Item) -> bool:
+    """The ``serial`` tests (load and backpressure: each a server and its clients at full
+    speed) run one after another on one worker, while the other workers go on with the
+    rest.  They used to run after everything else, alone: the last two minutes of
+    ``make test``, on a machine that other work keeps busy anyway."""
+    if item.get_closest_marker("serial") is None:
+        return False
+    item.add_marker(pytest.mark.xdist_group("serial"))
+    return True
 
 
 #: Broadest first: a test that uses a session fixture and a module one is grouped by the first.
