@@ -94,12 +94,10 @@ define run_pytest
 if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 endef
 
-# Every test, coverage combined (fail_under in pyproject.toml): first all but the `serial` ones
-# on parallel workers, then those (the load tests, which need the machine to themselves) alone,
-# added to the same coverage data.
+# Every test on parallel workers, with branch coverage (fail_under in pyproject.toml); the
+# `serial` ones (the load tests) one after another on one of the workers (tests/conftest.py).
 pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
-	$(call run_pytest,$(XDIST) -m "not serial" --cov --cov-report= --cov-fail-under=0)
-	$(call run_pytest,-p no:xdist -m serial --cov --cov-append --cov-report=term)
+	$(call run_pytest,$(XDIST) --cov --cov-report=term)
 
 pytest-fast: $(STAMP)
 	$(call run_pytest,$(XDIST) -m "$(FAST)" $(PYTEST_ARGS))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support.marker_logic import never_true
 
 #: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
 #: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
@@ -47,6 +48,7 @@ CONFORMANCE_LEGS = (
     "transports/testing/test_conformance_server.py",
     "transports/asgi/test_asgi_conformance.py",
 )
+_LEG_MARKERS = ("conformance", "subprocess")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,6 +57,22 @@ def pytest_configure(config: pytest.Config) -> None:
     gone = [p for p in (*FOLDER_MARKERS, *CONFORMANCE_LEGS) if not (TESTS / p).exists()]
     if gone:
         raise pytest.UsageError(f"tests/conftest.py marks {gone}, which no longer exist")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A folder or leg whose markers the ``-m`` expression rules out is not even imported.
+
+    ``make check`` leaves out every test of the interop, scale, load, fuzz, packaging and
+    conformance files; deselecting them after collection would still import each of them
+    (the official SDK, redis' client ...) on every worker: seconds of CPU per worker.
+    """
+    if not config.option.markexpr or not collection_path.is_relative_to(TESTS):
+        return None
+    where = collection_path.relative_to(TESTS).as_posix()
+    carried = FOLDER_MARKERS.get(where) or (_LEG_MARKERS if where in CONFORMANCE_LEGS else ())
+    if carried and never_true(config.option.markexpr, frozenset(carried)):
+        return True
+    return None
 
 
 @pytest.fixture(params=_BACKENDS)
@@ -69,7 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         _mark_by_folder(item)
         _run_async_under_trio(item)
-        if xdist:
+        if xdist and not _one_at_a_time_if_serial(item):
             _keep_shared_fixtures_on_one_worker(item)
 
 
@@ -82,8 +100,8 @@ def _mark_by_folder(item: pytest.Item) -> None:
             for name in names:
                 item.add_marker(name)
     if where in CONFORMANCE_LEGS:
-        item.add_marker("conformance")
-        item.add_marker("subprocess")
+        for name in _LEG_MARKERS:
+            item.add_marker(name)
 
 
 def _run_async_under_trio(item: pytest.Item) -> None:
@@ -97,6 +115,17 @@ def _run_async_under_trio(item: pytest.Item) -> None:
     item.add_marker(pytest.mark.trio)
 
 
+def _one_at_a_time_if_serial(item: pytest.Item) -> bool:
+    """The ``serial`` tests (load and backpressure: each a server and its clients at full
+    speed) run one after another on one worker, while the other workers go on with the
+    rest.  They used to run after everything else, alone: the last two minutes of
+    ``make test``, on a machine that other work keeps busy anyway."""
+    if item.get_closest_marker("serial") is None:
+        return False
+    item.add_marker(pytest.mark.xdist_group("serial"))
+    return True
+
+
 #: Broadest first: a test that uses a session fixture and a module one is grouped by the first.
 _SHARED_SCOPES = ("session", "package", "module")
 
@@ -106,17 +135,24 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
 
     ``--dist loadgroup`` (the Makefile's) spreads tests one by one; each worker would
     otherwise build its own copy of a fixture meant to be built once (a virtualenv, a
-    peer server, nginx and redis).  The group is where the fixture is defined: its module,
-    or the folder of its conftest.py.
+    peer server, nginx and redis).  The group is what shares one copy of the fixture: the
+    test's module for a module-scoped one (wherever it is defined), else the module or
+    folder that defines it; and, for a parametrized fixture, which of its values the test
+    uses: each value is a copy of its own, so the values can go to different workers
+    (uvicorn's tests on one, hypercorn's on another).
     """
     info = getattr(item, "_fixtureinfo", None)  # pytest keeps the resolved fixtures here
     if info is None:
         return
     defs = [d for ds in info.name2fixturedefs.values() for d in ds if d.baseid]
+    callspec = getattr(item, "callspec", None)
     for scope in _SHARED_SCOPES:
         for fixturedef in defs:
             if fixturedef.scope == scope:
-                item.add_marker(pytest.mark.xdist_group(fixturedef.baseid))
+                group = item.nodeid.split("::")[0] if scope == "module" else fixturedef.baseid
+                if fixturedef.params is not None and callspec is not None:
+                    group += f"[{callspec.indices.get(fixturedef.argname, '')}]"
+                item.add_marker(pytest.mark.xdist_group(group))
                 return
 
 

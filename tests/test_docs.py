@@ -44,14 +44,19 @@ def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
+def _starts_a_child(code: str) -> bool:
+    # `sys.executable`: a block starts a Python child with it (`mrtr serve --stdio` for a client)
+    return "import subprocess" in code or "sys.executable" in code
+
+
 BLOCKS = [
     pytest.param(
         path,
         line,
         code,
         id=f"{_rel(path)}:block{index}",
-        # a block that runs `mrtr` as a child takes seconds: out of `make check`
-        marks=[pytest.mark.subprocess] if "import subprocess" in code else [],
+        # a block that starts a child (`mrtr`, a stdio server) takes seconds: out of `make check`
+        marks=[pytest.mark.subprocess] if _starts_a_child(code) else [],
     )
     for path in DOC_FILES
     for index, (line, code) in enumerate(python_blocks(path))

@@ -46,9 +46,15 @@ class Ran:
         return json.loads(self.stdout)
 
 
+#: Seconds before a run counts as hung: a guard, not a speed check.  An ``mrtr`` that
+#: takes half a second of CPU took more than 10 s on a two-core machine busy with a
+#: parallel ``make test`` and other work (two such failures in one run).
+HUNG = 30.0
+
+
 async def mrtr(
     *args: str,
-    timeout: float = 10.0,
+    timeout: float = HUNG,
     stdin: Any = subprocess.DEVNULL,
     env: Mapping[str, str] | None = None,
 ) -> Ran:
@@ -65,7 +71,7 @@ async def mrtr(
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
-async def mrtr_all(calls: Sequence[Sequence[str]], timeout: float = 10.0) -> list[Ran]:
+async def mrtr_all(calls: Sequence[Sequence[str]], timeout: float = HUNG) -> list[Ran]:
     """Several ``mrtr`` runs at once (each its own process); results in the given order."""
     results: list[Ran | None] = [None] * len(calls)
 

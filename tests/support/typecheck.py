@@ -3,9 +3,11 @@
 The project is installed in editable mode through an import hook, which mypy cannot
 follow: it reads both packages from a folder of links named as they are installed
 (``mrtr_transports`` is the ``transports`` folder), and the tests' ``support`` package
-from ``tests/`` (a test file may be the program it checks).  The folder and mypy's cache live in
+from ``tests/`` (a test file may be the program it checks).  The folder and mypy's caches live in
 the temporary directory, one per work tree, so a run after the first one only checks
-what changed.
+what changed.  One cache per set of options: mypy throws a module's cache entry away when
+the options differ, so a ``--check-untyped-defs`` run between two ``--strict`` ones would
+make every run check everything again (10 to 15 s each).
 """
 
 from __future__ import annotations
@@ -35,15 +37,23 @@ def _home() -> Path:
     return home
 
 
-def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
-    """mypy's ``file:line: error: ...`` lines for ``files`` (``options``: e.g. ``--strict``),
-    run in ``cwd`` (without a config file there, mypy's defaults and ``options`` only)."""
+def run_mypy(files: Sequence[Path], *options: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """mypy on ``files`` (``options``: e.g. ``--strict``), run in ``cwd`` (without a config
+    file there, mypy's defaults and ``options`` only); its exit status 2 (mypy itself
+    failed) fails the test."""
     home = _home()
     mypy = Path(sys.executable).parent / "mypy"
-    argv = [str(mypy), *options, "--cache-dir", str(home / "cache"), *map(str, files)]
+    cache = home / "cache" / hashlib.sha256(" ".join(options).encode()).hexdigest()[:12]
+    argv = [str(mypy), *options, "--cache-dir", str(cache), *map(str, files)]
     env = {**os.environ, "MYPYPATH": os.pathsep.join([str(home / "packages"), str(ROOT / "tests")])}
     ran = subprocess.run(
         argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=MYPY_TIMEOUT, check=False
     )
-    assert ran.returncode in (0, 1), ran.stdout + ran.stderr  # 2: mypy itself failed
+    assert ran.returncode in (0, 1), ran.stdout + ran.stderr
+    return ran
+
+
+def mypy_errors(files: Sequence[Path], *options: str, cwd: Path) -> list[str]:
+    """mypy's ``file:line: error: ...`` lines for ``files``, as :func:`run_mypy` runs it."""
+    ran = run_mypy(files, *options, cwd=cwd)
     return [line for line in ran.stdout.splitlines() if ": error:" in line]

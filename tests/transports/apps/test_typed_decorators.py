@@ -2,21 +2,19 @@
 
 The decorators keep the decorated function's type, and check the options given.  mypy
 runs as a real subprocess on the package's sources (``mrtr_transports`` is the
-``transports`` folder, so it is reached through a folder of links on ``MYPYPATH``).
+``transports`` folder, so it is reached through a folder of links on ``MYPYPATH``:
+``support.typecheck``, whose cache the other type-checking tests share).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.typecheck import run_mypy
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[3]
 
 PROGRAM = '''
 from typing import Annotated
@@ -86,22 +84,9 @@ text: str = add(1, 2)
 
 
 def mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
-    links = tmp_path / "packages"
-    links.mkdir(exist_ok=True)
-    for name, folder in [("mrtr_transports", "transports"), ("mrtr_core", "mrtr_core")]:
-        if not (links / name).exists():
-            (links / name).symlink_to(ROOT / folder, target_is_directory=True)
     program = tmp_path / "user_program.py"
     program.write_text(source)
-    return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(links)},
-        timeout=300,
-        check=False,
-    )
+    return run_mypy([program], "--strict", cwd=tmp_path)
 
 
 def test_mypy_strict_passes_on_a_program_with_bare_and_called_decorators(tmp_path: Path) -> None:

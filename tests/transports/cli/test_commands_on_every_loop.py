@@ -18,6 +18,9 @@ from mrtr_transports.cli.listing import run_list
 from mrtr_transports.cli.main import build_parser
 from support.cli_run import MRTR, STDIO_EXAMPLE, TESTS_ON_PATH
 
+#: Each test starts a `mrtr serve --stdio` child (seconds under load): out of `make check`.
+pytestmark = pytest.mark.subprocess
+
 WEATHER_ANSWERS = {
     "city": {"action": "accept", "content": {"city": "Paris"}},
     "units": {"action": "accept", "content": {"units": "C"}},

@@ -18,7 +18,9 @@ import scale_services
 _NOT_TESTED = "SCALE-OUT NOT TESTED: "
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: it only looks the binaries up, and tests/conftest.py keeps the
+# tests sharing a session fixture on one xdist worker (all twenty of them, one by one).
+@pytest.fixture(scope="module")
 def services() -> dict[str, str]:
     found = scale_services.located()
     if isinstance(found, str):

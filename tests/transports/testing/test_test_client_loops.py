@@ -104,6 +104,7 @@ async def test_on_asyncio(mrtr_client):
 """
 
 
+@pytest.mark.subprocess  # a pytest child per option, as in test_pytest_plugin.py
 @pytest.mark.parametrize(
     "options",
     [["-o", "mrtr_backend=asyncio"], ["-o", "asyncio_mode=auto"]],
