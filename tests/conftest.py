@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support.budget import FULL_EXAMPLES
 from support.marker_logic import never_true
 
 #: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
 #: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
 _SHARED_CORES = {"suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile(
-    "ci", max_examples=100, derandomize=True, print_blob=True, **_SHARED_CORES
+    "ci", max_examples=FULL_EXAMPLES, derandomize=True, print_blob=True, **_SHARED_CORES
 )
 settings.register_profile("quick", max_examples=20, **_SHARED_CORES)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))

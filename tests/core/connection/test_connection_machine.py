@@ -57,7 +57,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from support.budget import examples
+from support.budget import examples, stateful_steps
 from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain
 
 import mrtr_core as m
@@ -996,7 +996,9 @@ class MessagesExchange(Exchange):
     FRAMING = "messages"
 
 
-MACHINE_SETTINGS = settings(max_examples=examples(times=2), stateful_step_count=150, deadline=None)
+MACHINE_SETTINGS = settings(
+    max_examples=examples(times=2), stateful_step_count=stateful_steps(full=150), deadline=None
+)
 
 TestLinesExchange = LinesExchange.TestCase
 TestLinesExchange.settings = MACHINE_SETTINGS
