@@ -33,7 +33,10 @@ fixtures_app = build_conformance_app()
 Header = tuple[str, str]
 
 #: Every server of the endpoint; those in this process, whose state a test may read.
-ALL_KINDS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN, UVICORN])
+#: (uvicorn runs as a child process: ``make test`` runs those, ``make check`` leaves them out.)
+ALL_KINDS = pytest.mark.parametrize(
+    "kind", ["mrtr", HYPERCORN, pytest.param(UVICORN, marks=pytest.mark.subprocess)]
+)
 IN_PROCESS = pytest.mark.parametrize("kind", ["mrtr", HYPERCORN])
 
 
