@@ -38,6 +38,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -101,6 +103,10 @@ class HostConnection:
         #: No request has arrived on this connection yet.
         self.fresh = True
         self.write_lock = anyio.Lock()
+        #: The client stopped reading (a write outlived ``write_timeout``): the connection
+        #: is reset, not closed, so what the kernel still holds for it is dropped rather
+        #: than trickled out to a reader that may never come (``abort``).
+        self.stalled = False
         #: The access line of the request being answered, while the host logs (access.py).
         self.record: AccessRecord | None = None
         #: A write the socket takes whole goes straight to it (``write``).  On asyncio
@@ -253,7 +259,16 @@ class HostConnection:
                 if acquired:
                     lock.release()
         if scope.cancelled_caught:
+            self.stalled = True
             raise ClientDisconnected(f"the client took nothing for {self.bounds.write_timeout} s")
+
+    def abort(self) -> None:
+        """Make the coming close a reset (``SO_LINGER`` 0): the socket's unsent bytes,
+        up to its whole send buffer (megabytes), are dropped at once."""
+        raw = self.stream.extra(SocketAttribute.raw_socket, None)
+        if raw is not None and raw.fileno() >= 0:
+            with contextlib.suppress(OSError):
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     async def send_error(
         self,
@@ -555,7 +570,9 @@ class RequestCycle:
                 self.gone = True
                 raise
             finally:
-                if self.complete and self._disconnect_scope is not None:
+                # The response ended, or the client is gone: a ``receive()`` waiting for
+                # the client to go says ``http.disconnect`` now.
+                if (self.complete or self.gone) and self._disconnect_scope is not None:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")

@@ -205,7 +205,10 @@ class AsgiHost:
             if not self._connections:
                 self._all_closed.set()
             with anyio.CancelScope(shield=True):
-                if connection.linger:  # refused while its client was still sending
+                if connection.stalled:  # it stopped reading: no more of our memory
+                    connection.abort()
+                    await anyio.aclose_forcefully(stream)
+                elif connection.linger:  # refused while its client was still sending
                     await close_lingering(stream, self.lingering, request_bytes)
                 else:
                     await anyio.aclose_forcefully(stream)
