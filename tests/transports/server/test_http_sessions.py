@@ -178,7 +178,7 @@ async def test_initialize_opens_a_session_and_requests_stream_with_event_ids(kin
 @IN_PROCESS
 async def test_session_ids_are_required_and_checked(kind: str) -> None:
     with trio.fail_after(10):
-        async with serving(kind, fixtures_app, session_idle_timeout=0.3) as served:
+        async with serving(kind, fixtures_app, session_idle_timeout=1.0) as served:
             session_id = await open_session(served)
             sse_only = await served.post(initialize(), [], accept="text/event-stream")
             assert sse_only.status == 406 and "mcp-session-id" not in sse_only.headers
@@ -200,7 +200,7 @@ async def test_session_ids_are_required_and_checked(kind: str) -> None:
             assert json_only.status == 406 and json_only.json()["id"] == 3
             async with streaming(served, request("tools/list", rid=3), in_session(session_id)) as s:
                 assert (await s.message() or {})["id"] == 3  # the id was released
-            await trio.sleep(0.5)  # idle past session_idle_timeout
+            await trio.sleep(1.5)  # idle past session_idle_timeout
             expired = await served.post(request("ping"), in_session(session_id))
             assert expired.status == 404 and "expired" in expired.json()["error"]["message"]
             assert session_id not in served.server.sessions.sessions
