@@ -151,7 +151,7 @@ def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
 SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching")
 #: The ceiling of public names, top level and public submodules counted together (each name
 #: is public in one place).  Issue 21 cut it from 321; raise it only with a name the docs use.
-MAX_PUBLIC_NAMES = 188
+MAX_PUBLIC_NAMES = 170
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 

@@ -85,7 +85,7 @@ class _StandaloneOutlet:
             return
         plain = {k: v for k, v in (params or {}).items() if k != "_meta"}
         note = m.Notification(method=method, params=plain or None)
-        self._session.emit(m.http.STANDALONE, self._session.conn.send(note))
+        self._session.emit(m.http._replay.STANDALONE, self._session.conn.send(note))
 
 
 def _not_found(outcome: Outcome) -> bool:
@@ -157,7 +157,7 @@ class Session:
     def emit(self, stream: int, data: bytes) -> None:
         """Record an event of ``stream`` (nothing for ``b""``: not due)."""
         if data and not self.closed:
-            if stream == m.http.STANDALONE and not self.standalone_opened:
+            if stream == m.http._replay.STANDALONE and not self.standalone_opened:
                 return  # nobody ever listened: keep the buffer for request streams
             self.buffer.record(stream, data)
             self.wake()

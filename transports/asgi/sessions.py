@@ -50,8 +50,8 @@ import anyio
 import anyio.abc
 
 import mrtr_core as m
-from mrtr_core.http import STANDALONE, ReplayLost, SessionRefused, SessionTable
-from mrtr_core.http._replay import Cursor
+from mrtr_core.http import ReplayLost, SessionRefused, SessionTable
+from mrtr_core.http._replay import STANDALONE, Cursor
 
 from ..server.app import ServerApp
 from .answer import Receive, Send, Sender, send_whole, watch_disconnect
@@ -94,7 +94,7 @@ async def _error(
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """An HTTP error whose body is a JSON-RPC error response without id."""
-    await send_whole(send, status, m.http.error_body(message, code), extra=extra)
+    await send_whole(send, status, m.http._post.error_body(message, code), extra=extra)
 
 
 async def _reply(
@@ -343,7 +343,9 @@ class SessionEndpoint:
         request_id = message.get("id")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             request_id = None
-        await send_whole(send, 400, m.wire.encode_message(m.error_response(request_id, error)))
+        await send_whole(
+            send, 400, m.wire._codec.encode_message(m.error_response(request_id, error))
+        )
 
     # --- GET, DELETE ---
 
@@ -446,4 +448,4 @@ class SessionEndpoint:
             with anyio.move_on_after(interval if interval > 0 else math.inf) as waited:
                 await changed.wait()
             if waited.cancelled_caught:
-                await sender.body(m.http.encode_sse_comment(), more=True)
+                await sender.body(m.http._sse.encode_sse_comment(), more=True)

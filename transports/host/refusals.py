@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 SERVER_BUSY = m.SERVER_BUSY
-error_body = m.http.error_body
+error_body = m.http._post.error_body
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
 #: Seconds a refused client may go on sending (read and dropped) before the close.

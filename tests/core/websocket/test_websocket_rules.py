@@ -8,15 +8,14 @@ import mrtr_core as m
 from mrtr_core.websocket import (
     CLOSE_CODES,
     SUBPROTOCOL,
-    CloseCode,
     Fault,
     MessageAssembler,
     WebSocketViolation,
     check_subprotocol,
     choose_subprotocol,
     close_reason,
-    describe_close,
 )
+from mrtr_core.websocket._binding import CloseCode, describe_close
 
 
 def test_the_subprotocol_is_selected_only_when_offered_exactly() -> None:

@@ -34,11 +34,16 @@ from mrtr_core.wire import (
     ListRootsResult,
     Root,
     _codec,
-    decode_message,
-    encode_message,
     message_to_json,
 )
-from mrtr_core.wire._codec import STDLIB_JSON, default_codec, json_backend, message_from_json
+from mrtr_core.wire._codec import (
+    STDLIB_JSON,
+    decode_message,
+    default_codec,
+    encode_message,
+    json_backend,
+    message_from_json,
+)
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 CODECS: dict[str, Codec] = {name: Codec(name) for name in BACKENDS}

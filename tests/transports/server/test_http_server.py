@@ -73,7 +73,7 @@ class Reply:
         decoder.feed_eof()
         found = []
         while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-            assert isinstance(event, m.http.SseEvent)
+            assert isinstance(event, m.http._sse.SseEvent)
             found.append(json.loads(event.data))
         return found
 
@@ -238,7 +238,7 @@ async def test_keep_alive_comments_while_a_stream_is_quiet(kind: str) -> None:
     with trio.fail_after(5):
         async with serving(keepalive_interval=0.02, kind=kind) as served:
             reply = await served.post(tool_call("trickle", {"seconds": 0.2}, progressToken=7))
-            assert m.http.encode_sse_comment() in reply.body
+            assert m.http._sse.encode_sse_comment() in reply.body
             events = reply.events()  # comments are not events
             assert events[0]["method"] == "notifications/progress"
             assert events[1]["result"]["content"][0]["text"] == "trickled"

@@ -102,11 +102,11 @@ class Stream:
         self.raw = b""
         self.ended = False
 
-    async def next(self) -> m.http.SseEvent | None:
+    async def next(self) -> m.http._sse.SseEvent | None:
         """The next event with data; ``None`` when the response ends."""
         while True:
             event = self.decoder.next_event()
-            if isinstance(event, m.http.SseEvent):
+            if isinstance(event, m.http._sse.SseEvent):
                 if event.data:  # (not the priming event)
                     return event
                 continue
