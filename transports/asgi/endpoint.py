@@ -330,7 +330,7 @@ class McpAsgi:
         async def refuse(
             status: int,
             message: str,
-            code: int = m.INVALID_REQUEST,
+            code: int = m.ErrorCode.INVALID_REQUEST,
             extra: list[tuple[bytes, bytes]] | None = None,
         ) -> None:
             body = m.http._post.error_body(message, code)
@@ -511,7 +511,7 @@ class McpAsgi:
             log.warning("listen stream refused for %s: %s", client, lease.message)
             busy = m.MrtrError(
                 lease.message,
-                code=m.SERVER_BUSY,
+                code=m.ErrorCode.SERVER_BUSY,
                 data={"retryAfterSeconds": lease.retry_after},
             )
             _, data = send_response(conn, m.error_response(request.id, busy))

@@ -34,7 +34,7 @@ def test_post_refusal(fields: dict[str, list[str]], refusal: tuple[int, str] | N
     else:
         assert isinstance(found, PostRefusal)
         assert found.status == refusal[0] and refusal[1] in found.message
-        assert found.code == m.INVALID_REQUEST
+        assert found.code == m.ErrorCode.INVALID_REQUEST
 
 
 def test_body_too_large_names_the_bound() -> None:
@@ -44,11 +44,11 @@ def test_body_too_large_names_the_bound() -> None:
 @pytest.mark.parametrize(
     ("code", "status"),
     [
-        (m.METHOD_NOT_FOUND, 404),
-        (m.PARSE_ERROR, 400),
-        (m.HEADER_MISMATCH, 400),
-        (m.UNSUPPORTED_PROTOCOL_VERSION, 400),
-        (m.INTERNAL_ERROR, 500),
+        (m.ErrorCode.METHOD_NOT_FOUND, 404),
+        (m.ErrorCode.PARSE_ERROR, 400),
+        (m.ErrorCode.HEADER_MISMATCH, 400),
+        (m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, 400),
+        (m.ErrorCode.INTERNAL_ERROR, 500),
         (-1, 200),  # an application's own error code: the answer itself is fine
     ],
 )
@@ -79,7 +79,7 @@ def test_an_empty_body_is_a_parse_error() -> None:
 def test_removed_methods_get_method_not_found() -> None:
     reply = m.http._post.removed_method_reply(m.Request(id=4, method="initialize"))
     assert reply is not None and reply.id == 4
-    assert reply.error.code == m.METHOD_NOT_FOUND
+    assert reply.error.code == m.ErrorCode.METHOD_NOT_FOUND
     assert "initialize is not a 2026-07-28 method" in reply.error.message
     assert m.http._post.removed_method_reply(m.Request(id=4, method="tools/list")) is None
 
@@ -132,5 +132,5 @@ def test_header_refusal_answers_a_mismatch_under_the_request_id() -> None:
     assert isinstance(refused, m.http._post.HeaderRefusal)
     assert refused.status == 400
     assert refused.reply.id == 7
-    assert refused.reply.error.code == m.HEADER_MISMATCH
+    assert refused.reply.error.code == m.ErrorCode.HEADER_MISMATCH
     assert "Mcp-Param-Region" in refused.reply.error.message

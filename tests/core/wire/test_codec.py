@@ -14,9 +14,6 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 from mrtr_core import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
     ErrorObject,
     ErrorResponse,
     LocalProtocolError,
@@ -26,6 +23,7 @@ from mrtr_core import (
     Request,
     ResultResponse,
 )
+from mrtr_core._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mrtr_core.wire import (
     Codec,
     ElicitFormRequest,
