@@ -1,8 +1,9 @@
 """Streamable HTTP, for authors of an HTTP binding (server or client): the header
-names and the rules of their mirrors, the rules of one 2026-07-28 POST and the
-status of its answers, server-sent events, and the 2025-era sessions (session
-ids, the ``SessionTable``, event ids and the ``ReplayBuffer``, what a client of a
-session sends and how it resumes a stream).
+names (one namespace, ``Header``) and the rules of their mirrors, the HTTP status
+of an error answer, server-sent events, and the 2025-era sessions (session ids,
+the ``SessionTable``, event ids and the ``ReplayBuffer``, what a client of a
+session sends and how it resumes a stream).  The steps of serving one POST that
+our ASGI endpoint takes live in the private ``_post`` module.
 
 Everything here is sans-IO: header fields, bodies and events in, decisions and
 bytes out.  See ``docs/transports.md``.
