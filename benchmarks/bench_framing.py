@@ -48,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Stats, machine, measure, ratio
 
-from mrtr_core.http import SseDecoder, SseEvent, encode_sse
+from mrtr_core.http import SseDecoder, encode_sse
+from mrtr_core.http._sse import SseEvent
 from mrtr_core.wire import Codec, LineFramer
 from mrtr_core.wire._codec import json_backend
 

@@ -50,16 +50,8 @@ from ._connection._options import CLIENT, SERVER, Role
 from ._connection._session import SessionState
 from ._connection._verdict import Verdict
 from ._errors import (
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    PARSE_ERROR,
-    SERVER_BUSY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     AppResultRefused,
+    ErrorCode,
     LocalProtocolError,
     MrtrError,
     PeerError,
@@ -124,13 +116,5 @@ __all__ = [
     "MrtrError",
     "PeerError",
     "RemoteProtocolError",
-    "HEADER_MISMATCH",
-    "INTERNAL_ERROR",
-    "INVALID_PARAMS",
-    "INVALID_REQUEST",
-    "METHOD_NOT_FOUND",
-    "MISSING_CLIENT_CAPABILITY",
-    "PARSE_ERROR",
-    "SERVER_BUSY",
-    "UNSUPPORTED_PROTOCOL_VERSION",
+    "ErrorCode",
 ]

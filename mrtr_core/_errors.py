@@ -10,21 +10,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
-# JSON-RPC 2.0 and MCP error codes (schema 2026-07-28).
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-HEADER_MISMATCH = -32020
-MISSING_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-#: A "come back later" refusal, before the request was processed (an implementation
-#: code: the spec leaves -32000 to -32019 to servers).  Sent by our HTTP server with 503
-#: and ``Retry-After``; our HTTP client retries it.
-SERVER_BUSY = -32000
+
+class ErrorCode:
+    """The JSON-RPC 2.0 and MCP error codes (schema 2026-07-28), each a plain ``int``.
+
+    A namespace, not an enum: a code goes into an ``ErrorObject`` and onto the wire
+    as it is, and a peer's code that is none of these reads the same way.
+    """
+
+    PARSE_ERROR: Final = -32700
+    INVALID_REQUEST: Final = -32600
+    METHOD_NOT_FOUND: Final = -32601
+    INVALID_PARAMS: Final = -32602
+    INTERNAL_ERROR: Final = -32603
+    HEADER_MISMATCH: Final = -32020
+    MISSING_CLIENT_CAPABILITY: Final = -32021
+    UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+    #: A "come back later" refusal, before the request was processed (an implementation
+    #: code: the spec leaves -32000 to -32019 to servers).  Sent by our HTTP server with
+    #: 503 and ``Retry-After``; our HTTP client retries it.
+    SERVER_BUSY: Final = -32000
+
+
+# The core's own modules (and our transports) name a code without its namespace.
+PARSE_ERROR: Final = ErrorCode.PARSE_ERROR
+INVALID_REQUEST: Final = ErrorCode.INVALID_REQUEST
+METHOD_NOT_FOUND: Final = ErrorCode.METHOD_NOT_FOUND
+INVALID_PARAMS: Final = ErrorCode.INVALID_PARAMS
+INTERNAL_ERROR: Final = ErrorCode.INTERNAL_ERROR
+HEADER_MISMATCH: Final = ErrorCode.HEADER_MISMATCH
+MISSING_CLIENT_CAPABILITY: Final = ErrorCode.MISSING_CLIENT_CAPABILITY
+UNSUPPORTED_PROTOCOL_VERSION: Final = ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+SERVER_BUSY: Final = ErrorCode.SERVER_BUSY
 
 # How much of a value an error message shows: a few items of a couple of levels.
 _SHOWN_CHARS = 40

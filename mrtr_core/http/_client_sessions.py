@@ -20,7 +20,8 @@ from __future__ import annotations
 import attrs
 
 from .._errors import LocalProtocolError, RemoteProtocolError
-from ._sessions import SESSION_ID_HEADER, valid_session_id
+from ._headers import Header
+from ._sessions import valid_session_id
 
 #: The longest session id (and event id) we accept from a server: looser than the
 #: bounds on our own ids (``_sessions``), since other servers choose their own.
@@ -40,7 +41,7 @@ def check_session_id(raw: bytes | str) -> str:
     if not valid_session_id(text, MAX_PEER_SESSION_ID_LENGTH):
         shown = text[:40] + ("..." if len(text) > 40 else "")
         raise RemoteProtocolError(
-            f"the server sent an invalid {SESSION_ID_HEADER} ({len(text)} characters, "
+            f"the server sent an invalid {Header.SESSION_ID} ({len(text)} characters, "
             f"must be 1 to {MAX_PEER_SESSION_ID_LENGTH} visible ASCII): {shown!r}"
         )
     return text
@@ -54,7 +55,7 @@ def session_headers(
         return []
     headers: list[tuple[str, str]] = []
     if session_id is not None:
-        headers.append((SESSION_ID_HEADER, session_id))
+        headers.append((Header.SESSION_ID, session_id))
     if protocol_version is not None:
         headers.append(("MCP-Protocol-Version", protocol_version))
     return headers

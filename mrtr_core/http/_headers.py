@@ -32,15 +32,34 @@ import base64
 import binascii
 import decimal
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from .._errors import HEADER_MISMATCH, MrtrError, RemoteProtocolError, describe
 from .._meta import META_PROTOCOL_VERSION
 
-PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
-METHOD_HEADER = "Mcp-Method"
-NAME_HEADER = "Mcp-Name"
-PARAM_HEADER_PREFIX = "Mcp-Param-"
+
+class Header:
+    """The names of the headers of MCP's Streamable HTTP binding (each a plain ``str``).
+
+    A namespace, not an enum, so that a name goes into a header list as it is.
+    """
+
+    #: Mirrors ``_meta["io.modelcontextprotocol/protocolVersion"]`` (2026-07-28); a
+    #: 2025-era client sends it after ``initialize``.
+    PROTOCOL_VERSION: Final = "MCP-Protocol-Version"
+    #: Mirrors ``method``.
+    METHOD: Final = "Mcp-Method"
+    #: Mirrors ``params.name`` (``tools/call``, ``prompts/get``) or ``params.uri``
+    #: (``resources/read``).
+    NAME: Final = "Mcp-Name"
+    #: ``Mcp-Param-{Name}`` mirrors a ``tools/call`` argument annotated ``x-mcp-header``.
+    PARAM_PREFIX: Final = "Mcp-Param-"
+    #: A 2025-era session's id.
+    SESSION_ID: Final = "Mcp-Session-Id"
+    #: The last event a 2025-era client saw, to resume a stream after it.
+    LAST_EVENT_ID: Final = "Last-Event-ID"
+
+
 #: The schema keyword that mirrors an argument into ``Mcp-Param-{value}``.
 ANNOTATION = "x-mcp-header"
 #: The methods whose ``Mcp-Name`` mirrors a field of ``params``, and that field.
@@ -339,22 +358,22 @@ def request_headers(
         version = protocol_version
     headers: list[tuple[str, str]] = []
     if version:
-        headers.append((PROTOCOL_VERSION_HEADER, version))
+        headers.append((Header.PROTOCOL_VERSION, version))
     method = message.get("method")
     if not isinstance(method, str):
         return headers
-    headers.append((METHOD_HEADER, encode_header_value(method)))
+    headers.append((Header.METHOD, encode_header_value(method)))
     field = NAME_FIELDS.get(method)
     name = params.get(field) if field is not None else None
     if not isinstance(name, str):
         return headers
-    headers.append((NAME_HEADER, encode_header_value(name)))
+    headers.append((Header.NAME, encode_header_value(name)))
     if method == "tools/call" and header_params:
         arguments = params.get("arguments")
         for header, path in header_params.items():
             text = header_text(_value_at(arguments, path))
             if text is not None:
-                headers.append((PARAM_HEADER_PREFIX + header, encode_header_value(text)))
+                headers.append((Header.PARAM_PREFIX + header, encode_header_value(text)))
     return headers
 
 
@@ -406,7 +425,7 @@ class _Check:
 
     def param(self, name: str, path: Sequence[str], arguments: Any) -> None:
         """One ``Mcp-Param-*`` header against the argument it mirrors."""
-        header = PARAM_HEADER_PREFIX + name
+        header = Header.PARAM_PREFIX + name
         where = ".".join(path)
         value = _value_at(arguments, path)
         raw = self.single(header)
@@ -466,15 +485,15 @@ def check_request_headers(
         return
     check = _Check(received, message)
     params = _params_of(message)
-    check.mirror(METHOD_HEADER, method, encoded=False)
+    check.mirror(Header.METHOD, method, encoded=False)
     version = _body_version(params)
     if isinstance(version, str):
-        check.mirror(PROTOCOL_VERSION_HEADER, version, encoded=False)
+        check.mirror(Header.PROTOCOL_VERSION, version, encoded=False)
     else:
-        check.single(PROTOCOL_VERSION_HEADER)
+        check.single(Header.PROTOCOL_VERSION)
     field = NAME_FIELDS.get(method)
     if field is not None:
-        check.mirror(NAME_HEADER, params.get(field), encoded=True)
+        check.mirror(Header.NAME, params.get(field), encoded=True)
     if method == "tools/call" and header_params:
         arguments = params.get("arguments")
         for name, path in header_params.items():

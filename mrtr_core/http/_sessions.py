@@ -39,14 +39,12 @@ import attrs
 
 from .._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from .._meta import LEGACY_VERSIONS, META_PROTOCOL_VERSION
-from ._headers import PROTOCOL_VERSION_HEADER, ReceivedHeaders
+from ._headers import Header, ReceivedHeaders
 
 __all__ = [
     "DEFAULT_LEGACY_VERSION",
-    "LAST_EVENT_ID_HEADER",
     "MAX_EVENT_ID_LENGTH",
     "MAX_SESSION_ID_LENGTH",
-    "SESSION_ID_HEADER",
     "LegacyHeaders",
     "SessionRefused",
     "SessionTable",
@@ -55,8 +53,6 @@ __all__ = [
     "valid_session_id",
 ]
 
-SESSION_ID_HEADER = "Mcp-Session-Id"
-LAST_EVENT_ID_HEADER = "Last-Event-ID"
 #: What a request without ``MCP-Protocol-Version`` speaks (the spec's rule).
 DEFAULT_LEGACY_VERSION = "2025-03-26"
 MAX_SESSION_ID_LENGTH = 128
@@ -92,7 +88,7 @@ def is_legacy_message(received: ReceivedHeaders, message: Any) -> bool:
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     if isinstance(meta, Mapping) and META_PROTOCOL_VERSION in meta:
         return False
-    if received.get(SESSION_ID_HEADER.lower()) or message.get("method") == "initialize":
+    if received.get(Header.SESSION_ID.lower()) or message.get("method") == "initialize":
         return True
     return any(v.strip() in LEGACY_VERSIONS for v in received.get("mcp-protocol-version", ()))
 
@@ -124,26 +120,26 @@ def read_legacy_headers(
     ``initialize``: the request opens a session (it needs no id, and its
     version is negotiated in the body).  Raises :class:`SessionRefused`.
     """
-    session_id = _single(received, SESSION_ID_HEADER)
+    session_id = _single(received, Header.SESSION_ID)
     if session_id is None and not initialize:
         raise SessionRefused(
-            f"missing {SESSION_ID_HEADER} header: send the id the initialize response named",
+            f"missing {Header.SESSION_ID} header: send the id the initialize response named",
             400,
         )
     if session_id is not None and not valid_session_id(session_id):
-        raise SessionRefused(f"malformed {SESSION_ID_HEADER}: not a session id of this server", 400)
-    version = _single(received, PROTOCOL_VERSION_HEADER)
+        raise SessionRefused(f"malformed {Header.SESSION_ID}: not a session id of this server", 400)
+    version = _single(received, Header.PROTOCOL_VERSION)
     if version is None:
         version = DEFAULT_LEGACY_VERSION
     elif version not in versions and not initialize:
         raise SessionRefused(
-            f"unsupported {PROTOCOL_VERSION_HEADER} {version[:40]!r}: this server serves "
+            f"unsupported {Header.PROTOCOL_VERSION} {version[:40]!r}: this server serves "
             + ", ".join(versions),
             400,
         )
-    last_event_id = _single(received, LAST_EVENT_ID_HEADER)
+    last_event_id = _single(received, Header.LAST_EVENT_ID)
     if last_event_id is not None and len(last_event_id) > MAX_EVENT_ID_LENGTH:
-        raise SessionRefused(f"{LAST_EVENT_ID_HEADER} is too long to be one of ours", 400)
+        raise SessionRefused(f"{Header.LAST_EVENT_ID} is too long to be one of ours", 400)
     return LegacyHeaders(None if initialize else session_id, version, last_event_id)
 
 

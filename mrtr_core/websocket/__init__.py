@@ -6,25 +6,21 @@ See ``docs/transports.md``, section 5.
 from ._binding import (
     CLOSE_CODES,
     SUBPROTOCOL,
-    CloseCode,
     Fault,
     MessageAssembler,
     WebSocketViolation,
     check_subprotocol,
     choose_subprotocol,
     close_reason,
-    describe_close,
 )
 
 __all__ = [
     "CLOSE_CODES",
     "SUBPROTOCOL",
-    "CloseCode",
     "Fault",
     "MessageAssembler",
     "WebSocketViolation",
     "check_subprotocol",
     "choose_subprotocol",
     "close_reason",
-    "describe_close",
 ]

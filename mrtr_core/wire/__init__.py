@@ -15,7 +15,7 @@ from .._meta import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
 )
-from ._codec import Codec, JsonBackend, decode_message, encode_message, message_to_json
+from ._codec import Codec, JsonBackend, message_to_json
 from ._convert import structure, structure_input_request, structure_input_required, unstructure
 from ._framing import END_OF_STREAM, LineFramer, Oversize
 from ._inputs import INPUT_KINDS, InputKind, InputRegistry
@@ -63,8 +63,6 @@ __all__ = [
     # JSON and framing
     "Codec",
     "JsonBackend",
-    "decode_message",
-    "encode_message",
     "message_to_json",
     "END_OF_STREAM",
     "LineFramer",

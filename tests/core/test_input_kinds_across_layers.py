@@ -67,7 +67,7 @@ def test_every_kinds_2025_request_round_trips_through_the_server_rules(kind: Inp
     check_server_request(legacy, needed)  # declared: sent
     with pytest.raises(AppResultRefused) as refused:
         check_server_request(legacy, {})
-    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     assert refused.value.data == {"requiredCapabilities": needed}
     # The same check, on the same kind, for input_required.
     result = {"resultType": "input_required", "inputRequests": {"k": wire}}
@@ -93,7 +93,7 @@ def test_a_2025_request_of_an_unknown_mode_is_refused() -> None:
     request = m.Request(id=1, method="elicitation/create", params={"mode": "popup"})
     with pytest.raises(AppResultRefused, match="unknown elicitation mode") as refused:
         check_server_request(request, {"elicitation": {"form": {}, "url": {}}})
-    assert refused.value.code == m.INTERNAL_ERROR
+    assert refused.value.code == m.ErrorCode.INTERNAL_ERROR
     assert INPUT_KINDS.legacy_methods | {"ping"} == SERVER_REQUEST_METHODS
 
 
@@ -247,7 +247,7 @@ def test_the_legacy_shim_refuses_the_new_kind_without_its_capability() -> None:
     shim = _shim({}, [])
     done = shim.next_event()
     assert isinstance(done, m.server.ShimDone) and isinstance(done.response, m.ErrorResponse)
-    assert done.response.error.code == m.INTERNAL_ERROR  # 2025 has no -32021
+    assert done.response.error.code == m.ErrorCode.INTERNAL_ERROR  # 2025 has no -32021
     assert done.response.error.data == {"requiredCapabilities": {"confirmation": {}}}
 
 
@@ -265,7 +265,7 @@ def test_the_server_rules_take_the_new_kind() -> None:
     assert finished == result
     with pytest.raises(AppResultRefused) as refused:
         check_input_required(_info(capabilities={}), result, WITH_CONFIRM)
-    assert refused.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert refused.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     with pytest.raises(AppResultRefused, match="malformed input_required"):
         check_input_required(_info(), result)  # the default registry does not know it
     no_id = m.Request(id=1, method="confirmation/ask", params={"message": "Sure?"})

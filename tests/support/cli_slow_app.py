@@ -23,7 +23,7 @@ class SlowApp:
     ) -> Mapping[str, Any]:
         if request.method == "tools/call":
             await trio.sleep_forever()
-        raise m.MrtrError(f"Method not found: {request.method}", code=m.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {request.method}", code=m.ErrorCode.METHOD_NOT_FOUND)
 
 
 app = SlowApp()

@@ -48,7 +48,7 @@ def main(argv: list[str]) -> None:
         elif isinstance(event, m.Request) and event.method == "tools/call":
             data = deep_result_line(event.id, depth)  # (the connection never sees it go out)
         elif isinstance(event, m.Request):
-            error = m.MrtrError(f"no {event.method} here", code=m.METHOD_NOT_FOUND)
+            error = m.MrtrError(f"no {event.method} here", code=m.ErrorCode.METHOD_NOT_FOUND)
             data = conn.send(m.error_response(event.id, error))
         stdout.write(data)
         stdout.flush()

@@ -74,7 +74,9 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
                 "requestState": "st-1",
             }
         if state != "st-1":
-            raise m.MrtrError(f"requestState came back as {state!r}", code=m.INVALID_PARAMS)
+            raise m.MrtrError(
+                f"requestState came back as {state!r}", code=m.ErrorCode.INVALID_PARAMS
+            )
         reply = answers["name"]
         if reply.get("action") != "accept":
             return text(f"no name: {reply.get('action')}")
@@ -120,7 +122,7 @@ def tool(params: dict[str, Any], out: Any) -> dict[str, Any]:
         sys.stderr.write("fatal: the die tool was called\n")
         sys.stderr.flush()
         os._exit(3)
-    raise m.MrtrError(f"no tool {name!r}", code=m.INVALID_PARAMS)
+    raise m.MrtrError(f"no tool {name!r}", code=m.ErrorCode.INVALID_PARAMS)
 
 
 def main(argv: list[str]) -> None:

@@ -88,7 +88,7 @@ def sse_messages(body: bytes) -> list[dict[str, Any]]:
     decoder.feed_eof()
     found = []
     while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-        if isinstance(event, m.http.SseEvent) and event.data:
+        if isinstance(event, m.http._sse.SseEvent) and event.data:
             found.append(json.loads(event.data))
     return found
 

@@ -119,7 +119,9 @@ class TestApp:
         if method == "tools/call":
             tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
             if tool is None:
-                raise m.MrtrError(f"unknown tool {params.get('name')!r}", code=m.INVALID_PARAMS)
+                raise m.MrtrError(
+                    f"unknown tool {params.get('name')!r}", code=m.ErrorCode.INVALID_PARAMS
+                )
             ctx = m.server.open_leg(request, info, sealer=self.sealer, principal=None, now=now())
             return m.server.close_leg(ctx, await tool(ctx, outlet))
         if method == "prompts/list":
@@ -131,7 +133,7 @@ class TestApp:
             return {"resources": [{"uri": "test://doc", "name": "doc"}]}
         if method == "resources/read" and params.get("uri") == "test://doc":
             return {"contents": [{"uri": "test://doc", "mimeType": "text/plain", "text": "doc"}]}
-        raise m.MrtrError(f"no method {method!r} here", code=m.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"no method {method!r} here", code=m.ErrorCode.METHOD_NOT_FOUND)
 
     def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
         """For the HTTP server: the ``Mcp-Param-*`` headers of a tool (``ServerApp``)."""

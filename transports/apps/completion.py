@@ -33,20 +33,22 @@ async def complete(
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
-        raise m.MrtrError("completion needs ref and argument objects", code=m.INVALID_PARAMS)
+        raise m.MrtrError(
+            "completion needs ref and argument objects", code=m.ErrorCode.INVALID_PARAMS
+        )
     if not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
-        raise m.MrtrError("argument needs a name and a value", code=m.INVALID_PARAMS)
+        raise m.MrtrError("argument needs a name and a value", code=m.ErrorCode.INVALID_PARAMS)
     kind = ref.get("type")
     if kind == "ref/prompt":
         if ref.get("name") not in prompts:
-            raise m.MrtrError(f"Unknown prompt: {ref.get('name')}", code=m.INVALID_PARAMS)
+            raise m.MrtrError(f"Unknown prompt: {ref.get('name')}", code=m.ErrorCode.INVALID_PARAMS)
     elif kind == "ref/resource":
         if ref.get("uri") not in uris:
             raise m.MrtrError(
-                "Resource not found", code=m.INVALID_PARAMS, data={"uri": ref.get("uri")}
+                "Resource not found", code=m.ErrorCode.INVALID_PARAMS, data={"uri": ref.get("uri")}
             )
     else:
-        raise m.MrtrError(f"unknown completion ref type {kind!r}", code=m.INVALID_PARAMS)
+        raise m.MrtrError(f"unknown completion ref type {kind!r}", code=m.ErrorCode.INVALID_PARAMS)
     outcome = handler(ctx)
     if inspect.isawaitable(outcome):
         outcome = await outcome

@@ -59,7 +59,7 @@ async def call_tool(
 ) -> dict[str, Any]:
     arguments = (request.params or {}).get("arguments", {})
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
-        raise m.MrtrError("arguments must be an object", code=m.INVALID_PARAMS)
+        raise m.MrtrError("arguments must be an object", code=m.ErrorCode.INVALID_PARAMS)
     schema = tool.arguments_schema or m.server._validation.compile_schema(tool.input_schema)
     problem = schema.problem(arguments)
     if problem is not None:  # an input error the model can correct: a tool result
@@ -95,14 +95,14 @@ async def get_prompt(
     if not isinstance(arguments, Mapping) or not all(
         isinstance(v, str) for v in arguments.values()
     ):
-        raise m.MrtrError("prompt arguments must be strings", code=m.INVALID_PARAMS)
+        raise m.MrtrError("prompt arguments must be strings", code=m.ErrorCode.INVALID_PARAMS)
     missing = [
         a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in arguments
     ]
     if missing:
         raise m.MrtrError(
             f"Missing required arguments: {', '.join(missing)}",
-            code=m.INVALID_PARAMS,
+            code=m.ErrorCode.INVALID_PARAMS,
             data={"missing": missing},
         )
     return await run_leg(app, prompt, request, info, outlet, prompt_result)
@@ -130,7 +130,7 @@ async def run_leg(
     if answers is not _ABSENT and type(answers) is not dict and not isinstance(answers, Mapping):
         raise m.MrtrError(
             "inputResponses must be an object",
-            code=m.INVALID_PARAMS,
+            code=m.ErrorCode.INVALID_PARAMS,
             data={"reason": "inputResponses must be an object"},
         )
     now = app.clock()

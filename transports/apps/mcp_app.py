@@ -523,9 +523,9 @@ class McpApp:
             # 2025 era only (2026 opts in per request); the connection sends a
             # 2025 session every log message, so the level is only checked here.
             if params.get("level") not in m._meta.LOG_LEVELS:
-                raise m.MrtrError("unknown log level", code=m.INVALID_PARAMS)
+                raise m.MrtrError("unknown log level", code=m.ErrorCode.INVALID_PARAMS)
             return {}
-        raise m.MrtrError(f"Method not found: {method}", code=m.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {method}", code=m.ErrorCode.METHOD_NOT_FOUND)
 
     # --- lists ----------------------------------------------------------------------------
 
@@ -536,7 +536,9 @@ class McpApp:
         start = 0
         if cursor is not None:
             if not (isinstance(cursor, str) and cursor.isdigit() and 0 < int(cursor) < len(items)):
-                raise m.MrtrError("Invalid cursor", code=m.INVALID_PARAMS, data={"cursor": cursor})
+                raise m.MrtrError(
+                    "Invalid cursor", code=m.ErrorCode.INVALID_PARAMS, data={"cursor": cursor}
+                )
             start = int(cursor)
         end = start + self.page_size
         result: dict[str, Any] = {key: items[start:end]}
@@ -559,13 +561,13 @@ class McpApp:
             uri_params = template.match(uri)
             if uri_params is not None:
                 return template, uri_params
-        raise m.MrtrError("Resource not found", code=m.INVALID_PARAMS, data={"uri": uri})
+        raise m.MrtrError("Resource not found", code=m.ErrorCode.INVALID_PARAMS, data={"uri": uri})
 
 
 def _required_string(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
-        raise m.MrtrError(f"params.{key} must be a string", code=m.INVALID_PARAMS)
+        raise m.MrtrError(f"params.{key} must be a string", code=m.ErrorCode.INVALID_PARAMS)
     return value
 
 
@@ -574,7 +576,9 @@ def _named(params: Mapping[str, Any], table: Mapping[str, E], what: str) -> E:
     name = _required_string(params, "name")
     found = table.get(name)
     if found is None:
-        raise m.MrtrError(f"Unknown {what}: {name}", code=m.INVALID_PARAMS, data={"name": name})
+        raise m.MrtrError(
+            f"Unknown {what}: {name}", code=m.ErrorCode.INVALID_PARAMS, data={"name": name}
+        )
     return found
 
 

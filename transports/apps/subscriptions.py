@@ -96,20 +96,22 @@ class Subscriptions:
         wanted = params.get("notifications")
         if not isinstance(wanted, Mapping):
             raise m.MrtrError(
-                "subscriptions/listen needs a notifications filter", code=m.INVALID_PARAMS
+                "subscriptions/listen needs a notifications filter", code=m.ErrorCode.INVALID_PARAMS
             )
         uris = wanted.get("resourceSubscriptions", [])
         if not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
-            raise m.MrtrError("resourceSubscriptions must be a list of URIs", code=m.INVALID_PARAMS)
+            raise m.MrtrError(
+                "resourceSubscriptions must be a list of URIs", code=m.ErrorCode.INVALID_PARAMS
+            )
         if len(uris) > MAX_SUBSCRIBED_URIS:
             raise m.MrtrError(
                 f"at most {MAX_SUBSCRIBED_URIS} resourceSubscriptions",
-                code=m.INVALID_PARAMS,
+                code=m.ErrorCode.INVALID_PARAMS,
             )
         if len(self._listeners) >= self.max_streams:
             raise m.MrtrError(
                 f"more than max_subscriptions={self.max_streams} listen streams",
-                code=m.INTERNAL_ERROR,
+                code=m.ErrorCode.INTERNAL_ERROR,
             )
         # Agree to what we can deliver; what we cannot is left out of the acknowledgement.
         offered = {

@@ -51,7 +51,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 T = TypeVar("T")
 
-SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.http.SSE_RESPONSE_HEADERS]
+SSE_HEADERS = [(k.encode(), v.encode()) for k, v in m.http._post.SSE_RESPONSE_HEADERS]
 #: What a long-lived response (a listen stream, a session's stream) adds to its head: its
 #: connection ends with it, so a host that bounds connections takes it out of its slots
 #: at once (the endpoint's own pools bound these streams instead: ``pools.py``).
@@ -314,7 +314,7 @@ class StreamingAnswer:
     async def _keepalives(self) -> None:
         while True:
             await anyio.sleep(self.keepalive)
-            await self._body(m.http.encode_sse_comment(), more=True)
+            await self._body(m.http._sse.encode_sse_comment(), more=True)
 
     async def finish(self, response: m.ResultResponse | m.ErrorResponse, data: bytes) -> None:
         """The final response: the stream's last event, or a JSON body (its status by

@@ -136,7 +136,7 @@ class CallbackRoute:
         refusal = self.policy.refusal(host_only, peer)
         if refusal is not None:
             log.warning("callback refused: %s", refusal)
-            return Page(403, m.http.error_body(refusal, m.INVALID_REQUEST))
+            return Page(403, m.http._post.error_body(refusal, m.ErrorCode.INVALID_REQUEST))
         if method != "GET":  # (not even HEAD: nothing but the browser comes here)
             return _page(_METHOD, [(b"allow", b"GET")])
         if len(query) > m.server._url_flows.MAX_CALLBACK_QUERY:

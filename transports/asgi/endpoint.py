@@ -4,7 +4,7 @@ The model: one endpoint for 2026-07-28 and 2025-11-25 clients at once, with the
 bytes, connections and timeouts left to the ASGI server that runs it (uvicorn,
 hypercorn, the project's own host) and everything MCP taken from one place each:
 who may talk (``policy.py``), what a POST must be
-(``mrtr_core.http.post_refusal``), the header mirrors
+(``mrtr_core.http._post.post_refusal``), the header mirrors
 (``header_refusal``), a fresh server ``mrtr_core.Connection`` per 2026-07-28
 POST, the app run by ``run_app``, the answer (``answer.py``), the status of an
 error (``mrtr_core.http.status_for_error``).  2026-07-28 has no sessions, so
@@ -330,10 +330,10 @@ class McpAsgi:
         async def refuse(
             status: int,
             message: str,
-            code: int = m.INVALID_REQUEST,
+            code: int = m.ErrorCode.INVALID_REQUEST,
             extra: list[tuple[bytes, bytes]] | None = None,
         ) -> None:
-            body = m.http.error_body(message, code)
+            body = m.http._post.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
         if _head_size(scope) > self.max_header_size:  # (what the server let through)
@@ -382,7 +382,7 @@ class McpAsgi:
                 extra=[(b"allow", b"GET, POST, DELETE")],
             )
             return
-        post = m.http.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
+        post = m.http._post.post_refusal(headers.fields, self.max_body_size)  # 406/415/413
         if post is not None:
             await refuse(post.status, post.message, post.code)
             return
@@ -399,7 +399,7 @@ class McpAsgi:
             too_large = m.http._post.body_too_large(self.max_body_size)
             await refuse(too_large.status, too_large.message)
             return
-        empty = m.http.body_refusal(body)
+        empty = m.http._post.body_refusal(body)
         if empty is not None:
             await refuse(empty.status, empty.message, empty.code)
             return
@@ -417,15 +417,15 @@ class McpAsgi:
         json_ok: bool,
         sse_ok: bool,
     ) -> None:
-        message = m.http.parse_posted(body)  # once: the headers, then the connection
+        message = m.http._post.parse_posted(body)  # once: the headers, then the connection
         note_message(scope, message)  # (for the host's access line, if it writes one)
         if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
             return
-        refused = m.http.header_refusal(headers.fields, message, self.header_params)
+        refused = m.http._post.header_refusal(headers.fields, message, self.header_params)
         if refused is not None:
-            await send_whole(send, refused.status, m.wire.encode_message(refused.reply))
+            await send_whole(send, refused.status, m.wire._codec.encode_message(refused.reply))
             return
         conn = m.Connection(m.SERVER, framing="messages", **self.connection_options)
         if message is None:
@@ -456,7 +456,7 @@ class McpAsgi:
             if event.reply is not None:
                 await answer.finish(event.reply, conn.send(event.reply))
             else:  # a notification or a response we cannot take: no JSON-RPC answer is due
-                body = m.http.error_body(event.error.message, event.error.code)
+                body = m.http._post.error_body(event.error.message, event.error.code)
                 await send_whole(send, 400, body)
         else:  # a notification (NEED_DATA: one the connection took)
             await send({"type": "http.response.start", "status": 202, "headers": []})
@@ -511,7 +511,7 @@ class McpAsgi:
             log.warning("listen stream refused for %s: %s", client, lease.message)
             busy = m.MrtrError(
                 lease.message,
-                code=m.SERVER_BUSY,
+                code=m.ErrorCode.SERVER_BUSY,
                 data={"retryAfterSeconds": lease.retry_after},
             )
             _, data = send_response(conn, m.error_response(request.id, busy))

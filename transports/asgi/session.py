@@ -39,7 +39,7 @@ __all__ = ["Session", "SessionOutlet"]
 
 log = logging.getLogger("mrtr.server.http")
 
-METHOD_NOT_FOUND = m.METHOD_NOT_FOUND
+METHOD_NOT_FOUND = m.ErrorCode.METHOD_NOT_FOUND
 SUBSCRIBE_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
@@ -85,7 +85,7 @@ class _StandaloneOutlet:
             return
         plain = {k: v for k, v in (params or {}).items() if k != "_meta"}
         note = m.Notification(method=method, params=plain or None)
-        self._session.emit(m.http.STANDALONE, self._session.conn.send(note))
+        self._session.emit(m.http._replay.STANDALONE, self._session.conn.send(note))
 
 
 def _not_found(outcome: Outcome) -> bool:
@@ -157,7 +157,7 @@ class Session:
     def emit(self, stream: int, data: bytes) -> None:
         """Record an event of ``stream`` (nothing for ``b""``: not due)."""
         if data and not self.closed:
-            if stream == m.http.STANDALONE and not self.standalone_opened:
+            if stream == m.http._replay.STANDALONE and not self.standalone_opened:
                 return  # nobody ever listened: keep the buffer for request streams
             self.buffer.record(stream, data)
             self.wake()
@@ -244,14 +244,14 @@ class Session:
             return m.MrtrError(f"Method not found: {request.method}", code=METHOD_NOT_FOUND)
         uri = (request.params or {}).get("uri")
         if not isinstance(uri, str):
-            return m.MrtrError("params.uri must be a string", code=m.INVALID_PARAMS)
+            return m.MrtrError("params.uri must be a string", code=m.ErrorCode.INVALID_PARAMS)
         if request.method == "resources/unsubscribe":
             self.subscribed.pop(uri, None)
         elif uri not in self.subscribed:
             if len(self.subscribed) >= MAX_SUBSCRIBED_URIS:
                 return m.MrtrError(
                     f"at most {MAX_SUBSCRIBED_URIS} subscribed URIs per session",
-                    code=m.INVALID_PARAMS,
+                    code=m.ErrorCode.INVALID_PARAMS,
                 )
             self.subscribed[uri] = None
         self.restart_listen()

@@ -50,8 +50,8 @@ import anyio
 import anyio.abc
 
 import mrtr_core as m
-from mrtr_core.http import STANDALONE, ReplayLost, SessionRefused, SessionTable
-from mrtr_core.http._replay import Cursor
+from mrtr_core.http import ReplayLost, SessionRefused, SessionTable
+from mrtr_core.http._replay import STANDALONE, Cursor
 
 from ..server.app import ServerApp
 from .answer import Receive, Send, Sender, send_whole, watch_disconnect
@@ -90,11 +90,11 @@ async def _error(
     send: Send,
     status: int,
     message: str,
-    code: int = m.INVALID_REQUEST,
+    code: int = m.ErrorCode.INVALID_REQUEST,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """An HTTP error whose body is a JSON-RPC error response without id."""
-    await send_whole(send, status, m.http.error_body(message, code), extra=extra)
+    await send_whole(send, status, m.http._post.error_body(message, code), extra=extra)
 
 
 async def _reply(
@@ -222,7 +222,7 @@ class SessionEndpoint:
             refusal = self.streams.admit(session.id)
             if refusal is not None:
                 log.warning("session stream refused: %s", refusal)
-                await _error(send, 503, refusal, m.SERVER_BUSY, RETRY_1)
+                await _error(send, 503, refusal, m.ErrorCode.SERVER_BUSY, RETRY_1)
                 return
             place = _Place(self.streams, session.id)
         try:
@@ -258,7 +258,7 @@ class SessionEndpoint:
             if not sse_ok:
                 refused = m.MrtrError(
                     "Accept must include text/event-stream: a request's answer is a stream",
-                    code=m.INVALID_REQUEST,
+                    code=m.ErrorCode.INVALID_REQUEST,
                 )
                 data = conn.send(m.error_response(primary.id, refused))  # releases the id
                 await send_whole(send, 406, data)
@@ -311,7 +311,7 @@ class SessionEndpoint:
                 503,
                 f"the server holds max_sessions={self.table.max_sessions} busy sessions: "
                 "retry later",
-                m.SERVER_BUSY,
+                m.ErrorCode.SERVER_BUSY,
                 RETRY_1,
             )
             return
@@ -337,13 +337,15 @@ class SessionEndpoint:
         error = m.MrtrError(
             "this endpoint serves MCP 2026-07-28 only here: 2025-era sessions need the ASGI "
             "lifespan (run McpAsgi as the server's app, or enter McpAsgi.lifespan())",
-            code=m.UNSUPPORTED_PROTOCOL_VERSION,
+            code=m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
             data={"supported": list(m.MODERN_VERSIONS)},
         )
         request_id = message.get("id")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             request_id = None
-        await send_whole(send, 400, m.wire.encode_message(m.error_response(request_id, error)))
+        await send_whole(
+            send, 400, m.wire._codec.encode_message(m.error_response(request_id, error))
+        )
 
     # --- GET, DELETE ---
 
@@ -376,7 +378,7 @@ class SessionEndpoint:
         refusal = self.streams.admit(session.id)
         if refusal is not None:
             log.warning("session stream refused: %s", refusal)
-            await _error(send, 503, refusal, m.SERVER_BUSY, RETRY_1)
+            await _error(send, 503, refusal, m.ErrorCode.SERVER_BUSY, RETRY_1)
             return
         self._on_work(session.id, True)
         try:
@@ -446,4 +448,4 @@ class SessionEndpoint:
             with anyio.move_on_after(interval if interval > 0 else math.inf) as waited:
                 await changed.wait()
             if waited.cancelled_caught:
-                await sender.body(m.http.encode_sse_comment(), more=True)
+                await sender.body(m.http._sse.encode_sse_comment(), more=True)

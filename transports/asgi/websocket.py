@@ -159,8 +159,8 @@ async def _refuse(
     if not denial:
         await send({"type": "websocket.close", "code": 1008, "reason": close_reason(message)})
         return
-    code = m.SERVER_BUSY if retry_after is not None else m.INVALID_REQUEST
-    body = m.http.error_body(message, code)
+    code = m.ErrorCode.SERVER_BUSY if retry_after is not None else m.ErrorCode.INVALID_REQUEST
+    body = m.http._post.error_body(message, code)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

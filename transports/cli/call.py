@@ -95,7 +95,7 @@ def exit_code_for(exc: BaseException) -> int | None:
 
 def describe_error(exc: BaseException) -> str:
     """One or a few lines saying what went wrong, for stderr."""
-    if isinstance(exc, errors.CallError) and exc.code == m.MISSING_CLIENT_CAPABILITY:
+    if isinstance(exc, errors.CallError) and exc.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY:
         needed = exc.data.get("requiredCapabilities") if isinstance(exc.data, Mapping) else None
         return (
             "no answer: the server needs input this call cannot give "

@@ -28,12 +28,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from mrtr_core.http import (
-    LAST_EVENT_ID_HEADER,
-    METHOD_HEADER,
-    NAME_HEADER,
-    PARAM_HEADER_PREFIX,
-    PROTOCOL_VERSION_HEADER,
-    SESSION_ID_HEADER,
+    Header,
 )
 from mrtr_core.http._headers import is_header_name, is_header_value
 
@@ -57,11 +52,11 @@ MAX_HEADER_VALUE = 8 * 1024
 RESERVED_HEADERS = frozenset(
     name.lower()
     for name in (
-        PROTOCOL_VERSION_HEADER,
-        METHOD_HEADER,
-        NAME_HEADER,
-        SESSION_ID_HEADER,
-        LAST_EVENT_ID_HEADER,
+        Header.PROTOCOL_VERSION,
+        Header.METHOD,
+        Header.NAME,
+        Header.SESSION_ID,
+        Header.LAST_EVENT_ID,
         "Accept",
         "Connection",
         "Content-Length",
@@ -119,7 +114,7 @@ def parse_header(text: str) -> tuple[str, str]:
             "(no CR, LF or other control characters)"
         )
     lowered = name.lower()
-    if lowered in RESERVED_HEADERS or lowered.startswith(PARAM_HEADER_PREFIX.lower()):
+    if lowered in RESERVED_HEADERS or lowered.startswith(Header.PARAM_PREFIX.lower()):
         raise UsageError(f"--header {name}: the client sets this header itself")
     return name, value
 

@@ -73,7 +73,9 @@ async def fetch_entries(client: Client, what: str) -> list[dict[str, Any]]:
         result = await client.request(method, {"cursor": cursor} if cursor else None)
         page = result.get(field)
         if not isinstance(page, list):
-            raise CallError(m.INVALID_PARAMS, f"the {method} result has no {field!r} list")
+            raise CallError(
+                m.ErrorCode.INVALID_PARAMS, f"the {method} result has no {field!r} list"
+            )
         entries.extend(dict(entry) for entry in page if isinstance(entry, Mapping))
         cursor = result.get("nextCursor")
         if not isinstance(cursor, str) or not cursor:

@@ -292,7 +292,7 @@ class Client:
         except CallError as exc:
             # HTTP: the server's tool schema changed under us; list again and retry once.
             if not (
-                exc.code == m.HEADER_MISMATCH
+                exc.code == m.ErrorCode.HEADER_MISMATCH
                 and method == "tools/call"
                 and self.link.wants_tool_list
             ):

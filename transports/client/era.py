@@ -36,7 +36,7 @@ __all__ = ["EraChoice", "EraControl", "Verdict"]
 EraChoice = Literal["auto", "modern", "legacy"]
 
 #: JSON-RPC codes a 2025 server answers a request it cannot place (no session yet).
-_LEGACY_REFUSALS = frozenset({m.INVALID_REQUEST, m.METHOD_NOT_FOUND})
+_LEGACY_REFUSALS = frozenset({m.ErrorCode.INVALID_REQUEST, m.ErrorCode.METHOD_NOT_FOUND})
 
 
 class EraControl:

@@ -172,6 +172,6 @@ def exit_code_of(error: ClientError) -> int:
     """The ``mrtr call`` exit code of ``error``: ``type(error).exit_code``, except that a
     ``CallError`` -32021 (the server needs input this client declared it cannot give)
     is exit 7 (no answer), as ``InputUnavailable`` is."""
-    if isinstance(error, CallError) and error.code == m.MISSING_CLIENT_CAPABILITY:
+    if isinstance(error, CallError) and error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY:
         return InputUnavailable.exit_code
     return type(error).exit_code

@@ -27,7 +27,7 @@ from .errors import TransportError
 from .tcp import STREAM_FAILURES
 
 READ_SIZE = 65536
-SERVER_BUSY = m.SERVER_BUSY
+SERVER_BUSY = m.ErrorCode.SERVER_BUSY
 
 
 class Broken(Exception):

@@ -41,8 +41,7 @@ from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core.http import (
-    LAST_EVENT_ID_HEADER,
-    SESSION_ID_HEADER,
+    Header,
     StreamResumption,
     check_session_id,
     session_headers,
@@ -55,7 +54,7 @@ from .http_streams import SseSink, read_sse
 
 logger = logging.getLogger("mrtr.client.http")
 
-_SESSION_HEADER = SESSION_ID_HEADER.lower().encode("ascii")
+_SESSION_HEADER = Header.SESSION_ID.lower().encode("ascii")
 #: The longest a session's request waits for the GET stream to open (seconds).
 STANDALONE_WAIT = 5.0
 
@@ -184,7 +183,7 @@ class HttpSession:
             *endpoint.extra_headers,
         ]
         if last_event_id is not None:
-            headers.append((LAST_EVENT_ID_HEADER, last_event_id))
+            headers.append((Header.LAST_EVENT_ID, last_event_id))
         conn = await self._connect()
         try:
             await conn.send(

@@ -118,7 +118,7 @@ async def read_sse(
     decoder = m.http.SseDecoder(max_event_size=sink.max_event_size)
 
     def deliver() -> None:
-        while isinstance(event := decoder.next_event(), (m.http.SseEvent, m.wire.Oversize)):
+        while isinstance(event := decoder.next_event(), (m.http._sse.SseEvent, m.wire.Oversize)):
             if isinstance(event, m.wire.Oversize):
                 logger.warning("dropped an SSE event of %d+ bytes", event.size)
                 continue

@@ -121,7 +121,9 @@ async def answer_server_request(
         return m.ErrorResponse(id=request.id, error=m.ErrorObject(code=code, message=message))
 
     if request.method not in INPUT_METHODS:
-        return refuse(m.METHOD_NOT_FOUND, f"this client does not serve {request.method}"), None
+        return refuse(
+            m.ErrorCode.METHOD_NOT_FOUND, f"this client does not serve {request.method}"
+        ), None
     try:
         asked = m.wire.structure_input_request(
             {"method": request.method, "params": request.params or {}}
@@ -130,7 +132,7 @@ async def answer_server_request(
         return refuse(exc.code, f"cannot answer {request.method}: {exc.message}"), None
     if m.engine.missing_capability(asked, capabilities):
         message = f"this client did not declare support for {request.method}"
-        return refuse(m.INVALID_REQUEST, message), None
+        return refuse(m.ErrorCode.INVALID_REQUEST, message), None
     key = request.method
     started = anyio.current_time()
     failure: ClientError | None = None
@@ -150,6 +152,6 @@ async def answer_server_request(
         failure = InputUnavailable(f"the input handler failed: {exc!r}", key=key)
         failure.__cause__ = exc
     if failure is not None:
-        return refuse(m.INTERNAL_ERROR, f"no answer: {failure}"), failure
+        return refuse(m.ErrorCode.INTERNAL_ERROR, f"no answer: {failure}"), failure
     result = m.wire._convert.unstructure_input_response(response)
     return m.ResultResponse(id=request.id, result=result), None

@@ -295,7 +295,7 @@ class Subscription:
         if isinstance(exc, CallError):
             data = exc.data if isinstance(exc.data, Mapping) else {}
             after = data.get("retryAfterSeconds")
-            if exc.code != m.SERVER_BUSY:
+            if exc.code != m.ErrorCode.SERVER_BUSY:
                 return None  # (e.g. -32601: the server has no listen streams)
             if isinstance(after, (int, float)) and not isinstance(after, bool) and after >= 0:
                 # At least what the server asked (up to the cap; inf -> the cap, nan fails

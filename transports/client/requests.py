@@ -93,7 +93,9 @@ class PlainRequests:
         """The server cancelled it."""
         waiter = self.waiters.get(request_id)
         if waiter is not None:
-            waiter.settle(error=CallError(m.INTERNAL_ERROR, "the server cancelled the request"))
+            waiter.settle(
+                error=CallError(m.ErrorCode.INTERNAL_ERROR, "the server cancelled the request")
+            )
 
     def fail(self, request_id: m.RequestId, error: ClientError) -> None:
         """It failed (its stream, its POST): the caller raises ``error``; withdrawn."""
@@ -119,7 +121,7 @@ async def all_tools(
         result = await request({"cursor": cursor} if cursor else None)
         page = result.get("tools")
         if not isinstance(page, list):
-            raise CallError(m.INVALID_PARAMS, "the tools/list result has no 'tools' list")
+            raise CallError(m.ErrorCode.INVALID_PARAMS, "the tools/list result has no 'tools' list")
         tools.extend(dict(tool) for tool in page if isinstance(tool, Mapping))
         cursor = result.get("nextCursor")
         if not isinstance(cursor, str) or not cursor:

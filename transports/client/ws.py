@@ -60,8 +60,8 @@ from mrtr_core.websocket import (
     WebSocketViolation,
     check_subprotocol,
     close_reason,
-    describe_close,
 )
+from mrtr_core.websocket._binding import describe_close
 
 from .client import Client
 from .errors import TransportError

@@ -274,7 +274,7 @@ class HostConnection:
         self,
         status: int,
         message: str,
-        code: int = m.INVALID_REQUEST,
+        code: int = m.ErrorCode.INVALID_REQUEST,
         extra: list[tuple[bytes, bytes]] | None = None,
         *,
         head_only: bool = False,
@@ -510,7 +510,7 @@ class RequestCycle:
         self,
         status: int,
         message: str,
-        code: int = m.INVALID_REQUEST,
+        code: int = m.ErrorCode.INVALID_REQUEST,
         extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         """The host answers in the app's stead (a body too slow, too large, or evicted):

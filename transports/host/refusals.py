@@ -36,8 +36,8 @@ __all__ = [
     "write_refusal",
 ]
 
-SERVER_BUSY = m.SERVER_BUSY
-error_body = m.http.error_body
+SERVER_BUSY = m.ErrorCode.SERVER_BUSY
+error_body = m.http._post.error_body
 #: Seconds a refusal written to a connection we are about to drop may take.
 REFUSAL_WRITE_TIMEOUT = 1.0
 #: Seconds a refused client may go on sending (read and dropped) before the close.
@@ -57,7 +57,7 @@ def reason_phrase(status: int) -> bytes:
 def refusal_bytes(status: int, message: str, retry_after: int | None = None) -> bytes:
     """A whole ``Connection: close`` response with a JSON-RPC error body, as bytes: for a
     connection without a request h11 could answer (none yet, or a head still arriving)."""
-    code = SERVER_BUSY if retry_after is not None else m.INVALID_REQUEST
+    code = SERVER_BUSY if retry_after is not None else m.ErrorCode.INVALID_REQUEST
     body = error_body(message, code)
     head = [
         f"HTTP/1.1 {status} {reason_phrase(status).decode()}",

@@ -120,7 +120,7 @@ async def run_app(
         return exc
     except Exception:
         log.exception("the app failed on %s (request id %r)", request.method, request.id)
-        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.ErrorCode.INTERNAL_ERROR)
     if not isinstance(result, Mapping):
         log.error(
             "the app returned %s for %s (request id %r), not a result mapping",
@@ -128,5 +128,5 @@ async def run_app(
             request.method,
             request.id,
         )
-        return m.MrtrError("Internal error", code=m.INTERNAL_ERROR)
+        return m.MrtrError("Internal error", code=m.ErrorCode.INTERNAL_ERROR)
     return result

@@ -116,7 +116,9 @@ async def run_legacy(
                     break
         except (AppResultRefused, m.LocalProtocolError) as exc:  # a question not sent
             log.warning("cannot ask the client: %s", exc.message)
-            refused = m.ErrorObject(code=m.INTERNAL_ERROR, message=exc.message, data=exc.data)
+            refused = m.ErrorObject(
+                code=m.ErrorCode.INTERNAL_ERROR, message=exc.message, data=exc.data
+            )
             refusal = m.ErrorResponse(id=request.id, error=refused)
     if response is not None:
         return response

@@ -378,7 +378,7 @@ class TestClient:
     def _raise_app_error(self, exc: Exception, errors_before: int) -> None:
         if not (self.raise_app_errors and isinstance(exc, CallError)):
             return
-        if exc.code != m.INTERNAL_ERROR or len(self.app_errors) <= errors_before:
+        if exc.code != m.ErrorCode.INTERNAL_ERROR or len(self.app_errors) <= errors_before:
             return
         raise self.app_errors[-1] from exc
 

@@ -21,7 +21,6 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain
 
 from mrtr_core import (
     CLIENT,
-    PARSE_ERROR,
     SERVER,
     CallEvent,
     Connection,
@@ -37,6 +36,7 @@ from mrtr_core import (
     ResultResponse,
     SessionFailed,
 )
+from mrtr_core._errors import PARSE_ERROR
 from mrtr_core.engine import Failed, SendRequest
 from mrtr_core.wire import Codec
 from mrtr_core.wire._depth import DEFAULT_MAX_DEPTH

@@ -22,12 +22,7 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, FEED_MODES, SERVER_INFO, drai
 
 from mrtr_core import (
     CLIENT,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     NEED_DATA,
-    PARSE_ERROR,
     SERVER,
     AutoReply,
     CallEvent,
@@ -48,6 +43,13 @@ from mrtr_core import (
     SessionFailed,
     SessionOpened,
     SessionState,
+)
+from mrtr_core._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
 )
 from mrtr_core.engine import (
     CancelInputs,

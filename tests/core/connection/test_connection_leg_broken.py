@@ -17,7 +17,6 @@ from support.pairing import drain, modern_pair
 
 from mrtr_core import (
     CLIENT,
-    INVALID_REQUEST,
     NEED_DATA,
     CallEvent,
     Connection,
@@ -25,6 +24,7 @@ from mrtr_core import (
     LocalProtocolError,
     ResultResponse,
 )
+from mrtr_core._errors import INVALID_REQUEST
 from mrtr_core.engine import (
     CancelLeg,
     DispatchInput,

@@ -168,19 +168,19 @@ _META_NO_CAPS = b'{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2
 
 #: Shared by both directions: (bytes, code).
 _COMMON: dict[str, tuple[bytes, int]] = {
-    "parse": (b"{not json", m.PARSE_ERROR),
-    "utf8": (b"\xff\xfe{", m.PARSE_ERROR),
-    "not-rpc": (b'{"foo":1}', m.INVALID_REQUEST),
-    "batch": (b"[1,2]", m.INVALID_REQUEST),
-    "scalar": (b"null", m.INVALID_REQUEST),
-    "oversize": (OVERSIZE, m.INVALID_REQUEST),
+    "parse": (b"{not json", m.ErrorCode.PARSE_ERROR),
+    "utf8": (b"\xff\xfe{", m.ErrorCode.PARSE_ERROR),
+    "not-rpc": (b'{"foo":1}', m.ErrorCode.INVALID_REQUEST),
+    "batch": (b"[1,2]", m.ErrorCode.INVALID_REQUEST),
+    "scalar": (b"null", m.ErrorCode.INVALID_REQUEST),
+    "oversize": (OVERSIZE, m.ErrorCode.INVALID_REQUEST),
     "unknown-response": (
         b'{"jsonrpc":"2.0","id":"junk-N","result":{}}',
-        m.INVALID_REQUEST,
+        m.ErrorCode.INVALID_REQUEST,
     ),
     "bad-cancel": (
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}',
-        m.INVALID_PARAMS,
+        m.ErrorCode.INVALID_PARAMS,
     ),
 }
 #: To the server: (bytes, code, the reply it owes: None, "null" (no id) or "id").
@@ -193,29 +193,36 @@ SERVER_GARBAGE: dict[str, tuple[bytes, int, str | None]] = {
     "oversize": (*_COMMON["oversize"], "null"),
     "unknown-response": (*_COMMON["unknown-response"], None),
     "bad-cancel": (*_COMMON["bad-cancel"], None),
-    "bad-method": (b'{"jsonrpc":"2.0","id":"junk-N","method":5}', m.INVALID_REQUEST, "id"),
-    "bad-jsonrpc": (
-        b'{"jsonrpc":"1.0","id":"junk-N","method":"x"}',
-        m.INVALID_REQUEST,
+    "bad-method": (
+        b'{"jsonrpc":"2.0","id":"junk-N","method":5}',
+        m.ErrorCode.INVALID_REQUEST,
         "id",
     ),
-    "no-meta": (_REQ + b'{"name":"x"}}', m.INVALID_PARAMS, "id"),
-    "old-version": (_REQ + _META_OLD, m.UNSUPPORTED_PROTOCOL_VERSION, "id"),
-    "no-caps": (_REQ + _META_NO_CAPS, m.INVALID_PARAMS, "id"),
+    "bad-jsonrpc": (
+        b'{"jsonrpc":"1.0","id":"junk-N","method":"x"}',
+        m.ErrorCode.INVALID_REQUEST,
+        "id",
+    ),
+    "no-meta": (_REQ + b'{"name":"x"}}', m.ErrorCode.INVALID_PARAMS, "id"),
+    "old-version": (_REQ + _META_OLD, m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, "id"),
+    "no-caps": (_REQ + _META_NO_CAPS, m.ErrorCode.INVALID_PARAMS, "id"),
 }
 #: To the client: (bytes, code).  A client never replies.
 CLIENT_GARBAGE: dict[str, tuple[bytes, int]] = {
     **_COMMON,
     "unknown-error": (
         b'{"jsonrpc":"2.0","id":"junk-N","error":{"code":-5,"message":"x"}}',
-        m.INVALID_REQUEST,
+        m.ErrorCode.INVALID_REQUEST,
     ),
-    "server-request": (_REQ + b"{}}", m.INVALID_REQUEST),
-    "server-ping": (b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}', m.INVALID_REQUEST),
+    "server-request": (_REQ + b"{}}", m.ErrorCode.INVALID_REQUEST),
+    "server-ping": (
+        b'{"jsonrpc":"2.0","id":"junk-N","method":"ping"}',
+        m.ErrorCode.INVALID_REQUEST,
+    ),
     "bad-progress": (
         b'{"jsonrpc":"2.0","method":"notifications/progress",'
         b'"params":{"progressToken":1,"progress":"x"}}',
-        m.INVALID_PARAMS,
+        m.ErrorCode.INVALID_PARAMS,
     ),
 }
 #: Lines the framer must skip without a word.
@@ -384,7 +391,11 @@ class Exchange(RuleBasedStateMachine):
         self.seen[kind] += 1
         if kind == DUP_ID:
             raw = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{}}' % dup
-            return Seg(self._frame(raw), "garbage", expect=(("invalid", m.INVALID_REQUEST, None),))
+            return Seg(
+                self._frame(raw),
+                "garbage",
+                expect=(("invalid", m.ErrorCode.INVALID_REQUEST, None),),
+            )
         if direction == "c2s":
             raw, code, reply = SERVER_GARBAGE[kind]
         else:
@@ -534,7 +545,7 @@ class Exchange(RuleBasedStateMachine):
                         if reply.id is None
                         else (
                             "invalid",
-                            m.INVALID_REQUEST,
+                            m.ErrorCode.INVALID_REQUEST,
                             None,
                         )  # unknown id at the client
                     )

@@ -22,7 +22,6 @@ from support.twin import normal
 
 from mrtr_core import (
     CLIENT,
-    INVALID_REQUEST,
     NEED_DATA,
     SERVER,
     AutoReply,
@@ -41,6 +40,7 @@ from mrtr_core import (
     ResultResponse,
     SessionOpened,
 )
+from mrtr_core._errors import INVALID_REQUEST
 from mrtr_core.engine import Cancelled, CancelLeg, DispatchInput, Done, SendRequest, SendRetry
 from mrtr_core.wire import (
     META_CLIENT_CAPABILITIES,

@@ -32,12 +32,8 @@ from support.pairing import (
 
 from mrtr_core import (
     CLIENT,
-    INTERNAL_ERROR,
     LEGACY_VERSIONS,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
     SERVER,
-    UNSUPPORTED_PROTOCOL_VERSION,
     AppResultRefused,
     AutoReply,
     CallEvent,
@@ -59,6 +55,12 @@ from mrtr_core import (
     SessionOpened,
     SessionState,
     error_response,
+)
+from mrtr_core._errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mrtr_core.engine import (
     CancelInputs,

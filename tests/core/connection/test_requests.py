@@ -21,7 +21,6 @@ from support.pairing import drain, handshake
 import mrtr_core._connection as connection_package
 from mrtr_core import (
     CLIENT,
-    INVALID_REQUEST,
     SERVER,
     Connection,
     InvalidMessage,
@@ -44,6 +43,7 @@ from mrtr_core._connection._requests import (
     OutgoingKind,
     OutgoingTable,
 )
+from mrtr_core._errors import INVALID_REQUEST
 from mrtr_core.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 
 IS = IncomingState

@@ -32,10 +32,7 @@ import mrtr_core._connection._connection as connection_module
 import mrtr_core._connection._options as options_module
 from mrtr_core import (
     CLIENT,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
     LEGACY_VERSIONS,
-    METHOD_NOT_FOUND,
     SERVER,
     AutoReply,
     CallEvent,
@@ -64,6 +61,7 @@ from mrtr_core._connection._session import (
     Session,
     SessionInput,
 )
+from mrtr_core._errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from mrtr_core.engine import Failed
 from mrtr_core.wire import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 

@@ -45,7 +45,7 @@ def test_a_modern_only_server_names_its_versions_to_initialize() -> None:
     event = server.next_event()
     assert isinstance(event, m.InvalidMessage) and event.reply is not None
     error = event.reply.error
-    assert error.code == m.METHOD_NOT_FOUND
+    assert error.code == m.ErrorCode.METHOD_NOT_FOUND
     assert "2026-07-28" in error.message and "initialize" in error.message
     assert error.data == {"supported": ["2026-07-28"]}
 

@@ -388,7 +388,7 @@ def test_undeclared_capability_fails(
     error = failed.error
     assert isinstance(error, m.engine.MissingCapability)
     assert error.key == "bad" and error.required == required
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": required}
 
 

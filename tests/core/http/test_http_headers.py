@@ -67,7 +67,7 @@ def refused(message: dict[str, Any], *pairs: tuple[str, str], **kw: Any) -> Head
     with pytest.raises(HeaderMismatch) as caught:
         check_request_headers(received(*pairs), message, **kw)
     error = caught.value
-    assert error.code == m.HEADER_MISMATCH == -32020
+    assert error.code == m.ErrorCode.HEADER_MISMATCH == -32020
     assert error.message.startswith("Header mismatch: ")
     assert isinstance(error, m.RemoteProtocolError)
     return error

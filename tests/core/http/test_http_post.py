@@ -8,8 +8,7 @@ import json
 import pytest
 
 import mrtr_core as m
-from mrtr_core.http import post_refusal
-from mrtr_core.http._post import PostRefusal
+from mrtr_core.http._post import PostRefusal, post_refusal
 
 LIMIT = 100
 
@@ -35,7 +34,7 @@ def test_post_refusal(fields: dict[str, list[str]], refusal: tuple[int, str] | N
     else:
         assert isinstance(found, PostRefusal)
         assert found.status == refusal[0] and refusal[1] in found.message
-        assert found.code == m.INVALID_REQUEST
+        assert found.code == m.ErrorCode.INVALID_REQUEST
 
 
 def test_body_too_large_names_the_bound() -> None:
@@ -45,11 +44,11 @@ def test_body_too_large_names_the_bound() -> None:
 @pytest.mark.parametrize(
     ("code", "status"),
     [
-        (m.METHOD_NOT_FOUND, 404),
-        (m.PARSE_ERROR, 400),
-        (m.HEADER_MISMATCH, 400),
-        (m.UNSUPPORTED_PROTOCOL_VERSION, 400),
-        (m.INTERNAL_ERROR, 500),
+        (m.ErrorCode.METHOD_NOT_FOUND, 404),
+        (m.ErrorCode.PARSE_ERROR, 400),
+        (m.ErrorCode.HEADER_MISMATCH, 400),
+        (m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, 400),
+        (m.ErrorCode.INTERNAL_ERROR, 500),
         (-1, 200),  # an application's own error code: the answer itself is fine
     ],
 )
@@ -58,29 +57,29 @@ def test_status_for_error(code: int, status: int) -> None:
 
 
 def test_error_body_is_a_json_rpc_error_without_id() -> None:
-    body = json.loads(m.http.error_body("no", -32600, data={"why": 1}))
+    body = json.loads(m.http._post.error_body("no", -32600, data={"why": 1}))
     error = {"code": -32600, "message": "no", "data": {"why": 1}}
     assert body == {"jsonrpc": "2.0", "error": error}  # (a null id is left out)
 
 
 def test_sse_headers_and_removed_methods() -> None:
-    assert dict(m.http.SSE_RESPONSE_HEADERS)["content-type"] == "text/event-stream"
-    assert dict(m.http.SSE_RESPONSE_HEADERS)["x-accel-buffering"] == "no"
+    assert dict(m.http._post.SSE_RESPONSE_HEADERS)["content-type"] == "text/event-stream"
+    assert dict(m.http._post.SSE_RESPONSE_HEADERS)["x-accel-buffering"] == "no"
     assert {"ping", "initialize"} == m.http._post.REMOVED_METHODS
 
 
 def test_an_empty_body_is_a_parse_error() -> None:
     for body in (b"", b" \r\n\t"):
-        refusal = m.http.body_refusal(body)
+        refusal = m.http._post.body_refusal(body)
         assert refusal is not None and (refusal.status, refusal.code) == (400, -32700)
         assert "empty body" in refusal.message
-    assert m.http.body_refusal(b"{}") is None
+    assert m.http._post.body_refusal(b"{}") is None
 
 
 def test_removed_methods_get_method_not_found() -> None:
     reply = m.http._post.removed_method_reply(m.Request(id=4, method="initialize"))
     assert reply is not None and reply.id == 4
-    assert reply.error.code == m.METHOD_NOT_FOUND
+    assert reply.error.code == m.ErrorCode.METHOD_NOT_FOUND
     assert "initialize is not a 2026-07-28 method" in reply.error.message
     assert m.http._post.removed_method_reply(m.Request(id=4, method="tools/list")) is None
 
@@ -92,12 +91,12 @@ def test_listen_closure_names_the_subscription() -> None:
 
 
 def test_parse_posted_gives_the_value_or_none_for_what_is_not_json() -> None:
-    assert m.http.parse_posted(b'{"jsonrpc":"2.0","id":1,"method":"x"}') == {
+    assert m.http._post.parse_posted(b'{"jsonrpc":"2.0","id":1,"method":"x"}') == {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "x",
     }
-    assert m.http.parse_posted(b"{oops") is None  # the connection reports it from the bytes
+    assert m.http._post.parse_posted(b"{oops") is None  # the connection reports it from the bytes
 
 
 CALL = {
@@ -117,21 +116,21 @@ def params_of(tool: str) -> dict[str, list[str]]:
 def test_header_refusal_passes_headers_that_mirror_the_body() -> None:
     ASKED.clear()
     fields = {"mcp-method": ["tools/call"], "mcp-name": ["greet"], "mcp-param-region": ["eu"]}
-    assert m.http.header_refusal(fields, CALL, params_of) is None
+    assert m.http._post.header_refusal(fields, CALL, params_of) is None
     assert ASKED == ["greet"]  # a tool's own header params are asked for its calls only
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    assert m.http.header_refusal({"mcp-method": ["ping"]}, ping, params_of) is None
+    assert m.http._post.header_refusal({"mcp-method": ["ping"]}, ping, params_of) is None
     assert ASKED == ["greet"]
     # a body that is not an object is the connection's to refuse, not the headers'
-    assert m.http.header_refusal({}, None, params_of) is None
-    assert m.http.header_refusal({}, [CALL], params_of) is None
+    assert m.http._post.header_refusal({}, None, params_of) is None
+    assert m.http._post.header_refusal({}, [CALL], params_of) is None
 
 
 def test_header_refusal_answers_a_mismatch_under_the_request_id() -> None:
     fields = {"mcp-method": ["tools/call"], "mcp-name": ["greet"], "mcp-param-region": ["us"]}
-    refused = m.http.header_refusal(fields, CALL, params_of)
+    refused = m.http._post.header_refusal(fields, CALL, params_of)
     assert isinstance(refused, m.http._post.HeaderRefusal)
     assert refused.status == 400
     assert refused.reply.id == 7
-    assert refused.reply.error.code == m.HEADER_MISMATCH
+    assert refused.reply.error.code == m.ErrorCode.HEADER_MISMATCH
     assert "Mcp-Param-Region" in refused.reply.error.message

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import mrtr_core as m
-from mrtr_core.http import STANDALONE, ReplayBuffer, ReplayLost
-from mrtr_core.http._replay import Cursor, parse_event_id
+from mrtr_core.http import ReplayBuffer, ReplayLost
+from mrtr_core.http._replay import STANDALONE, Cursor, parse_event_id
 
 
 def test_events_are_read_per_stream_in_order() -> None:

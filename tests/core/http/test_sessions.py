@@ -95,7 +95,7 @@ def test_refused_headers(headers: Any, status: int, says: str) -> None:
     with pytest.raises(SessionRefused, match=says) as caught:
         read_legacy_headers(headers)
     assert caught.value.status == status
-    assert caught.value.code == m.INVALID_REQUEST
+    assert caught.value.code == m.ErrorCode.INVALID_REQUEST
 
 
 def test_the_table_knows_its_sessions_and_ends_idle_ones() -> None:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 import mrtr_core as m
-from mrtr_core.http import SseEvent
+from mrtr_core.http._sse import SseEvent
 
 MODES = ("whole", "bytewise", "trailing")
 #: The unfinished next event the "trailing" mode appends, completed later by two LFs.
@@ -461,14 +461,14 @@ def test_the_event_type_last_one_wins_and_is_reset_after_each_block(mode: str) -
 
 def test_comments_anywhere_and_as_keep_alive(mode: str) -> None:
     stream = (
-        m.http.encode_sse_comment()
-        + m.http.encode_sse_comment("ping")
+        m.http._sse.encode_sse_comment()
+        + m.http._sse.encode_sse_comment("ping")
         + b"data: a\n: inside an event\ndata: b\n:\n\n"
         + b": data: not data\n\n"
         + b":\r:\r\n\r\n"
-        + m.http.encode_sse_comment("keep-alive")
+        + m.http._sse.encode_sse_comment("keep-alive")
         + b"data: c\n\n"
-        + m.http.encode_sse_comment()
+        + m.http._sse.encode_sse_comment()
     )
     assert events_of(stream, mode) == [SseEvent(data="a\nb"), SseEvent(data="c")]
 
@@ -946,20 +946,20 @@ def test_encode_sse_arguments_are_keyword_only() -> None:
 
 
 def test_encode_sse_comment() -> None:
-    assert m.http.encode_sse_comment() == b":\n\n"
-    assert m.http.encode_sse_comment("") == b":\n\n"
-    assert m.http.encode_sse_comment("ping") == b": ping\n\n"
-    assert m.http.encode_sse_comment("a: b") == b": a: b\n\n"
-    assert m.http.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
+    assert m.http._sse.encode_sse_comment() == b":\n\n"
+    assert m.http._sse.encode_sse_comment("") == b":\n\n"
+    assert m.http._sse.encode_sse_comment("ping") == b": ping\n\n"
+    assert m.http._sse.encode_sse_comment("a: b") == b": a: b\n\n"
+    assert m.http._sse.encode_sse_comment("\u20ac") == ": \u20ac\n\n".encode()
     for bad in ("a\nb", "a\rb", "\r\n", "\n"):
         with pytest.raises(m.LocalProtocolError):
-            m.http.encode_sse_comment(bad)
+            m.http._sse.encode_sse_comment(bad)
 
 
 def test_encoded_events_decode_back(mode: str) -> None:
     stream = (
         m.http.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5)
-        + m.http.encode_sse_comment("ping")
+        + m.http._sse.encode_sse_comment("ping")
         + m.http.encode_sse("")
         + m.http.encode_sse("\n")
         + m.http.encode_sse("x", id="")
@@ -1008,7 +1008,7 @@ def test_encoded_events_decode_back_in_any_chunking(
 ) -> None:
     stream = (BOM if bom else b"") + b"".join(
         m.http.encode_sse(text, event=event, id=ident, retry=retry)
-        + (b"" if comment is None else m.http.encode_sse_comment(comment))
+        + (b"" if comment is None else m.http._sse.encode_sse_comment(comment))
         for text, event, ident, retry, comment in events
     )
     # The written lines hold no CR or LF of their own (UTF-8 never has those bytes
@@ -1055,9 +1055,9 @@ def test_a_server_s_messages_over_sse_complete_a_client_call(mode: str) -> None:
     pretty = json.dumps(json.loads(response), indent=2).replace("\n", "\r\n")
 
     stream = (
-        m.http.encode_sse_comment()
+        m.http._sse.encode_sse_comment()
         + m.http.encode_sse(progress.decode(), id="s1-1", retry=1000)
-        + m.http.encode_sse_comment("keep-alive")
+        + m.http._sse.encode_sse_comment("keep-alive")
         + m.http.encode_sse(response.decode(), event="message", id="s1-2")
     )
     events, decoder = read(stream, mode)

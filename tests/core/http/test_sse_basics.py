@@ -34,7 +34,9 @@ def read(stream: bytes, mode: str, **options: Any) -> list[Any]:
         before = list(out)
         decoder.feed(b"\n\n")
         drain()
-        assert out[len(before) :] == [m.http.SseEvent(data="not yet", id=decoder.last_event_id)]
+        assert out[len(before) :] == [
+            m.http._sse.SseEvent(data="not yet", id=decoder.last_event_id)
+        ]
         del out[len(before) :]
     else:
         decoder.feed(stream)
@@ -62,8 +64,8 @@ def test_fields_comments_and_line_ends(mode: str) -> None:
     )
     events = read(stream, mode)
     assert events == [
-        m.http.SseEvent(data="one\n\n two", event="update", id="7", retry=3000),
-        m.http.SseEvent(data="test", id="7"),
+        m.http._sse.SseEvent(data="one\n\n two", event="update", id="7", retry=3000),
+        m.http._sse.SseEvent(data="test", id="7"),
     ]
 
 
@@ -71,8 +73,8 @@ def test_an_empty_data_line_dispatches_an_empty_event_but_no_data_dispatches_not
     mode: str,
 ) -> None:
     assert read(b"data\n\nevent: x\n\ndata:\n\n", mode) == [
-        m.http.SseEvent(data=""),
-        m.http.SseEvent(data=""),
+        m.http._sse.SseEvent(data=""),
+        m.http._sse.SseEvent(data=""),
     ]
 
 
@@ -89,7 +91,7 @@ def test_a_bom_is_dropped_only_at_the_start_and_may_arrive_split() -> None:
     decoder = m.http.SseDecoder()
     for piece in (b"\xef", b"\xbb", b"\xbfdata: x\n\n"):
         decoder.feed(piece)
-    assert decoder.next_event() == m.http.SseEvent(data="x")
+    assert decoder.next_event() == m.http._sse.SseEvent(data="x")
     decoder.feed(b"\xef\xbb\xbfdata: y\n\n")  # not at the start: part of the field name
     assert decoder.next_event() is m.NEED_DATA
     short = m.http.SseDecoder()
@@ -103,9 +105,9 @@ def test_a_cr_at_the_end_of_a_chunk_takes_a_following_lf() -> None:
     decoder.feed(b"data: a\r")
     assert decoder.next_event() is m.NEED_DATA
     decoder.feed(b"\n\r")  # the LF ends "data: a"; the CR is a blank line
-    assert decoder.next_event() == m.http.SseEvent(data="a")
+    assert decoder.next_event() == m.http._sse.SseEvent(data="a")
     decoder.feed(b"\ndata: b\r\r")  # that LF belongs to the blank line's CR
-    assert decoder.next_event() == m.http.SseEvent(data="b")
+    assert decoder.next_event() == m.http._sse.SseEvent(data="b")
     assert decoder.next_event() is m.NEED_DATA
 
 
@@ -113,7 +115,7 @@ def test_invalid_utf8_becomes_replacement_characters_and_eof_drops_an_unfinished
     decoder = m.http.SseDecoder()
     decoder.feed(b"data: \xff\n\ndata: never dispatched\n")
     decoder.feed_eof()
-    assert decoder.next_event() == m.http.SseEvent(data="\ufffd")
+    assert decoder.next_event() == m.http._sse.SseEvent(data="\ufffd")
     assert decoder.next_event() is m.wire.END_OF_STREAM
 
 
@@ -128,7 +130,7 @@ def test_an_oversize_event_is_reported_once_and_skipped(mode: str, big: bytes) -
     events = read(big + b"\ndata: next\n\n", mode, max_event_size=64)
     assert len(events) == 2
     assert isinstance(events[0], m.wire.Oversize) and events[0].size > 64
-    assert events[1] == m.http.SseEvent(data="next")
+    assert events[1] == m.http._sse.SseEvent(data="next")
 
 
 def test_an_oversize_line_still_arriving_is_not_held() -> None:
@@ -140,7 +142,7 @@ def test_an_oversize_line_still_arriving_is_not_held() -> None:
         assert decoder.next_event() is m.NEED_DATA
         assert len(decoder._buf) <= 64
     decoder.feed(b"\n\ndata: ok\n\n")
-    assert decoder.next_event() == m.http.SseEvent(data="ok")
+    assert decoder.next_event() == m.http._sse.SseEvent(data="ok")
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, "8"])
@@ -154,15 +156,15 @@ def test_the_encoder() -> None:
     assert m.http.encode_sse("a\r\nb\rc\nd", event="e", id="1", retry=5) == (
         b"event: e\nid: 1\nretry: 5\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
     )
-    assert m.http.encode_sse_comment() == b":\n\n"
-    assert m.http.encode_sse_comment("ping") == b": ping\n\n"
+    assert m.http._sse.encode_sse_comment() == b":\n\n"
+    assert m.http._sse.encode_sse_comment("ping") == b": ping\n\n"
     for bad in (
         lambda: m.http.encode_sse("x", event="a\nb"),
         lambda: m.http.encode_sse("x", id="a\rb"),
         lambda: m.http.encode_sse("x", id="a\0b"),
         lambda: m.http.encode_sse("x", retry=-1),
         lambda: m.http.encode_sse("x", retry=True),
-        lambda: m.http.encode_sse_comment("a\nb"),
+        lambda: m.http._sse.encode_sse_comment("a\nb"),
     ):
         with pytest.raises(m.LocalProtocolError):
             bad()
@@ -188,7 +190,8 @@ NAMES = st.text(
 )
 def test_encoded_events_decode_back_in_any_chunking(events: list[Any], data: Any) -> None:
     stream = b"".join(
-        m.http.encode_sse(text, event=event, id=ident, retry=retry) + m.http.encode_sse_comment()
+        m.http.encode_sse(text, event=event, id=ident, retry=retry)
+        + m.http._sse.encode_sse_comment()
         for text, event, ident, retry in events
     )
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
@@ -204,12 +207,15 @@ def test_encoded_events_decode_back_in_any_chunking(events: list[Any], data: Any
         last_id = ident if ident is not None else last_id
         normalised = text.replace("\r\n", "\n").replace("\r", "\n")
         expected.append(
-            m.http.SseEvent(data=normalised, event=event or "message", id=last_id, retry=retry)
+            m.http._sse.SseEvent(data=normalised, event=event or "message", id=last_id, retry=retry)
         )
     assert got == expected
 
 
 def test_the_encoder_refuses_text_that_is_not_valid_unicode() -> None:
-    for bad in (lambda: m.http.encode_sse("\ud800"), lambda: m.http.encode_sse_comment("\udfff")):
+    for bad in (
+        lambda: m.http.encode_sse("\ud800"),
+        lambda: m.http._sse.encode_sse_comment("\udfff"),
+    ):
         with pytest.raises(m.LocalProtocolError, match="valid Unicode"):
             bad()

@@ -18,8 +18,6 @@ from support.pairing import ALL_CAPS, CLIENT_INFO, SERVER_INFO, drain, modern_pa
 
 from mrtr_core import (
     CLIENT,
-    INVALID_PARAMS,
-    MISSING_CLIENT_CAPABILITY,
     SERVER,
     AppResultRefused,
     CallEvent,
@@ -33,6 +31,7 @@ from mrtr_core import (
     ResultResponse,
     error_response,
 )
+from mrtr_core._errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from mrtr_core.engine import DispatchInput, Done, Failed, RoundStarted, SendRequest, SendRetry
 from mrtr_core.server import (
     Answers,

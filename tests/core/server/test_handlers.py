@@ -27,8 +27,6 @@ from support.pairing import CLIENT_INFO, SERVER_INFO, drain
 
 from mrtr_core import (
     CLIENT,
-    INVALID_PARAMS,
-    MISSING_CLIENT_CAPABILITY,
     SERVER,
     CallEvent,
     Connection,
@@ -40,6 +38,7 @@ from mrtr_core import (
     ResultResponse,
     error_response,
 )
+from mrtr_core._errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from mrtr_core.engine import DispatchInput, Done, Failed, RoundStarted, SendRequest, SendRetry
 from mrtr_core.server import (
     Ask,

@@ -20,14 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr_core import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    LocalProtocolError,
-    MrtrError,
-    RemoteProtocolError,
-    error_response,
-)
+from mrtr_core import LocalProtocolError, MrtrError, RemoteProtocolError, error_response
+from mrtr_core._errors import INTERNAL_ERROR, INVALID_PARAMS
 from mrtr_core.server import (
     InvalidRequestState,
     MemoryNonceStore,

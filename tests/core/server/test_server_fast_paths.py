@@ -454,7 +454,7 @@ def test_check_input_required_takes_the_plain_path_and_still_refuses() -> None:
     bare = read_modern_request(1, "tools/call", {"_meta": {**META, META_CAPS: {}}}, ("2026-07-28",))
     with pytest.raises(m.AppResultRefused) as caught:
         _server_rules.check_input_required(bare, built)
-    assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert caught.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
 
 
 def test_plain_shapes_leave_lists_of_odd_values_and_url_asks_to_the_converter() -> None:

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from mrtr_core import INVALID_PARAMS, LocalProtocolError, Request
+from mrtr_core import LocalProtocolError, Request
+from mrtr_core._errors import INVALID_PARAMS
 from mrtr_core.server import (
     Answers,
     HandlerContext,

@@ -142,7 +142,7 @@ def test_access_denied_declines_and_another_error_fails() -> None:
 def test_what_no_provider_sends_is_a_bad_callback(query: Any, match: str) -> None:
     with pytest.raises(BadCallback, match=match) as caught:
         read_callback(query)
-    assert caught.value.code == m.INVALID_REQUEST
+    assert caught.value.code == m.ErrorCode.INVALID_REQUEST
 
 
 # --- the interaction ----------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_the_table_refuses_past_its_bound_after_dropping_expired_ones() -> None:
     third, _ = begun(now=1.0)
     with pytest.raises(InteractionStoreFull) as full:
         table.register(third, 1.0)
-    assert full.value.code == m.INTERNAL_ERROR
+    assert full.value.code == m.ErrorCode.INTERNAL_ERROR
     # At 20 s the second (behind a live first one) has expired: a full sweep finds it.
     table.register(third, 20.0)
     assert len(table) == 2

@@ -8,15 +8,14 @@ import mrtr_core as m
 from mrtr_core.websocket import (
     CLOSE_CODES,
     SUBPROTOCOL,
-    CloseCode,
     Fault,
     MessageAssembler,
     WebSocketViolation,
     check_subprotocol,
     choose_subprotocol,
     close_reason,
-    describe_close,
 )
+from mrtr_core.websocket._binding import CloseCode, describe_close
 
 
 def test_the_subprotocol_is_selected_only_when_offered_exactly() -> None:
@@ -33,7 +32,7 @@ def test_a_client_refuses_a_server_that_did_not_select_mcp() -> None:
     for selected in (None, "chat"):
         with pytest.raises(m.RemoteProtocolError, match="not 'mcp'") as caught:
             check_subprotocol(selected)
-        assert caught.value.code == m.INVALID_REQUEST
+        assert caught.value.code == m.ErrorCode.INVALID_REQUEST
     with pytest.raises(m.RemoteProtocolError, match="subprotocol none"):
         check_subprotocol(None)
 
@@ -105,7 +104,7 @@ def test_a_lone_surrogate_is_kept_for_the_json_decoder_to_refuse() -> None:
     conn.receive_data(data)
     event = conn.next_event()
     assert isinstance(event, m.InvalidMessage)
-    assert event.error.code == m.PARSE_ERROR
+    assert event.error.code == m.ErrorCode.PARSE_ERROR
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "8"])

@@ -14,9 +14,6 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 from mrtr_core import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
     ErrorObject,
     ErrorResponse,
     LocalProtocolError,
@@ -26,6 +23,7 @@ from mrtr_core import (
     Request,
     ResultResponse,
 )
+from mrtr_core._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mrtr_core.wire import (
     Codec,
     ElicitFormRequest,
@@ -34,11 +32,16 @@ from mrtr_core.wire import (
     ListRootsResult,
     Root,
     _codec,
-    decode_message,
-    encode_message,
     message_to_json,
 )
-from mrtr_core.wire._codec import STDLIB_JSON, default_codec, json_backend, message_from_json
+from mrtr_core.wire._codec import (
+    STDLIB_JSON,
+    decode_message,
+    default_codec,
+    encode_message,
+    json_backend,
+    message_from_json,
+)
 
 BACKENDS: tuple[Literal["stdlib", "orjson"], ...] = ("stdlib", "orjson")
 CODECS: dict[str, Codec] = {name: Codec(name) for name in BACKENDS}

@@ -14,15 +14,8 @@ from typing import Any, Literal
 
 import pytest
 
-from mrtr_core import (
-    INVALID_PARAMS,
-    PARSE_ERROR,
-    LocalProtocolError,
-    RemoteProtocolError,
-    Request,
-    ResultResponse,
-)
-from mrtr_core._errors import describe
+from mrtr_core import LocalProtocolError, RemoteProtocolError, Request, ResultResponse
+from mrtr_core._errors import INVALID_PARAMS, PARSE_ERROR, describe
 from mrtr_core.wire import (
     Codec,
     CreateMessageRequest,

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from support.budget import examples
 
 from mrtr_core import (
-    INVALID_PARAMS,
     ErrorObject,
     ErrorResponse,
     Notification,
@@ -21,6 +20,7 @@ from mrtr_core import (
     Request,
     ResultResponse,
 )
+from mrtr_core._errors import INVALID_PARAMS
 from mrtr_core.wire import (
     CreateMessageRequest,
     CreateMessageResult,

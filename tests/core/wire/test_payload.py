@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.budget import examples
 
-from mrtr_core import INVALID_PARAMS, RemoteProtocolError
+from mrtr_core import RemoteProtocolError
+from mrtr_core._errors import INVALID_PARAMS
 from mrtr_core.wire import (
     CreateMessageRequest,
     ElicitFormRequest,

@@ -102,7 +102,7 @@ def _sse_events(decoder: m.http.SseDecoder, out: list[Any]) -> bool:
         if isinstance(event, m.wire.Oversize):
             out.append(OVERSIZE)
             continue
-        assert isinstance(event, m.http.SseEvent), event
+        assert isinstance(event, m.http._sse.SseEvent), event
         assert len(event.data.encode("utf-8", "surrogatepass")) <= 3 * decoder.max_event_size
         out.append(event)
     raise AssertionError("next_event never returned NEED_DATA")

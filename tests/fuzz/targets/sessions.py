@@ -198,7 +198,7 @@ def client_sessions(data: bytes) -> None:
     if session_id is not None:
         assert sessions_mod.valid_session_id(session_id, client_mod.MAX_PEER_SESSION_ID_LENGTH)
         headers = client_mod.session_headers(session_id, "2025-11-25", method="tools/call")
-        assert headers[0] == (sessions_mod.SESSION_ID_HEADER, session_id)
+        assert headers[0] == (m.http.Header.SESSION_ID, session_id)
         assert client_mod.session_headers(session_id, "2025-11-25", method="initialize") == []
         assert client_mod.session_headers(session_id, None, method=None) == headers[:1]
     else:  # (no session: only the version goes)
@@ -213,7 +213,7 @@ def client_sessions(data: bytes) -> None:
         decoder.feed(piece)
         for _ in range(100_000):
             event = decoder.next_event()
-            if not isinstance(event, (m.http.SseEvent, m.wire.Oversize)):
+            if not isinstance(event, (m.http._sse.SseEvent, m.wire.Oversize)):
                 break
             if isinstance(event, m.wire.Oversize):
                 continue

@@ -87,4 +87,4 @@ async def test_mappings_that_are_not_dicts_pass_the_leg_checks() -> None:
     result = await call(app, "tools/call", params)
     assert result == {"content": [], "args": {"a": 1}, "action": "decline"}
     bad = await _error(app, {"name": "echo", "arguments": ["a"]})
-    assert bad.code == m.INVALID_PARAMS
+    assert bad.code == m.ErrorCode.INVALID_PARAMS

@@ -111,7 +111,7 @@ async def test_without_an_http_server_there_is_no_callback() -> None:
 async def test_a_client_without_url_mode_stores_nothing() -> None:
     app, _ = make_app(Clock(), callback_url=CALLBACK)
     error = await error_of(app, "tools/call", PARAMS, capabilities={"elicitation": {}})
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     assert len(app.url_flows.store) == 0  # type: ignore[arg-type]
 
 

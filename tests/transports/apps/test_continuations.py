@@ -184,7 +184,7 @@ async def test_a_finished_flow_frees_its_place_before_its_result_goes_out() -> N
 async def test_a_failed_flow_frees_its_place_before_its_error_goes_out() -> None:
     async def refuses(ctx: Context) -> str:
         await ctx.wait_for({"city": CITY})
-        raise m.MrtrError("no", code=m.INVALID_PARAMS)
+        raise m.MrtrError("no", code=m.ErrorCode.INVALID_PARAMS)
 
     app = app_with(refuses, continuations=ContinuationStore(max_parked=1))
     for _ in range(50):

@@ -48,7 +48,7 @@ async def test_the_example_app_lists_only_its_real_examples() -> None:
     # No conformance fixture anywhere: no prompts, resources or completion either.
     assert set(app.capabilities) == {"tools", "logging"}
     error = await error_of(app, "prompts/list")
-    assert error.code == m.METHOD_NOT_FOUND
+    assert error.code == m.ErrorCode.METHOD_NOT_FOUND
     assert app.info["name"] == "mrtr-example"
     assert app.instructions is not None and "test_" not in app.instructions
     assert (listed["ttlMs"], listed["cacheScope"]) == (60_000, "public")
@@ -89,7 +89,9 @@ async def test_weather_does_without_sampling_when_the_client_cannot_sample() -> 
     no_forms = await serve_call(
         app, "tools/call", {"name": "weather", "arguments": {}}, capabilities={"sampling": {}}
     )
-    assert no_forms.error is not None and no_forms.error.code == m.MISSING_CLIENT_CAPABILITY
+    assert (
+        no_forms.error is not None and no_forms.error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
+    )
 
 
 async def test_deploy_happens_once_and_only_when_confirmed() -> None:

@@ -235,7 +235,7 @@ async def test_lists_are_paged_with_cursors() -> None:
     assert "nextCursor" not in third
     for bad in ("0", "99", "x", 3, "-1"):
         error = await error_of(app, "tools/list", {"cursor": bad})
-        assert (error.code, error.data) == (m.INVALID_PARAMS, {"cursor": bad})
+        assert (error.code, error.data) == (m.ErrorCode.INVALID_PARAMS, {"cursor": bad})
     with pytest.raises(ValueError):
         McpApp("x", "1", page_size=0)
 
@@ -252,7 +252,7 @@ async def test_unknown_and_unoffered_methods_are_method_not_found() -> None:
         "ping",
     ):
         error = await error_of(empty, method, {"name": "x", "uri": "x"})
-        assert error.code == m.METHOD_NOT_FOUND, method
+        assert error.code == m.ErrorCode.METHOD_NOT_FOUND, method
     app = fresh_app()
     # 2025-era only methods are not 2026 methods; a 2026 listen is not a 2025 one.
     for method, era in (
@@ -261,14 +261,14 @@ async def test_unknown_and_unoffered_methods_are_method_not_found() -> None:
         ("subscriptions/listen", "legacy"),
     ):
         error = await error_of(app, method, {"level": "info", "notifications": {}}, era=era)
-        assert error.code == m.METHOD_NOT_FOUND, method
+        assert error.code == m.ErrorCode.METHOD_NOT_FOUND, method
 
 
 async def test_legacy_set_level_checks_the_level() -> None:
     app = fresh_app()
     assert await call(app, "logging/setLevel", {"level": "debug"}, era="legacy") == {}
     error = await error_of(app, "logging/setLevel", {"level": "loud"}, era="legacy")
-    assert error.code == m.INVALID_PARAMS
+    assert error.code == m.ErrorCode.INVALID_PARAMS
 
 
 # --- tools/call ---------------------------------------------------------------------------
@@ -317,7 +317,7 @@ async def test_tool_exceptions_are_tool_errors_but_protocol_errors_stay_errors()
 
     @app.tool()
     def refuse(ctx: Context) -> str:
-        raise m.MrtrError("no", code=m.INVALID_PARAMS, data={"why": "because"})
+        raise m.MrtrError("no", code=m.ErrorCode.INVALID_PARAMS, data={"why": "because"})
 
     assert await call(app, "tools/call", {"name": "boom"}) == {
         "content": [{"type": "text", "text": "the disk is full"}],
@@ -325,7 +325,7 @@ async def test_tool_exceptions_are_tool_errors_but_protocol_errors_stay_errors()
     }
     assert (await call(app, "tools/call", {"name": "silent"}))["content"][0]["text"] == "KeyError"
     error = await error_of(app, "tools/call", {"name": "refuse"})
-    assert (error.code, error.data) == (m.INVALID_PARAMS, {"why": "because"})
+    assert (error.code, error.data) == (m.ErrorCode.INVALID_PARAMS, {"why": "because"})
 
 
 async def test_tools_call_params_are_checked() -> None:
@@ -336,13 +336,13 @@ async def test_tools_call_params_are_checked() -> None:
     )(lambda ctx: "ran")
     unknown = await error_of(app, "tools/call", {"name": "nope"})
     assert (unknown.code, unknown.message, unknown.data) == (
-        m.INVALID_PARAMS,
+        m.ErrorCode.INVALID_PARAMS,
         "Unknown tool: nope",
         {"name": "nope"},
     )
-    assert (await error_of(app, "tools/call", {"name": 7})).code == m.INVALID_PARAMS
+    assert (await error_of(app, "tools/call", {"name": 7})).code == m.ErrorCode.INVALID_PARAMS
     bad_args = await error_of(app, "tools/call", {"name": "needs", "arguments": [1]})
-    assert bad_args.code == m.INVALID_PARAMS
+    assert bad_args.code == m.ErrorCode.INVALID_PARAMS
     # Missing arguments are an input error the model can fix: a tool result.
     missing = await call(app, "tools/call", {"name": "needs", "arguments": {"a": 1}})
     assert missing == {
@@ -501,7 +501,7 @@ async def test_a_tampered_or_misbound_state_is_refused_before_the_handler_runs()
     tampered = {**retry_params(params, first, answer), "requestState": first["requestState"] + "x"}
     error = await error_of(app, "tools/call", tampered)
     assert (error.code, error.message) == (
-        m.INVALID_PARAMS,
+        m.ErrorCode.INVALID_PARAMS,
         "Invalid or expired requestState",
     )
     assert error.data["reason"] in m.server._sealing.REQUEST_STATE_REASONS
@@ -578,7 +578,7 @@ async def test_asking_beyond_the_declared_capabilities_is_32021() -> None:
     app = McpApp("x", "1")
     app.tool("tone")(lambda ctx: ctx.ask({"tone": TONE}))
     error = await error_of(app, "tools/call", {"name": "tone"}, capabilities={"elicitation": {}})
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": {"sampling": {}}}
 
 
@@ -587,11 +587,11 @@ async def test_input_responses_must_be_an_object_when_present() -> None:
     for bad in (None, 12, ["x"]):
         params = {"name": "greet", "arguments": {}, "inputResponses": bad}
         error = await error_of(app, "tools/call", params)
-        assert error.code == m.INVALID_PARAMS, bad
+        assert error.code == m.ErrorCode.INVALID_PARAMS, bad
     # A malformed answer under the asked key: -32602 naming the key.
     params = {"name": "greet", "arguments": {}, "inputResponses": {"name": 12345}}
     error = await error_of(app, "tools/call", params)
-    assert (error.code, error.data["key"]) == (m.INVALID_PARAMS, "name")
+    assert (error.code, error.data["key"]) == (m.ErrorCode.INVALID_PARAMS, "name")
     # Answers to other keys only: asked again, not an error.
     params = {"name": "greet", "arguments": {}, "inputResponses": {"other": {"action": "accept"}}}
     assert (await call(app, "tools/call", params))["resultType"] == "input_required"
@@ -647,11 +647,11 @@ async def test_unknown_resources_are_32602_with_the_uri() -> None:
     app = fresh_app()
     error = await error_of(app, "resources/read", {"uri": "mem://nope"})
     assert (error.code, error.message, error.data) == (
-        m.INVALID_PARAMS,
+        m.ErrorCode.INVALID_PARAMS,
         "Resource not found",
         {"uri": "mem://nope"},
     )
-    assert (await error_of(app, "resources/read", {})).code == m.INVALID_PARAMS
+    assert (await error_of(app, "resources/read", {})).code == m.ErrorCode.INVALID_PARAMS
 
 
 async def test_templates_match_one_segment_per_variable_and_exact_uris_win() -> None:
@@ -724,11 +724,11 @@ async def test_prompts_are_listed_and_got() -> None:
 async def test_prompt_errors_are_32602() -> None:
     app = fresh_app()
     unknown = await error_of(app, "prompts/get", {"name": "nope"})
-    assert (unknown.code, unknown.message) == (m.INVALID_PARAMS, "Unknown prompt: nope")
+    assert (unknown.code, unknown.message) == (m.ErrorCode.INVALID_PARAMS, "Unknown prompt: nope")
     missing = await error_of(app, "prompts/get", {"name": "about"})
-    assert (missing.code, missing.data) == (m.INVALID_PARAMS, {"missing": ["topic"]})
+    assert (missing.code, missing.data) == (m.ErrorCode.INVALID_PARAMS, {"missing": ["topic"]})
     not_strings = await error_of(app, "prompts/get", {"name": "about", "arguments": {"topic": 1}})
-    assert not_strings.code == m.INVALID_PARAMS
+    assert not_strings.code == m.ErrorCode.INVALID_PARAMS
 
 
 async def test_prompt_results_are_shaped() -> None:
@@ -788,7 +788,9 @@ async def test_completion_values_are_bounded_and_refs_checked() -> None:
         {"ref": {"type": "ref/prompt", "name": "about"}, "argument": {"name": "a"}},
         {"ref": "about", "argument": {"name": "a", "value": ""}},
     ):
-        assert (await error_of(app, "completion/complete", bad)).code == m.INVALID_PARAMS, bad
+        assert (
+            await error_of(app, "completion/complete", bad)
+        ).code == m.ErrorCode.INVALID_PARAMS, bad
     assert len(seen) == 2  # the bad ones never reached the handler
 
 
@@ -936,12 +938,14 @@ async def test_listen_filters_are_checked_and_streams_bounded() -> None:
         {"notifications": {"resourceSubscriptions": [1]}},
         {"notifications": {"resourceSubscriptions": ["u"] * (MAX_SUBSCRIBED_URIS + 1)}},
     ):
-        assert (await error_of(app, "subscriptions/listen", bad)).code == m.INVALID_PARAMS, bad
+        assert (
+            await error_of(app, "subscriptions/listen", bad)
+        ).code == m.ErrorCode.INVALID_PARAMS, bad
     with trio.fail_after(2):
         async with trio.open_nursery() as nursery:
             await start_listening(nursery, app, {"toolsListChanged": True})
             full = await error_of(app, "subscriptions/listen", {"notifications": {}})
-            assert full.code == m.INTERNAL_ERROR
+            assert full.code == m.ErrorCode.INTERNAL_ERROR
             app.close_subscriptions()
 
 
@@ -1078,11 +1082,11 @@ async def test_a_two_round_flow_over_connections() -> None:
 async def test_over_connections_errors_reach_the_client_with_their_codes() -> None:
     app = fresh_app()
     unknown = await serve_call(app, "tools/call", {"name": "nope", "arguments": {}})
-    assert unknown.error is not None and unknown.error.code == m.INVALID_PARAMS
+    assert unknown.error is not None and unknown.error.code == m.ErrorCode.INVALID_PARAMS
     no_caps = await serve_call(
         app, "tools/call", {"name": "greet", "arguments": {}}, capabilities={}
     )
-    assert no_caps.error is not None and no_caps.error.code == m.MISSING_CLIENT_CAPABILITY
+    assert no_caps.error is not None and no_caps.error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     missing = await serve_call(app, "resources/read", {"uri": "mem://nope"})
     assert missing.error is not None and missing.error.data == {"uri": "mem://nope"}
 

@@ -454,7 +454,7 @@ async def test_bad_arguments_are_tool_errors_that_name_the_argument() -> None:
         assert result.get("isError") is True, (name, arguments, result)
         assert text_of(result).startswith(says), text_of(result)
     error = await call_error(app, {"name": "plan", "arguments": ["not", "an", "object"]})
-    assert error.code == m.INVALID_PARAMS
+    assert error.code == m.ErrorCode.INVALID_PARAMS
 
 
 async def call_error(app: McpApp, params: dict[str, Any]) -> m.MrtrError:

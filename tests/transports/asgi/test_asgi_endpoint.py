@@ -62,7 +62,7 @@ def test_listen_streams_are_pooled_and_end_gracefully(bare: str) -> None:
         # One stream per client: a second is refused, with when to come back.
         status, got, body = post(bare, listen_request(8))
         assert status == 429 and int(got["retry-after"]) >= 1
-        assert error_of(body)["code"] == m.SERVER_BUSY
+        assert error_of(body)["code"] == m.ErrorCode.SERVER_BUSY
         # At the lifetime (1 s) the stream ends with the graceful closure.
         final = sse_messages(stream.read())[-1]
         assert final["id"] == 7 and final["result"]["_meta"][SUBSCRIPTION_ID] == 7

@@ -179,14 +179,14 @@ def test_a_body_over_the_bound_is_refused(base: str) -> None:
 
 def test_header_mismatch_is_32020(base: str) -> None:
     status, _, body = post(base, tool_call("greet"), headers={"Mcp-Name": "steps"})
-    assert status == 400 and error_of(body)["code"] == m.HEADER_MISMATCH
+    assert status == 400 and error_of(body)["code"] == m.ErrorCode.HEADER_MISMATCH
 
 
 def test_accept_and_content_type(base: str) -> None:
     assert post(base, tool_call("greet"), accept="text/html")[0] == 406
     assert post(base, tool_call("greet"), headers={"Content-Type": "text/plain"})[0] == 415
     status, _, body = post(base, None, body=b"  ")
-    assert status == 400 and error_of(body)["code"] == m.PARSE_ERROR
+    assert status == 400 and error_of(body)["code"] == m.ErrorCode.PARSE_ERROR
 
 
 def test_get_and_head_without_a_session_are_405(base: str) -> None:
@@ -211,7 +211,7 @@ def test_without_the_lifespan_2025_era_messages_are_told_the_version(base: str) 
     assert status == 400
     reply = json.loads(body)
     assert reply["id"] == 1
-    assert reply["error"]["code"] == m.UNSUPPORTED_PROTOCOL_VERSION
+    assert reply["error"]["code"] == m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
     assert reply["error"]["data"]["supported"] == ["2026-07-28"]
 
 
@@ -223,7 +223,7 @@ def test_ping_is_not_a_2026_method(base: str) -> None:
         "params": {"_meta": META},
     }
     status, _, body = post(base, ping)
-    assert status == 404 and error_of(body)["code"] == m.METHOD_NOT_FOUND
+    assert status == 404 and error_of(body)["code"] == m.ErrorCode.METHOD_NOT_FOUND
 
 
 def test_server_discover_is_answered_by_the_connection(base: str) -> None:

@@ -114,7 +114,7 @@ async def test_refusals_in_the_http_order_with_json_rpc_bodies() -> None:
             got, headers, body = await refusal(endpoint, scope)
             assert (got, words in body["error"]["message"]) == (status, True), body
             assert "id" not in body and headers[b"connection"] == b"close"
-            assert body["error"]["code"] == m.INVALID_REQUEST
+            assert body["error"]["code"] == m.ErrorCode.INVALID_REQUEST
 
 
 async def test_a_conversation_messages_both_ways_and_the_peers_close() -> None:
@@ -127,7 +127,7 @@ async def test_a_conversation_messages_both_ways_and_the_peers_close() -> None:
             assert answer["id"] == 1 and answer["result"]["supportedVersions"] == ["2026-07-28"]
             await server.text('{"jsonrpc": "2.0", "id": 2, "meth')  # invalid JSON: goes on
             error = json.loads((await server.next())["text"])
-            assert error["error"]["code"] == m.PARSE_ERROR and "id" not in error
+            assert error["error"]["code"] == m.ErrorCode.PARSE_ERROR and "id" not in error
             await server.text("")  # an empty message is no message
             call = {"name": "echo", "arguments": {"text": "hi"}, "_meta": META}
             await server.text({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
@@ -174,7 +174,7 @@ async def test_shutdown_stops_reading_then_closes_with_1001_and_refuses_newcomer
             assert "shutting down" in closed["reason"]
         status, headers, body = await refusal(endpoint, ws_scope())
         assert (status, headers[b"retry-after"]) == (503, b"1")
-        assert body["error"]["code"] == m.SERVER_BUSY
+        assert body["error"]["code"] == m.ErrorCode.SERVER_BUSY
 
 
 async def test_websocket_only_refuses_plain_http_at_the_path() -> None:

@@ -154,8 +154,8 @@ def test_each_client_error_carries_its_exit_code_and_the_cli_exits_with_it():
     from mrtr_transports.client import errors
 
     cases = [
-        (errors.CallError(m.INVALID_PARAMS, "bad arguments"), 3),
-        (errors.CallError(m.MISSING_CLIENT_CAPABILITY, "needs sampling"), 7),
+        (errors.CallError(m.ErrorCode.INVALID_PARAMS, "bad arguments"), 3),
+        (errors.CallError(m.ErrorCode.MISSING_CLIENT_CAPABILITY, "needs sampling"), 7),
         (errors.CallTimeout(1.0, 1.0, "total"), 4),
         (errors.RoundCapExceeded(10, limit_name="max_state_only_legs"), 5),
         (errors.TransportError("the server went away"), 6),

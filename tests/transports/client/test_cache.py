@@ -135,7 +135,7 @@ async def peer_that_asks_first(seen: Seen) -> Reply:
     if method == "resources/read":
         text = {"uri": seen.params["uri"], "text": "hello"}
         return json_reply(result(seen, {"resultType": "complete", "contents": [text], **HINTS}))
-    return json_reply(error(seen, m.METHOD_NOT_FOUND, "Method not found"), 404)
+    return json_reply(error(seen, m.ErrorCode.METHOD_NOT_FOUND, "Method not found"), 404)
 
 
 ASK = {

@@ -163,7 +163,7 @@ async def tool_app(request: m.Request, link: MemoryLink) -> Any:
             link.reply(m.Progress(request_id=request.id, progress=step, total=2))
         return text("done")
     if name == "broken":
-        return m.MrtrError("bad arguments", code=m.INVALID_PARAMS, data={"field": "x"})
+        return m.MrtrError("bad arguments", code=m.ErrorCode.INVALID_PARAMS, data={"field": "x"})
     return text("plain")
 
 
@@ -277,7 +277,7 @@ async def test_without_an_input_handler_nothing_is_declared_and_asking_fails() -
         # The request declared no capabilities: the server may not ask (-32021).
         with pytest.raises(CallError) as caught:
             await client.call_tool("sampling")
-        assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
+        assert caught.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
         meta = link.requests()[0]["params"]["_meta"]
         assert meta[m.wire.META_CLIENT_CAPABILITIES] == {}
 
@@ -410,7 +410,7 @@ async def test_trace_records_carry_flow_and_round() -> None:
 async def test_plain_requests_answer_fail_and_time_out() -> None:
     async def app(request: m.Request, link: MemoryLink) -> Any:
         if request.method == "resources/list":
-            return m.MrtrError("no resources", code=m.METHOD_NOT_FOUND)
+            return m.MrtrError("no resources", code=m.ErrorCode.METHOD_NOT_FOUND)
         if request.method == "prompts/list":
             await trio.sleep_forever()
         return {"tools": []}
@@ -419,7 +419,7 @@ async def test_plain_requests_answer_fail_and_time_out() -> None:
         assert (await client.request("tools/list"))["tools"] == []
         with pytest.raises(CallError) as caught:
             await client.request("resources/list")
-        assert caught.value.code == m.METHOD_NOT_FOUND
+        assert caught.value.code == m.ErrorCode.METHOD_NOT_FOUND
         with pytest.raises(CallTimeout):
             await client.request("prompts/list", timeout=0.05)
         await trio.testing.wait_all_tasks_blocked()

@@ -129,7 +129,7 @@ async def test_a_2025_client_hears_the_versions_a_modern_only_server_speaks() ->
     with trio.fail_after(20), pytest.raises(CallError) as caught:
         async with open_stdio_client([sys.executable, MODERN_ONLY], era="legacy"):
             raise AssertionError("opened a 2025 session")
-    assert caught.value.code == m.METHOD_NOT_FOUND
+    assert caught.value.code == m.ErrorCode.METHOD_NOT_FOUND
     assert "2026-07-28" in caught.value.message
     assert caught.value.data == {"supported": ["2026-07-28"]}
 
@@ -153,7 +153,7 @@ async def test_a_question_a_2025_client_never_answers_does_not_hold_the_request(
             with pytest.raises(CallError) as caught:
                 await client.call_tool("trip", {})
             await withdrawn.wait()
-    assert caught.value.code == m.INTERNAL_ERROR
+    assert caught.value.code == m.ErrorCode.INTERNAL_ERROR
     assert "did not answer in time" in caught.value.message
 
 

@@ -139,7 +139,7 @@ async def test_a_listen_stream(transport: str, tmp_path: Path) -> None:
                 with pytest.raises(CallError) as refused:
                     async with client.listen(tools=True):
                         raise AssertionError("opened")
-                assert refused.value.code == m.METHOD_NOT_FOUND
+                assert refused.value.code == m.ErrorCode.METHOD_NOT_FOUND
                 return
             async with client.listen(tools=True) as sub:
                 assert text(await client.call_tool("listening")) == "1"

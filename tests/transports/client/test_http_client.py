@@ -98,7 +98,7 @@ def mcp_handler(tools_call: ToolScript, **overrides: Callable[[Seen], Reply]) ->
         if method == "tools/call":
             calls += 1
             return await tools_call(seen, calls - 1)
-        return json_reply(error(seen, m.METHOD_NOT_FOUND, "Method not found"), 404)
+        return json_reply(error(seen, m.ErrorCode.METHOD_NOT_FOUND, "Method not found"), 404)
 
     return handler
 
@@ -344,11 +344,11 @@ async def test_http_errors_with_and_without_a_json_rpc_body() -> None:
     async def tools_call(seen: Seen, count: int) -> Reply:
         name = seen.params["name"]
         if name == "missing":
-            return json_reply(error(seen, m.METHOD_NOT_FOUND, "no such tool"), 404)
+            return json_reply(error(seen, m.ErrorCode.METHOD_NOT_FOUND, "no such tool"), 404)
         if name == "anonymous":  # an error the server could not tie to an id
-            return json_reply(error(None, m.INVALID_PARAMS, "unreadable"), 400)
+            return json_reply(error(None, m.ErrorCode.INVALID_PARAMS, "unreadable"), 400)
         if name == "anonymous-ok":  # the same with a 200
-            return json_reply(error(None, m.INVALID_REQUEST, "unreadable too"), 200)
+            return json_reply(error(None, m.ErrorCode.INVALID_REQUEST, "unreadable too"), 200)
         return Reply(500, [("Content-Type", "text/plain")], [b"upstream exploded"])
 
     async def body(client: Client, server: PeerHttpServer) -> None:
@@ -357,10 +357,10 @@ async def test_http_errors_with_and_without_a_json_rpc_body() -> None:
         assert (caught.value.code, caught.value.message) == (-32601, "no such tool")
         with pytest.raises(CallError) as caught:
             await client.call_tool("anonymous")
-        assert caught.value.code == m.INVALID_PARAMS
+        assert caught.value.code == m.ErrorCode.INVALID_PARAMS
         with pytest.raises(CallError) as caught:
             await client.call_tool("anonymous-ok")
-        assert caught.value.code == m.INVALID_REQUEST
+        assert caught.value.code == m.ErrorCode.INVALID_REQUEST
         with pytest.raises(TransportError) as failed:
             await client.call_tool("other")
         assert (failed.value.kind, failed.value.status) == ("http", 500)
@@ -372,7 +372,9 @@ async def test_http_errors_with_and_without_a_json_rpc_body() -> None:
 async def test_a_header_mismatch_lists_tools_again_and_retries_once() -> None:
     async def tools_call(seen: Seen, count: int) -> Reply:
         if count == 0:
-            return json_reply(error(seen, m.HEADER_MISMATCH, "Mcp-Param-Region missing"), 400)
+            return json_reply(
+                error(seen, m.ErrorCode.HEADER_MISMATCH, "Mcp-Param-Region missing"), 400
+            )
         return json_reply(result(seen, text("fixed")))
 
     async def body(client: Client, server: PeerHttpServer) -> None:
@@ -471,10 +473,12 @@ async def test_only_what_really_went_out_is_traced_as_sent() -> None:
 async def test_a_recognised_modern_error_never_falls_back() -> None:
     async def unsupported(seen: Seen) -> Reply:
         data = {"supported": ["2099-01-01"], "requested": "2026-07-28"}
-        return json_reply(error(seen, m.UNSUPPORTED_PROTOCOL_VERSION, "unsupported", data), 400)
+        return json_reply(
+            error(seen, m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, "unsupported", data), 400
+        )
 
     server = PeerHttpServer(unsupported)
-    assert (await opening_fails(server, CallError)).code == m.UNSUPPORTED_PROTOCOL_VERSION
+    assert (await opening_fails(server, CallError)).code == m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
     assert [seen.rpc_method for seen in server.seen] == ["server/discover"]  # no initialize
 
 
@@ -488,7 +492,9 @@ async def test_a_version_rejection_naming_our_version_is_retried_once() -> None:
         if not rejected:
             rejected = True
             data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
-            return json_reply(error(seen, m.UNSUPPORTED_PROTOCOL_VERSION, "unsupported", data), 400)
+            return json_reply(
+                error(seen, m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, "unsupported", data), 400
+            )
         return json_reply(result(seen, DISCOVER))
 
     async def body(client: Client, server: PeerHttpServer) -> None:

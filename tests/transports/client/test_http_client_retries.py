@@ -128,7 +128,7 @@ async def test_retry_after_is_waited_for_and_a_longer_one_than_allowed_is_not() 
     [
         refusal(None),  # no Retry-After
         refusal("Wed, 21 Oct 2026 07:28:00 GMT"),  # a date: not a refusal of ours
-        refusal("0", code=m.INTERNAL_ERROR),  # another error: it may have run
+        refusal("0", code=m.ErrorCode.INTERNAL_ERROR),  # another error: it may have run
         refusal("0", status=500),
     ],
     ids=["no-retry-after", "retry-after-date", "not-server-busy", "not-503"],

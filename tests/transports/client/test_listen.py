@@ -173,7 +173,7 @@ async def test_an_error_retrying_cannot_cure_is_raised() -> None:
             with pytest.raises(CallError) as caught:
                 async with client.listen(resource_uris=[f"test://{i}" for i in range(300)]):
                     raise AssertionError("opened")
-            assert caught.value.code == m.INVALID_PARAMS
+            assert caught.value.code == m.ErrorCode.INVALID_PARAMS
             with pytest.raises(TypeError, match="not one URI"):
                 async with client.listen(resource_uris="test://public"):
                     raise AssertionError("opened")
@@ -189,7 +189,7 @@ def scripted(listen: Callable[[Seen, int], Awaitable[Reply]]) -> Callable[[Seen]
         if method == "subscriptions/listen":
             count[0] += 1
             return await listen(seen, count[0])
-        return json_reply(error(seen, m.METHOD_NOT_FOUND, "Method not found"), 404)
+        return json_reply(error(seen, m.ErrorCode.METHOD_NOT_FOUND, "Method not found"), 404)
 
     return handler
 
@@ -319,6 +319,6 @@ async def test_a_2025_session_has_no_listen_streams() -> None:
             with pytest.raises(CallError) as caught:
                 async with client.listen(tools=True):
                     raise AssertionError("opened")
-            assert caught.value.code == m.METHOD_NOT_FOUND
+            assert caught.value.code == m.ErrorCode.METHOD_NOT_FOUND
             # The session goes on.
             assert (await client.call_tool("listening"))["content"][0]["text"] == "0"

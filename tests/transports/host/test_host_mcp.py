@@ -160,7 +160,7 @@ async def test_an_empty_post_that_closes_gets_its_400_at_once() -> None:
             data = await hosted.raw(head)
     assert status_of(data) == 400
     error = json.loads(data.partition(b"\r\n\r\n")[2])["error"]
-    assert error["code"] == m.PARSE_ERROR and "empty body" in error["message"]
+    assert error["code"] == m.ErrorCode.PARSE_ERROR and "empty body" in error["message"]
 
 
 async def test_a_body_past_max_body_size_gets_413_declared_or_chunked() -> None:

@@ -123,7 +123,7 @@ async def test_stdio_a_changed_state_is_refused_and_a_decline_is_an_answer() -> 
             changed = tampered(state)
             with pytest.raises(CallError) as caught:
                 await client.request("tools/call", {**params, "requestState": changed})
-            assert caught.value.code == m.INVALID_PARAMS
+            assert caught.value.code == m.ErrorCode.INVALID_PARAMS
             result = await client.call_tool("all_at_once")
             assert result["content"][0]["text"] == "name=decline llm=hi-from-llm roots=1"
 

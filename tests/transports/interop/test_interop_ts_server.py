@@ -136,12 +136,12 @@ async def test_2026_changed_state_is_refused_and_a_decline_is_an_answer(
             changed = tampered(state)
             with pytest.raises(CallError) as caught:
                 await client.request("tools/call", {**params, "requestState": changed})
-            assert caught.value.code == m.INVALID_PARAMS
+            assert caught.value.code == m.ErrorCode.INVALID_PARAMS
             assert "Invalid or expired requestState" in str(caught.value)
             # The state minted for tools/call is bound to it: prompts/get refuses it too.
             with pytest.raises(CallError) as caught:
                 await client.request("prompts/get", {"name": "haiku", "requestState": state})
-            assert caught.value.code == m.INVALID_PARAMS
+            assert caught.value.code == m.ErrorCode.INVALID_PARAMS
             honest = await client.request("tools/call", {**params, "requestState": state})
             assert text_of(honest) == "state-only legs=1"
             result = await client.call_tool("all_at_once")

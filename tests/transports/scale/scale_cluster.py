@@ -145,7 +145,7 @@ def post(port: int, message: Mapping[str, Any], leg: str) -> dict[str, Any]:
         decoder.feed_eof()
         messages = []
         while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-            assert isinstance(event, m.http.SseEvent)
+            assert isinstance(event, m.http._sse.SseEvent)
             messages.append(json.loads(event.data))
         return dict(messages[-1])
     return dict(json.loads(body))

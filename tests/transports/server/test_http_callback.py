@@ -168,7 +168,7 @@ async def test_a_client_without_url_elicitation_is_told_what_is_missing(served: 
     async with open_http_client(served, answer=never, capabilities=caps) as client:
         with pytest.raises(CallError) as caught:
             await client.call_tool("connect_provider", timeout=30)
-    assert caught.value.code == m.MISSING_CLIENT_CAPABILITY
+    assert caught.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
 
 
 async def test_what_is_not_a_pending_callback(served: str) -> None:

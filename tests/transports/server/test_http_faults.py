@@ -165,7 +165,7 @@ async def test_an_empty_post_that_closes_gets_its_400_at_once(head: bytes, kind:
         assert trio.current_time() - started < 5
         assert reply.status == 400
         error = reply.json()["error"]
-        assert error["code"] == m.PARSE_ERROR and "empty body" in error["message"]
+        assert error["code"] == m.ErrorCode.PARSE_ERROR and "empty body" in error["message"]
 
 
 # --- 3. Repeated headers ---

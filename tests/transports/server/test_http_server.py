@@ -73,7 +73,7 @@ class Reply:
         decoder.feed_eof()
         found = []
         while (event := decoder.next_event()) is not m.wire.END_OF_STREAM:
-            assert isinstance(event, m.http.SseEvent)
+            assert isinstance(event, m.http._sse.SseEvent)
             found.append(json.loads(event.data))
         return found
 
@@ -238,7 +238,7 @@ async def test_keep_alive_comments_while_a_stream_is_quiet(kind: str) -> None:
     with trio.fail_after(5):
         async with serving(keepalive_interval=0.02, kind=kind) as served:
             reply = await served.post(tool_call("trickle", {"seconds": 0.2}, progressToken=7))
-            assert m.http.encode_sse_comment() in reply.body
+            assert m.http._sse.encode_sse_comment() in reply.body
             events = reply.events()  # comments are not events
             assert events[0]["method"] == "notifications/progress"
             assert events[1]["result"]["content"][0]["text"] == "trickled"
@@ -347,7 +347,7 @@ async def test_origin_and_host_are_checked(kind: str) -> None:
 def mismatch(reply: Reply) -> str:
     assert reply.status == 400, reply
     body = reply.json()
-    assert body["error"]["code"] == m.HEADER_MISMATCH and body["id"] == 1, body
+    assert body["error"]["code"] == m.ErrorCode.HEADER_MISMATCH and body["id"] == 1, body
     message: str = body["error"]["message"]
     return message
 
@@ -443,38 +443,51 @@ async def test_protocol_errors_get_their_http_status(kind: str) -> None:
     with trio.fail_after(5):
         async with serving(kind=kind) as served:
             unknown = await served.post(rpc("nope/nothing"))
-            assert unknown.status == 404 and unknown.json()["error"]["code"] == m.METHOD_NOT_FOUND
+            assert (
+                unknown.status == 404
+                and unknown.json()["error"]["code"] == m.ErrorCode.METHOD_NOT_FOUND
+            )
             for removed in ("ping", "initialize"):
                 reply = await served.post(rpc(removed))
                 assert reply.status == 404 and reply.json()["id"] == 1
             bare_ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}  # no _meta at all
             reply = await served.post(bare_ping, [("Mcp-Method", "ping")])
-            assert reply.status == 404 and reply.json()["error"]["code"] == m.METHOD_NOT_FOUND
+            assert (
+                reply.status == 404
+                and reply.json()["error"]["code"] == m.ErrorCode.METHOD_NOT_FOUND
+            )
             no_meta = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
             headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")]
             reply = await served.post(no_meta, headers)  # a 2025-era request, or a forgetful one
             assert reply.status == 400
-            assert reply.json()["error"]["code"] == m.INVALID_PARAMS and reply.json()["id"] == 7
+            assert (
+                reply.json()["error"]["code"] == m.ErrorCode.INVALID_PARAMS
+                and reply.json()["id"] == 7
+            )
             assert reply.json()["error"]["data"] == {"supported": ["2026-07-28"]}
             future = rpc("server/discover", **{m.wire.META_PROTOCOL_VERSION: "2099-01-01"})
             headers = [("MCP-Protocol-Version", "2099-01-01"), ("Mcp-Method", "server/discover")]
             reply = await served.post(future, headers)
             assert reply.status == 400
-            assert reply.json()["error"]["code"] == m.UNSUPPORTED_PROTOCOL_VERSION
+            assert reply.json()["error"]["code"] == m.ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
             needs = await served.post(tool_call("ask_sampling"))
             assert needs.status == 400
-            assert needs.json()["error"]["code"] == m.MISSING_CLIENT_CAPABILITY
+            assert needs.json()["error"]["code"] == m.ErrorCode.MISSING_CLIENT_CAPABILITY
             crash = await served.post(tool_call("crash"))
             assert crash.status == 500 and "secret" not in crash.body.decode()
             for body in (b"{not json", b"   "):
                 reply = await served.post(body=body, headers=[])
-                assert reply.status == 400 and reply.json()["error"]["code"] == m.PARSE_ERROR
+                assert (
+                    reply.status == 400 and reply.json()["error"]["code"] == m.ErrorCode.PARSE_ERROR
+                )
             async with served.connect() as peer:  # a POST with no body at all
                 fields = [("Host", peer.host), ("Accept", ACCEPT_BOTH)]
                 data = peer.h11.send(h11.Request(method="POST", target="/mcp", headers=fields))
                 await peer.stream.send_all(data + peer.h11.send(h11.EndOfMessage()))
                 reply = await peer.reply()
-                assert reply.status == 400 and reply.json()["error"]["code"] == m.PARSE_ERROR
+                assert (
+                    reply.status == 400 and reply.json()["error"]["code"] == m.ErrorCode.PARSE_ERROR
+                )
             response = {"jsonrpc": "2.0", "id": 3, "result": {}}  # clients send no responses
             assert (await served.post(response, [])).status == 400
 

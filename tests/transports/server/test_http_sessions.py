@@ -105,11 +105,11 @@ class Stream:
         self.raw = b""
         self.ended = False
 
-    async def next(self) -> m.http.SseEvent | None:
+    async def next(self) -> m.http._sse.SseEvent | None:
         """The next event with data; ``None`` when the response ends."""
         while True:
             event = self.decoder.next_event()
-            if isinstance(event, m.http.SseEvent):
+            if isinstance(event, m.http._sse.SseEvent):
                 if event.data:  # (not the priming event)
                     return event
                 continue
@@ -386,7 +386,7 @@ async def test_the_live_session_bound(kind: str) -> None:
                 await trio.sleep(0.05)
                 refused = await served.post(initialize(), [])
                 assert refused.status == 503 and refused.headers["retry-after"] == "1"
-                assert refused.json()["error"]["code"] == m.SERVER_BUSY
+                assert refused.json()["error"]["code"] == m.ErrorCode.SERVER_BUSY
             assert len(served.server.sessions.sessions) == 2
 
 
@@ -450,7 +450,7 @@ async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -
                 # The session's one stream is taken: a second request is refused, retryably.
                 busy = await served.post(request("tools/list", rid=2), in_session(session_id))
                 assert busy.status == 503 and busy.headers["retry-after"] == "1"
-                assert busy.json()["error"]["code"] == m.SERVER_BUSY
+                assert busy.json()["error"]["code"] == m.ErrorCode.SERVER_BUSY
                 # Other clients still find both connection slots free.
                 other = await open_session(served)
                 async with served.connect() as one, served.connect() as two:
@@ -493,7 +493,7 @@ async def test_a_server_without_2025_versions_refuses_initialize_and_keeps_no_se
         async with serving(kind, fixtures_app, versions=("2026-07-28",), max_sessions=1) as served:
             refused = await served.post(initialize(), [])
             assert refused.status == 400 and "mcp-session-id" not in refused.headers
-            assert refused.json()["error"]["code"] == m.METHOD_NOT_FOUND
+            assert refused.json()["error"]["code"] == m.ErrorCode.METHOD_NOT_FOUND
             assert refused.json()["error"]["data"] == {"supported": ["2026-07-28"]}
             assert len(served.server.sessions.table) == 0
             json_only = await served.post(initialize(), [], accept="text/event-stream")

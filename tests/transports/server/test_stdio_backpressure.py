@@ -172,4 +172,4 @@ async def test_a_last_line_without_its_newline_still_ends_the_server_at_eof(
         answers = [msg for msg in messages if "result" in msg]
         assert sorted(msg["id"] for msg in answers) == list(range(1, 101))
         (refusal,) = [msg for msg in messages if "error" in msg]
-        assert refusal["error"]["code"] == m.PARSE_ERROR and "id" not in refusal
+        assert refusal["error"]["code"] == m.ErrorCode.PARSE_ERROR and "id" not in refusal

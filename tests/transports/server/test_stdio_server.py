@@ -377,8 +377,8 @@ async def test_malformed_lines_are_answered_and_the_next_line_served() -> None:
             assert isinstance(echo, m.ResultResponse)
             assert echo.result["content"][0]["text"] == "ok"
         errors = [msg for msg in peer.stdout_messages() if "error" in msg]
-        assert errors[0]["error"]["code"] == m.PARSE_ERROR and "id" not in errors[0]
-        assert errors[1]["error"]["code"] == m.INVALID_PARAMS and errors[1]["id"] == "x"
+        assert errors[0]["error"]["code"] == m.ErrorCode.PARSE_ERROR and "id" not in errors[0]
+        assert errors[1]["error"]["code"] == m.ErrorCode.INVALID_PARAMS and errors[1]["id"] == "x"
 
 
 async def test_app_errors_become_json_rpc_errors() -> None:
@@ -386,14 +386,17 @@ async def test_app_errors_become_json_rpc_errors() -> None:
         async with open_server(capabilities={}) as peer:
             crash = await peer.request("tools/call", {"name": "crash", "arguments": {}})
             assert isinstance(crash, m.ErrorResponse)
-            assert crash.error.code == m.INTERNAL_ERROR and "secret" not in crash.error.message
+            assert (
+                crash.error.code == m.ErrorCode.INTERNAL_ERROR
+                and "secret" not in crash.error.message
+            )
             unknown = await peer.request("nope/nothing", {})
             assert isinstance(unknown, m.ErrorResponse)
-            assert unknown.error.code == m.METHOD_NOT_FOUND
+            assert unknown.error.code == m.ErrorCode.METHOD_NOT_FOUND
             # This request declared no sampling: the tool may not ask for it.
             asks = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
             assert isinstance(asks, m.ErrorResponse)
-            assert asks.error.code == m.MISSING_CLIENT_CAPABILITY
+            assert asks.error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
             assert asks.error.data == {"requiredCapabilities": {"sampling": {}}}
         assert "secret detail" in peer.stderr.decode()  # the traceback is in the log
 
@@ -481,7 +484,10 @@ async def test_a_legacy_question_nobody_answers_times_out() -> None:
             # ... and nobody answers it.
             assert await peer.event() == m.RequestCancelled(request_id=question.id)
             failed = await peer.response(9)
-            assert isinstance(failed, m.ErrorResponse) and failed.error.code == m.INTERNAL_ERROR
+            assert (
+                isinstance(failed, m.ErrorResponse)
+                and failed.error.code == m.ErrorCode.INTERNAL_ERROR
+            )
             assert "did not answer in time" in failed.error.message
             await to_server.aclose()  # end of input: serve_stream returns
         for end in (server_input, server_output, from_server):

@@ -196,7 +196,7 @@ async def test_invalid_json_gets_a_parse_error_and_the_socket_stays() -> None:
             await peer.send_event(TextMessage(data='{"jsonrpc": "2.0", "id": 1, "meth'))
             texts = await peer.read_messages()
             error = json.loads(texts[0])
-            assert error["error"]["code"] == m.PARSE_ERROR and "id" not in error
+            assert error["error"]["code"] == m.ErrorCode.PARSE_ERROR and "id" not in error
             await peer.send_event(TextMessage(data=""))  # an empty message is skipped
             discover = await peer.request("server/discover")
             assert isinstance(discover, m.ResultResponse)
@@ -343,7 +343,7 @@ async def test_asking_beyond_the_declared_capabilities_is_32021() -> None:
             peer = await open_peer(address, capabilities={"elicitation": {}})
             reply = await peer.request("tools/call", {"name": "ask_sampling", "arguments": {}})
             assert isinstance(reply, m.ErrorResponse)
-            assert reply.error.code == m.MISSING_CLIENT_CAPABILITY
+            assert reply.error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
             await peer.close()
 
 
@@ -375,7 +375,7 @@ async def test_a_tampered_request_state_is_refused() -> None:
             }
             refused = await peer.request("tools/call", leg)
             assert isinstance(refused, m.ErrorResponse), refused
-            assert refused.error.code == m.INVALID_PARAMS
+            assert refused.error.code == m.ErrorCode.INVALID_PARAMS
             await peer.close()
 
 
@@ -532,7 +532,7 @@ async def test_past_max_connections_a_newcomer_gets_503() -> None:
             peers = [await open_peer(address) for _ in range(2)]
             refused = await connect(address)
             assert isinstance(refused, Refused) and refused.status == 503
-            assert refused.json()["error"]["code"] == m.SERVER_BUSY
+            assert refused.json()["error"]["code"] == m.ErrorCode.SERVER_BUSY
             await peers[0].close()
             while len(server.connections) > 1:
                 await trio.sleep(0.01)

@@ -139,7 +139,7 @@ class PlainStateApp:
         if request.method == "tools/list":
             return {"tools": [{"name": "count", "inputSchema": {"type": "object"}}]}
         if request.method != "tools/call":
-            raise m.MrtrError("no such method", code=m.METHOD_NOT_FOUND)
+            raise m.MrtrError("no such method", code=m.ErrorCode.METHOD_NOT_FOUND)
         if "requestState" not in params:
             ask = {"n": m.server.elicit_form("A number?", {"n": {"type": "integer"}})}
             return m.server.input_required(ask, state="round-1")

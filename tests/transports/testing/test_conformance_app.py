@@ -246,7 +246,7 @@ async def test_header_fixture_declares_its_mcp_param_headers() -> None:
 async def test_missing_capability_fixture() -> None:
     params = {"name": "test_missing_capability", "arguments": {}}
     error = await error_of(app, "tools/call", params, capabilities={})
-    assert error.code == m.MISSING_CLIENT_CAPABILITY
+    assert error.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
     assert error.data == {"requiredCapabilities": {"sampling": {}}}
     served = await serve_call(app, "tools/call", params, lambda k, r: assistant("hi!"))
     assert served.result is not None and text_of(served.result) == "The client's model said: hi!"
@@ -296,7 +296,7 @@ async def test_resource_fixtures() -> None:
     ] == "test://template/{id}/data"
     missing_uri = "test://nonexistent-resource-for-conformance-testing"
     error = await error_of(app, "resources/read", {"uri": missing_uri})
-    assert (error.code, error.data) == (m.INVALID_PARAMS, {"uri": missing_uri})
+    assert (error.code, error.data) == (m.ErrorCode.INVALID_PARAMS, {"uri": missing_uri})
 
 
 async def test_prompt_fixtures() -> None:
@@ -383,7 +383,7 @@ async def test_elicitation_fixture_asks_user_name_and_greets() -> None:
     # validate-input: a number where an ElicitResult belongs, and null inputResponses
     for bad in ({"user_name": 12345}, None):
         error = await error_of(app, "tools/call", {**params, "inputResponses": bad})
-        assert error.code == m.INVALID_PARAMS
+        assert error.code == m.ErrorCode.INVALID_PARAMS
 
 
 @pytest.mark.parametrize(
@@ -473,7 +473,10 @@ async def test_tampered_state_fixture_refuses_a_modified_state() -> None:
         "requestState": first["requestState"] + "-TAMPERED",
     }
     error = await error_of(app, "tools/call", tampered)
-    assert error.code == m.INVALID_PARAMS and error.message == "Invalid or expired requestState"
+    assert (
+        error.code == m.ErrorCode.INVALID_PARAMS
+        and error.message == "Invalid or expired requestState"
+    )
     assert (
         text_of(await call(app, "tools/call", retry_params(params, first, answers)))
         == "state verified"
