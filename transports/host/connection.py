@@ -34,11 +34,9 @@ an ordinary ASGI server.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -108,11 +106,12 @@ class HostConnection:
         #: buffered, and a direct write after that would overtake it.
         #: (``os.write`` on its descriptor: asyncio hands out a socket without ``send``; POSIX.)
         self._raw = stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
-        library = sniffio.current_async_library()
-        self._buffering_stream = library != "trio"
-        #: The loop's clock (what ``anyio.current_time`` reads, without finding the loop
-        #: again at each of a request's three readings).
-        self.now = _clock_of(library)
+        self._buffering_stream = sniffio.current_async_library() != "trio"
+        #: The loop's clock and cancel scopes, looked up once for the host (anyio finds
+        #: the backend again at each ``anyio.current_time()`` and ``anyio.CancelScope()``).
+        assert host.loop is not None  # (made as the host begins to serve)
+        self.now = host.loop.now
+        self.cancel_scope = host.loop.cancel_scope
 
     @property
     def peer(self) -> str | None:
@@ -177,7 +176,7 @@ class HostConnection:
         if started:
             host.slots.arriving(self)
         timeout = bounds.head_timeout if started else bounds.idle_timeout
-        self.wait_scope = scope = anyio.CancelScope(deadline=self.now() + timeout)
+        self.wait_scope = scope = self.cancel_scope(deadline=self.now() + timeout)
         if self.evicted:  # before its wait began (admitted and evicted in one burst)
             scope.cancel()
         self.between_requests = True
@@ -240,8 +239,8 @@ class HostConnection:
             acquired = True
         if self._buffering_stream:
             self._raw = None  # from now on, every write goes through the stream
-        with anyio.CancelScope(shield=True) as scope:
-            scope.deadline = anyio.current_time() + self.bounds.write_timeout
+        with self.cancel_scope(shield=True) as scope:
+            scope.deadline = self.now() + self.bounds.write_timeout
             try:
                 if not acquired:
                     await lock.acquire()
@@ -447,7 +446,7 @@ class RequestCycle:
                     connection.h11.send(h11.InformationalResponse(status_code=100, headers=[]))
                     or b""
                 )
-        connection.wait_scope = scope = anyio.CancelScope(deadline=self.body_deadline)
+        connection.wait_scope = scope = connection.cancel_scope(deadline=self.body_deadline)
         try:
             with scope:
                 if connection.evicted:
@@ -476,7 +475,7 @@ class RequestCycle:
         limit = connection.bounds.request_bytes
         watched = 0
         if not self.complete:
-            self._disconnect_scope = scope = anyio.CancelScope()
+            self._disconnect_scope = scope = connection.cancel_scope()
             try:
                 with scope:
                     while watched <= limit:
@@ -559,12 +558,3 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
-
-
-def _clock_of(library: str) -> Callable[[], float]:
-    """The running loop's clock: ``anyio.current_time`` is this, found anew at each call."""
-    if library == "trio":
-        import trio
-
-        return trio.current_time
-    return asyncio.get_running_loop().time
