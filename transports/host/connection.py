@@ -298,6 +298,9 @@ class RequestCycle:
     def __init__(self, connection: HostConnection, request: h11.Request) -> None:
         self.connection = connection
         self.request = request
+        #: The header fields as ASGI has them (lowercase names), read from h11 once: the
+        #: head's size is measured on them and the scope hands them on as they are.
+        self.headers: list[tuple[bytes, bytes]] = list(request.headers)
         self.head_only = request.method == b"HEAD"
         self.body_deadline = connection.now() + connection.bounds.body_timeout
         self.chunks: list[bytes] = []
@@ -337,7 +340,7 @@ class RequestCycle:
         bounds = connection.bounds
         request = self.request
         # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
-        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
+        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in self.headers)
         if head_size > bounds.max_header_size:
             await connection.send_simple(431, TOO_LARGE)
             return
@@ -386,7 +389,7 @@ class RequestCycle:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": connection.host.root_path,
-            "headers": [(name, value) for name, value in request.headers],
+            "headers": self.headers,
             "client": connection.client,
             "server": connection.server,
             "state": dict(connection.host.state),
