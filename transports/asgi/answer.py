@@ -190,6 +190,7 @@ class StreamingAnswer:
         write_timeout: float,
         long_lived: bool = False,
         helpers: anyio.abc.TaskGroup | None = None,
+        cancel_scope: Callable[..., anyio.CancelScope] = anyio.CancelScope,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -209,6 +210,8 @@ class StreamingAnswer:
         #: answers at once then costs no task group of its own (a nursery per request
         #: was a tenth of a plain call's CPU on trio).
         self._helpers = helpers
+        #: ``anyio.CancelScope``, or the backend's own class (no backend lookup).
+        self._cancel_scope = cancel_scope
         self._helper_scopes: list[anyio.CancelScope] = []
         self._running = False  # the handler runs: helpers may start
         #: Helpers spawned and not yet ended, and the event of their end: ``run`` returns
@@ -226,7 +229,7 @@ class StreamingAnswer:
         value: Any = None
         returned = False
         if self._helpers is not None:  # helpers beside, in the long-lived group
-            with anyio.CancelScope(deadline=deadline) as scope:
+            with self._cancel_scope(deadline=deadline) as scope:
                 self._handler_scope = scope
                 self._running = True
                 try:

@@ -20,7 +20,8 @@ without it, an ``initialize`` gets 400 with -32022 naming 2026-07-28).
 
 For each HTTP request, in order:
 
-1. The head's size (431 past ``max_header_size``: what the server let through).
+1. The head's size (431 past ``max_header_size``: what the server let through;
+   not measured again where the server says it did, ``server_checks_head``).
 2. Paths with rules of their own, matched on the path alone: the health check
    (``health_path``, ``/healthz``: ``routes.py``) and the URL-elicitation
    callback (``{path}/{callback_path}`` for an app with ``url_flows``:
@@ -76,6 +77,7 @@ import anyio
 
 import mrtr_core as m
 
+from ..client.loop import LoopTools
 from ..host.bounds import check_bounds
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
@@ -114,6 +116,8 @@ DEFAULT_REPLAY_BYTES = 256 * 1024
 DEFAULT_MAX_SESSION_STREAMS = 256
 DEFAULT_MAX_STREAMS_PER_SESSION = 16
 DEFAULT_MAX_MESSAGE_SIZE = m.websocket._binding.DEFAULT_MAX_WEBSOCKET_MESSAGE
+#: Callback URLs kept (``McpAsgi._callback_url``): one per address served, and then some.
+_MAX_KEPT_URLS = 64
 
 
 class McpAsgi:
@@ -140,7 +144,9 @@ class McpAsgi:
     ``max_message_size`` bounds each message, ``drain_timeout`` is what a
     conversation's running requests get once its input ends;
     ``websocket_only=True`` refuses plain HTTP at the path (400), as
-    ``mrtr serve --ws`` does.
+    ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
+    already refuses a head larger than ``max_header_size`` (431), as the
+    project's host does, so the endpoint does not measure it again.
     """
 
     def __init__(
@@ -173,6 +179,7 @@ class McpAsgi:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         websocket_only: bool = False,
+        server_checks_head: bool = False,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -201,6 +208,7 @@ class McpAsgi:
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
         self.max_body_size = max_body_size
         self.max_header_size = max_header_size
+        self.server_checks_head = server_checks_head
         self.keepalive_interval = keepalive_interval
         self.write_timeout = write_timeout
         self.body_timeout = body_timeout
@@ -251,6 +259,11 @@ class McpAsgi:
         #: While the lifespan runs: the task group answers' watchers and keep-alives
         #: run in (``StreamingAnswer``), so that a request needs none of its own.
         self._helpers: anyio.abc.TaskGroup | None = None
+        #: While the lifespan runs: the loop's clock and cancel scopes, looked up once
+        #: (every request runs on the lifespan's loop); without it, anyio's, each time.
+        self._loop: LoopTools | None = None
+        #: The callback URL of each address requests came to (``_callback_url``).
+        self._callback_urls: dict[tuple[Any, ...], str] = {}
         # URL elicitation (callback.py): the app's callback route, if it has URL flows.
         self.public_url = public_url
         self.callback = callback_route(
@@ -282,10 +295,12 @@ class McpAsgi:
         async with anyio.create_task_group() as tasks:
             await tasks.start(self.sessions.run)
             self._helpers = tasks
+            self._loop = LoopTools()
             try:
                 yield
             finally:
                 self._helpers = None
+                self._loop = None
                 self.shutdown()
                 self.sessions.close_all()
                 tasks.cancel_scope.cancel()
@@ -336,7 +351,7 @@ class McpAsgi:
             body = m.http._post.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
-        if _head_size(scope) > self.max_header_size:  # (what the server let through)
+        if not self.server_checks_head and _head_size(scope) > self.max_header_size:
             await refuse(431, "request header fields too large")
             return
         path = _route_path(scope)
@@ -432,7 +447,8 @@ class McpAsgi:
             conn.receive_data(body)
         else:
             conn.receive_message(message)
-        event = conn.next_event(anyio.current_time())
+        loop = self._loop
+        event = conn.next_event(loop.now() if loop is not None else anyio.current_time())
         listen = isinstance(event, m.Request) and event.method == m.http._post.LISTEN_METHOD
         answer = StreamingAnswer(
             receive,
@@ -443,6 +459,7 @@ class McpAsgi:
             write_timeout=self.write_timeout,
             long_lived=listen,
             helpers=self._helpers,
+            cancel_scope=loop.cancel_scope if loop is not None else anyio.CancelScope,
         )
         if listen:
             assert isinstance(event, m.Request)
@@ -474,8 +491,22 @@ class McpAsgi:
         if path == self.callback.path:
             query = bytes(scope.get("query_string", b""))
             return await self.callback.answer(method, query, headers, peer)
-        CURRENT_CALLBACK_URL.set(self._base_url(scope) + self.callback.path)
+        CURRENT_CALLBACK_URL.set(self._callback_url(scope, self.callback.path))
         return None
+
+    def _callback_url(self, scope: Scope, path: str) -> str:
+        """``_base_url`` + ``path``, kept per address the requests came to (a server has
+        few); one named by the request's ``Host`` header alone is not kept."""
+        server = scope.get("server")
+        if server is None or server[1] is None:
+            return self._base_url(scope) + path
+        key = (scope.get("scheme"), server[0], server[1], scope.get("root_path"))
+        url = self._callback_urls.get(key)
+        if url is None:
+            if len(self._callback_urls) >= _MAX_KEPT_URLS:
+                self._callback_urls.clear()
+            url = self._callback_urls[key] = self._base_url(scope) + path
+        return url
 
     def _base_url(self, scope: Scope) -> str:
         """``public_url`` (its scheme and authority), else the address the request came

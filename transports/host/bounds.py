@@ -121,8 +121,9 @@ class HostBounds:
 SHARED_BOUNDS = frozenset({"max_body_size", "max_header_size", "write_timeout"})
 #: What the endpoint is given when it runs on this host: the body's deadline is the
 #: host's (408, from the end of the head), so the endpoint keeps none of its own (a
-#: cancel scope per request less).
-ENDPOINT_ON_HOST: dict[str, Any] = {"body_timeout": math.inf}
+#: cancel scope per request less), and the host measured the head (431) with the same
+#: ``max_header_size``, so the endpoint does not measure it again.
+ENDPOINT_ON_HOST: dict[str, Any] = {"body_timeout": math.inf, "server_checks_head": True}
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -34,13 +34,11 @@ an ordinary ASGI server.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import socket
 import struct
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -114,11 +112,12 @@ class HostConnection:
         #: buffered, and a direct write after that would overtake it.
         #: (``os.write`` on its descriptor: asyncio hands out a socket without ``send``; POSIX.)
         self._raw = stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
-        library = sniffio.current_async_library()
-        self._buffering_stream = library != "trio"
-        #: The loop's clock (what ``anyio.current_time`` reads, without finding the loop
-        #: again at each of a request's three readings).
-        self.now = _clock_of(library)
+        self._buffering_stream = sniffio.current_async_library() != "trio"
+        #: The loop's clock and cancel scopes, looked up once for the host (anyio finds
+        #: the backend again at each ``anyio.current_time()`` and ``anyio.CancelScope()``).
+        assert host.loop is not None  # (made as the host begins to serve)
+        self.now = host.loop.now
+        self.cancel_scope = host.loop.cancel_scope
 
     @property
     def peer(self) -> str | None:
@@ -183,7 +182,7 @@ class HostConnection:
         if started:
             host.slots.arriving(self)
         timeout = bounds.head_timeout if started else bounds.idle_timeout
-        self.wait_scope = scope = anyio.CancelScope(deadline=self.now() + timeout)
+        self.wait_scope = scope = self.cancel_scope(deadline=self.now() + timeout)
         if self.evicted:  # before its wait began (admitted and evicted in one burst)
             scope.cancel()
         self.between_requests = True
@@ -246,8 +245,8 @@ class HostConnection:
             acquired = True
         if self._buffering_stream:
             self._raw = None  # from now on, every write goes through the stream
-        with anyio.CancelScope(shield=True) as scope:
-            scope.deadline = anyio.current_time() + self.bounds.write_timeout
+        with self.cancel_scope(shield=True) as scope:
+            scope.deadline = self.now() + self.bounds.write_timeout
             try:
                 if not acquired:
                     await lock.acquire()
@@ -314,6 +313,9 @@ class RequestCycle:
     def __init__(self, connection: HostConnection, request: h11.Request) -> None:
         self.connection = connection
         self.request = request
+        #: The header fields as ASGI has them (lowercase names), read from h11 once: the
+        #: head's size is measured on them and the scope hands them on as they are.
+        self.headers: list[tuple[bytes, bytes]] = list(request.headers)
         self.head_only = request.method == b"HEAD"
         self.body_deadline = connection.now() + connection.bounds.body_timeout
         self.chunks: list[bytes] = []
@@ -353,7 +355,7 @@ class RequestCycle:
         bounds = connection.bounds
         request = self.request
         # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
-        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in request.headers)
+        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in self.headers)
         if head_size > bounds.max_header_size:
             await connection.send_simple(431, TOO_LARGE)
             return
@@ -402,7 +404,7 @@ class RequestCycle:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": connection.host.root_path,
-            "headers": [(name, value) for name, value in request.headers],
+            "headers": self.headers,
             "client": connection.client,
             "server": connection.server,
             "state": dict(connection.host.state),
@@ -462,7 +464,7 @@ class RequestCycle:
                     connection.h11.send(h11.InformationalResponse(status_code=100, headers=[]))
                     or b""
                 )
-        connection.wait_scope = scope = anyio.CancelScope(deadline=self.body_deadline)
+        connection.wait_scope = scope = connection.cancel_scope(deadline=self.body_deadline)
         try:
             with scope:
                 if connection.evicted:
@@ -491,7 +493,7 @@ class RequestCycle:
         limit = connection.bounds.request_bytes
         watched = 0
         if not self.complete:
-            self._disconnect_scope = scope = anyio.CancelScope()
+            self._disconnect_scope = scope = connection.cancel_scope()
             try:
                 with scope:
                     while watched <= limit:
@@ -576,12 +578,3 @@ class RequestCycle:
                     self._disconnect_scope.cancel()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} in an http scope")
-
-
-def _clock_of(library: str) -> Callable[[], float]:
-    """The running loop's clock: ``anyio.current_time`` is this, found anew at each call."""
-    if library == "trio":
-        import trio
-
-        return trio.current_time
-    return asyncio.get_running_loop().time

@@ -35,6 +35,7 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
+from ..client.loop import LoopTools
 from ..server.access import access_enabled
 from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds
@@ -112,6 +113,8 @@ class AsgiHost:
         self._drained = anyio.Event()
         self._stopped = anyio.Event()
         self._serving = False
+        #: The loop's clock and cancel scopes, looked up once (``serve``, inside the loop).
+        self.loop: LoopTools | None = None
 
     # --- Life cycle ---
 
@@ -126,6 +129,7 @@ class AsgiHost:
         if self._serving:
             raise RuntimeError("an AsgiHost serves once")
         self._serving = True
+        self.loop = LoopTools()
         failure: str | None = None
         try:
             async with anyio.create_task_group() as tasks:

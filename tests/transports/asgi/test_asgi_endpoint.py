@@ -202,3 +202,26 @@ async def test_after_shutdown_new_listen_streams_are_refused() -> None:
     assert said[0]["status"] == 503
     assert (b"retry-after", b"1") in said[0]["headers"]  # type: ignore[operator]
     assert "shutting down" in error_of(said[1]["body"])["message"]  # type: ignore[arg-type]
+
+
+async def test_server_checks_head_leaves_the_head_size_to_the_server() -> None:
+    """A head over ``max_header_size`` is the endpoint's 431 on a foreign server; with
+    ``server_checks_head`` (our host measured it already) the endpoint goes on to its
+    next rule (here the GET without a session: 405)."""
+    big = [(b"host", b"localhost"), (b"x-padding", b"a" * 2048)]
+    scope = {"type": "http", "method": "GET", "path": "/mcp", "headers": big}
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    statuses = []
+    for checks in (False, True):
+        said: list[dict[str, object]] = []
+
+        async def collect(message: dict[str, object], said: list[dict[str, object]] = said) -> None:
+            said.append(message)
+
+        endpoint = McpAsgi(mcp, max_header_size=1024, server_checks_head=checks)
+        await endpoint(scope, receive, collect)  # type: ignore[arg-type]
+        statuses.append(said[0]["status"])
+    assert statuses == [431, 405]
