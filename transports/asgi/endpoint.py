@@ -77,7 +77,7 @@ import anyio
 
 import mrtr_core as m
 
-from ..client.loop import LoopTools
+from .._loop import LoopTools
 from ..host.bounds import check_bounds
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params

@@ -6,7 +6,7 @@ A :class:`Client` owns one client ``mrtr_core.Connection`` and a *link* that
 moves its bytes (``client.stdio.StdioLink``, ``client.http.HttpLink``).  All
 protocol logic is the connection's; the client only connects it to the loop
 (anyio: trio or asyncio; its clock, events and cancel scopes looked up once,
-:class:`~mrtr_transports.client.loop.LoopTools`), with two collaborators for the
+:class:`~mrtr_transports._loop.LoopTools`), with two collaborators for the
 opening and the plain requests:
 
 * **One synchronous pump.**  After every input to the connection (bytes from
@@ -61,6 +61,7 @@ from anyio.abc import TaskGroup
 import mrtr_core as m
 from mrtr_core._connection._events import Sendable
 
+from .._loop import LoopTools
 from . import listen as listening
 from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
@@ -69,7 +70,6 @@ from .flows import CallLimits, Flow, FlowContext, run_flow
 from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
-from .loop import LoopTools
 from .requests import PlainRequests, all_tools
 from .tracing import TraceBook, Tracer, TraceRecord
 

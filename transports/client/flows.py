@@ -49,6 +49,7 @@ from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
+from .._loop import LoopTools
 from .errors import (
     CallError,
     CallTimeout,
@@ -59,7 +60,6 @@ from .errors import (
 )
 from .inputs import InputHandler, answer_problem
 from .link import Outbound
-from .loop import LoopTools
 
 __all__ = ["CallLimits", "Flow", "FlowContext", "InOrder", "Waiter", "run_flow"]
 

@@ -24,9 +24,9 @@ from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
+from .._loop import LoopTools
 from .era import EraControl, Verdict
 from .errors import CallError, ClientError, TransportError
-from .loop import LoopTools
 
 __all__ = ["LinkState", "Opening", "Wire"]
 

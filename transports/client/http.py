@@ -82,6 +82,7 @@ import mrtr_core as m
 from mrtr_core.http import InvalidHeaderAnnotation, request_headers, schema_header_params
 from mrtr_core.http._headers import called_tool
 
+from .._loop import LoopTools
 from .client import Client
 from .errors import TransportError
 from .http_connection import (
@@ -98,7 +99,6 @@ from .http_endpoint import Endpoint
 from .http_sessions import HttpSession
 from .http_streams import SseSink, read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
-from .loop import LoopTools
 from .opening import open_client
 from .tcp import connect, connect_failure
 
@@ -153,7 +153,7 @@ class HttpLink:
         self._sink: SseSink | None = None  # (what reading a stream needs: the client)
         self._task_group: TaskGroup | None = None
         self._closed = False
-        #: The loop's clock, events and cancel scopes (looked up once: ``client/loop.py``).
+        #: The loop's clock, events and cancel scopes (looked up once: ``_loop.py``).
         self.loop: LoopTools | None = None
 
     async def start(self, client: LinkClient, task_group: TaskGroup) -> None:

@@ -24,10 +24,10 @@ import h11
 
 import mrtr_core as m
 
+from .._loop import LoopTools
 from .errors import TransportError
 from .http_connection import Broken, Failed, HttpConnection
 from .link import LinkClient, Outbound
-from .loop import LoopTools
 
 if TYPE_CHECKING:
     from .http_sessions import HttpSession

@@ -12,7 +12,7 @@ import os
 
 import anyio
 
-from .loop import LoopTools
+from .._loop import LoopTools
 
 __all__ = ["PipeEnd"]
 
@@ -24,7 +24,7 @@ class PipeEnd:
     def __init__(self, fd: int, loop: LoopTools | None = None) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
-        # (the loop's own wait, looked up once: client/loop.py)
+        # (the loop's own wait, looked up once: _loop.py)
         self._wait_readable = loop.wait_readable if loop is not None else anyio.wait_readable
 
     @property

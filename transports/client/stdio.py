@@ -42,10 +42,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 import mrtr_core as m
 
+from .._loop import LoopTools
 from .client import Client
 from .errors import TransportError
 from .link import ClientOptions, LinkClient, Outbound
-from .loop import LoopTools
 from .opening import open_client
 from .pipes import PipeEnd
 

@@ -83,7 +83,7 @@ class TraceBook:
         clock: Callable[[], float] = anyio.current_time,
     ) -> None:
         self._tracer = tracer
-        self._clock = clock  # (the client's, looked up once: client/loop.py)
+        self._clock = clock  # (the client's, looked up once: _loop.py)
         self._ids: OrderedDict[m.RequestId, tuple[int | None, int | None]] = OrderedDict()
         self._framer = (
             m.wire.LineFramer(

@@ -35,7 +35,7 @@ import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from ..client.loop import LoopTools
+from .._loop import LoopTools
 from ..server.access import access_enabled
 from .asgi import AsgiApp
 from .bounds import DEFAULT_SHUTDOWN_GRACE, HostBounds

@@ -27,9 +27,9 @@ from anyio.abc import TaskGroup
 
 import mrtr_core as m
 
+from .._loop import LoopTools
 from ..client.errors import TransportError
 from ..client.link import LinkClient, Outbound
-from ..client.loop import LoopTools
 from ..server.app import ServerApp
 from ..server.driver import serve_stream
 
@@ -39,7 +39,7 @@ __all__ = ["MemoryLink"]
 class _ClientToServer(anyio.abc.ByteReceiveStream):
     """The server's input: the messages the client transmitted, in order, at most
     ``max_queued`` waiting.  A plain queue and one event at a time (a memory object
-    stream looks the loop up several times per message; ``client/loop.py``)."""
+    stream looks the loop up several times per message; ``_loop.py``)."""
 
     def __init__(self, max_queued: int, loop: LoopTools) -> None:
         self._queue: deque[bytes] = deque()
@@ -89,7 +89,7 @@ class _ServerToClient(anyio.abc.ByteSendStream):
 
     def __init__(self, client: LinkClient, loop: LoopTools) -> None:
         self._client = client
-        self._checkpoint = loop.checkpoint  # (looked up once: client/loop.py)
+        self._checkpoint = loop.checkpoint  # (looked up once: _loop.py)
 
     async def send(self, item: bytes) -> None:
         await self._checkpoint()  # (a send is a checkpoint, as on a real stream)

@@ -1,4 +1,4 @@
-"""The client's per-call path on both loops: what it looks up once (``client/loop.py``)
+"""The client's per-call path on both loops: what it looks up once (``_loop.py``)
 and the input handler it runs in the caller's task rather than a task of its own
 (``Flow.wait_in_caller``).  Marked ``anyio``: each test runs on trio and on asyncio,
 through the real in-memory link to the shared server driver."""
@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from mrtr_transports._loop import LoopTools
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.client.errors import CallTimeout
-from mrtr_transports.client.loop import LoopTools
 from mrtr_transports.client.opening import open_client
 from mrtr_transports.testing.memory import MemoryLink
 from support.calling_app import QUESTION_KEYS

@@ -1,9 +1,10 @@
-"""The loop a client runs on, looked up once: its clock, its ``Event`` and ``CancelScope``.
+"""The loop a client or a server runs on, looked up once: its clock, ``Event``, ``CancelScope``.
 
 anyio finds the running backend again on every ``anyio.current_time()``,
 ``anyio.Event()`` and ``anyio.CancelScope()`` (sniffio, then a table), and a call
-made about a dozen of them.  A client lives on one loop, so it looks once, when
-it is made (inside that loop), and keeps what it found in a :class:`LoopTools`:
+made about a dozen of them.  A client, a host or an endpoint lives on one loop, so
+it looks once, when it is made or starts serving (inside that loop), and keeps
+what it found in a :class:`LoopTools`:
 
 * ``now``: the loop's clock, the same value as ``anyio.current_time()`` (trio's
   ``current_time``; asyncio's ``loop.time``);
