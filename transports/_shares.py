@@ -1,0 +1,115 @@
+"""Shared pools and each client's share of them: the one rule every pool follows.
+
+A pool the server holds for all its clients (2025 sessions, their GET streams,
+listen streams, WebSocket connections, pending URL interactions, single-use
+entries, continuations) has a bound, ``total``; one client alone must reach a
+bound of its own, ``per_client``, long before that, so that filling the pool
+takes many clients and no single one can lock the others out.  A client is
+whoever :func:`client_key` names: the principal where one is known, the peer
+address otherwise (behind a trusted proxy, the address the proxy reports).
+
+A refusal says which bound it met: 429 when the client is past its own share
+(it can free one of its own places), 503 when the pool is full (nobody can, but
+time); either way its message names the setting to raise.
+
+No I/O and no clock here: the pools' owners ask, these answer.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["ClientShares", "ShareRefusal", "client_key"]
+
+
+@attrs.frozen
+class ShareRefusal:
+    """Why one more place was refused: the HTTP status (429: the client's own share;
+    503: the whole pool) and a message naming the setting."""
+
+    status: int
+    message: str
+
+    @property
+    def own_share(self) -> bool:
+        """Whether the client met its own share (not the pool's bound)."""
+        return self.status == 429
+
+
+def client_key(principal: str | None, peer: str | None) -> str:
+    """Whose share a place counts against: the principal when one is known, else
+    the peer address (``"unknown"`` when the host gives none)."""
+    if principal:
+        return f"principal:{principal}"
+    return f"peer:{peer or 'unknown'}"
+
+
+class ClientShares:
+    """``total`` places in all, at most ``per_client`` for one client.
+
+    ``what`` names a place in messages ("2025 sessions"); ``total_setting`` and
+    ``per_client_setting`` name the settings a refusal tells the operator to raise.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        per_client: int,
+        *,
+        what: str,
+        total_setting: str,
+        per_client_setting: str,
+    ) -> None:
+        if total < 1 or per_client < 1:
+            raise ValueError(f"{total_setting} and {per_client_setting} must be at least 1")
+        self.total = total
+        self.per_client = min(per_client, total)
+        self.what = what
+        self.total_setting = total_setting
+        self.per_client_setting = per_client_setting
+        self._held: dict[str, int] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def held_by(self, client: str) -> int:
+        return self._held.get(client, 0)
+
+    def clients(self) -> int:
+        """How many clients hold at least one place."""
+        return len(self._held)
+
+    def refusal(self, client: str) -> ShareRefusal | None:
+        """Why ``client`` may not take one more place now, or ``None`` if it may."""
+        own = self._held.get(client, 0)
+        if own >= self.per_client:
+            return ShareRefusal(
+                429,
+                f"this client already holds {own} {self.what} "
+                f"({self.per_client_setting}={self.per_client}): end one, or retry later",
+            )
+        if self._count >= self.total:
+            return ShareRefusal(
+                503, f"the server holds {self.total_setting}={self.total} {self.what}: retry later"
+            )
+        return None
+
+    def admit(self, client: str) -> ShareRefusal | None:
+        """Take one place for ``client``; or why not (and nothing is taken)."""
+        refused = self.refusal(client)
+        if refused is None:
+            self._held[client] = self._held.get(client, 0) + 1
+            self._count += 1
+        return refused
+
+    def release(self, client: str) -> None:
+        """Give back one of ``client``'s places (nothing if it holds none)."""
+        own = self._held.get(client, 0)
+        if not own:
+            return
+        self._count -= 1
+        if own == 1:
+            del self._held[client]
+        else:
+            self._held[client] = own - 1
