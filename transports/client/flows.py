@@ -284,7 +284,7 @@ class Flow:
         if scope is None:
             scope = self.ctx.loop.cancel_scope()
         self.tasks.add(scope)
-        self.ctx.task_group.start_soon(self._task, scope, run, args)
+        self.ctx.loop.spawn(self.ctx.task_group, self._task, scope, run, args)
         return scope
 
     async def _task(

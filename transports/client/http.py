@@ -211,7 +211,7 @@ class HttpLink:
         scope = self.loop.cancel_scope()
         if out.request_id is not None:
             self._streams[out.request_id] = scope
-        self._task_group.start_soon(self._exchange, out, scope)
+        self.loop.spawn(self._task_group, self._exchange, out, scope)
 
     def close_stream(self, request_id: m.RequestId) -> None:
         scope = self._streams.pop(request_id, None)

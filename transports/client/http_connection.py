@@ -65,6 +65,11 @@ class HttpConnection:
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.received = False  # any byte of a response on this cycle
+        #: The socket's descriptor, for ``stale``'s poll (looked up once: anyio's
+        #: typed-attribute lookup costs more than the poll); ``None`` for TLS.
+        self._fileno: int | None = None
+        if isinstance(stream, SocketStream):
+            self._fileno = stream.extra(SocketAttribute.raw_socket).fileno()
 
     async def send(self, *events: Any) -> None:
         """Send h11 events in one write (a request's head, body and end: one segment)."""
@@ -106,10 +111,10 @@ class HttpConnection:
         """An idle connection with something to read: the server's close (or bytes it
         had no business sending).  Either way, not one to send a request on.  (Plain
         TCP only: TLS may have session tickets to read, which are no reason to drop it.)"""
-        if not isinstance(self.stream, SocketStream):
+        fileno = self._fileno
+        if fileno is None:
             return False
         try:
-            fileno = self.stream.extra(SocketAttribute.raw_socket).fileno()
             if hasattr(select, "poll"):
                 poller = select.poll()
                 poller.register(fileno, select.POLLIN)

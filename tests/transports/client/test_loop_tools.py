@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+import trio
 from mrtr_transports._loop import LoopTools
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
@@ -40,19 +41,23 @@ def _accept(key: str) -> m.wire.ElicitResult:
     return m.wire.ElicitResult(action="accept", content={key: key.upper()})
 
 
-async def test_the_loop_tools_are_the_running_loops() -> None:
+async def test_the_loop_tools_are_the_running_loops(anyio_backend_name: str) -> None:
     loop = LoopTools()
     before = anyio.current_time()
     now = loop.now()
     assert before <= now <= anyio.current_time()
 
+    # On trio, trio's own classes (what anyio's wrap); elsewhere anyio's own.
+    on_trio = anyio_backend_name == "trio"
     event = loop.event()
-    assert isinstance(event, anyio.Event) and type(event) is type(anyio.Event())
+    expected_event = trio.Event if on_trio else type(anyio.Event())
+    assert type(event) is expected_event
+    assert not event.is_set()
     event.set()
     await event.wait()
 
     scope = loop.cancel_scope(deadline=loop.now() + 0.05)
-    assert isinstance(scope, anyio.CancelScope)
+    assert isinstance(scope, trio.CancelScope if on_trio else anyio.CancelScope)
     with scope:
         await anyio.sleep(5)
     assert scope.cancelled_caught
@@ -65,6 +70,38 @@ async def test_the_loop_tools_are_the_running_loops() -> None:
             await loop.wait_readable(ours.fileno())
         assert ours.recv(1) == b"x"
     await loop.checkpoint()
+
+
+async def test_spawn_starts_a_task_in_the_group_cancelled_and_failing_with_it() -> None:
+    loop = LoopTools()
+    ran: list[str] = []
+
+    async def task(name: str) -> None:
+        ran.append(name)
+        await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as group:
+        loop.spawn(group, task, "first")
+        loop.spawn(group, task, "second")
+        await anyio.wait_all_tasks_blocked()
+        assert sorted(ran) == ["first", "second"]
+        group.cancel_scope.cancel()  # ... ends the spawned tasks with the group
+
+    async def fails() -> None:
+        raise LookupError("from a spawned task")
+
+    with pytest.raises(ExceptionGroup) as raised:
+        async with anyio.create_task_group() as group:
+            loop.spawn(group, fails)
+    assert raised.group_contains(LookupError, match="from a spawned task")
+
+    # A group not yet entered, or already closed, refuses as start_soon does.
+    closed = anyio.create_task_group()
+    async with closed:
+        pass
+    with pytest.raises(RuntimeError):
+        loop.spawn(closed, task, "late")
+    assert sorted(ran) == ["first", "second"]
 
 
 async def test_the_first_handler_of_a_round_runs_in_the_callers_task() -> None:
