@@ -350,7 +350,8 @@ class SessionEndpoint:
             log.warning("initialize refused: %s", refusal.message)
             await _refuse(send, refusal)
             return
-        self.shares.admit(client)
+        taken = self.shares.admit(client)  # (no wait since _make_room: the room is ours)
+        assert taken is None
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         buffer = m.http.ReplayBuffer(self.replay_events, self.replay_bytes)
         session = Session(
