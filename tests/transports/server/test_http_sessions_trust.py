@@ -24,8 +24,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import h11
 import pytest
 import trio
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
 from support import srv_apps
 from support.cli_run import MRTR
 from test_http_server import Served
@@ -37,6 +40,7 @@ from test_http_sessions import (
     in_session,
     initialize,
     open_session,
+    priming_of,
     request,
     serving,
     streaming,
@@ -116,6 +120,39 @@ async def test_a_result_too_large_to_keep_reaches_its_live_reader_and_is_not_kep
             assert reply is not None and reply["result"]["content"][0]["text"] == text
             buffer = served.server.sessions.sessions[session_id].buffer
             assert buffer.size[1] <= 256 * 1024 and buffer.passing_bytes == 0
+
+
+def _late_and_large_app() -> McpApp:
+    app = McpApp("late-and-large", "1.0")
+
+    @app.tool()
+    async def late_and_large(ctx: Context) -> str:
+        """Answers 512 KiB, after its client has left."""
+        await trio.sleep(0.5)
+        return "z" * (512 * 1024)
+
+    return app
+
+
+async def test_a_client_resuming_past_an_event_too_large_to_keep_is_told_so() -> None:
+    # Before: the newest event was kept however large (512 KiB here, in a 256 KiB
+    # buffer), so resuming replayed it; the bound did not hold.
+    with trio.fail_after(30):
+        async with serving("mrtr", _late_and_large_app()) as served:
+            session_id = await open_session(served)
+            async with streaming(served, call("late_and_large"), in_session(session_id)) as left:
+                while b"\n\n" not in left.raw:  # the priming event, then the client leaves
+                    event = await left.peer.next_event()
+                    assert isinstance(event, h11.Data)
+                    left.raw += event.data
+                primed, _ = priming_of(left)
+            await trio.sleep(1.0)  # the answer is recorded with nobody reading: not kept
+            buffer = served.server.sessions.sessions[session_id].buffer
+            assert buffer.size[1] <= 256 * 1024 and buffer.passing_bytes == 0
+            resume = in_session(session_id, ("Last-Event-ID", primed))
+            refused = await served.post(None, resume, method="GET", accept="text/event-stream")
+            assert refused.status == 400
+            assert "too large to keep" in refused.json()["error"]["message"]
 
 
 def _resident_kib(pid: int) -> int:
