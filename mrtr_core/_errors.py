@@ -51,6 +51,24 @@ _SHOWN_ITEMS = 3
 _SHOWN_LEVELS = 2
 _SHOWN_TOTAL = 120
 _SHOWN_INT_BITS = 128
+#: How much of a peer's text (a name, a URI, a method) an error message quotes.
+CLIPPED_CHARS: Final = 128
+
+
+def clip(value: Any, limit: int = CLIPPED_CHARS) -> str | int | float | None:
+    """A peer's name or value as an error quotes it (in its message or its ``data``),
+    bounded: a string cut to ``limit`` characters and an ellipsis; a number, a
+    boolean or ``null`` as it is (an integer of more than 128 bits described);
+    anything else as :func:`describe` shows it.  Every error that echoes what a
+    peer sent goes through here: a 3 MB unknown tool name would otherwise be
+    echoed, and kept for replay, at its full size."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + "…"
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int) and value.bit_length() <= _SHOWN_INT_BITS:
+        return value  # (bool too)
+    return describe(value)
 
 
 def describe(value: Any) -> str:

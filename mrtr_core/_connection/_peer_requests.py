@@ -320,6 +320,11 @@ class PeerRequests:
     ) -> T | None:
         """``emit`` the answer the app sends (checked and completed), or ``None`` when
         nothing goes out (the peer cancelled the request)."""
+        if isinstance(response, ResultResponse) and not isinstance(response.result, Mapping):
+            raise LocalProtocolError(
+                "a ResultResponse's result is a mapping (the method's result object; {} "
+                f"for an empty one), not {describe(response.result)}"
+            )
         rid = response.id
         if rid is None:
             return emit(response)

@@ -11,11 +11,16 @@ never show on another stream, and the buffer is per session, so no session
 can read another's.
 
 Bounds: at most ``max_events`` events and ``max_bytes`` bytes of data in
-all; past either, the oldest events go (the newest one always stays, however
-large, so a live reader still gets it).  A reader whose next event went is
-told so (:class:`ReplayLost`): the client cannot get a gapless stream any more
-and the HTTP server refuses the resumption (its request is lost to it).
-A finished stream is forgotten with its last event.
+all, every event counted; past either, the oldest events go.  One event is at
+most ``max_event_bytes`` (a quarter of ``max_bytes`` unless told): a larger one
+is never kept for replay.  It is handed to the stream's live reader, if the
+stream has one when it is recorded (``live=True``), once, and then forgotten;
+with no live reader, or once that reader is gone (``reader_gone``), it is lost
+as an evicted event is.  So what a session holds is ``max_bytes`` however large
+its events, plus at most one event in passing per stream being read.  A reader
+whose next event went is told so (:class:`ReplayLost`): the client cannot get a
+gapless stream any more and the HTTP server refuses the resumption (its
+request is lost to it).  A finished stream is forgotten with its last event.
 """
 
 from __future__ import annotations
@@ -69,21 +74,33 @@ class _Stream:
 class ReplayBuffer:
     """The events of one session's SSE streams, bounded by count and bytes."""
 
-    def __init__(self, max_events: int, max_bytes: int) -> None:
-        if max_events < 1 or max_bytes < 1:
-            raise LocalProtocolError("max_events and max_bytes must be positive")
+    def __init__(self, max_events: int, max_bytes: int, max_event_bytes: int | None = None) -> None:
+        if max_event_bytes is None:
+            max_event_bytes = max(1, max_bytes // 4)
+        if max_events < 1 or max_bytes < 1 or not 1 <= max_event_bytes <= max_bytes:
+            raise LocalProtocolError(
+                "max_events and max_bytes must be positive, and max_event_bytes 1 to max_bytes"
+            )
         self.max_events = max_events
         self.max_bytes = max_bytes
+        self.max_event_bytes = max_event_bytes
         self._events: deque[tuple[int, int, bytes]] = deque()  # (stream, seq, data)
         self._bytes = 0
+        #: Events over ``max_event_bytes`` on their way to a live reader: (seq, data).
+        self._passing: dict[int, tuple[int, bytes]] = {}
         self._seq = 0
         self._next_stream = STANDALONE + 1
         self._streams: dict[int, _Stream] = {STANDALONE: _Stream()}
 
     @property
     def size(self) -> tuple[int, int]:
-        """(events, bytes) held."""
+        """(events, bytes) kept for replay: at most ``max_events``, ``max_bytes``."""
         return len(self._events), self._bytes
+
+    @property
+    def passing_bytes(self) -> int:
+        """Bytes of the events too large to keep, still waiting for their live reader."""
+        return sum(len(data) for _, data in self._passing.values())
 
     def open_stream(self) -> int:
         """A new stream's number."""
@@ -92,39 +109,61 @@ class ReplayBuffer:
         self._streams[stream] = _Stream()
         return stream
 
-    def record(self, stream: int, data: bytes) -> str:
-        """Keep one event of ``stream`` (``b""``: a priming event); its id."""
+    def record(self, stream: int, data: bytes, *, live: bool = False) -> str:
+        """Keep one event of ``stream`` (``b""``: a priming event); its id.
+
+        An event over ``max_event_bytes`` is not kept: it goes to the stream's
+        reader once when ``live`` (a reader is there now), else it is lost."""
         state = self._streams.get(stream)
         if state is None or state.finished:
             raise LocalProtocolError(f"stream {stream} is not open")
         self._seq += 1
+        if len(data) > self.max_event_bytes:
+            self._lose_passing(stream)  # (an earlier one not yet read: lost, one at a time)
+            if live:
+                self._passing[stream] = (self._seq, data)
+            else:
+                state.lost = self._seq
+            return f"{stream}-{self._seq}"
         # A copy of its own size: ``max_bytes`` bounds what is held, and orjson's output
         # keeps the 4 KiB buffer it was written in whatever its length.
         self._events.append((stream, self._seq, bytes(memoryview(data))))
         state.held += 1
         self._bytes += len(data)
-        while len(self._events) > 1 and (
-            len(self._events) > self.max_events or self._bytes > self.max_bytes
-        ):
-            self._drop_oldest()
+        while len(self._events) > self.max_events or self._bytes > self.max_bytes:
+            self._drop_oldest()  # (never the newest: it fits, max_event_bytes <= max_bytes)
         return f"{stream}-{self._seq}"
+
+    def reader_gone(self, stream: int) -> None:
+        """Nobody reads ``stream`` now: an event passing on it is lost."""
+        self._lose_passing(stream)
+        self._forget_if_done(stream)
+
+    def _lose_passing(self, stream: int) -> None:
+        passing = self._passing.pop(stream, None)
+        if passing is not None:
+            state = self._streams[stream]
+            state.lost = max(state.lost, passing[0])
+
+    def _forget_if_done(self, stream: int) -> None:
+        state = self._streams.get(stream)
+        if state is not None and state.finished and state.held == 0 and stream not in self._passing:
+            del self._streams[stream]
 
     def _drop_oldest(self) -> None:
         stream, seq, data = self._events.popleft()
         self._bytes -= len(data)
         state = self._streams[stream]
-        state.lost = seq
+        state.lost = max(state.lost, seq)
         state.held -= 1
-        if state.finished and state.held == 0 and stream != STANDALONE:
-            del self._streams[stream]
+        self._forget_if_done(stream)
 
     def finish(self, stream: int) -> None:
         """No more events on ``stream`` (its response was recorded)."""
         state = self._streams.get(stream)
         if state is not None and stream != STANDALONE:
             state.finished = True
-            if state.held == 0:
-                del self._streams[stream]
+            self._forget_if_done(stream)
 
     def start(self, stream: int) -> Cursor:
         """A reader from the beginning of ``stream``."""
@@ -146,7 +185,8 @@ class ReplayBuffer:
         if seq < state.lost:
             raise ReplayLost(
                 f"Last-Event-ID {last_event_id!r}: later events of that stream are no "
-                "longer held (the session's replay buffer is full)"
+                "longer held (the session's replay buffer was full, or one was too large "
+                "to keep)"
             )
         return Cursor(stream, seq)
 
@@ -157,9 +197,14 @@ class ReplayBuffer:
         if state is None or cursor.seq < state.lost:  # (a reader that read all saw done)
             raise ReplayLost(f"events of stream {cursor.stream} were dropped before being read")
         found = [
-            (f"{stream}-{seq}", data)
+            (seq, data)
             for stream, seq, data in self._events
             if stream == cursor.stream and seq > cursor.seq
         ]
-        last = int(found[-1][0].partition("-")[2]) if found else cursor.seq
-        return found, Cursor(cursor.stream, last), state.finished
+        if cursor.stream in self._passing:  # handed over once: never to a resumption
+            found = sorted([*found, self._passing[cursor.stream]], key=lambda event: event[0])
+            self._lose_passing(cursor.stream)
+            self._forget_if_done(cursor.stream)
+        last = found[-1][0] if found else cursor.seq
+        events = [(f"{cursor.stream}-{seq}", data) for seq, data in found]
+        return events, Cursor(cursor.stream, last), state.finished

@@ -32,7 +32,7 @@ their shape.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 import attrs
@@ -173,9 +173,15 @@ class SessionTable:
         ending = self.expired(now)
         if len(self._entries) - len(ending) < self.max_sessions:
             return ending
+        idle = self.idle_longest()
+        return None if idle is None else [idle]
+
+    def idle_longest(self, among: Container[str] | None = None) -> str | None:
+        """The session without work used the longest ago (one of ``among``, when
+        given: a client's own), or ``None`` when each of them has work."""
         for session_id, entry in self._entries.items():
-            if entry.busy == 0:
-                return [session_id]
+            if entry.busy == 0 and (among is None or session_id in among):
+                return session_id
         return None
 
     def add(self, session_id: str, now: float) -> None:
@@ -196,6 +202,14 @@ class SessionTable:
             )
         entry.last_used = now
         self._entries.move_to_end(session_id)
+
+    def touch(self, session_id: str, now: float) -> None:
+        """The session was used now without work of its own (a GET stream of it ended):
+        its idle time counts from now, and it is the least likely to be ended."""
+        entry = self._entries.get(session_id)
+        if entry is not None:
+            entry.last_used = max(entry.last_used, now)
+            self._entries.move_to_end(session_id)
 
     def begin(self, session_id: str) -> None:
         """Work for the session starts (a request, a stream): it cannot expire meanwhile."""

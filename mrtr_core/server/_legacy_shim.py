@@ -253,10 +253,22 @@ class LegacyShim:
         if not self.finished:  # cancelled while the app ran: nothing more to say
             self._settle(outcome)
 
+    def _refused(self, error: MrtrError) -> None:
+        if isinstance(error, CapabilityRequired):
+            self._finish_error(
+                "the client did not declare what this tool needs to ask", data=error.data
+            )
+        else:
+            self._finish(error_response(self.request.id, error))
+
     def _settle(self, outcome: Mapping[str, Any] | MrtrError) -> None:
+        if isinstance(outcome, MrtrError):
+            # Answered, not raised again: raised here, its traceback would hold this
+            # frame and this frame the error, a cycle that keeps the request (its
+            # params, up to a whole body) until the collector's next full pass.
+            self._refused(outcome)
+            return
         try:
-            if isinstance(outcome, MrtrError):
-                raise outcome
             if outcome.get("resultType") != "input_required":
                 self._finish(ResultResponse(id=self.request.id, result=dict(outcome)))
                 return
@@ -265,13 +277,8 @@ class LegacyShim:
             missing = required_capabilities(asks, self.info.capabilities, self.input_kinds)
             if missing:
                 raise CapabilityRequired(missing)
-        except CapabilityRequired as exc:
-            self._finish_error(
-                "the client did not declare what this tool needs to ask", data=exc.data
-            )
-            return
         except MrtrError as exc:
-            self._finish(error_response(self.request.id, exc))
+            self._refused(exc)
             return
         self.rounds += 1
         # Two separate bounds, as in RoundEngine: load shedding (state only) does not

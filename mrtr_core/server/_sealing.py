@@ -43,6 +43,7 @@ from .._errors import (
     LocalProtocolError,
     MrtrError,
     RemoteProtocolError,
+    describe,
 )
 from ..wire._codec import _load_orjson
 from ..wire._depth import DEFAULT_MAX_DEPTH, deeper_than
@@ -203,13 +204,25 @@ def params_digest(params: Mapping[str, Any] | None) -> str:
     ``DEFAULT_MAX_DEPTH`` (128) levels, raise :class:`LocalProtocolError`: ``open``
     reports them as ``wrong_params``, and ``seal`` refuses them.
     """
-    salient = {k: v for k, v in (params or {}).items() if k not in _ROUND_AND_META}
+    salient = {k: v for k, v in _params(params).items() if k not in _ROUND_AND_META}
     try:
         canonical = _canonical(salient)
     except (TypeError, ValueError, RecursionError) as exc:
         # NaN, values JSON cannot carry, too deep (or a caller with no stack left for them)
         raise LocalProtocolError(f"params are not JSON values: {exc}") from exc
     return _b64encode(hashlib.sha256(canonical).digest())
+
+
+def _params(params: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The request's params as given (``None``: none); a caller's mistake otherwise."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise LocalProtocolError(
+            "params are the request's params: a mapping (request.params), or None, "
+            f"not {describe(params)}"
+        )
+    return params
 
 
 class StateSealer:
@@ -330,6 +343,7 @@ class StateSealer:
         now: float,
     ) -> OpenedState:
         """Verify ``token`` for this request, or raise :class:`InvalidRequestState`."""
+        _params(params)  # (the caller's mistake, whatever the token: LocalProtocolError)
         if not isinstance(token, str):
             raise InvalidRequestState("malformed")
         if len(token) > self.max_token_size:

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import jsonschema_rs
 
-from .._errors import LocalProtocolError
+from .._errors import LocalProtocolError, clip
 
 #: Compiled schemas kept at most (least recently used dropped first).
 MAX_COMPILED_SCHEMAS = 512
@@ -73,7 +73,8 @@ class CompiledSchema:
                     path.append(kind.property)
                 elif isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
                     path.append(kind.unexpected[0])
-                return SchemaProblem(_pointer(path), error.message)
+                # (both quote the peer's value or key: clipped, never echoed whole)
+                return SchemaProblem(str(clip(_pointer(path))), str(clip(error.message)))
         except (ValueError, RecursionError):
             # The validator reads the value into its own form first and gives up on one
             # nested past its recursion limit (or on something that is not JSON at all).

@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import mrtr_core as m
+from mrtr_core._errors import clip
 
 from .context import Context
 from .registry import Handler
@@ -41,14 +42,19 @@ async def complete(
     kind = ref.get("type")
     if kind == "ref/prompt":
         if ref.get("name") not in prompts:
-            raise m.MrtrError(f"Unknown prompt: {ref.get('name')}", code=m.ErrorCode.INVALID_PARAMS)
+            shown = clip(ref.get("name"))  # (a peer's value: never echoed whole)
+            raise m.MrtrError(f"Unknown prompt: {shown}", code=m.ErrorCode.INVALID_PARAMS)
     elif kind == "ref/resource":
         if ref.get("uri") not in uris:
             raise m.MrtrError(
-                "Resource not found", code=m.ErrorCode.INVALID_PARAMS, data={"uri": ref.get("uri")}
+                "Resource not found",
+                code=m.ErrorCode.INVALID_PARAMS,
+                data={"uri": clip(ref.get("uri"))},
             )
     else:
-        raise m.MrtrError(f"unknown completion ref type {kind!r}", code=m.ErrorCode.INVALID_PARAMS)
+        raise m.MrtrError(
+            f"unknown completion ref type {clip(kind)}", code=m.ErrorCode.INVALID_PARAMS
+        )
     outcome = handler(ctx)
     if inspect.isawaitable(outcome):
         outcome = await outcome

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
 import mrtr_core as m
+from mrtr_core._errors import clip
 
 from ..server.app import Outlet
 from .completion import complete
@@ -525,7 +526,7 @@ class McpApp:
             if params.get("level") not in m._meta.LOG_LEVELS:
                 raise m.MrtrError("unknown log level", code=m.ErrorCode.INVALID_PARAMS)
             return {}
-        raise m.MrtrError(f"Method not found: {method}", code=m.ErrorCode.METHOD_NOT_FOUND)
+        raise m.MrtrError(f"Method not found: {clip(method)}", code=m.ErrorCode.METHOD_NOT_FOUND)
 
     # --- lists ----------------------------------------------------------------------------
 
@@ -537,7 +538,9 @@ class McpApp:
         if cursor is not None:
             if not (isinstance(cursor, str) and cursor.isdigit() and 0 < int(cursor) < len(items)):
                 raise m.MrtrError(
-                    "Invalid cursor", code=m.ErrorCode.INVALID_PARAMS, data={"cursor": cursor}
+                    "Invalid cursor",
+                    code=m.ErrorCode.INVALID_PARAMS,
+                    data={"cursor": clip(cursor)},
                 )
             start = int(cursor)
         end = start + self.page_size
@@ -561,7 +564,9 @@ class McpApp:
             uri_params = template.match(uri)
             if uri_params is not None:
                 return template, uri_params
-        raise m.MrtrError("Resource not found", code=m.ErrorCode.INVALID_PARAMS, data={"uri": uri})
+        raise m.MrtrError(
+            "Resource not found", code=m.ErrorCode.INVALID_PARAMS, data={"uri": clip(uri)}
+        )
 
 
 def _required_string(params: Mapping[str, Any], key: str) -> str:
@@ -576,8 +581,9 @@ def _named(params: Mapping[str, Any], table: Mapping[str, E], what: str) -> E:
     name = _required_string(params, "name")
     found = table.get(name)
     if found is None:
+        shown = clip(name)  # (a peer's name: never echoed at its full size)
         raise m.MrtrError(
-            f"Unknown {what}: {name}", code=m.ErrorCode.INVALID_PARAMS, data={"name": name}
+            f"Unknown {what}: {shown}", code=m.ErrorCode.INVALID_PARAMS, data={"name": shown}
         )
     return found
 

@@ -78,6 +78,7 @@ import anyio
 import mrtr_core as m
 
 from .._loop import LoopTools
+from .._shares import client_key
 from ..host.bounds import check_bounds
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
@@ -115,6 +116,9 @@ DEFAULT_REPLAY_EVENTS = 256
 DEFAULT_REPLAY_BYTES = 256 * 1024
 DEFAULT_MAX_SESSION_STREAMS = 256
 DEFAULT_MAX_STREAMS_PER_SESSION = 16
+DEFAULT_MAX_SESSIONS_PER_CLIENT = 16
+DEFAULT_MAX_SESSION_STREAMS_PER_CLIENT = 32
+DEFAULT_SESSION_STREAM_LIFETIME = 600.0
 DEFAULT_MAX_MESSAGE_SIZE = m.websocket._binding.DEFAULT_MAX_WEBSOCKET_MESSAGE
 #: Callback URLs kept (``McpAsgi._callback_url``): one per address served, and then some.
 _MAX_KEPT_URLS = 64
@@ -133,9 +137,10 @@ class McpAsgi:
     ``max_header_size``, ``body_timeout``, ``keepalive_interval``, ``write_timeout``,
     the listen pool
     (``max_listen_streams``, ``max_listen_streams_per_client``, ``listen_lifetime``),
-    2025-era sessions (``max_sessions``, ``session_idle_timeout``,
-    ``replay_buffer_events``, ``replay_buffer_bytes``, ``legacy_answer_timeout``,
-    ``max_session_streams``, ``max_streams_per_session``), the side routes
+    2025-era sessions (``max_sessions``, ``max_sessions_per_client``,
+    ``session_idle_timeout``, ``replay_buffer_events``, ``replay_buffer_bytes``,
+    ``legacy_answer_timeout``, ``max_session_streams``, ``max_streams_per_session``,
+    ``max_session_streams_per_client``, ``session_stream_lifetime``), the side routes
     (``public_url``, ``callback_path``, ``health_path``), ``param_headers`` (as
     ``HttpServer``), and ``mrtr_core.Connection`` options (``versions``: both eras
     by default).  Every default is ``HttpServer``'s (``mrtr serve --http``'s).
@@ -172,6 +177,9 @@ class McpAsgi:
         legacy_answer_timeout: float = DEFAULT_LEGACY_ANSWER_TIMEOUT,
         max_session_streams: int = DEFAULT_MAX_SESSION_STREAMS,
         max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
+        max_sessions_per_client: int = DEFAULT_MAX_SESSIONS_PER_CLIENT,
+        max_session_streams_per_client: int = DEFAULT_MAX_SESSION_STREAMS_PER_CLIENT,
+        session_stream_lifetime: float = DEFAULT_SESSION_STREAM_LIFETIME,
         param_headers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         public_url: str | None = None,
         callback_path: str = DEFAULT_CALLBACK_PATH,
@@ -193,6 +201,8 @@ class McpAsgi:
                 ("replay_buffer_bytes", replay_buffer_bytes),
                 ("max_session_streams", max_session_streams),
                 ("max_streams_per_session", max_streams_per_session),
+                ("max_sessions_per_client", max_sessions_per_client),
+                ("max_session_streams_per_client", max_session_streams_per_client),
                 ("max_message_size", max_message_size),
             ),
             (
@@ -201,6 +211,7 @@ class McpAsgi:
                 ("listen_lifetime", listen_lifetime),
                 ("session_idle_timeout", session_idle_timeout),
                 ("legacy_answer_timeout", legacy_answer_timeout),
+                ("session_stream_lifetime", session_stream_lifetime),
             ),
         )
         self.app = app
@@ -233,12 +244,15 @@ class McpAsgi:
         self.sessions = SessionEndpoint(
             app,
             max_sessions=max_sessions,
+            max_sessions_per_client=max_sessions_per_client,
             idle_timeout=session_idle_timeout,
             replay_events=replay_buffer_events,
             replay_bytes=replay_buffer_bytes,
             legacy_answer_timeout=legacy_answer_timeout,
             max_streams=max_session_streams,
             max_streams_per_session=max_streams_per_session,
+            max_streams_per_client=max_session_streams_per_client,
+            stream_lifetime=session_stream_lifetime,
             keepalive_interval=keepalive_interval,
             write_timeout=write_timeout,
             connection_options={**common, "versions": tuple(versions)},
@@ -385,7 +399,8 @@ class McpAsgi:
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream
                 _, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
-                await self.sessions.get(receive, send, headers, sse_ok)
+                client = client_key(None, self.policy.client_of(headers, peer))
+                await self.sessions.get(receive, send, headers, sse_ok, client)
             else:
                 await self.sessions.delete(send, headers)
             return
@@ -436,7 +451,8 @@ class McpAsgi:
         note_message(scope, message)  # (for the host's access line, if it writes one)
         if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
-            await self.sessions.post(receive, send, headers, message, json_ok, sse_ok)
+            client = client_key(None, self.policy.client_of(headers, peer))
+            await self.sessions.post(receive, send, headers, message, json_ok, sse_ok, client)
             return
         refused = m.http._post.header_refusal(headers.fields, message, self.header_params)
         if refused is not None:

@@ -9,9 +9,11 @@ client can starve the other:
   back: when the oldest of the streams in the way reaches its lifetime.
 * ``SessionStreams``: the SSE streams of 2025-era sessions (a request's
   stream, which may wait minutes for a person to answer the legacy shim's
-  question, and the GET streams): at most ``max_streams`` in all and
-  ``per_session`` for one session, so no session, and no number of sessions,
-  can take what other clients' requests need.  Past either: 503 with
+  question, and the GET streams): at most ``max_streams`` in all,
+  ``per_session`` for one session and ``per_client`` for one client (its
+  share, ``ClientShares``), so no session, and no number of one client's
+  sessions, can take what other clients' requests need.  Past the session's
+  bound or the pool's: 503; past the client's share: 429; each with
   ``Retry-After: 1``.
 
 No I/O here: the endpoint asks, these answer; time is passed in.
@@ -22,6 +24,8 @@ from __future__ import annotations
 import math
 
 import attrs
+
+from .._shares import ClientShares, ShareRefusal
 
 __all__ = ["Lease", "ListenPool", "ListenRefusal", "SessionStreams"]
 
@@ -99,35 +103,45 @@ def _seconds_until(leases: list[Lease], now: float) -> int:
 
 
 class SessionStreams:
-    """Open SSE streams of 2025-era sessions: ``max_streams`` in all, ``per_session`` each."""
+    """Open SSE streams of 2025-era sessions: ``max_streams`` in all, ``per_session``
+    for one session, ``per_client`` for one client (whatever its sessions)."""
 
-    def __init__(self, max_streams: int, per_session: int) -> None:
-        self.max_streams = max_streams
+    def __init__(self, max_streams: int, per_session: int, per_client: int) -> None:
         self.per_session = per_session
-        self._held: dict[str, int] = {}
-        self._count = 0
+        self.clients = ClientShares(
+            max_streams,
+            per_client,
+            what="2025-era session streams",
+            total_setting="max_session_streams",
+            per_client_setting="max_session_streams_per_client",
+        )
+        self._held: dict[str, int] = {}  # by session
+
+    @property
+    def max_streams(self) -> int:
+        return self.clients.total
 
     def __len__(self) -> int:
-        return self._count
+        return len(self.clients)
 
-    def admit(self, session_id: str) -> str | None:
-        """Take a place for one more stream of the session; or why not (the 503 message)."""
+    def admit(self, session_id: str, client: str) -> ShareRefusal | None:
+        """Take a place for one more stream of the session; or why not (nothing taken)."""
         own = self._held.get(session_id, 0)
         if own >= self.per_session:
-            return (
+            return ShareRefusal(
+                503,
                 f"this session already has {own} open streams "
-                f"(max_streams_per_session={self.per_session}): retry when one ends"
+                f"(max_streams_per_session={self.per_session}): retry when one ends",
             )
-        if self._count >= self.max_streams:
-            return f"the server holds max_session_streams={self.max_streams} streams: retry later"
-        self._held[session_id] = own + 1
-        self._count += 1
-        return None
+        refused = self.clients.admit(client)
+        if refused is None:
+            self._held[session_id] = own + 1
+        return refused
 
-    def release(self, session_id: str) -> None:
+    def release(self, session_id: str, client: str) -> None:
         own = self._held.get(session_id, 0)
         if own:
-            self._count -= 1
+            self.clients.release(client)
             if own == 1:
                 del self._held[session_id]
             else:

@@ -159,12 +159,14 @@ class Session:
         if data and not self.closed:
             if stream == m.http._replay.STANDALONE and not self.standalone_opened:
                 return  # nobody ever listened: keep the buffer for request streams
-            self.buffer.record(stream, data)
+            # (an event too large to keep goes to a reader there now, or is lost)
+            self.buffer.record(stream, data, live=stream in self.readers)
             self.wake()
 
     def cut(self, stream: int) -> None:
         """End the HTTP response now carrying ``stream`` (its reader stops)."""
         if self.readers.pop(stream, None) is not None:
+            self.buffer.reader_gone(stream)
             self.wake()
 
     # --- requests ---

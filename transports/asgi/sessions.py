@@ -19,17 +19,28 @@ The model (the rules themselves are the core's: ``mrtr_core.http``'s
   questions, routed to the request waiting for it) gets 202.
 * A ``GET`` without ``Last-Event-ID`` opens the session's standalone stream
   (one at a time: 409 for a second); a ``DELETE`` ends the session and
-  cancels its requests (204).
-* Sessions live at most ``max_sessions`` at once and end after
-  ``session_idle_timeout`` seconds without work (a running request or an
-  open stream is work); a newcomer past the bound ends the session idle the
-  longest, or gets 503 when every session is busy.
+  cancels its requests (204).  A GET stream lasts ``session_stream_lifetime``
+  seconds at most, then ends gracefully: its client comes back with
+  ``Last-Event-ID``.  It is no work of the session: an open GET stream alone
+  neither keeps a session from being ended to make room nor, past its
+  lifetime, from expiring (its end counts as a use).
+* Sessions live at most ``max_sessions`` at once, ``max_sessions_per_client``
+  of them for one client (``ClientShares``, keyed by the client's address),
+  and end after ``session_idle_timeout`` seconds without work (a running
+  request is work).  A client past its share ends its *own* session idle the
+  longest (429 when each of its own has work): a client that restarts and
+  never sends ``DELETE`` is not locked out for ``session_idle_timeout``, and
+  it cannot end another client's session.  With the table full (many
+  clients), a newcomer ends the idle session used the longest ago of the
+  client holding the most (of anyone's when all of those have work), or gets
+  503 when every session is busy.
 * A session's requests and streams may last long (a person answering a
   question): they hold places in a pool of their own
   (``pools.SessionStreams``: ``max_session_streams`` in all,
-  ``max_streams_per_session`` each; 503 with ``Retry-After`` past it, before
-  the request is read).  A request holds its place until it ends, even when
-  its client left its stream.
+  ``max_streams_per_session`` each, ``max_session_streams_per_client`` for
+  one client; 503 (429 for the client's share) with ``Retry-After`` past it,
+  before the request is read).  A request holds its place until it ends,
+  even when its client left its stream.
 
 Where a session's tasks live: a session outlives the HTTP requests that reach
 it, so its requests run in a task group of the endpoint's (``run``), which the
@@ -53,6 +64,7 @@ import mrtr_core as m
 from mrtr_core.http import ReplayLost, SessionRefused, SessionTable
 from mrtr_core.http._replay import STANDALONE, Cursor
 
+from .._shares import ClientShares, ShareRefusal
 from ..server.app import ServerApp
 from .answer import Receive, Send, Sender, send_whole, watch_disconnect
 from .policy import Headers
@@ -74,16 +86,17 @@ RETRY_1 = [(b"retry-after", b"1")]
 class _Place:
     """A place in the session streams' pool, given back once."""
 
-    def __init__(self, pool: SessionStreams, session_id: str) -> None:
+    def __init__(self, pool: SessionStreams, session_id: str, client: str) -> None:
         self.pool = pool
         self.session_id = session_id
+        self.client = client
         self.handed_over = False
         self._released = False
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self.pool.release(self.session_id)
+            self.pool.release(self.session_id, self.client)
 
 
 async def _error(
@@ -95,6 +108,11 @@ async def _error(
 ) -> None:
     """An HTTP error whose body is a JSON-RPC error response without id."""
     await send_whole(send, status, m.http._post.error_body(message, code), extra=extra)
+
+
+async def _refuse(send: Send, refusal: ShareRefusal) -> None:
+    """A share's refusal: 429 (the client's own share) or 503, retryable in a second."""
+    await _error(send, refusal.status, refusal.message, m.ErrorCode.SERVER_BUSY, RETRY_1)
 
 
 async def _reply(
@@ -117,22 +135,37 @@ class SessionEndpoint:
         app: ServerApp,
         *,
         max_sessions: int,
+        max_sessions_per_client: int,
         idle_timeout: float,
         replay_events: int,
         replay_bytes: int,
         legacy_answer_timeout: float,
         max_streams: int,
         max_streams_per_session: int,
+        max_streams_per_client: int,
+        stream_lifetime: float,
         keepalive_interval: float,
         write_timeout: float,
         connection_options: Mapping[str, Any],
     ) -> None:
         self.app = app
         self.table = SessionTable(max_sessions, idle_timeout)
+        #: Each client's share of the table (the table's own bound is the total).
+        self.shares = ClientShares(
+            max_sessions,
+            max_sessions_per_client,
+            what="2025-era sessions",
+            total_setting="max_sessions",
+            per_client_setting="max_sessions_per_client",
+        )
+        #: Whose each session is (the key its share counts against).
+        self.owners: dict[str, str] = {}
         self.replay_events = replay_events
         self.replay_bytes = replay_bytes
         self.legacy_answer_timeout = legacy_answer_timeout
-        self.streams = SessionStreams(max_streams, max_streams_per_session)
+        self.streams = SessionStreams(max_streams, max_streams_per_session, max_streams_per_client)
+        #: A GET stream ends gracefully after this (never outliving the idle timeout).
+        self.stream_lifetime = min(stream_lifetime, idle_timeout)
         self.keepalive_interval = keepalive_interval
         self.write_timeout = write_timeout
         self.connection_options = dict(connection_options)
@@ -160,6 +193,9 @@ class SessionEndpoint:
 
     def end(self, session_id: str) -> None:
         self.table.remove(session_id)
+        owner = self.owners.pop(session_id, None)
+        if owner is not None:
+            self.shares.release(owner)
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.close()
@@ -204,7 +240,10 @@ class SessionEndpoint:
         message: Mapping[str, Any],
         json_ok: bool,
         sse_ok: bool,
+        client: str,
     ) -> None:
+        """A POSTed message of a session (or an ``initialize``); ``client`` is whose
+        share its places count against (``_shares.client_key``)."""
         initialize = message.get("method") == "initialize"
         try:
             session, _ = self._lookup(headers, initialize=initialize)
@@ -212,19 +251,19 @@ class SessionEndpoint:
             await _error(send, exc.status, exc.message, exc.code)
             return
         if session is None:
-            await self._initialize(send, message, json_ok)
+            await self._initialize(send, message, json_ok, client)
             return
         # A request may wait long (a person answering a question): it holds a place in
         # the session streams' pool until it ends, and is refused, retryably, when there
         # is none, before the session reads it.
         place: _Place | None = None
         if isinstance(message.get("method"), str) and "id" in message:
-            refusal = self.streams.admit(session.id)
+            refusal = self.streams.admit(session.id, client)
             if refusal is not None:
-                log.warning("session stream refused: %s", refusal)
-                await _error(send, 503, refusal, m.ErrorCode.SERVER_BUSY, RETRY_1)
+                log.warning("session stream refused: %s", refusal.message)
+                await _refuse(send, refusal)
                 return
-            place = _Place(self.streams, session.id)
+            place = _Place(self.streams, session.id, client)
         try:
             await self._session_message(receive, send, session, message, sse_ok, place)
         finally:
@@ -282,7 +321,9 @@ class SessionEndpoint:
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _initialize(self, send: Send, message: Mapping[str, Any], json_ok: bool) -> None:
+    async def _initialize(
+        self, send: Send, message: Mapping[str, Any], json_ok: bool, client: str
+    ) -> None:
         now = anyio.current_time()
         conn = m.Connection(m.SERVER, framing="messages", **self.connection_options)
         conn.receive_message(dict(message))
@@ -303,21 +344,14 @@ class SessionEndpoint:
         if self.tasks is None:  # no lifespan: nowhere for a session's tasks to live
             await self._no_sessions(send, message)
             return
-        ending = self.table.admit(now)  # only now: a refused initialize ends no session
-        if ending is None:
-            log.warning("every session is busy: initialize refused")
-            await _error(
-                send,
-                503,
-                f"the server holds max_sessions={self.table.max_sessions} busy sessions: "
-                "retry later",
-                m.ErrorCode.SERVER_BUSY,
-                RETRY_1,
-            )
+        if not self._make_room(client, now):  # only now: a refused initialize ends no session
+            refusal = self.shares.refusal(client)
+            assert refusal is not None
+            log.warning("initialize refused: %s", refusal.message)
+            await _refuse(send, refusal)
             return
-        for session_id in ending:
-            log.info("session %s... ended to make room", session_id[:8])
-            self.end(session_id)
+        taken = self.shares.admit(client)  # (no wait since _make_room: the room is ours)
+        assert taken is None
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         buffer = m.http.ReplayBuffer(self.replay_events, self.replay_bytes)
         session = Session(
@@ -328,10 +362,41 @@ class SessionEndpoint:
             legacy_answer_timeout=self.legacy_answer_timeout,
             on_work=self._on_work,
         )
-        self.table.add(session_id, now)  # before any wait: the place admit() made is ours
+        self.table.add(session_id, now)  # before any wait: the place made is ours
+        self.owners[session_id] = client
         self.sessions[session_id] = session
         await self.tasks.start(session.run)
         await _reply(send, reply, data, [(b"mcp-session-id", session_id.encode())])
+
+    def _make_room(self, client: str, now: float) -> bool:
+        """Room in the table for one more session of ``client``: expired sessions end;
+        past its share, its own session idle the longest ends; with the table full,
+        the one idle the longest of the client holding the most (itself when it holds
+        as many; then of anyone).
+        ``False``: no room (each session that could end has work)."""
+        for session_id in self.table.expired(now):
+            log.info("session %s... expired", session_id[:8])
+            self.end(session_id)
+        refusal = self.shares.refusal(client)
+        if refusal is None:
+            return True
+        if refusal.own_share:  # its own, never another client's
+            idle = self.table.idle_longest(self._sessions_of(client))
+        else:  # many clients fill the table: the heaviest gives way first (itself if tied)
+            heaviest = max(self.owners.values(), key=self.shares.held_by)
+            if self.shares.held_by(client) >= self.shares.held_by(heaviest):
+                heaviest = client
+            idle = self.table.idle_longest(self._sessions_of(heaviest))
+            if idle is None:
+                idle = self.table.idle_longest()
+        if idle is None:
+            return False
+        log.info("session %s... ended to make room", idle[:8])
+        self.end(idle)
+        return self.shares.refusal(client) is None
+
+    def _sessions_of(self, client: str) -> set[str]:
+        return {session_id for session_id, owner in self.owners.items() if owner == client}
 
     async def _no_sessions(self, send: Send, message: Mapping[str, Any]) -> None:
         error = m.MrtrError(
@@ -349,8 +414,11 @@ class SessionEndpoint:
 
     # --- GET, DELETE ---
 
-    async def get(self, receive: Receive, send: Send, headers: Headers, sse_ok: bool) -> None:
-        """The standalone stream, or the rest of a stream after ``Last-Event-ID``."""
+    async def get(
+        self, receive: Receive, send: Send, headers: Headers, sse_ok: bool, client: str
+    ) -> None:
+        """The standalone stream, or the rest of a stream after ``Last-Event-ID``, for
+        ``session_stream_lifetime`` at most; ``client``: whose share it counts against."""
         if not sse_ok:
             await _error(send, 406, "Accept must include text/event-stream")
             return
@@ -375,17 +443,19 @@ class SessionEndpoint:
             status = exc.status if isinstance(exc, SessionRefused) else 400
             await _error(send, status, exc.message, exc.code)
             return
-        refusal = self.streams.admit(session.id)
+        refusal = self.streams.admit(session.id, client)
         if refusal is not None:
-            log.warning("session stream refused: %s", refusal)
-            await _error(send, 503, refusal, m.ErrorCode.SERVER_BUSY, RETRY_1)
+            log.warning("session stream refused: %s", refusal.message)
+            await _refuse(send, refusal)
             return
-        self._on_work(session.id, True)
+        # No work of the session (an open GET alone must not pin it): its end is a use.
+        deadline = anyio.current_time() + self.stream_lifetime
         try:
-            await self._pump(receive, send, session, cursor, priming)
+            await self._pump(receive, send, session, cursor, priming, deadline)
         finally:
-            self._on_work(session.id, False)
-            self.streams.release(session.id)
+            self.streams.release(session.id, client)
+            if session.id in self.table:
+                self.table.touch(session.id, anyio.current_time())
 
     async def delete(self, send: Send, headers: Headers) -> None:
         try:
@@ -408,9 +478,11 @@ class SessionEndpoint:
         session: Session,
         cursor: Cursor,
         priming: str | None,
+        deadline: float = math.inf,
     ) -> None:
         """Write ``cursor``'s stream as an SSE response until it ends, the session
-        ends, a newer reader takes the stream, or the client goes away."""
+        ends, a newer reader takes the stream, the client goes away, or ``deadline``
+        (a GET stream's lifetime: the client resumes with ``Last-Event-ID``)."""
         me = object()
         if session.readers.get(cursor.stream) is not None:
             session.wake()  # the previous reader of this stream stops
@@ -423,16 +495,19 @@ class SessionEndpoint:
                     first = m.http.encode_sse("", id=priming, retry=SSE_RETRY_MS)
                     await sender.body(first, more=True)
                 tasks.start_soon(watch_disconnect, receive, sender)
-                await self._copy(sender, session, cursor, me)
+                await self._copy(sender, session, cursor, me, deadline)
                 tasks.cancel_scope.cancel()
             if not sender.gone:
                 await sender.body(b"", more=False)
         finally:
             if session.readers.get(cursor.stream) is me:
                 del session.readers[cursor.stream]
+                session.buffer.reader_gone(cursor.stream)
 
-    async def _copy(self, sender: Sender, session: Session, cursor: Cursor, me: object) -> None:
-        interval = self.keepalive_interval
+    async def _copy(
+        self, sender: Sender, session: Session, cursor: Cursor, me: object, deadline: float
+    ) -> None:
+        interval = self.keepalive_interval if self.keepalive_interval > 0 else math.inf
         while session.readers.get(cursor.stream) is me and not session.closed:
             changed = session.changed
             try:
@@ -443,9 +518,10 @@ class SessionEndpoint:
             for event_id, data in events:
                 if data:  # (a priming event is written once, by whoever opened the stream)
                     await sender.body(m.http.encode_sse(data.decode(), id=event_id), more=True)
-            if done:
+            left = deadline - anyio.current_time()
+            if done or left <= 0:
                 return
-            with anyio.move_on_after(interval if interval > 0 else math.inf) as waited:
+            with anyio.move_on_after(min(interval, left)) as waited:
                 await changed.wait()
-            if waited.cancelled_caught:
+            if waited.cancelled_caught and anyio.current_time() < deadline:
                 await sender.body(m.http._sse.encode_sse_comment(), more=True)

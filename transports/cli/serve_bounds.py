@@ -68,6 +68,24 @@ HTTP_BOUNDS = (
         "open SSE streams of one 2025-era session",
     ),
     HttpBound(
+        "--max-sessions-per-client",
+        "max_sessions_per_client",
+        int,
+        "2025-era sessions of one client address",
+    ),
+    HttpBound(
+        "--max-session-streams-per-client",
+        "max_session_streams_per_client",
+        int,
+        "SSE streams of one client address's 2025-era sessions",
+    ),
+    HttpBound(
+        "--session-stream-lifetime",
+        "session_stream_lifetime",
+        float,
+        "how long a 2025-era session's GET stream lasts",
+    ),
+    HttpBound(
         "--legacy-answer-timeout",
         "legacy_answer_timeout",
         float,

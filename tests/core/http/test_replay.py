@@ -81,14 +81,69 @@ def test_the_count_bound_drops_the_oldest_and_a_gap_is_reported() -> None:
         buffer.read(buffer.start(stream))
 
 
-def test_the_byte_bound_keeps_at_least_the_newest_event() -> None:
-    buffer = ReplayBuffer(max_events=100, max_bytes=10)
+def test_the_byte_bound_counts_every_event() -> None:
+    # (Changed by issue 22: the newest event was kept "however large", so one 7 MB
+    # event per session held 7 MB where max_bytes said 256 KiB.  Now an event larger
+    # than max_event_bytes is never kept, and what is kept stays under max_bytes.)
+    buffer = ReplayBuffer(max_events=100, max_bytes=10, max_event_bytes=5)
     stream = buffer.open_stream()
     buffer.record(stream, b"12345")
     buffer.record(stream, b"67890")
     assert buffer.size == (2, 10)
-    buffer.record(stream, b"x" * 50)  # larger than the bound: alone, but kept
-    assert buffer.size == (1, 50)
+    buffer.record(stream, b"abc")  # the oldest goes: 8 bytes
+    assert buffer.size == (2, 8)
+    too_large = buffer.record(stream, b"x" * 50)  # no live reader: lost, not kept
+    assert buffer.size == (2, 8) and buffer.passing_bytes == 0
+    with pytest.raises(ReplayLost, match="too large"):
+        buffer.resume(f"{stream}-3")  # resuming past it cannot be gapless
+    assert buffer.resume(too_large) == Cursor(stream, 4)  # after it: fine
+
+
+def test_the_event_bound_is_a_quarter_of_the_bytes_unless_told() -> None:
+    assert ReplayBuffer(10, 256 * 1024).max_event_bytes == 64 * 1024
+    assert ReplayBuffer(10, 2).max_event_bytes == 1
+    with pytest.raises(m.LocalProtocolError, match="max_event_bytes"):
+        ReplayBuffer(10, 100, max_event_bytes=101)
+    with pytest.raises(m.LocalProtocolError, match="max_event_bytes"):
+        ReplayBuffer(10, 100, max_event_bytes=0)
+
+
+def test_an_event_too_large_to_keep_reaches_a_live_reader_once() -> None:
+    buffer = ReplayBuffer(max_events=10, max_bytes=100, max_event_bytes=10)
+    stream = buffer.open_stream()
+    cursor = buffer.start(stream)
+    priming = buffer.record(stream, b"", live=True)
+    buffer.record(stream, b"small", live=True)
+    large = buffer.record(stream, b"L" * 1000, live=True)
+    assert buffer.size == (2, 5) and buffer.passing_bytes == 1000
+    buffer.finish(stream)
+    events, cursor, done = buffer.read(cursor)
+    assert [data for _, data in events] == [b"", b"small", b"L" * 1000] and done
+    assert events[-1][0] == large and cursor.seq == 3
+    assert buffer.passing_bytes == 0
+    # Handed over once: a client resuming before it is told it cannot have it.
+    with pytest.raises(ReplayLost, match="no longer held"):
+        buffer.resume(priming)
+
+
+def test_an_event_passing_to_a_reader_that_leaves_is_lost() -> None:
+    buffer = ReplayBuffer(max_events=10, max_bytes=100, max_event_bytes=10)
+    stream = buffer.open_stream()
+    buffer.record(stream, b"L" * 1000, live=True)
+    buffer.finish(stream)  # (kept known while its event passes)
+    buffer.reader_gone(stream)
+    assert buffer.passing_bytes == 0
+    with pytest.raises(ReplayLost, match="no such stream"):
+        buffer.resume(f"{stream}-0")  # finished, nothing held: forgotten
+    other = buffer.open_stream()
+    buffer.record(other, b"A" * 20, live=True)
+    buffer.record(other, b"B" * 20, live=True)  # one at a time: A is lost
+    assert buffer.passing_bytes == 20
+    with pytest.raises(ReplayLost, match="dropped"):
+        buffer.read(buffer.start(other))
+    buffer.reader_gone(other)
+    buffer.reader_gone(other)  # (nothing passing: nothing to do)
+    assert buffer.passing_bytes == 0
 
 
 def test_a_finished_stream_is_forgotten_with_its_last_event() -> None:

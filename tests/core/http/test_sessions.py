@@ -145,6 +145,24 @@ def test_a_full_table_ends_the_expired_then_the_longest_idle() -> None:
     assert table.admit(8.0) is None
 
 
+def test_the_idle_longest_of_a_clients_own_sessions() -> None:
+    # (issue 22: a client past its share ends one of its own sessions, never another's)
+    table = SessionTable(max_sessions=4, idle_timeout=10.0)
+    for n, session_id in enumerate(["victim", "mine-1", "mine-2"]):
+        table.add(session_id, float(n))
+    assert table.idle_longest() == "victim"
+    assert table.idle_longest(among={"mine-1", "mine-2"}) == "mine-1"
+    table.begin("mine-1")
+    assert table.idle_longest(among={"mine-1", "mine-2"}) == "mine-2"
+    table.begin("mine-2")
+    assert table.idle_longest(among={"mine-1", "mine-2"}) is None
+    assert table.idle_longest(among=()) is None
+    table.touch("victim", 20.0)  # a GET stream of it ended: used now, and idle anew
+    assert table.idle_longest() == "victim"
+    assert table.expired(25.0) == [] and table.expired(30.0) == ["victim"]
+    table.touch("gone", 1.0)  # (unknown: nothing to do)
+
+
 def test_table_misuse() -> None:
     with pytest.raises(m.LocalProtocolError):
         SessionTable(0, 1.0)

@@ -371,22 +371,33 @@ async def test_one_standalone_stream_per_session(kind: str) -> None:
 
 @IN_PROCESS
 async def test_the_live_session_bound(kind: str) -> None:
+    # (Adapted for issue 22: an open GET stream no longer makes a session busy, so the
+    # sessions are made busy by requests waiting for an answer; and one client past its
+    # share, here the whole table, is refused with 429, while another client meets the
+    # full table's 503.)
     with trio.fail_after(10):
-        async with serving(kind, fixtures_app, max_sessions=2) as served:
+        options = {"max_sessions": 2, "trusted_proxies": ["127.0.0.1"]}
+        async with serving(kind, fixtures_app, **options) as served:
             oldest = await open_session(served)
-            newer = await open_session(served)
+            newer = await open_session(served, {"elicitation": {}})
             assert (await served.post(request("ping"), in_session(newer))).status == 200
-            newest = await open_session(served)  # full: the one idle longest ends
+            newest = await open_session(served, {"elicitation": {}})  # full: idle longest ends
             assert (await served.post(request("ping"), in_session(oldest))).status == 404
-            # Both sessions busy (a standalone stream each): a newcomer is refused.
+            # Both sessions busy (a request waiting for its answer each): a newcomer is refused.
+            ask = call("test_elicitation", {"message": "wait"}, rid="wait")
             async with (
-                streaming(served, None, in_session(newer), method="GET"),
-                streaming(served, None, in_session(newest), method="GET"),
+                streaming(served, ask, in_session(newer)) as one,
+                streaming(served, ask, in_session(newest)) as two,
             ):
-                await trio.sleep(0.05)
+                assert await one.message() is not None and await two.message() is not None
                 refused = await served.post(initialize(), [])
-                assert refused.status == 503 and refused.headers["retry-after"] == "1"
+                assert refused.status == 429 and refused.headers["retry-after"] == "1"
                 assert refused.json()["error"]["code"] == m.ErrorCode.SERVER_BUSY
+                assert "max_sessions_per_client=2" in refused.json()["error"]["message"]
+                other = await served.post(initialize(), [("X-Forwarded-For", "10.0.0.9")])
+                assert other.status == 503 and other.headers["retry-after"] == "1"
+                assert other.json()["error"]["code"] == m.ErrorCode.SERVER_BUSY
+                assert "max_sessions=2" in other.json()["error"]["message"]
             assert len(served.server.sessions.sessions) == 2
 
 
@@ -424,17 +435,31 @@ async def test_both_eras_on_one_server_at_once(kind: str) -> None:
 
 
 def test_the_session_streams_pool_counts_per_session_and_in_all() -> None:
-    pool = SessionStreams(max_streams=3, per_session=2)
-    assert pool.admit("a") is None and pool.admit("a") is None
-    assert "max_streams_per_session=2" in (pool.admit("a") or "")
-    assert pool.admit("b") is None
-    assert "max_session_streams=3" in (pool.admit("c") or "")
+    # (issue 22: a per-client share too, and a refusal is a ShareRefusal, not a str)
+    pool = SessionStreams(max_streams=3, per_session=2, per_client=3)
+    assert pool.admit("a", "x") is None and pool.admit("a", "x") is None
+    refused = pool.admit("a", "x")
+    assert refused is not None and refused.status == 503
+    assert "max_streams_per_session=2" in refused.message
+    assert pool.admit("b", "y") is None
+    refused = pool.admit("c", "z")
+    assert refused is not None and refused.status == 503
+    assert "max_session_streams=3" in refused.message
     assert len(pool) == 3
-    pool.release("a")
-    pool.release("a")
-    pool.release("a")  # more releases than places change nothing
-    pool.release("nobody")
-    assert len(pool) == 1 and pool.admit("c") is None
+    pool.release("a", "x")
+    pool.release("a", "x")
+    pool.release("a", "x")  # more releases than places change nothing
+    pool.release("nobody", "x")
+    assert len(pool) == 1 and pool.admit("c", "z") is None
+
+
+def test_the_session_streams_pool_gives_one_client_a_share() -> None:
+    pool = SessionStreams(max_streams=4, per_session=2, per_client=2)
+    assert pool.admit("a", "x") is None and pool.admit("b", "x") is None
+    refused = pool.admit("c", "x")  # a third session of the same client
+    assert refused is not None and refused.status == 429
+    assert "max_session_streams_per_client=2" in refused.message
+    assert pool.admit("c", "y") is None  # another client is not refused
 
 
 async def test_session_streams_leave_the_connection_slots_for_their_own_pool() -> None:
