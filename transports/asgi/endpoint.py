@@ -78,6 +78,7 @@ import anyio
 import mrtr_core as m
 
 from .._loop import LoopTools
+from .._shares import CURRENT_CLIENT, client_key
 from ..host.bounds import check_bounds
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
@@ -95,7 +96,11 @@ from .policy import AccessPolicy, Headers
 from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
 from .sessions import SessionEndpoint
-from .websocket import WebSocketSide
+from .websocket import (
+    DEFAULT_MAX_WEBSOCKETS,
+    DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
+    WebSocketSide,
+)
 
 __all__ = ["McpAsgi"]
 
@@ -141,7 +146,8 @@ class McpAsgi:
     by default).  Every default is ``HttpServer``'s (``mrtr serve --http``'s).
 
     A ``websocket`` scope at the path is MCP over WebSocket (``websocket.py``):
-    ``max_message_size`` bounds each message, ``drain_timeout`` is what a
+    ``max_websockets`` open at once, ``max_websockets_per_client`` of one client
+    (429 past it), ``max_message_size`` bounds each message, ``drain_timeout`` is what a
     conversation's running requests get once its input ends;
     ``websocket_only=True`` refuses plain HTTP at the path (400), as
     ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
@@ -180,6 +186,8 @@ class McpAsgi:
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         websocket_only: bool = False,
         server_checks_head: bool = False,
+        max_websockets: int = DEFAULT_MAX_WEBSOCKETS,
+        max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -194,6 +202,8 @@ class McpAsgi:
                 ("max_session_streams", max_session_streams),
                 ("max_streams_per_session", max_streams_per_session),
                 ("max_message_size", max_message_size),
+                ("max_websockets", max_websockets),
+                ("max_websockets_per_client", max_websockets_per_client),
             ),
             (
                 ("write_timeout", write_timeout),
@@ -252,6 +262,8 @@ class McpAsgi:
             legacy_answer_timeout=legacy_answer_timeout,
             drain_timeout=drain_timeout,
             connection_options={**common, "versions": tuple(versions)},
+            max_websockets=max_websockets,
+            max_websockets_per_client=max_websockets_per_client,
         )
         #: Plain HTTP at the path is refused (400): ``mrtr serve --ws``.
         self.websocket_only = websocket_only
@@ -374,6 +386,8 @@ class McpAsgi:
             log.warning("refused: %s", refusal)
             await refuse(403, refusal)
             return
+        # Whose share of the app's stores this request's handlers fill (Context.client).
+        CURRENT_CLIENT.set(client_key(None, self.policy.client_of(headers, peer)))
         if self.path is not None and path != self.path:
             await refuse(404, f"no MCP endpoint at {path!r}: use {self.path!r}")
             return
