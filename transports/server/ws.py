@@ -52,6 +52,7 @@ from ..host.bounds import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT,
+    check_bounds,
 )
 from ..host.http import AsgiHost
 from .app import ServerApp
@@ -87,6 +88,8 @@ class WsServer:
     ) -> None:
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', got {path!r}")
+        # (The endpoint's WebSockets are the host's connections: named as the host's bound.)
+        check_bounds((("max_connections", max_connections),))
         self.app = app
         self.endpoint = McpAsgi(
             app,

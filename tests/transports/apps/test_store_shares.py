@@ -29,7 +29,9 @@ from mrtr_transports.apps.single_use import MemorySingleUse
 from mrtr_transports.apps.url_flows import MemoryInteractionStore, UrlFlows
 from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.http import open_http_client
+from mrtr_transports.client.ws import open_ws_client
 from mrtr_transports.server.http import HttpServer
+from mrtr_transports.server.ws import WsServer
 from support.url_browser import browse, callback_of
 
 import mrtr_core as m
@@ -231,3 +233,37 @@ async def test_one_client_fills_its_share_of_parked_continuations_not_the_store(
         assert done == ["city: Oslo"] * 2
         assert store.shares.held_by("peer:203.0.113.1") == 0
         assert text_of(await one.call_tool("ask_city", timeout=30)) == "city: Oslo"
+
+
+# --- listen streams over WebSocket (no endpoint listen pool in front) --------------------
+
+
+async def test_one_client_fills_its_share_of_listen_streams_not_the_apps() -> None:
+    app = McpApp("listening", "1", max_subscriptions=10, max_subscriptions_per_client=2)
+
+    @app.tool()
+    def echo(ctx: Context) -> str:
+        return "echo"
+
+    server = WsServer(app, trusted_proxies=["127.0.0.1"])
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(server.serve)
+        url = f"ws://{host}:{port}/mcp"
+        async with (
+            open_ws_client(url, headers=ONE) as one,
+            open_ws_client(url, headers=TWO) as two,
+            one.listen(tools=True, reopen=False),
+            one.listen(tools=True, reopen=False),
+        ):
+            assert app.subscription_count == 2
+            with pytest.raises(CallError) as caught:
+                async with one.listen(tools=True, reopen=False, ack_timeout=5):
+                    raise AssertionError("a third stream of one client was acknowledged")
+            assert caught.value.code == -32000
+            assert "max_subscriptions_per_client=2" in caught.value.message
+            async with two.listen(tools=True, reopen=False) as sub:
+                assert sub.acknowledged == {"toolsListChanged": True}
+        with trio.fail_after(5):
+            while app.subscription_count:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
