@@ -6,7 +6,7 @@ once that many bytes have arrived, if ever: the peer holds the connection for
 as long as it trickles them.  ``FrameLengths`` reads the same byte stream beside
 wsproto, headers only (RFC 6455, 5.2: two bytes, the extended length, the mask
 key; then it skips the payload), and names the first length past ``limit`` the
-moment its header is whole, so the reader closes with 1009 at once.  A length
+moment it is read, so the reader closes with 1009 at once.  A length
 with its top bit set (2^63 and above, which the RFC forbids) is past any limit
 and is refused alike.
 
@@ -28,11 +28,12 @@ class FrameLengths:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._head = bytearray()  # the header read so far
+        self._judged = False  # its length was read (and is within the limit)
         self._skip = 0  # payload bytes still to pass over
 
     def feed(self, data: bytes) -> int | None:
         """Read ``data``; the length of the first frame in it that announces more than
-        ``limit`` bytes (nothing after it is read), or ``None``."""
+        ``limit`` bytes (as soon as the length is read: nothing after it is), or ``None``."""
         at, end = 0, len(data)
         head = self._head
         while at < end:
@@ -41,28 +42,34 @@ class FrameLengths:
                 self._skip -= step
                 at += step
                 continue
-            need = _header_size(head)
-            take = min(need - len(head), end - at)
+            take = min(_header_size(head) - len(head), end - at)
             head += data[at : at + take]
             at += take
-            if len(head) < _header_size(head):
-                continue  # (the size grows once the second byte is read)
-            length = _announced(head)
-            head.clear()
-            if length > self.limit:
-                return length
-            self._skip = length
+            if not self._judged and len(head) >= _length_end(head):
+                length = _announced(head)
+                if length > self.limit:
+                    return length
+                self._judged = True
+            if len(head) == _header_size(head):  # whole (the size grows with its 2nd byte)
+                self._skip = _announced(head)
+                head.clear()
+                self._judged = False
         return None
 
 
-def _header_size(head: bytearray) -> int:
-    """How long the header that begins with ``head`` is (2 until its second byte)."""
+def _length_end(head: bytearray) -> int:
+    """Where the length of the header that begins with ``head`` ends (2 until its
+    second byte says more)."""
     if len(head) < 2:
         return 2
     short = head[1] & 0x7F
-    extended = 2 if short == _TWO_BYTES else 8 if short == _EIGHT_BYTES else 0
-    mask = 4 if head[1] & 0x80 else 0
-    return 2 + extended + mask
+    return 2 + (2 if short == _TWO_BYTES else 8 if short == _EIGHT_BYTES else 0)
+
+
+def _header_size(head: bytearray) -> int:
+    """How long the header that begins with ``head`` is: its length, then the mask key."""
+    mask = 4 if len(head) >= 2 and head[1] & 0x80 else 0
+    return _length_end(head) + mask
 
 
 def _announced(head: bytearray) -> int:
