@@ -267,3 +267,21 @@ async def test_one_client_fills_its_share_of_listen_streams_not_the_apps() -> No
             while app.subscription_count:
                 await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_2025_session_counts_against_the_client_that_posted_it() -> None:
+    # A 2025-era session's requests run in the session's task group, started from the
+    # POST that carried each one: they see that POST's client, not a shared default.
+    store = MemorySingleUse(max_entries=6, max_per_client=3)
+    app = McpApp("deployer", "1.0", single_use=store)
+    app.add_tool(example_app.deploy, input_schema={"type": "object"}, require_proof=True)
+    async with (
+        served(app) as url,
+        open_http_client(
+            url, answer=confirm, capabilities=FORM_CAPS, headers=ONE, era="legacy"
+        ) as one,
+    ):
+        assert one.era == "legacy"
+        done = await one.call_tool("deploy", {"env": "legacy"}, timeout=10)
+        assert text_of(done) == "Deployed to legacy."
+    assert store.shares.held_by("peer:203.0.113.1") == 1
