@@ -17,9 +17,16 @@ No I/O and no clock here: the pools' owners ask, these answer.
 
 from __future__ import annotations
 
+import contextvars
+from typing import TypeVar
+
 import attrs
 
-__all__ = ["ClientShares", "ShareRefusal", "client_key"]
+import mrtr_core as m
+
+E = TypeVar("E", bound=m.MrtrError)
+
+__all__ = ["CURRENT_CLIENT", "LOCAL_CLIENT", "ClientShares", "ShareRefusal", "client_key"]
 
 
 @attrs.frozen
@@ -30,10 +37,29 @@ class ShareRefusal:
     status: int
     message: str
 
+    @classmethod
+    def for_own_share(cls, held: int, what: str, setting: str, share: int) -> ShareRefusal:
+        """429: the client holds ``held`` ``what``, its share (``setting=share``).  (Also
+        for a pool whose count lives elsewhere, e.g. in Redis.)"""
+        return cls(
+            429,
+            f"this client already holds {held} {what} ({setting}={share}): end one, or retry later",
+        )
+
     @property
     def own_share(self) -> bool:
         """Whether the client met its own share (not the pool's bound)."""
         return self.status == 429
+
+    def error(self, kind: type[E] = m.MrtrError) -> E:  # type: ignore[assignment]
+        """The refusal as a JSON-RPC error of class ``kind``, for a pool a request fills (a
+        store an app's handler writes to): -32000 "come back later", not -32603, and
+        which bound it met (``data.reason``: ``own_share`` or ``pool_full``)."""
+        return kind(
+            self.message,
+            code=m.ErrorCode.SERVER_BUSY,
+            data={"reason": "own_share" if self.own_share else "pool_full"},
+        )
 
 
 def client_key(principal: str | None, peer: str | None) -> str:
@@ -42,6 +68,18 @@ def client_key(principal: str | None, peer: str | None) -> str:
     if principal:
         return f"principal:{principal}"
     return f"peer:{peer or 'unknown'}"
+
+
+#: The one client of a connection that has only one (stdio).
+LOCAL_CLIENT = client_key(None, "local")
+
+#: Who sent the request being served, as :func:`client_key` names it: set by the
+#: endpoint for each HTTP request and WebSocket, read by the stores an app's handlers
+#: fill (``Context.client``).  Over stdio the one connection is the one client: the
+#: default.
+CURRENT_CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "mrtr_client", default=LOCAL_CLIENT
+)
 
 
 class ClientShares:
@@ -84,10 +122,8 @@ class ClientShares:
         """Why ``client`` may not take one more place now, or ``None`` if it may."""
         own = self._held.get(client, 0)
         if own >= self.per_client:
-            return ShareRefusal(
-                429,
-                f"this client already holds {own} {self.what} "
-                f"({self.per_client_setting}={self.per_client}): end one, or retry later",
+            return ShareRefusal.for_own_share(
+                own, self.what, self.per_client_setting, self.per_client
             )
         if self._count >= self.total:
             return ShareRefusal(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import mrtr_core as m
 
+from .._shares import CURRENT_CLIENT
 from ..server.app import Outlet
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class Context(m.server.HandlerContext):
         uri: str | None = None,
         uri_params: Mapping[str, str] | None = None,
         suspension: Suspension | None = None,
+        client: str | None = None,
     ) -> None:
         # This context *is* the opened leg (Steps and close_leg take it as one): it takes
         # over the leg as it stands (its state spent, proof required, its answers), rather
@@ -86,6 +88,10 @@ class Context(m.server.HandlerContext):
         self.uri = uri
         self.uri_params: Mapping[str, str] = uri_params or {}
         self._suspension = suspension
+        #: Who sent the request (``mrtr_transports._shares.client_key``): whose share of
+        #: the app's shared stores (single-use entries, URL flows, continuations) this
+        #: leg's entries count against.  ``client``, else the one the endpoint set.
+        self.client = client if client is not None else CURRENT_CLIENT.get()
 
     # --- the continuation style -----------------------------------------------------------
 
@@ -156,6 +162,7 @@ class Context(m.server.HandlerContext):
         )
         self.answers.require_proof = require_proof
         self.outlet = leg.outlet
+        self.client = leg.client
 
     # --- URL elicitation through a provider (url_flows.py) --------------------------------
 

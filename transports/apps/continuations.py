@@ -24,9 +24,12 @@ detached from the request that started it (``_spawn_detached``): a trio system
 task on trio, a task of the running loop on asyncio.  It lives until it
 returns, fails, is evicted, or the run ends.
 
-Bounds: at most ``max_parked`` handlers are alive at once (a new flow past
-that is refused with :class:`TooManyParked`, -32603); a flow stops counting
-before its result goes out, so the client may start the next one at once.  A
+Bounds: at most ``max_parked`` handlers are alive at once, at most
+``max_parked_per_client`` of them started by one client (``Leg.client``): a new
+flow past either is refused with :class:`TooManyParked` (-32000, the bound
+named), so one client fills its own share and not the store; a flow stops
+counting before its result goes out, so the client may start the next one at
+once.  A
 parked handler that waits longer than ``idle_timeout`` is cancelled and
 evicted.
 
@@ -53,11 +56,19 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 import mrtr_core as m
 
+from .._shares import LOCAL_CLIENT, ClientShares
 from ..server.app import Outlet
+
+#: The store's bound, and one client's share of it.
+DEFAULT_MAX_PARKED = 1000
+DEFAULT_MAX_PARKED_PER_CLIENT = 50
 
 
 class TooManyParked(m.MrtrError):
-    """-32603: ``max_parked`` handlers are already waiting for their clients."""
+    """-32000: the client's share (``max_parked_per_client``) or the store's bound
+    (``max_parked``) of handlers are already waiting for their clients."""
+
+    code = m.ErrorCode.SERVER_BUSY
 
 
 @attrs.frozen
@@ -71,6 +82,8 @@ class Leg:
     principal: str | None
     #: The app's clock (sealed states expire by it).
     now: float
+    #: Who sent it (``Context.client``): whose share a new flow counts against.
+    client: str = LOCAL_CLIENT
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -109,6 +122,7 @@ class _Parked:
         self.to_store, self.outcomes = anyio.create_memory_object_stream[_Outcome](1)
         self.busy = True  # running a leg (not waiting for the client)
         self.round = 0  # which ask the client's next state must name
+        self.client = ""  # whose share it counts against
 
 
 class Suspension:
@@ -129,13 +143,29 @@ Run = Callable[[Suspension], Awaitable[Mapping[str, Any]]]
 
 
 class ContinuationStore:
-    """The parked handlers of an app, bounded by ``max_parked`` and ``idle_timeout``."""
+    """The parked handlers of an app, bounded by ``max_parked`` (``max_parked_per_client``
+    for one client) and ``idle_timeout``."""
 
-    def __init__(self, *, max_parked: int = 1000, idle_timeout: float = 300.0) -> None:
-        if max_parked < 1 or not idle_timeout > 0:
-            raise m.LocalProtocolError("max_parked and idle_timeout must be positive")
+    def __init__(
+        self,
+        *,
+        max_parked: int = DEFAULT_MAX_PARKED,
+        idle_timeout: float = 300.0,
+        max_parked_per_client: int = DEFAULT_MAX_PARKED_PER_CLIENT,
+    ) -> None:
+        if max_parked < 1 or not idle_timeout > 0 or max_parked_per_client < 1:
+            raise m.LocalProtocolError(
+                "max_parked, max_parked_per_client and idle_timeout must be positive"
+            )
         self.max_parked = max_parked
         self.idle_timeout = idle_timeout
+        self.shares = ClientShares(
+            max_parked,
+            max_parked_per_client,
+            what="parked continuation handlers",
+            total_setting="max_parked",
+            per_client_setting="max_parked_per_client",
+        )
         self._parked: dict[str, _Parked] = {}
 
     def __len__(self) -> int:
@@ -144,13 +174,13 @@ class ContinuationStore:
 
     async def start(self, run: Run, leg: Leg, *, sealer: m.server.StateSealer) -> dict[str, Any]:
         """The first leg of a flow: start ``run`` in a task of its own, and return its
-        first ask (sealed) or its result.  Raises :class:`TooManyParked` past the bound."""
-        if len(self._parked) >= self.max_parked:
-            raise TooManyParked(
-                f"{self.max_parked} handlers are already waiting for their clients; "
-                "raise max_parked or lower idle_timeout",
-            )
+        first ask (sealed) or its result.  Raises :class:`TooManyParked` past the client's
+        share or the store's bound."""
+        refused = self.shares.admit(leg.client)
+        if refused is not None:
+            raise refused.error(TooManyParked)
         parked = _Parked(secrets.token_urlsafe(32))
+        parked.client = leg.client
         self._parked[parked.token] = parked
         _spawn_detached(self._run(run, parked))
         return await self._next_outcome(parked, leg, sealer)
@@ -220,7 +250,8 @@ class ContinuationStore:
             self._forget(parked)  # cancelled or evicted: nothing more to send
 
     def _forget(self, parked: _Parked) -> None:
-        self._parked.pop(parked.token, None)
+        if self._parked.pop(parked.token, None) is not None:
+            self.shares.release(parked.client)
 
 
 #: The detached tasks running on asyncio (the loop keeps only weak references).
@@ -242,4 +273,11 @@ def _spawn_detached(coro: Coroutine[Any, Any, None]) -> None:
     task.add_done_callback(_detached.discard)
 
 
-__all__ = ["ContinuationStore", "Leg", "Suspension", "TooManyParked"]
+__all__ = [
+    "DEFAULT_MAX_PARKED",
+    "DEFAULT_MAX_PARKED_PER_CLIENT",
+    "ContinuationStore",
+    "Leg",
+    "Suspension",
+    "TooManyParked",
+]

@@ -31,6 +31,7 @@ from typing import Any
 
 import mrtr_core as m
 
+from .._shares import CURRENT_CLIENT
 from ..server.app import Outlet
 from .context import Context, HostApp
 from .continuations import Leg, Suspension
@@ -134,9 +135,11 @@ async def run_leg(
             data={"reason": "inputResponses must be an object"},
         )
     now = app.clock()
+    # Read here, in the request's task: a continuation's handler runs in a task of its own.
+    client = CURRENT_CLIENT.get()
     if entry.continuation and "requestState" in params:
         assert app.continuations is not None  # made when the handler was registered
-        leg = Leg(request, info, outlet, app.principal, now)
+        leg = Leg(request, info, outlet, app.principal, now, client)
         return await app.continuations.resume(leg, sealer=app.sealer)
     opened = m.server.open_leg(
         request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
@@ -147,14 +150,16 @@ async def run_leg(
     # (``opened.to_spend`` of a leg just opened, without the Redeemed it builds.)
     redeemed = opened.opened
     if redeemed is not None and app.single_use is not None:
-        first = await app.single_use.consume(redeemed.nonce, redeemed.expires_at, now)
+        first = await app.single_use.consume(
+            redeemed.nonce, redeemed.expires_at, now, client=client
+        )
         opened.record_spend(first)
     if isinstance(entry, Tool) and entry.require_proof:
         opened.require_proof()
-    leg_run = _LegRun(entry, opened, outlet, app, shape, on_error, uri, uri_params)
+    leg_run = _LegRun(entry, opened, outlet, app, shape, on_error, uri, uri_params, client)
     if entry.continuation:
         assert app.continuations is not None
-        leg = Leg(request, info, outlet, app.principal, now)
+        leg = Leg(request, info, outlet, app.principal, now, client)
         return await app.continuations.start(leg_run.run, leg, sealer=app.sealer)
     result = await leg_run.run(None)
     return result if type(result) is dict else dict(result)
@@ -164,7 +169,17 @@ class _LegRun:
     """The handler's part of one leg, run at once (re-entrant styles) or in the
     continuation store's task (``run(suspension)``)."""
 
-    __slots__ = ("app", "entry", "on_error", "opened", "outlet", "shape", "uri", "uri_params")
+    __slots__ = (
+        "app",
+        "client",
+        "entry",
+        "on_error",
+        "opened",
+        "outlet",
+        "shape",
+        "uri",
+        "uri_params",
+    )
 
     def __init__(
         self,
@@ -176,6 +191,7 @@ class _LegRun:
         on_error: Callable[[Exception], Mapping[str, Any]] | None,
         uri: str | None,
         uri_params: Mapping[str, str] | None,
+        client: str,
     ) -> None:
         self.entry = entry
         self.opened = opened
@@ -185,6 +201,7 @@ class _LegRun:
         self.on_error = on_error
         self.uri = uri
         self.uri_params = uri_params
+        self.client = client
 
     async def run(self, suspension: Suspension | None) -> Mapping[str, Any]:
         ctx = Context(
@@ -194,6 +211,7 @@ class _LegRun:
             uri=self.uri,
             uri_params=self.uri_params,
             suspension=suspension,
+            client=self.client,
         )
         try:
             outcome = self.entry.fn(ctx)

@@ -40,7 +40,8 @@ results (paged ``page_size`` at a time), and each resource may set its own
 for ``resources/read``; what is left unset gets the connection's defaults.
 The connection zeroes them on retry legs (they are never cacheable).
 ``subscriptions/listen`` is served as ``subscriptions`` says, at most
-``max_subscriptions`` streams at once.
+``max_subscriptions`` streams at once, ``max_subscriptions_per_client`` of one
+client (``Context.client``: -32000 past it).
 
 The sealer: by default a random key made for this process, and an in-memory
 single-use store (``single_use``) in which every redeemed state is spent before
@@ -89,6 +90,7 @@ from .results import with_cache_hints
 from .signatures import prompt_shape, reader_shape, tool_shape
 from .single_use import MemorySingleUse, SingleUseStore
 from .subscriptions import (
+    DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT,
     LIST_CHANGED,
     MAX_SUBSCRIBED_URIS,
     RESOURCE_UPDATED,
@@ -147,6 +149,7 @@ class McpApp:
         cache_scope: CacheScope | None = None,
         page_size: int = 100,
         max_subscriptions: int = 1000,
+        max_subscriptions_per_client: int = DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT,
         logging: bool = True,
         continuations: ContinuationStore | None = None,
         single_use: SingleUseStore | None = _OWN_STORE,
@@ -189,7 +192,7 @@ class McpApp:
         # A kind is advertised once anything of it was registered, and stays:
         # a list may become empty, and listChanged says so.
         self._offers: set[str] = set()
-        self._subscriptions = Subscriptions(max_subscriptions)
+        self._subscriptions = Subscriptions(max_subscriptions, max_subscriptions_per_client)
 
     def configure_state(
         self,

@@ -10,7 +10,10 @@ gracefully (``McpApp.close_subscriptions``: the request gets its result; the
 stdio server calls it at the end of stdin, ``HttpServer.aclose`` at shutdown).
 A 2025-era session has no such stream: there ``resources/subscribe`` is -32601.
 
-Bounds: at most ``max_streams`` listen streams at once (more: -32603); each
+Bounds: at most ``max_streams`` listen streams at once, ``max_per_client`` of
+one client (``mrtr_transports._shares``: more is -32000 naming the bound; over
+HTTP the endpoint's listen pool refuses first, over WebSocket and stdio this
+does); each
 stream holds at most one pending notification per kind and per subscribed URI
 (repeats coalesce), and a filter names at most ``MAX_SUBSCRIBED_URIS`` URIs.
 """
@@ -24,6 +27,7 @@ import anyio
 
 import mrtr_core as m
 
+from .._shares import CURRENT_CLIENT, ClientShares
 from ..server.app import Outlet
 
 #: ``_meta`` key tying a notification (and the final result) to its listen stream.
@@ -38,6 +42,8 @@ LIST_CHANGED = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 RESOURCE_UPDATED = "notifications/resources/updated"
+#: One client's share of the listen streams.
+DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT = 32
 
 
 def _wakeup() -> anyio.Event:
@@ -68,8 +74,17 @@ class Listener:
 class Subscriptions:
     """The listen streams open on one app, and the announcements they wait for."""
 
-    def __init__(self, max_streams: int) -> None:
+    def __init__(
+        self, max_streams: int, max_per_client: int = DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT
+    ) -> None:
         self.max_streams = max_streams
+        self.shares = ClientShares(
+            max_streams,
+            max_per_client,
+            what="listen streams",
+            total_setting="max_subscriptions",
+            per_client_setting="max_subscriptions_per_client",
+        )
         self._listeners: set[Listener] = set()
 
     def __len__(self) -> int:
@@ -108,11 +123,6 @@ class Subscriptions:
                 f"at most {MAX_SUBSCRIBED_URIS} resourceSubscriptions",
                 code=m.ErrorCode.INVALID_PARAMS,
             )
-        if len(self._listeners) >= self.max_streams:
-            raise m.MrtrError(
-                f"more than max_subscriptions={self.max_streams} listen streams",
-                code=m.ErrorCode.INTERNAL_ERROR,
-            )
         # Agree to what we can deliver; what we cannot is left out of the acknowledgement.
         offered = {
             "toolsListChanged": "tools" in offers,
@@ -124,6 +134,10 @@ class Subscriptions:
         }
         if uris and "resources" in offers:
             agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        client = CURRENT_CLIENT.get()
+        refused = self.shares.admit(client)
+        if refused is not None:
+            raise refused.error()
         listener = Listener(request.id, agreed)
         tag = {SUBSCRIPTION_ID: request.id}
         self._listeners.add(listener)
@@ -144,9 +158,11 @@ class Subscriptions:
                     return {"_meta": tag}
         finally:
             self._listeners.discard(listener)
+            self.shares.release(client)
 
 
 __all__ = [
+    "DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT",
     "LIST_CHANGED",
     "MAX_SUBSCRIBED_URIS",
     "RESOURCE_UPDATED",

@@ -29,6 +29,10 @@ Each retry reads it:
   -> a fresh interaction and a fresh URL, asked again (a new input round: the
   client's ``max_rounds`` bounds how often).
 
+Each client has a share of the pending interactions (``MemoryInteractionStore``'s
+``max_per_client``, keyed by ``Context.client``): one that holds its share gets
+-32000 naming the bound, and every other client's flows go on.
+
 Re-entrant handlers only (a continuation's ``wait_for`` cannot wait out
 state-only rounds).  While the flow is pending the leg's sealed state is the
 helper's; pass ``state=`` to carry a value of your own (``outcome.state``).
@@ -36,6 +40,7 @@ helper's; pass ``state=`` to carry a value of your own (``outcome.state``).
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -44,12 +49,14 @@ import attrs
 
 import mrtr_core as m
 
+from .._shares import ClientShares
 from ..asgi.callback import CURRENT_CALLBACK_URL
 
 if TYPE_CHECKING:
     from .context import Context
 
 __all__ = [
+    "DEFAULT_MAX_INTERACTIONS_PER_CLIENT",
     "InteractionStore",
     "MemoryInteractionStore",
     "ProviderOutcome",
@@ -68,10 +75,14 @@ class InteractionStore(Protocol):
     Shared by every process that serves the callback or a leg of the flow (a
     database, Redis) in a deployment of several; ``settle`` must be atomic (one
     callback settles an interaction, a second gets ``InteractionGone``).
-    ``register`` raises ``mrtr_core.server.InteractionStoreFull`` past its bound.
+    ``register`` counts the interaction against ``client``'s share (the
+    ``Context.client`` that began it) and raises an ``MrtrError`` past the
+    client's share or the store's bound (``ShareRefusal.error()``: -32000).
     """
 
-    async def register(self, interaction: m.server.Interaction, now: float) -> None: ...
+    async def register(
+        self, interaction: m.server.Interaction, now: float, *, client: str
+    ) -> None: ...
 
     async def get(self, interaction_id: str, now: float) -> m.server.Interaction | None: ...
 
@@ -80,26 +91,73 @@ class InteractionStore(Protocol):
     async def discard(self, interaction_id: str) -> None: ...
 
 
-class MemoryInteractionStore:
-    """The in-process :class:`InteractionStore`: the core's bounded ``MemoryInteractions``."""
+#: One client's share of the pending interactions (a person signs in to a few
+#: providers at once, not hundreds).
+DEFAULT_MAX_INTERACTIONS_PER_CLIENT = 100
 
-    def __init__(self, max_entries: int = m.server._url_flows.DEFAULT_MAX_INTERACTIONS) -> None:
+
+class MemoryInteractionStore:
+    """The in-process :class:`InteractionStore`: the core's bounded ``MemoryInteractions``,
+    ``max_entries`` pending in all, at most ``max_per_client`` begun by one client."""
+
+    def __init__(
+        self,
+        max_entries: int = m.server._url_flows.DEFAULT_MAX_INTERACTIONS,
+        *,
+        max_per_client: int = DEFAULT_MAX_INTERACTIONS_PER_CLIENT,
+    ) -> None:
         self.table = m.server.MemoryInteractions(max_entries)
+        self.shares = ClientShares(
+            max_entries,
+            max_per_client,
+            what="pending URL interactions",
+            total_setting="interactions max_entries",
+            per_client_setting="interactions max_per_client",
+        )
+        #: Each interaction counted: its client (whose share it frees when it goes).
+        self._client_of: dict[str, str] = {}
+        #: (expires_at, id), soonest first: when an interaction frees its share unread.
+        self._expiries: list[tuple[float, str]] = []
 
     def __len__(self) -> int:
         return len(self.table)
 
-    async def register(self, interaction: m.server.Interaction, now: float) -> None:
-        self.table.register(interaction, now)
+    async def register(self, interaction: m.server.Interaction, now: float, *, client: str) -> None:
+        self._expire(now)
+        refused = self.shares.admit(client)
+        if refused is not None:
+            raise refused.error(m.server.InteractionStoreFull)
+        try:
+            self.table.register(interaction, now)
+        except BaseException:
+            self.shares.release(client)
+            raise
+        self._client_of[interaction.id] = client
+        heapq.heappush(self._expiries, (interaction.expires_at, interaction.id))
 
     async def get(self, interaction_id: str, now: float) -> m.server.Interaction | None:
-        return self.table.get(interaction_id, now)
+        found = self.table.get(interaction_id, now)
+        if found is None:
+            self._forget(interaction_id)
+        return found
 
     async def settle(self, callback: m.server.Callback, now: float) -> m.server.Interaction:
         return self.table.settle(callback, now)
 
     async def discard(self, interaction_id: str) -> None:
         self.table.discard(interaction_id)
+        self._forget(interaction_id)
+
+    def _expire(self, now: float) -> None:
+        """Free the shares of the interactions expired by ``now`` (the table drops them)."""
+        expiries = self._expiries
+        while expiries and now >= expiries[0][0]:
+            self._forget(heapq.heappop(expiries)[1])
+
+    def _forget(self, interaction_id: str) -> None:
+        client = self._client_of.pop(interaction_id, None)
+        if client is not None:
+            self.shares.release(client)
 
 
 @attrs.frozen(kw_only=True)
@@ -232,7 +290,7 @@ class UrlFlows:
             now=ctx.now,
             ttl=ttl,
         )
-        await self.store.register(interaction, ctx.now)
+        await self.store.register(interaction, ctx.now, client=ctx.client)
         mine = {"k": key, "i": interaction.id, "v": state}
         ask = ctx.ask({key: m.server.elicit_url(message, url)}, state={_STATE_KEY: mine})
         return ProviderOutcome(status="pending", ask=ask, state=state)

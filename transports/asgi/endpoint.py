@@ -78,7 +78,7 @@ import anyio
 import mrtr_core as m
 
 from .._loop import LoopTools
-from .._shares import client_key
+from .._shares import CURRENT_CLIENT, client_key
 from ..host.bounds import check_bounds
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
@@ -96,7 +96,11 @@ from .policy import AccessPolicy, Headers
 from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
 from .sessions import SessionEndpoint
-from .websocket import WebSocketSide
+from .websocket import (
+    DEFAULT_MAX_WEBSOCKETS,
+    DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
+    WebSocketSide,
+)
 
 __all__ = ["McpAsgi"]
 
@@ -146,7 +150,8 @@ class McpAsgi:
     by default).  Every default is ``HttpServer``'s (``mrtr serve --http``'s).
 
     A ``websocket`` scope at the path is MCP over WebSocket (``websocket.py``):
-    ``max_message_size`` bounds each message, ``drain_timeout`` is what a
+    ``max_websockets`` open at once, ``max_websockets_per_client`` of one client
+    (429 past it), ``max_message_size`` bounds each message, ``drain_timeout`` is what a
     conversation's running requests get once its input ends;
     ``websocket_only=True`` refuses plain HTTP at the path (400), as
     ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
@@ -188,6 +193,8 @@ class McpAsgi:
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         websocket_only: bool = False,
         server_checks_head: bool = False,
+        max_websockets: int = DEFAULT_MAX_WEBSOCKETS,
+        max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -204,6 +211,8 @@ class McpAsgi:
                 ("max_sessions_per_client", max_sessions_per_client),
                 ("max_session_streams_per_client", max_session_streams_per_client),
                 ("max_message_size", max_message_size),
+                ("max_websockets", max_websockets),
+                ("max_websockets_per_client", max_websockets_per_client),
             ),
             (
                 ("write_timeout", write_timeout),
@@ -266,6 +275,8 @@ class McpAsgi:
             legacy_answer_timeout=legacy_answer_timeout,
             drain_timeout=drain_timeout,
             connection_options={**common, "versions": tuple(versions)},
+            max_websockets=max_websockets,
+            max_websockets_per_client=max_websockets_per_client,
         )
         #: Plain HTTP at the path is refused (400): ``mrtr serve --ws``.
         self.websocket_only = websocket_only
@@ -388,6 +399,10 @@ class McpAsgi:
             log.warning("refused: %s", refusal)
             await refuse(403, refusal)
             return
+        # Whose share of every pool this request fills (the app's stores read it as
+        # Context.client; a 2025 session's tasks inherit it).
+        client = client_key(None, self.policy.client_of(headers, peer))
+        CURRENT_CLIENT.set(client)
         if self.path is not None and path != self.path:
             await refuse(404, f"no MCP endpoint at {path!r}: use {self.path!r}")
             return
@@ -399,7 +414,6 @@ class McpAsgi:
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream
                 _, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
-                client = client_key(None, self.policy.client_of(headers, peer))
                 await self.sessions.get(receive, send, headers, sse_ok, client)
             else:
                 await self.sessions.delete(send, headers)
@@ -451,7 +465,7 @@ class McpAsgi:
         note_message(scope, message)  # (for the host's access line, if it writes one)
         if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
-            client = client_key(None, self.policy.client_of(headers, peer))
+            client = CURRENT_CLIENT.get()  # (set by _http, for this request)
             await self.sessions.post(receive, send, headers, message, json_ok, sse_ok, client)
             return
         refused = m.http._post.header_refusal(headers.fields, message, self.header_params)

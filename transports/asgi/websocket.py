@@ -15,7 +15,10 @@ For each ``websocket`` scope, in order (the HTTP side's order and statuses):
 
 1. ``Host`` (one: 400) and ``Origin`` against the allow-lists (403: ``policy.py``);
    the path (404); a server shutting down (503 with ``Retry-After``); the
-   subprotocol ``mcp`` must be offered (400).  Each refusal is an HTTP response
+   subprotocol ``mcp`` must be offered (400); a client that holds
+   ``max_websockets_per_client`` WebSockets gets 429, and when the endpoint holds
+   ``max_websockets`` every newcomer gets 503 (``ClientShares``: a client is its
+   address, behind ``trusted_proxies`` the one they report).  Each refusal is an HTTP response
    whose body is a JSON-RPC error without id, sent with the ASGI WebSocket
    denial-response extension (``websocket.http.response``; uvicorn, hypercorn
    and our host have it); a server without it can only say 403
@@ -58,14 +61,19 @@ from mrtr_core.websocket import (
     close_reason,
 )
 
+from .._shares import CURRENT_CLIENT, ClientShares, client_key
 from ..server.app import Outlet, ServerApp, tool_header_params
 from ..server.driver import _StreamDriver
 from .answer import Receive, Scope, Send
 from .policy import AccessPolicy, Headers
 
-__all__ = ["WebSocketSide"]
+__all__ = ["DEFAULT_MAX_WEBSOCKETS", "DEFAULT_MAX_WEBSOCKETS_PER_CLIENT", "WebSocketSide"]
 
 log = logging.getLogger("mrtr.server.ws")
+
+#: WebSockets open at once, and one client's share of them.
+DEFAULT_MAX_WEBSOCKETS = 256
+DEFAULT_MAX_WEBSOCKETS_PER_CLIENT = 16
 
 #: The ASGI extension that lets an app refuse a handshake with a response of its own.
 DENIAL_EXTENSION = "websocket.http.response"
@@ -84,6 +92,8 @@ class WebSocketSide:
         legacy_answer_timeout: float | None,
         drain_timeout: float,
         connection_options: Mapping[str, Any],
+        max_websockets: int = DEFAULT_MAX_WEBSOCKETS,
+        max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
     ) -> None:
         self.app = app
         self.path = path
@@ -94,6 +104,14 @@ class WebSocketSide:
         self.connection_options = {**connection_options, "max_message_size": max_message_size}
         #: The conversations open now.
         self.conversations: set[Conversation] = set()
+        #: Their places, and each client's share of them.
+        self.shares = ClientShares(
+            max_websockets,
+            max_websockets_per_client,
+            what="WebSockets",
+            total_setting="max_websockets",
+            per_client_setting="max_websockets_per_client",
+        )
         self.stopping = False
 
     def stop_reading(self, grace: float | None = None) -> None:
@@ -138,10 +156,27 @@ class WebSocketSide:
                 f"(Sec-WebSocket-Protocol: mcp); offered: {', '.join(offered) or 'none'}",
             )
             return
+        client = client_key(None, self.policy.client_of(headers, peer))
+        refused = self.shares.admit(client)
+        if refused is not None:
+            log.warning("refused a WebSocket from %s: %s", client, refused.message)
+            await refuse(refused.status, refused.message, retry_after=1)
+            return
+        try:
+            await self._converse(client, peer, subprotocol, receive, send)
+        finally:
+            self.shares.release(client)
+
+    async def _converse(
+        self, client: str, peer: str | None, subprotocol: str, receive: Receive, send: Send
+    ) -> None:
         try:
             await send({"type": "websocket.accept", "subprotocol": subprotocol})
         except OSError:  # the server's ClientDisconnected: gone before the 101
             return
+        # The conversation's tasks (started below) inherit it: whose share their
+        # handlers fill in the app's stores.
+        CURRENT_CLIENT.set(client)
         conversation = Conversation(self, peer, receive, send)
         self.conversations.add(conversation)
         try:

@@ -17,7 +17,8 @@ JSON-RPC message when its body has one), and a conversation that ends
 (``"disconnect"``, naming the close code and reason the server sent, e.g.
 ``1001 (going away)``).  A binary message or a message past
 ``max_message_size`` from the server closes the socket (1003, 1009) and fails
-every call in flight.
+every call in flight; a frame whose header announces more than that is closed
+with 1009 at once, before its payload (``FrameLengths``).
 
 The server pings (keep-alive); the client answers every ping and sends none
 of its own.  Shutdown (``aclose``): what is queued is sent, then our close
@@ -63,6 +64,7 @@ from mrtr_core.websocket import (
 )
 from mrtr_core.websocket._binding import describe_close
 
+from .._ws_frames import FrameLengths
 from .client import Client
 from .errors import TransportError
 from .http_connection import error_body_text
@@ -112,6 +114,8 @@ class WsLink:
         self.connect_timeout = connect_timeout
         self.close_timeout = close_timeout
         self.assembler = MessageAssembler(max_message_size=max_message_size)
+        self.frames = FrameLengths(max_message_size)
+        self._frames_behind_upgrade = b""  # what came after the 101: the first frames
         self.ws = WSConnection(ConnectionType.CLIENT)
         #: The server's close frame, (code, reason), once it came.
         self.close_received: tuple[int, str | None] | None = None
@@ -163,6 +167,7 @@ class WsLink:
             await stream.send(self.ws.send(request))
         except STREAM_FAILURES as exc:
             raise self._broke_in_upgrade(exc) from exc
+        received = b""
         while True:
             try:
                 data = await stream.receive(READ_SIZE)
@@ -170,6 +175,8 @@ class WsLink:
                 data = b""
             except STREAM_FAILURES as exc:
                 raise self._broke_in_upgrade(exc) from exc
+            if b"\r\n\r\n" not in received:  # (the head, and what came in its last read)
+                received += data
             try:
                 self.ws.receive_data(data or None)
                 events = list(self.ws.events())
@@ -183,6 +190,8 @@ class WsLink:
                         check_subprotocol(event.subprotocol)
                     except m.RemoteProtocolError as exc:
                         raise TransportError(f"{self.url}: {exc.message}", kind="http") from exc
+                    # The 101 has no body: what follows its head are the first frames.
+                    self._frames_behind_upgrade = received.partition(b"\r\n\r\n")[2]
                     return
                 if isinstance(event, RejectConnection):
                     status = event.status_code
@@ -255,14 +264,24 @@ class WsLink:
         assert self._stream is not None and self._client is not None
         stream = self._stream
         try:
-            while self.ws.state is not ConnectionState.CLOSED:
+            announced = self.frames.feed(self._frames_behind_upgrade)
+            while self.ws.state is not ConnectionState.CLOSED and announced is None:
                 try:
                     data = await stream.receive(READ_SIZE)
                 except (anyio.EndOfStream, *STREAM_FAILURES):
                     data = b""
+                announced = self.frames.feed(data)
+                if announced is not None:
+                    break  # (its payload is not read: the reader stops here)
                 self.ws.receive_data(data or None)
                 for event in self.ws.events():
                     await self._on_event(event)
+            if announced is not None:
+                limit = self.frames.limit
+                why = f"a frame of {announced} bytes, over {limit}: max_message_size"
+                await self._close(Fault.MESSAGE_TOO_BIG, why)
+                self._lose(f"{self.url}: {why} (closed with 1009)")
+                return
         finally:
             self._closed.set()
         ended = self.close_received

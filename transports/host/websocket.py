@@ -17,7 +17,8 @@ send faster than the app reads), pings get their pongs, the peer's close is
 answered and is the app's ``websocket.disconnect`` (a dropped connection's code
 is 1006); broken frames are closed with 1002 and invalid UTF-8 with 1007
 (wsproto's verdicts), and reading stops there.  Bounds (``bounds.py``): a
-message past ``max_message_size`` is refused while it grows (1009); every
+message past ``max_message_size`` is refused while it grows (1009), and a frame
+whose header announces more than that at once, before its payload (``FrameLengths``); every
 ``ping_interval`` the host pings (ASGI has no ping: keep-alive is the host's),
 and a peer without a pong within ``ping_timeout`` is closed with 1011; a write
 waits at most ``write_timeout``.  When the app returns, an open WebSocket is closed
@@ -49,6 +50,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import RemoteProtocolError, generate_accept_token
 
+from .._ws_frames import FrameLengths
 from .asgi import ClientDisconnected, Message, Scope
 from .refusals import STREAM_GONE, reason_phrase
 
@@ -102,6 +104,7 @@ class WebSocketCycle:
         self._pong = anyio.Event()
         self._peer_closed = anyio.Event()
         self._disconnect_delivered = False
+        self._trailing = b""  # what came behind the upgrade request: the first frames
 
     # --- The cycle ---
 
@@ -174,15 +177,27 @@ class WebSocketCycle:
         # read before the socket is waited on: a client may send its first message so.
         data: bytes | None = b""
         behind_the_upgrade = True
+        lengths = FrameLengths(self.bounds.max_message_size)
         async with self._to_app:
             while not self._peer_closed.is_set():
                 if behind_the_upgrade:
                     behind_the_upgrade = False
+                    announced = lengths.feed(self._trailing)
                 else:
                     try:
                         data = await self.connection.stream.receive(65536)
                     except (anyio.EndOfStream, *STREAM_GONE):
                         data = None
+                    announced = lengths.feed(data) if data and not self.closed else None
+                if announced is not None:
+                    # Refused from its header, not as its bytes arrive; its payload is all
+                    # the peer would send before a close of its own: not waited for.
+                    limit = self.bounds.max_message_size
+                    why = f"a frame of {announced} bytes, over {limit}: max_message_size"
+                    await self._close(TOO_BIG, why[:120])
+                    self._peer_closed.set()
+                    await self._deliver({"type": "websocket.disconnect", "code": TOO_BIG})
+                    break
                 try:
                     ws.receive_data(data)
                     events = list(ws.events())
@@ -306,7 +321,8 @@ class WebSocketCycle:
         await connection.write(connection.h11.send(switch) or b"")
         self.responded = self.accepted = True
         trailing, _ = connection.h11.trailing_data
-        self.ws = Connection(ConnectionType.SERVER, trailing_data=bytes(trailing))
+        self._trailing = bytes(trailing)
+        self.ws = Connection(ConnectionType.SERVER, trailing_data=self._trailing)
         assert self._tasks is not None
         self._tasks.start_soon(self._read)
         self._tasks.start_soon(self._ping)

@@ -10,7 +10,8 @@ keep-alive pings, writes, the close handshake) are the host's.  So the options
 split:
 
 * to the endpoint: ``path``, ``allowed_hosts``, ``allowed_origins``,
-  ``trusted_proxies``, ``max_message_size``, ``drain_timeout`` (what runs when a
+  ``trusted_proxies``, ``max_websockets_per_client`` (16: one client's share of
+  the WebSockets; 429 past it), ``max_message_size``, ``drain_timeout`` (what runs when a
   conversation's input ends), ``legacy_answer_timeout`` and the
   ``mrtr_core.Connection`` options;
 * to the host: ``max_connections`` (256; a newcomer past them gets 503 with
@@ -44,12 +45,14 @@ import anyio.abc
 from mrtr_core.websocket._binding import DEFAULT_MAX_WEBSOCKET_MESSAGE
 
 from ..asgi.endpoint import McpAsgi
+from ..asgi.websocket import DEFAULT_MAX_WEBSOCKETS_PER_CLIENT
 from ..host.bounds import (
     DEFAULT_HEAD_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT,
+    check_bounds,
 )
 from ..host.http import AsgiHost
 from .app import ServerApp
@@ -74,6 +77,7 @@ class WsServer:
         trusted_proxies: Iterable[str] = (),
         max_message_size: int = DEFAULT_MAX_WEBSOCKET_MESSAGE,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
         ping_interval: float = DEFAULT_PING_INTERVAL,
         ping_timeout: float = DEFAULT_PING_TIMEOUT,
         handshake_timeout: float = DEFAULT_HEAD_TIMEOUT,
@@ -84,6 +88,8 @@ class WsServer:
     ) -> None:
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', got {path!r}")
+        # (The endpoint's WebSockets are the host's connections: named as the host's bound.)
+        check_bounds((("max_connections", max_connections),))
         self.app = app
         self.endpoint = McpAsgi(
             app,
@@ -97,6 +103,8 @@ class WsServer:
             legacy_answer_timeout=legacy_answer_timeout,
             health_path=None,
             websocket_only=True,
+            max_websockets=max_connections,
+            max_websockets_per_client=max_websockets_per_client,
             **connection_options,
         )
         self.host = AsgiHost(

@@ -18,6 +18,13 @@ before).  The key expires with the token (Redis drops it by itself), kept
 ``clock_skew`` seconds longer so a worker whose clock runs behind Redis's
 still finds it while it still takes the token as unexpired.
 
+Each client has a share (``max_per_client`` unexpired entries, the same in
+every worker): the spend is one Lua script, atomic as the ``SET`` alone was,
+that also keeps the client's entries in a sorted set by expiry
+(``<prefix>client:<client key>``), drops the expired ones by Redis's clock,
+refuses the spend when the client holds its share (-32000 naming the bound,
+nothing recorded), and expires the set with its last entry.
+
 Failing closed: when Redis cannot be reached, does not answer within
 ``timeout``, or answers with an error, :meth:`RedisSingleUse.consume` raises
 :class:`SingleUseStoreUnavailable` (a ``mrtr_core.server.NonceStoreFull``, so the
@@ -38,6 +45,7 @@ client runs on asyncio only).  ``mrtr serve --single-use redis://...`` does all 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import urllib.parse
@@ -49,11 +57,31 @@ import anyio
 import coredis
 import coredis.exceptions
 import coredis.retry
-from coredis.tokens import PureToken
 
 import mrtr_core as m
 
+from .._shares import CURRENT_CLIENT, ShareRefusal
+from ..apps.single_use import DEFAULT_MAX_SINGLE_USE_PER_CLIENT, ENTRIES, PER_CLIENT_SETTING
+
 __all__ = ["DEFAULT_PREFIX", "RedisSingleUse", "SingleUseStoreUnavailable"]
+
+#: KEYS[1]: the nonce's key; KEYS[2]: the client's entries (a sorted set, by expiry).
+#: ARGV[1]: the entry's expiry (ms since the epoch); ARGV[2]: the client's share.
+#: 1: spent now; 0: spent before; -1: the client holds its share (nothing recorded).
+_SPEND = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return -1 end
+redis.call('SET', KEYS[1], '1', 'PXAT', ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[1], KEYS[1])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[2], last[2])
+return 1
+"""
+#: A client key longer than this is named by its digest in the set's key.
+_MAX_CLIENT_CHARS = 200
 
 DEFAULT_PREFIX = "mrtr:once:"
 #: URL schemes coredis connects with: TCP, TLS, a Unix socket.
@@ -89,20 +117,23 @@ class RedisSingleUse:
         timeout: float = 5.0,
         clock_skew: float = 60.0,
         max_connections: int = 16,
+        max_per_client: int = DEFAULT_MAX_SINGLE_USE_PER_CLIENT,
     ) -> None:
         scheme = urllib.parse.urlsplit(url).scheme
         if scheme not in SCHEMES:
             raise ValueError(
                 f"a single-use store URL starts with redis://, rediss:// or unix://: {url!r}"
             )
-        if not timeout > 0 or not clock_skew >= 0 or max_connections < 1:
+        if not timeout > 0 or not clock_skew >= 0 or max_connections < 1 or max_per_client < 1:
             raise ValueError(
-                "timeout must be positive, clock_skew 0 or more, max_connections 1 or more"
+                "timeout must be positive, clock_skew 0 or more, "
+                "max_connections and max_per_client 1 or more"
             )
         self.url = url
         self.prefix = prefix
         self.timeout = float(timeout)
         self.clock_skew = float(clock_skew)
+        self.max_per_client = max_per_client
         self._client: coredis.Redis[bytes] = coredis.Redis.from_url(
             url,
             # No retries: a SET that reached Redis before its connection broke would,
@@ -113,6 +144,7 @@ class RedisSingleUse:
             pool_timeout=self.timeout,
             max_connections=max_connections,
         )
+        self._spend = self._client.register_script(_SPEND)
         self._open = False
 
     def __repr__(self) -> str:
@@ -141,11 +173,15 @@ class RedisSingleUse:
             if exc is None or _leaves(group) != [exc]:
                 raise
 
-    async def consume(self, nonce: str, expires_at: float, now: float) -> bool:
-        """Spend ``nonce`` until ``expires_at``: True the first time, False after.
+    async def consume(
+        self, nonce: str, expires_at: float, now: float, *, client: str | None = None
+    ) -> bool:
+        """Spend ``nonce`` until ``expires_at`` for ``client`` (``Context.client``; by
+        default the request's): True the first time, False after.
 
-        Raises :class:`SingleUseStoreUnavailable` when Redis cannot answer.
-        ``now`` is unused: Redis expires the key by its own clock.
+        Raises :class:`SingleUseStoreUnavailable` when Redis cannot answer, and a
+        ``NonceStoreFull`` of code -32000 when ``client`` holds ``max_per_client``
+        unexpired entries.  ``now`` is unused: Redis expires the key by its own clock.
         """
         if not self._open:
             raise m.LocalProtocolError("RedisSingleUse is used inside `async with store:`")
@@ -153,10 +189,17 @@ class RedisSingleUse:
             raise m.LocalProtocolError(f"a nonce is a string of 1 to {MAX_NONCE_CHARS} characters")
         expires_ms = max(1, math.ceil((expires_at + self.clock_skew) * 1000))
         key = self.prefix + nonce
-        answer = await self._answer(
-            self._client.set(key, b"1", condition=PureToken.NX, pxat=expires_ms)
-        )
-        return answer is True
+        client = client if client is not None else CURRENT_CLIENT.get()
+        if len(client) > _MAX_CLIENT_CHARS:
+            client = "sha256:" + hashlib.sha256(client.encode()).hexdigest()
+        keys = [key, f"{self.prefix}client:{client}"]
+        spend: Awaitable[int] = self._spend(keys=keys, args=[expires_ms, self.max_per_client])
+        answer = await self._answer(spend)
+        if answer == -1:
+            share = self.max_per_client
+            refused = ShareRefusal.for_own_share(share, ENTRIES, PER_CLIENT_SETTING, share)
+            raise refused.error(m.server.NonceStoreFull)
+        return answer == 1
 
     async def check(self) -> None:
         """Ask Redis for a PONG; :class:`SingleUseStoreUnavailable` when it cannot answer."""

@@ -180,10 +180,10 @@ class SlowStore:
         self.inner = MemorySingleUse()
         self.calls = 0
 
-    async def consume(self, nonce: str, expires_at: float, now: float) -> bool:
+    async def consume(self, nonce: str, expires_at: float, now: float, *, client: str) -> bool:
         self.calls += 1
         await trio.sleep(0.001)
-        return await self.inner.consume(nonce, expires_at, now)
+        return await self.inner.consume(nonce, expires_at, now, client=client)
 
 
 async def test_fifty_concurrent_replays_of_one_state_deploy_once() -> None:
@@ -258,7 +258,9 @@ async def test_a_full_store_fails_closed_before_the_handler_runs() -> None:
     flows = [await call(app, "tools/call", DEPLOY) for _ in range(2)]
     await call(app, "tools/call", retry_params(DEPLOY, flows[0], YES))
     full = await error_of(app, "tools/call", retry_params(DEPLOY, flows[1], YES))
-    assert isinstance(full, m.server.NonceStoreFull) and full.code == -32603
+    # (Issue 22: a full store says which bound it met, as "come back later", -32000.)
+    assert isinstance(full, m.server.NonceStoreFull) and full.code == -32000
+    assert "single-use max_per_client=1" in full.message
     assert example_app.deployments[before:] == ["prod"]
 
 

@@ -148,7 +148,7 @@ async def test_past_the_cap_a_new_flow_is_refused_clearly() -> None:
     await leg(app, PARAMS)
     with pytest.raises(TooManyParked, match="max_parked") as caught:
         await leg(app, PARAMS)
-    assert caught.value.code == -32603
+    assert caught.value.code == -32000  # (issue 22: "come back later", not -32603)
     # A parked flow still goes on, and when it ends there is room again.
     result = first
     while result.get("resultType") == "input_required":

@@ -945,7 +945,8 @@ async def test_listen_filters_are_checked_and_streams_bounded() -> None:
         async with trio.open_nursery() as nursery:
             await start_listening(nursery, app, {"toolsListChanged": True})
             full = await error_of(app, "subscriptions/listen", {"notifications": {}})
-            assert full.code == m.ErrorCode.INTERNAL_ERROR
+            # (Issue 22: "come back later" naming the bound, not -32603.)
+            assert full.code == m.ErrorCode.SERVER_BUSY and "max_subscriptions" in full.message
             app.close_subscriptions()
 
 

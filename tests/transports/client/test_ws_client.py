@@ -8,6 +8,7 @@ import functools
 import json
 import re
 import signal
+import struct
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -299,3 +300,34 @@ async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> No
         if server.returncode is None:
             server.kill()
             await server.wait()
+
+
+@pytest.mark.parametrize("length", [2**63, 2**63 - 1, 5000])
+async def test_a_frame_announcing_more_than_max_message_size_closes_with_1009_at_once(
+    length: int,
+) -> None:
+    # Issue 22: before, the client waited for the announced bytes (2^63 - 1, 5000) or
+    # closed with 1002 (2^63); now the header alone is enough.
+    closes: list[int] = []
+
+    async def announce(stream: trio.SocketStream, ws: WSConnection, message: Any) -> None:
+        if length < 2**16:
+            header = bytes([0x81, 126]) + struct.pack("!H", length)
+        else:
+            header = bytes([0x81, 127]) + struct.pack("!Q", length)
+        await stream.send_all(header + b"[")  # and nothing more of it
+        data = await stream.receive_some(65536)
+        ws.receive_data(data)
+        closes.extend(e.code for e in ws.events() if isinstance(e, CloseConnection))
+
+    with trio.fail_after(10):
+        async with (
+            fake_server(announce) as url,
+            open_ws_client(url, max_message_size=4096) as client,
+        ):
+            started = trio.current_time()
+            with pytest.raises(TransportError) as caught:
+                await client.call_tool("anything", timeout=5)
+            assert trio.current_time() - started < 0.5
+            assert "max_message_size" in caught.value.message
+    assert closes == [1009]

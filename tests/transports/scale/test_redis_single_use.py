@@ -141,6 +141,49 @@ async def test_a_spent_nonce_is_kept_clock_skew_longer(redis_server: RedisServer
     assert 35_000 < left <= 40_000  # 10 s of token + 30 s of margin, minus the time taken
 
 
+# --- each client's share (issue 22): counted in Redis, so it holds across workers ---
+
+
+async def test_a_clients_share_holds_across_workers_and_others_are_unaffected(
+    redis_server: RedisServer,
+) -> None:
+    # Before (issue 22): no share, one client's spends filled what every client needs.
+    async with (
+        RedisSingleUse(redis_server.url, max_per_client=3) as one,  # two workers: two pools
+        RedisSingleUse(redis_server.url, max_per_client=3) as two,
+    ):
+        assert await one.consume("a-1", later(), time.time(), client="peer:10.0.0.1")
+        assert await two.consume("a-2", later(), time.time(), client="peer:10.0.0.1")
+        assert await one.consume("a-3", later(), time.time(), client="peer:10.0.0.1")
+        for store in (one, two):
+            with pytest.raises(m.server.NonceStoreFull) as caught:
+                await store.consume("a-4", later(), time.time(), client="peer:10.0.0.1")
+            assert caught.value.code == -32000
+            assert "single-use max_per_client=3" in caught.value.message
+            assert caught.value.data == {"reason": "own_share"}
+        # A replay is still a replay (False), not a refusal; nothing was recorded for a-4.
+        assert await two.consume("a-1", later(), time.time(), client="peer:10.0.0.1") is False
+        async with coredis.Redis.from_url(redis_server.url) as raw:
+            assert await raw.get(DEFAULT_PREFIX + "a-4") is None
+            assert await raw.zcard(DEFAULT_PREFIX + "client:peer:10.0.0.1") == 3
+        # Another client spends as before.
+        assert await two.consume("b-1", later(), time.time(), client="peer:10.0.0.2")
+
+
+async def test_a_clients_share_frees_as_its_entries_expire(redis_server: RedisServer) -> None:
+    async with RedisSingleUse(redis_server.url, max_per_client=2, clock_skew=0) as store:
+        for nonce in ("s-1", "s-2"):
+            assert await store.consume(nonce, time.time() + 0.4, time.time(), client="peer:c")
+        with pytest.raises(m.server.NonceStoreFull):
+            await store.consume("s-3", later(), time.time(), client="peer:c")
+        await trio.sleep(1.0)  # both expired: Redis's clock drops them from the share
+        assert await store.consume("s-3", later(), time.time(), client="peer:c")
+        async with coredis.Redis.from_url(redis_server.url) as raw:
+            key = DEFAULT_PREFIX + "client:peer:c"
+            assert await raw.zcard(key) == 1
+            assert 0 < await raw.pttl(key) <= 600_000  # it expires with its last entry
+
+
 async def test_a_server_that_went_away_fails_closed_then_recovers(
     redis_server: RedisServer,
 ) -> None:

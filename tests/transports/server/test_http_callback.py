@@ -288,8 +288,10 @@ async def test_pending_interactions_are_bounded(kind: str) -> None:
             with trio.fail_after(10):
                 while len(browser.urls) < 2:
                     await trio.sleep(0.01)
-            with pytest.raises(CallError, match="pending: try again later"):
+            # (Issue 22: the refusal names the bound it met, here the client's share.)
+            with pytest.raises(CallError, match="2 pending URL interactions") as caught:
                 await client.call_tool("connect_provider", timeout=30)
+            assert caught.value.code == -32000
             # Once one finishes, there is room again.
             await browse(callback_of(browser.urls[0], code="done"))
             with trio.fail_after(10):
