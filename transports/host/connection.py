@@ -4,8 +4,9 @@ For each request (keep-alive: many on one connection):
 
 1. The head is read within the deadlines: ``idle_timeout`` to its first byte,
    then ``head_timeout`` for the whole of it (a byte trickled now and then does
-   not extend it): past the second, 408.  A head larger than ``max_header_size``
-   is 431, a malformed one h11's 400.  Until the whole request has arrived the
+   not extend it): past the second, 408.  A head larger than ``max_header_size``,
+   or with too many fields or one too long (``bounds.head_refusal``), is 431, a
+   malformed one h11's 400.  Until the whole request has arrived the
    connection is *waiting* and a newer one may evict it (``ConnectionSlots``):
    503 with ``Retry-After: 1`` when its request had begun (or it had none yet).
 2. The app is called with an ``http`` scope.  ``receive()`` hands it the body
@@ -52,6 +53,7 @@ import mrtr_core as m
 
 from .access import AccessRecord
 from .asgi import ASGI_VERSION, ClientDisconnected, Message, Scope
+from .bounds import TOO_LARGE, head_refusal
 from .refusals import (
     SERVER_BUSY,
     STREAM_GONE,
@@ -70,7 +72,6 @@ log = logging.getLogger("mrtr.host")
 
 #: The most one read takes from the socket.
 READ_SIZE = 65536
-TOO_LARGE = "request header fields too large"
 #: The header by which the app ends the connection with its response (ASGI names are
 #: lowercase); a long-lived stream says it, and so leaves the connection slots.
 _CLOSE = (b"connection", b"close")
@@ -300,7 +301,7 @@ class HostConnection:
         """An error after an HTTP-level failure (h11's), when one can still be sent."""
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
-        if status == 431:  # (h11 says "Receive buffer too long")
+        if status == 431 and not message.startswith(TOO_LARGE):  # (h11's: "Receive buffer...")
             message = TOO_LARGE
         self.linger = True  # the client's request was not read through: it may still send
         with contextlib.suppress(ClientDisconnected, h11.LocalProtocolError):
@@ -354,10 +355,11 @@ class RequestCycle:
         connection = self.connection
         bounds = connection.bounds
         request = self.request
-        # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
-        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in self.headers)
-        if head_size > bounds.max_header_size:
-            await connection.send_simple(431, TOO_LARGE)
+        # h11 bounds a head that arrives in pieces; one that arrives whole is measured here,
+        # with its fields counted and each measured (the endpoint's rule too: bounds.py).
+        too_large = head_refusal(len(request.target), self.headers, bounds.max_header_size)
+        if too_large is not None:
+            await connection.send_simple(431, too_large)
             return
         if request.http_version not in (b"1.0", b"1.1"):  # (h11 parses "PRI * HTTP/2.0")
             version = request.http_version.decode("latin-1")

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.asgi_probes import big_header, idle_connections, trickle, trickle_body
+from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
+from support.asgi_probes import big_header, idle_connections, many_headers, trickle, trickle_body
 from support.asgi_servers import SERVERS, serving
 
 pytestmark = pytest.mark.subprocess
@@ -28,6 +29,20 @@ def test_a_big_head_is_431_under_every_server(server: str, tmp_path: Path) -> No
         assert big_header(base, 10).status == 200
         assert big_header(base, 20 * KIB).status == 431
         assert big_header(base, 70 * KIB).status == 431
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_too_many_header_fields_or_one_too_long_are_431_under_every_server(
+    server: str, tmp_path: Path
+) -> None:
+    # Heads under max_header_size that neither server refuses by itself: the endpoint
+    # holds the host's rule (host.bounds.head_refusal), with the host's status.
+    with serving(server, "support.asgi_apps:bare", tmp_path / "log") as base:
+        assert many_headers(base, MAX_HEADER_FIELDS).status == 200
+        assert many_headers(base, MAX_HEADER_FIELDS + 1).status == 431
+        assert many_headers(base, 1000).status == 431
+        assert big_header(base, MAX_FIELD_SIZE - 20).status == 200
+        assert big_header(base, MAX_FIELD_SIZE).status == 431
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))

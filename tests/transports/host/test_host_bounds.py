@@ -29,6 +29,7 @@ from host_peer import (
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.host import AsgiHost, HostBounds, split_options
+from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
 from mrtr_transports.host.refusals import SERVER_BUSY
 from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
@@ -107,6 +108,22 @@ async def test_the_probed_header_sizes_get_431_under_the_defaults(size: int) -> 
             reply = await hosted.raw(head)
             assert status_of(reply) == 431
             assert json.loads(body_of(reply))["error"]["message"]
+
+
+async def test_too_many_fields_or_one_too_long_get_431_within_the_head_size() -> None:
+    # Heads under max_header_size (16 KiB): what is refused is their shape (bounds.py).
+    with anyio.fail_after(5):
+        async with hosting(TinyApp()) as hosted:
+            fillers = "".join(f"X-F{i}: v\r\n" for i in range(MAX_HEADER_FIELDS - 2))
+            for extra, status in (("", 200), ("X-Last: v\r\n", 431)):  # 100 fields, 101
+                head = f"GET /echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\n{fillers}{extra}\r\n"
+                reply = await hosted.raw(head.encode())
+                assert status_of(reply) == status, reply[:200]
+            assert "fields" in json.loads(body_of(reply))["error"]["message"]
+            long_field = b"GET /echo HTTP/1.1\r\nHost: h\r\nX-Long: " + b"y" * MAX_FIELD_SIZE
+            reply = await hosted.raw(long_field + b"\r\n\r\n")
+            assert status_of(reply) == 431
+            assert "longer than" in json.loads(body_of(reply))["error"]["message"]
 
 
 async def test_a_head_must_arrive_within_head_timeout_however_it_trickles() -> None:
