@@ -20,7 +20,7 @@ without it, an ``initialize`` gets 400 with -32022 naming 2026-07-28).
 
 For each HTTP request, in order:
 
-1. The head's size (431 past ``max_header_size``, more than 100 fields or one
+1. The head's size (431 past ``max_header_size``, more than 256 fields or one
    over 8 KiB: ``host.bounds.head_refusal``, the host's rule; what the server let
    through, not measured again where the server says it did, ``server_checks_head``).
 2. Paths with rules of their own, matched on the path alone: the health check

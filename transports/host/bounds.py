@@ -7,7 +7,7 @@ options of the same names, with these defaults):
   connection without its whole request yet may be evicted by a newer one; when
   every slot runs a request, a newcomer gets 503 with ``Retry-After: 1``).
 * ``max_header_size`` (16 KiB): a request head (431 past it), which also has at
-  most ``MAX_HEADER_FIELDS`` (100) fields of at most ``MAX_FIELD_SIZE`` (8 KiB)
+  most ``MAX_HEADER_FIELDS`` (256) fields of at most ``MAX_FIELD_SIZE`` (8 KiB)
   each (``head_refusal``: the one rule of the host and of the MCP endpoint).
 * ``max_body_size`` (4 MiB): a request body (413 past it), and so the most a
   refused client's leftover bytes are read and dropped (``refusals.py``).
@@ -66,9 +66,10 @@ DEFAULT_SHUTDOWN_GRACE = 10.0
 DEFAULT_MAX_MESSAGE_SIZE = m.websocket._binding.DEFAULT_MAX_WEBSOCKET_MESSAGE
 DEFAULT_PING_INTERVAL = 20.0
 DEFAULT_PING_TIMEOUT = 20.0
-#: The most header fields one request head may have (Apache's ``LimitRequestFields``):
-#: small fields are cheap to send and each costs a parser and an app far more.
-MAX_HEADER_FIELDS = 100
+#: The most header fields one request head may have (Apache's ``LimitRequestFields`` is
+#: 100; a real request carries a few dozen): small fields are cheap to send, and each
+#: costs a parser and an app far more.
+MAX_HEADER_FIELDS = 256
 #: The most bytes of one header field, name and value (Apache's ``LimitRequestFieldSize``,
 #: nginx's ``large_client_header_buffers``): no real field comes near it.
 MAX_FIELD_SIZE = 8 * 1024
