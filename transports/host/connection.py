@@ -154,8 +154,10 @@ class HostConnection:
             if self.h11.their_state is h11.SEND_BODY:
                 self.linger = True  # answered before the body was read: it may still come
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                if self.h11.trailing_data[0] or self.unread_input():
+                    self.linger = True  # sent after a response that ended the connection
                 return  # the body was not read, or the response ended the connection
-            slots.waiting(self)
+            slots.waiting(self, self.now())
             try:
                 self.h11.start_next_cycle()
             except h11.LocalProtocolError:
@@ -207,16 +209,29 @@ class HostConnection:
             self.wait_scope = None
             self.between_requests = False
         if self.evicted and (started or self.fresh):
-            # A fresh connection is there to send a request: it is owed the reason too
-            # (a kept-alive one between requests is just closed, as any idle one may be).
+            # A fresh connection is there to send a request: it is owed the reason too.
             self.linger = True
             await write_refusal(self.stream, 503, "connection evicted: retry", retry_after=1)
-        elif started and not host.closing:
+        elif started and host.closing:
+            self.linger = True
+            await write_refusal(self.stream, 503, "the server is shutting down: retry", 1)
+        elif started:
             self.linger = True
             await write_refusal(
                 self.stream, 408, f"the request head took longer than {bounds.head_timeout} s"
             )
-        return None  # idle too long, evicted, or shutting down
+        else:
+            # Nothing of a request read (kept alive, or fresh and silent) as we close it
+            # (idle too long, evicted, or shutting down): a request sent meanwhile may wait
+            # in the kernel, and a plain close would reset it, unanswered.  One there is
+            # answered (503: sent again elsewhere, it is safe); either way our side ends
+            # first and what comes after is read and dropped (a client that sees the end
+            # before any status line knows its request was not read: refusals.py).
+            self.linger = True
+            if self.unread_input():
+                reason = "the server is shutting down" if host.closing else "connection closed"
+                await write_refusal(self.stream, 503, f"{reason}: retry", retry_after=1)
+        return None
 
     # --- Writing ---
 
@@ -262,6 +277,23 @@ class HostConnection:
             self.stalled = True
             raise ClientDisconnected(f"the client took nothing for {self.bounds.write_timeout} s")
 
+    def unread_input(self) -> bool:
+        """Whether the client has sent bytes the host has not read yet (in the kernel:
+        anyio takes from the socket only when asked).  POSIX; elsewhere ``False``."""
+        raw = self.stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
+        fd = raw.fileno() if raw is not None else -1
+        if fd < 0:
+            return False
+        # (asyncio hands out a socket without ``recv``: a socket object on the same
+        # descriptor peeks, and lets it go again)
+        peek = socket.socket(fileno=fd)
+        try:
+            return bool(peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:  # (BlockingIOError: nothing there)
+            return False
+        finally:
+            peek.detach()
+
     def abort(self) -> None:
         """Make the coming close a reset (``SO_LINGER`` 0): the socket's unsent bytes,
         up to its whole send buffer (megabytes), are dropped at once."""
@@ -288,7 +320,7 @@ class HostConnection:
             (b"content-length", str(len(body)).encode()),
             *(extra or ()),
         ]
-        if self.host.closing:
+        if self.host.closing or self.host.slots.full:  # (no reuse promised: slots.py)
             headers.append((b"connection", b"close"))
         head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
         data = self.h11.send(head) or b""
@@ -539,7 +571,8 @@ class RequestCycle:
             headers = list(message.get("headers", ()))
             if _CLOSE in headers:  # a long-lived stream: the app's pools bound it
                 self.connection.host.slots.release(self.connection)
-            elif self.connection.host.closing:
+            elif self.connection.host.closing or self.connection.host.slots.full:
+                # (every slot taken: no reuse promised, the connection turns over; slots.py)
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
             if self.record is not None:

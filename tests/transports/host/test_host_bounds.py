@@ -408,9 +408,11 @@ def responses(data: bytes) -> list[tuple[int, str | None, bytes]]:
 async def test_a_response_that_ends_its_connection_leaves_the_slots_at_once() -> None:
     # A long-lived stream (the MCP endpoint's listen and sessions' streams) says
     # connection: close: pools of the app's own bound it, so it stops taking a slot.
+    # (Three slots for two connections: a response written while every slot is taken
+    # would end its connection, test_a_response_on_full_slots_promises_no_reuse.)
     with anyio.fail_after(10):
         async with (
-            hosting(TinyApp(), max_connections=2) as hosted,
+            hosting(TinyApp(), max_connections=3) as hosted,
             hosted.connect() as streaming,
             hosted.connect() as plain,
         ):
