@@ -72,6 +72,8 @@ log = logging.getLogger("mrtr.host")
 
 #: The most one read takes from the socket.
 READ_SIZE = 65536
+#: Seconds a connection closed between requests is watched for a request sent meanwhile.
+LAST_LOOK = 0.005
 #: The header by which the app ends the connection with its response (ASGI names are
 #: lowercase); a long-lived stream says it, and so leaves the connection slots.
 _CLOSE = (b"connection", b"close")
@@ -228,7 +230,7 @@ class HostConnection:
             # first and what comes after is read and dropped (a client that sees the end
             # before any status line knows its request was not read: refusals.py).
             self.linger = True
-            if self.unread_input():
+            if await self._request_came():
                 reason = "the server is shutting down" if host.closing else "connection closed"
                 await write_refusal(self.stream, 503, f"{reason}: retry", retry_after=1)
         return None
@@ -277,9 +279,20 @@ class HostConnection:
             self.stalled = True
             raise ClientDisconnected(f"the client took nothing for {self.bounds.write_timeout} s")
 
+    async def _request_came(self) -> bool:
+        """Whether bytes of a request came as the connection is being closed: a last
+        look, for ``LAST_LOOK`` seconds at most, at what the socket (or, on asyncio, the
+        stream's buffer: a cancelled read leaves there what came) holds."""
+        with self.cancel_scope(deadline=self.now() + LAST_LOOK):
+            try:
+                return bool(await self.stream.receive(READ_SIZE))
+            except (anyio.EndOfStream, *STREAM_GONE):
+                return False
+        return False
+
     def unread_input(self) -> bool:
-        """Whether the client has sent bytes the host has not read yet (in the kernel:
-        anyio takes from the socket only when asked).  POSIX; elsewhere ``False``."""
+        """Whether the kernel holds bytes the client sent that nobody read (a close now
+        would reset the connection).  POSIX; elsewhere ``False``."""
         raw = self.stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
         fd = raw.fileno() if raw is not None else -1
         if fd < 0:

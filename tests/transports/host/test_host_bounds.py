@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 
 import anyio
 import h11
 import pytest
+from anyio.abc import SocketAttribute
 from host_peer import (
     STREAM_GONE,
     Trickler,
@@ -31,6 +33,7 @@ from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.host import AsgiHost, HostBounds, split_options
 from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
 from mrtr_transports.host.refusals import SERVER_BUSY
+from mrtr_transports.host.slots import KEPT_ALIVE_GRACE, ConnectionSlots
 from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
 from tiny_app import TinyApp
@@ -240,6 +243,67 @@ async def test_connections_are_bounded_and_an_idle_one_gives_its_slot_up() -> No
             async with hosted.connect() as third:
                 assert (await third.request("/echo", b"third")).status == 200
             assert await first.closed_by_server()
+
+
+class Slot:
+    def __init__(self) -> None:
+        self.evicted = False
+
+    def evict(self) -> None:
+        self.evicted = True
+
+
+def test_a_young_kept_alive_connection_keeps_its_slot_from_newcomers() -> None:
+    # Its client was told it may reuse it, and sends its next leg at once: evicted now,
+    # that leg would meet a closed connection (issue 22, item 10).
+    slots = ConnectionSlots(2)
+    kept, arriving = Slot(), Slot()
+    assert slots.admit(kept, 0.0) and slots.admit(arriving, 0.0)
+    slots.busy(kept)
+    slots.waiting(kept, 10.0)  # answered at 10 s, kept alive
+    young = 10.0 + KEPT_ALIVE_GRACE / 2
+    newcomer = Slot()
+    assert slots.admit(newcomer, young) and arriving.evicted and not kept.evicted
+    slots.busy(newcomer)
+    assert not slots.admit(Slot(), young)  # none but a young kept-alive one: refused
+    assert not kept.evicted and len(slots) == 2
+    assert slots.admit(Slot(), 10.0 + KEPT_ALIVE_GRACE)  # past its grace: it may go now
+    assert kept.evicted and kept not in slots
+
+
+async def test_a_response_on_full_slots_promises_no_reuse() -> None:
+    with anyio.fail_after(5):
+        async with hosting(TinyApp(), max_connections=2) as hosted, hosted.connect() as first:
+            alone = await first.request("/echo", b"alone")  # one slot of two: kept alive
+            assert "connection" not in alone.headers
+            async with hosted.connect() as second:  # every slot taken as it is answered
+                full = await second.request("/echo", b"full")
+                assert full.status == 200 and full.headers["connection"] == "close"
+                assert await second.closed_by_server()
+            assert (await first.request("/echo", b"again")).status == 200  # still good
+
+
+async def test_a_request_sent_as_its_kept_alive_connection_closes_gets_a_503_not_a_reset() -> None:
+    with anyio.fail_after(5):
+        async with hosting(TinyApp(), max_connections=4) as hosted, hosted.connect() as peer:
+            assert (await peer.request("/echo", b"one")).status == 200  # kept alive
+            (connection,) = hosted.host._connections
+            request = peer.h11.send(
+                h11.Request(
+                    method="POST", target="/echo", headers=[("Host", "h"), ("Content-Length", "3")]
+                )
+            )
+            request = (request or b"") + (peer.h11.send(h11.Data(data=b"two")) or b"")
+            request += peer.h11.send(h11.EndOfMessage()) or b""
+            # Written at once (no await: the host's task cannot read it first), and the
+            # host decides to close the connection (a newcomer evicted it, say).
+            os.write(peer.stream.extra(SocketAttribute.raw_socket).fileno(), request)
+            connection.evict()
+            refused = await peer.reply()
+            assert refused.status == 503 and refused.headers["retry-after"] == "1"
+            assert refused.headers["connection"] == "close"
+            assert refused.json()["error"]["code"] == SERVER_BUSY
+            assert await peer.closed_by_server()
 
 
 async def test_a_request_whose_body_is_on_its_way_is_evicted_with_a_503() -> None:
