@@ -7,14 +7,24 @@ or silent head; uvicorn's ``--limit-concurrency`` caps connections, with 503).""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import time
 from pathlib import Path
 
 import pytest
+from mrtr_transports.asgi.uvicorn_protocol import with_head_timeout
 from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
-from support.asgi_probes import big_header, idle_connections, many_headers, trickle, trickle_body
-from support.asgi_servers import SERVERS, serving
+from support.asgi_probes import (
+    Outcome,
+    big_header,
+    idle_connections,
+    many_headers,
+    trickle,
+    trickle_body,
+)
+from support.asgi_servers import SERVERS, post, serving
+from support.raw_http import tool_call
 
 pytestmark = pytest.mark.subprocess
 
@@ -65,6 +75,42 @@ def test_hypercorn_keep_alive_ends_a_trickled_and_a_silent_head(tmp_path: Path) 
             started = time.monotonic()
             assert silent.recv(100) == b""  # closed, with nothing said
             assert time.monotonic() - started < 4
+
+
+def test_uvicorn_keeps_a_trickled_head_and_the_head_deadline_protocol_ends_it(
+    tmp_path: Path,
+) -> None:
+    # uvicorn has no head deadline (--timeout-keep-alive starts after a response, and
+    # each byte resets it); HeadDeadlineH11Protocol (--http) is the host's rule.
+    log = tmp_path / "log"
+    with serving(
+        "uvicorn", "support.asgi_apps:bare", log, options=["--timeout-keep-alive", "1"]
+    ) as base:
+        assert trickle(base, give_up=5) == Outcome(None, None)  # still open after 5 s
+    options = ["--http", "support.asgi_apps:head_2s"]
+    with serving("uvicorn", "support.asgi_apps:bare", log, options=options) as base:
+        trickled = trickle(base, give_up=10)
+        assert trickled.status == 408, trickled
+        assert trickled.closed_after is not None and trickled.closed_after < 4, trickled
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            started = time.monotonic()
+            assert silent.recv(100) == b""  # closed, with nothing said
+            assert 1 < time.monotonic() - started < 4
+        # Requests are served as before, on one kept-alive connection too.
+        assert big_header(base, 10).status == 200
+        status, _, body = post(base, tool_call("greet", {"name": "Ada"}))
+        assert status == 200 and b"hello, Ada" in body
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            for _ in range(2):
+                conn.request("GET", "/healthz")
+                assert conn.getresponse().read() == b'{"status":"ok"}'
+                time.sleep(1.0)  # each next head has its own 2 s
+        finally:
+            conn.close()
+    with pytest.raises(ValueError, match="head_timeout"):
+        with_head_timeout(0)
 
 
 def test_uvicorn_limit_concurrency_caps_connections_with_503(tmp_path: Path) -> None:
