@@ -226,11 +226,12 @@ class HostConnection:
             # Nothing of a request read (kept alive, or fresh and silent) as we close it
             # (idle too long, evicted, or shutting down): a request sent meanwhile may wait
             # in the kernel, and a plain close would reset it, unanswered.  One there is
-            # answered (503: sent again elsewhere, it is safe); either way our side ends
-            # first and what comes after is read and dropped (a client that sees the end
-            # before any status line knows its request was not read: refusals.py).
-            self.linger = True
+            # answered (503: sent again elsewhere, it is safe), and the close lingers so
+            # that the client reads it.  None there: a plain close (our FIN), and a request
+            # that crosses it is never read: a client that sees the end before any status
+            # line on a reused connection may send it again (the project's client does).
             if await self._request_came():
+                self.linger = True
                 reason = "the server is shutting down" if host.closing else "connection closed"
                 await write_refusal(self.stream, 503, f"{reason}: retry", retry_after=1)
         return None
