@@ -8,6 +8,7 @@ or silent head; uvicorn's ``--limit-concurrency`` caps connections, with 503).""
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from mrtr_transports.asgi.uvicorn_protocol import with_head_timeout
 from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
+from support.asgi_apps import MAX_BODY
 from support.asgi_probes import (
     Outcome,
     big_header,
@@ -53,6 +55,23 @@ def test_too_many_header_fields_or_one_too_long_are_431_under_every_server(
         assert many_headers(base, 1000).status == 431
         assert big_header(base, MAX_FIELD_SIZE - 20).status == 200
         assert big_header(base, MAX_FIELD_SIZE).status == 431
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_the_body_size_and_the_json_depth_are_bounded_alike_under_every_server(
+    server: str, tmp_path: Path
+) -> None:
+    # What the endpoint reads itself, with the statuses of mrtr serve --http (the
+    # body: 413 past max_body_size, 64 KiB for `bare`; the depth: -32700 past 128).
+    message = tool_call("greet", {"name": "Ada"})
+    deep = json.dumps({**message, "x": []}).replace("[]", "[" * 200 + "]" * 200)
+    large = json.dumps({**message, "pad": "a" * MAX_BODY}).encode()
+    with serving(server, "support.asgi_apps:bare", tmp_path / "log") as base:
+        status, _, body = post(base, message, body=large)
+        assert status == 413 and b"body larger than" in body
+        status, _, body = post(base, message, body=deep.encode())
+        assert status == 400 and json.loads(body)["error"]["code"] == -32700
+        assert post(base, message)[0] == 200
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
