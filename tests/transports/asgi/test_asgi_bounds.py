@@ -1,9 +1,11 @@
 """The connection-level bounds in front of ``McpAsgi``, measured on the real servers with
 the probes (``support.asgi_probes``), as docs/asgi.md's table states them: what the
-endpoint itself refuses wherever it runs (a head over ``max_header_size``: 431; a body
-past ``body_timeout``: 408), and
-the server settings that bound the rest (hypercorn's ``--keep-alive`` ends a trickled
-or silent head; uvicorn's ``--limit-concurrency`` caps connections, with 503)."""
+endpoint itself refuses wherever it runs (a head over ``max_header_size``, with more
+than 256 fields or a field over 8 KiB: 431; a body over ``max_body_size``: 413, past
+``body_timeout``: 408; JSON nested too deep: -32700), and the server settings that
+bound the rest (hypercorn's ``--keep-alive`` ends a trickled or silent head, and so
+does uvicorn with ``--http ...HeadDeadlineH11Protocol``; uvicorn's
+``--limit-concurrency`` caps connections, with 503)."""
 
 from __future__ import annotations
 
