@@ -20,6 +20,7 @@ import anyio
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.asgi import McpAsgi
+from mrtr_transports.asgi.uvicorn_protocol import with_head_timeout
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -103,3 +104,6 @@ bare = McpAsgi(mcp, max_body_size=MAX_BODY, listen_lifetime=1.0, max_listen_stre
 
 #: The endpoint alone with a short body deadline (the bounds tests trickle a body).
 strict = McpAsgi(mcp, body_timeout=2.0)
+
+#: uvicorn's h11 protocol with a 2 s head deadline (``--http support.asgi_apps:head_2s``).
+head_2s = with_head_timeout(2.0)

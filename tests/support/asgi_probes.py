@@ -1,6 +1,7 @@
 """Probes of what an ASGI server bounds before a request reaches the endpoint: a head with
-one big header (``big_header``), a head or a body trickled a byte at a time (``trickle``,
-``trickle_body``), many idle connections (``idle_connections``).  Each speaks raw
+one big header (``big_header``) or many small ones (``many_headers``), a head or a body
+trickled a byte at a time (``trickle``, ``trickle_body``), many idle connections
+(``idle_connections``).  Each speaks raw
 HTTP/1.1 on a socket of its own and reports what the server did (docs/asgi.md's table
 is measured with them)."""
 
@@ -41,6 +42,28 @@ def big_header(base: str, size: int, *, timeout: float = 10.0) -> Outcome:
     head = (
         f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {ACCEPT_BOTH}\r\n"
         f"X-Pad: {'a' * size}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    started = time.monotonic()
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        try:
+            sock.sendall(head)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            data = b""
+        except TimeoutError:
+            return Outcome(None, None)
+    return Outcome(_status_of(data), time.monotonic() - started)
+
+
+def many_headers(base: str, count: int, *, timeout: float = 10.0) -> Outcome:
+    """A ``GET /healthz`` whose head has ``count`` header fields in all (small ones)."""
+    host, port = _address(base)
+    fillers = "".join(f"X-F{index}: v\r\n" for index in range(count - 3))
+    head = (
+        f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {ACCEPT_BOTH}\r\n"
+        f"{fillers}Connection: close\r\n\r\n"
     ).encode()
     started = time.monotonic()
     with socket.create_connection((host, port), timeout=timeout) as sock:

@@ -5,7 +5,8 @@ these tests need small bounds (``max_connections``, ``idle_timeout``,
 ``write_timeout``, ...) so that hitting them takes a few clients and seconds::
 
     python -m support.load_server --http 127.0.0.1:0 \\
-        --set max_connections=8 --set idle_timeout=2 [--app support.load_app:app]
+        --set max_connections=8 --set idle_timeout=2 [--app support.load_app:app] \
+        [--loop asyncio]
 
 Each ``--set NAME=VALUE`` is an ``HttpServer`` keyword (a number).  One this
 checkout's ``HttpServer`` does not take is left out, and named on stderr, so a
@@ -27,14 +28,14 @@ import logging
 import sys
 from typing import Any
 
-import trio
+import anyio
 from mrtr_transports.cli.app_loading import load_app
 from mrtr_transports.server.http import HttpServer, serve_http
 
 
 async def _serve(app: Any, host: str, port: int, options: dict[str, Any]) -> None:
-    async with trio.open_nursery() as nursery:
-        bound = await nursery.start(functools.partial(serve_http, app, host, port, **options))
+    async with anyio.create_task_group() as tasks:
+        bound = await tasks.start(functools.partial(serve_http, app, host, port, **options))
         sys.stderr.write(f"listening on http://{bound[0]}:{bound[1]}/mcp\n")
         sys.stderr.flush()
 
@@ -58,11 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app", default="support.load_app:app")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--loop", choices=("trio", "asyncio"), default="trio")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
     host, _, port = args.http.rpartition(":")
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
-        trio.run(_serve, load_app(args.app), host, int(port), server_options(args.set))
+        app, options = load_app(args.app), server_options(args.set)
+        anyio.run(_serve, app, host, int(port), options, backend=args.loop)
     return 0
 
 

@@ -120,13 +120,19 @@ async def _read_stderr(stream: trio.abc.ReceiveStream, server: ServerProcess) ->
 
 @asynccontextmanager
 async def http_server(
-    *, port: int = 0, state_key: bytes | None = None, app: str = APP, **bounds: float
+    *,
+    port: int = 0,
+    state_key: bytes | None = None,
+    app: str = APP,
+    loop: str = "trio",
+    **bounds: float,
 ) -> AsyncIterator[ServerProcess]:
     """``support.load_server`` on ``127.0.0.1:port`` with these ``HttpServer`` bounds
     (``max_connections=8``, ``idle_timeout=2.0``, ...; one this checkout's server does
-    not have is left out), until the block ends (then SIGTERM, SIGKILL if it lingers)."""
+    not have is left out), on ``loop`` (``trio``, ``asyncio``), until the block ends (then
+    SIGTERM, SIGKILL if it lingers)."""
     argv = [sys.executable, "-m", "support.load_server", "--http", f"127.0.0.1:{port}"]
-    argv += ["--app", app]
+    argv += ["--app", app, "--loop", loop]
     for name, value in bounds.items():
         argv += ["--set", f"{name}={value}"]
     env = {**os.environ, **server_env(state_key)}

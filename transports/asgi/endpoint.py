@@ -20,8 +20,9 @@ without it, an ``initialize`` gets 400 with -32022 naming 2026-07-28).
 
 For each HTTP request, in order:
 
-1. The head's size (431 past ``max_header_size``: what the server let through;
-   not measured again where the server says it did, ``server_checks_head``).
+1. The head's size (431 past ``max_header_size``, more than 256 fields or one
+   over 8 KiB: ``host.bounds.head_refusal``, the host's rule; what the server let
+   through, not measured again where the server says it did, ``server_checks_head``).
 2. Paths with rules of their own, matched on the path alone: the health check
    (``health_path``, ``/healthz``: ``routes.py``) and the URL-elicitation
    callback (``{path}/{callback_path}`` for an app with ``url_flows``:
@@ -79,7 +80,7 @@ import mrtr_core as m
 
 from .._loop import LoopTools
 from .._shares import CURRENT_CLIENT, client_key
-from ..host.bounds import check_bounds
+from ..host.bounds import check_bounds, head_refusal
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
 from ..server.driver import (
@@ -156,7 +157,7 @@ class McpAsgi:
     ``websocket_only=True`` refuses plain HTTP at the path (400), as
     ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
     already refuses a head larger than ``max_header_size`` (431), as the
-    project's host does, so the endpoint does not measure it again.
+    project's host does (``head_refusal``), so the endpoint does not measure it again.
     """
 
     def __init__(
@@ -376,9 +377,12 @@ class McpAsgi:
             body = m.http._post.error_body(message, code)
             await send_whole(send, status, body, extra=extra, head_only=head_only)
 
-        if not self.server_checks_head and _head_size(scope) > self.max_header_size:
-            await refuse(431, "request header fields too large")
-            return
+        if not self.server_checks_head:  # (a foreign server may let any head through)
+            fields = scope.get("headers", ())
+            head_too_large = head_refusal(_target_size(scope), fields, self.max_header_size)
+            if head_too_large is not None:
+                await refuse(431, head_too_large)
+                return
         path = _route_path(scope)
         page = await self._side_route(scope, method, path, headers, peer)
         if page is not None:  # the health check, the URL callback: rules of their own
@@ -611,11 +615,10 @@ class McpAsgi:
         await answer.finish(response, data)
 
 
-def _head_size(scope: Scope) -> int:
-    """The request head's size as the host measures it: target and header fields."""
+def _target_size(scope: Scope) -> int:
+    """The request target's size as the host measures it (path and query)."""
     target = len(scope.get("raw_path") or str(scope.get("path", "")).encode())
-    target += len(scope.get("query_string", b""))
-    return target + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
+    return target + len(scope.get("query_string", b""))
 
 
 def _route_path(scope: Scope) -> str:

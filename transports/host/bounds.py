@@ -6,7 +6,9 @@ options of the same names, with these defaults):
 * ``max_connections`` (256): connection slots (``ConnectionSlots``: a
   connection without its whole request yet may be evicted by a newer one; when
   every slot runs a request, a newcomer gets 503 with ``Retry-After: 1``).
-* ``max_header_size`` (16 KiB): a request head (431 past it).
+* ``max_header_size`` (16 KiB): a request head (431 past it), which also has at
+  most ``MAX_HEADER_FIELDS`` (256) fields of at most ``MAX_FIELD_SIZE`` (8 KiB)
+  each (``head_refusal``: the one rule of the host and of the MCP endpoint).
 * ``max_body_size`` (4 MiB): a request body (413 past it), and so the most a
   refused client's leftover bytes are read and dropped (``refusals.py``).
 * ``idle_timeout`` (60 s) for the first byte of a request, ``head_timeout``
@@ -44,8 +46,12 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_WRITE_TIMEOUT",
     "HostBounds",
+    "MAX_FIELD_SIZE",
+    "MAX_HEADER_FIELDS",
     "SHARED_BOUNDS",
+    "TOO_LARGE",
     "check_bounds",
+    "head_refusal",
     "split_options",
 ]
 
@@ -60,6 +66,38 @@ DEFAULT_SHUTDOWN_GRACE = 10.0
 DEFAULT_MAX_MESSAGE_SIZE = m.websocket._binding.DEFAULT_MAX_WEBSOCKET_MESSAGE
 DEFAULT_PING_INTERVAL = 20.0
 DEFAULT_PING_TIMEOUT = 20.0
+#: The most header fields one request head may have (Apache's ``LimitRequestFields`` is
+#: 100; a real request carries a few dozen): small fields are cheap to send, and each
+#: costs a parser and an app far more.
+MAX_HEADER_FIELDS = 256
+#: The most bytes of one header field, name and value (Apache's ``LimitRequestFieldSize``,
+#: nginx's ``large_client_header_buffers``): no real field comes near it.
+MAX_FIELD_SIZE = 8 * 1024
+TOO_LARGE = "request header fields too large"
+
+
+def head_refusal(
+    target_size: int, headers: Iterable[tuple[bytes, bytes]], max_header_size: int
+) -> str | None:
+    """Why a request head is refused with 431, or ``None``: more than
+    ``MAX_HEADER_FIELDS`` fields, one field over ``MAX_FIELD_SIZE``, or the whole
+    (target and fields, each counted as its line) over ``max_header_size``.  The one
+    rule of the host (``connection.py``) and of the MCP endpoint under a foreign server,
+    which measures the head it is handed (a server may let any head through)."""
+    total = target_size
+    count = longest = 0
+    for name, value in headers:
+        line = len(name) + len(value) + 4  # "name: value\r\n"
+        count += 1
+        total += line
+        longest = max(longest, line)
+    if total > max_header_size:
+        return TOO_LARGE
+    if longest > MAX_FIELD_SIZE:
+        return f"{TOO_LARGE}: a field longer than {MAX_FIELD_SIZE} bytes"
+    if count > MAX_HEADER_FIELDS:
+        return f"{TOO_LARGE}: more than {MAX_HEADER_FIELDS} fields"
+    return None
 
 
 def check_bounds(

@@ -4,8 +4,9 @@ For each request (keep-alive: many on one connection):
 
 1. The head is read within the deadlines: ``idle_timeout`` to its first byte,
    then ``head_timeout`` for the whole of it (a byte trickled now and then does
-   not extend it): past the second, 408.  A head larger than ``max_header_size``
-   is 431, a malformed one h11's 400.  Until the whole request has arrived the
+   not extend it): past the second, 408.  A head larger than ``max_header_size``,
+   or with too many fields or one too long (``bounds.head_refusal``), is 431, a
+   malformed one h11's 400.  Until the whole request has arrived the
    connection is *waiting* and a newer one may evict it (``ConnectionSlots``):
    503 with ``Retry-After: 1`` when its request had begun (or it had none yet).
 2. The app is called with an ``http`` scope.  ``receive()`` hands it the body
@@ -52,6 +53,7 @@ import mrtr_core as m
 
 from .access import AccessRecord
 from .asgi import ASGI_VERSION, ClientDisconnected, Message, Scope
+from .bounds import TOO_LARGE, head_refusal
 from .refusals import (
     SERVER_BUSY,
     STREAM_GONE,
@@ -70,7 +72,8 @@ log = logging.getLogger("mrtr.host")
 
 #: The most one read takes from the socket.
 READ_SIZE = 65536
-TOO_LARGE = "request header fields too large"
+#: Seconds a connection closed between requests is watched for a request sent meanwhile.
+LAST_LOOK = 0.005
 #: The header by which the app ends the connection with its response (ASGI names are
 #: lowercase); a long-lived stream says it, and so leaves the connection slots.
 _CLOSE = (b"connection", b"close")
@@ -153,8 +156,10 @@ class HostConnection:
             if self.h11.their_state is h11.SEND_BODY:
                 self.linger = True  # answered before the body was read: it may still come
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                if self.h11.trailing_data[0] or self.unread_input():
+                    self.linger = True  # sent after a response that ended the connection
                 return  # the body was not read, or the response ended the connection
-            slots.waiting(self)
+            slots.waiting(self, self.now())
             try:
                 self.h11.start_next_cycle()
             except h11.LocalProtocolError:
@@ -206,16 +211,30 @@ class HostConnection:
             self.wait_scope = None
             self.between_requests = False
         if self.evicted and (started or self.fresh):
-            # A fresh connection is there to send a request: it is owed the reason too
-            # (a kept-alive one between requests is just closed, as any idle one may be).
+            # A fresh connection is there to send a request: it is owed the reason too.
             self.linger = True
             await write_refusal(self.stream, 503, "connection evicted: retry", retry_after=1)
-        elif started and not host.closing:
+        elif started and host.closing:
+            self.linger = True
+            await write_refusal(self.stream, 503, "the server is shutting down: retry", 1)
+        elif started:
             self.linger = True
             await write_refusal(
                 self.stream, 408, f"the request head took longer than {bounds.head_timeout} s"
             )
-        return None  # idle too long, evicted, or shutting down
+        else:
+            # Nothing of a request read (kept alive, or fresh and silent) as we close it
+            # (idle too long, evicted, or shutting down): a request sent meanwhile may wait
+            # in the kernel, and a plain close would reset it, unanswered.  One there is
+            # answered (503: sent again elsewhere, it is safe), and the close lingers so
+            # that the client reads it.  None there: a plain close (our FIN), and a request
+            # that crosses it is never read: a client that sees the end before any status
+            # line on a reused connection may send it again (the project's client does).
+            if await self._request_came():
+                self.linger = True
+                reason = "the server is shutting down" if host.closing else "connection closed"
+                await write_refusal(self.stream, 503, f"{reason}: retry", retry_after=1)
+        return None
 
     # --- Writing ---
 
@@ -261,6 +280,34 @@ class HostConnection:
             self.stalled = True
             raise ClientDisconnected(f"the client took nothing for {self.bounds.write_timeout} s")
 
+    async def _request_came(self) -> bool:
+        """Whether bytes of a request came as the connection is being closed: a last
+        look, for ``LAST_LOOK`` seconds at most, at what the socket (or, on asyncio, the
+        stream's buffer: a cancelled read leaves there what came) holds."""
+        with self.cancel_scope(deadline=self.now() + LAST_LOOK):
+            try:
+                return bool(await self.stream.receive(READ_SIZE))
+            except (anyio.EndOfStream, *STREAM_GONE):
+                return False
+        return False
+
+    def unread_input(self) -> bool:
+        """Whether the kernel holds bytes the client sent that nobody read (a close now
+        would reset the connection).  POSIX; elsewhere ``False``."""
+        raw = self.stream.extra(SocketAttribute.raw_socket, None) if os.name == "posix" else None
+        fd = raw.fileno() if raw is not None else -1
+        if fd < 0:
+            return False
+        # (asyncio hands out a socket without ``recv``: a socket object on the same
+        # descriptor peeks, and lets it go again)
+        peek = socket.socket(fileno=fd)
+        try:
+            return bool(peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:  # (BlockingIOError: nothing there)
+            return False
+        finally:
+            peek.detach()
+
     def abort(self) -> None:
         """Make the coming close a reset (``SO_LINGER`` 0): the socket's unsent bytes,
         up to its whole send buffer (megabytes), are dropped at once."""
@@ -287,7 +334,7 @@ class HostConnection:
             (b"content-length", str(len(body)).encode()),
             *(extra or ()),
         ]
-        if self.host.closing:
+        if self.host.closing or self.host.slots.full:  # (no reuse promised: slots.py)
             headers.append((b"connection", b"close"))
         head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
         data = self.h11.send(head) or b""
@@ -300,7 +347,7 @@ class HostConnection:
         """An error after an HTTP-level failure (h11's), when one can still be sent."""
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
-        if status == 431:  # (h11 says "Receive buffer too long")
+        if status == 431 and not message.startswith(TOO_LARGE):  # (h11's: "Receive buffer...")
             message = TOO_LARGE
         self.linger = True  # the client's request was not read through: it may still send
         with contextlib.suppress(ClientDisconnected, h11.LocalProtocolError):
@@ -354,10 +401,11 @@ class RequestCycle:
         connection = self.connection
         bounds = connection.bounds
         request = self.request
-        # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
-        head_size = len(request.target) + sum(len(k) + len(v) + 4 for k, v in self.headers)
-        if head_size > bounds.max_header_size:
-            await connection.send_simple(431, TOO_LARGE)
+        # h11 bounds a head that arrives in pieces; one that arrives whole is measured here,
+        # with its fields counted and each measured (the endpoint's rule too: bounds.py).
+        too_large = head_refusal(len(request.target), self.headers, bounds.max_header_size)
+        if too_large is not None:
+            await connection.send_simple(431, too_large)
             return
         if request.http_version not in (b"1.0", b"1.1"):  # (h11 parses "PRI * HTTP/2.0")
             version = request.http_version.decode("latin-1")
@@ -537,7 +585,8 @@ class RequestCycle:
             headers = list(message.get("headers", ()))
             if _CLOSE in headers:  # a long-lived stream: the app's pools bound it
                 self.connection.host.slots.release(self.connection)
-            elif self.connection.host.closing:
+            elif self.connection.host.closing or self.connection.host.slots.full:
+                # (every slot taken: no reuse promised, the connection turns over; slots.py)
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
             if self.record is not None:

@@ -192,7 +192,9 @@ class AsgiHost:
             await close_lingering(stream, self.lingering, request_bytes)
             return
         connection = HostConnection(self, stream, _address(stream, True), _address(stream, False))
-        if not self.slots.admit(connection):  # (a waiting connection may be evicted for it)
+        assert self.loop is not None
+        # (a waiting connection may be evicted for it)
+        if not self.slots.admit(connection, self.loop.now()):
             log.warning("every connection is busy: refused %s", connection.peer)
             await refuse_busy(stream, self.lingering, request_bytes)
             return

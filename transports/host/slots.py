@@ -6,9 +6,14 @@ to work on (a fresh connection, a head or body still arriving, a
 kept-alive connection between requests) and *busy* while its request runs.
 When every slot is taken, a newcomer evicts the connection that has waited
 longest, a *kept-alive* one first (answered, and nothing of its next
-request yet: evicting it costs its client nothing now, while evicting a
-request on its way costs a refusal and a retry); only when every slot is
-busy is the newcomer refused (503).  So sockets that trickle a head a byte
+request yet), but only one idle for ``KEPT_ALIVE_GRACE`` at least: a
+kept-alive connection is one its client was told it may reuse, and a client
+in the middle of a flow sends its next leg on it at once, so a young one
+closed under it would race that leg (the leg lost, or reset); only when no
+connection may be evicted is the newcomer refused (503).  And a response
+written while every slot is taken promises no reuse (``full``: the host
+says ``Connection: close``), so under pressure connections turn over
+instead of idling in slots.  So sockets that trickle a head a byte
 at a time, or that just sit there, can delay nobody: each new connection
 pushes the oldest of them out, and a real client, which sends its request
 at once, is always the youngest.  (Only connections that have had a request
@@ -21,10 +26,15 @@ The endpoint's own pools (listen streams, sessions' streams) are the endpoint's
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Protocol
 
-__all__ = ["ConnectionSlots", "Evictable"]
+__all__ = ["KEPT_ALIVE_GRACE", "ConnectionSlots", "Evictable"]
+
+#: Seconds a kept-alive connection keeps its slot from newcomers: longer than a client
+#: takes to send its next leg, far shorter than the idle timeout a squatter would get.
+KEPT_ALIVE_GRACE = 2.0
 
 
 class Evictable(Protocol):
@@ -39,8 +49,9 @@ class ConnectionSlots:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        #: Answered connections with nothing of their next request yet, oldest first.
-        self._kept_alive: OrderedDict[Evictable, None] = OrderedDict()
+        #: Answered connections with nothing of their next request yet, oldest first,
+        #: with the time each was answered.
+        self._kept_alive: OrderedDict[Evictable, float] = OrderedDict()
         #: Other waiting connections (fresh, or a request arriving), oldest first.
         self._waiting: OrderedDict[Evictable, None] = OrderedDict()
         self._busy: set[Evictable] = set()
@@ -55,14 +66,25 @@ class ConnectionSlots:
             or connection in self._busy
         )
 
-    def admit(self, connection: Evictable) -> bool:
+    @property
+    def full(self) -> bool:
+        """Every slot is taken: a response now promises no reuse of its connection."""
+        return len(self) >= self.limit
+
+    def admit(self, connection: Evictable, now: float = math.inf) -> bool:
         """Give ``connection`` a slot (waiting), evicting the longest waiter if need be,
-        a kept-alive one first; ``False`` when every slot is busy."""
+        a kept-alive one idle for ``KEPT_ALIVE_GRACE`` first; ``False`` when none may be
+        evicted.  (``now``: the host's clock; without it, every kept-alive connection is
+        past its grace.)"""
         if len(self) >= self.limit:
-            waiters = self._kept_alive or self._waiting
-            if not waiters:
+            kept = next(iter(self._kept_alive.items()), None)
+            if kept is not None and now - kept[1] >= KEPT_ALIVE_GRACE:
+                evicted = kept[0]
+                del self._kept_alive[evicted]
+            elif self._waiting:
+                evicted, _ = self._waiting.popitem(last=False)
+            else:
                 return False
-            evicted, _ = waiters.popitem(last=False)
             evicted.evict()
         self._waiting[connection] = None
         return True
@@ -80,11 +102,12 @@ class ConnectionSlots:
                 del waiters[connection]
                 self._busy.add(connection)
 
-    def waiting(self, connection: Evictable) -> None:
-        """Answered: the connection waits for its next request, kept alive, the youngest."""
+    def waiting(self, connection: Evictable, now: float = 0.0) -> None:
+        """Answered at ``now``: the connection waits for its next request, kept alive,
+        the youngest."""
         if connection in self._busy:
             self._busy.discard(connection)
-            self._kept_alive[connection] = None
+            self._kept_alive[connection] = now
 
     def release(self, connection: Evictable) -> None:
         """The connection is closed, or has left for the listen pool (idempotent)."""

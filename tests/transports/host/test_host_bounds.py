@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 
 import anyio
 import h11
 import pytest
+from anyio.abc import SocketAttribute
 from host_peer import (
     STREAM_GONE,
     Trickler,
@@ -29,7 +31,9 @@ from host_peer import (
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.asgi import McpAsgi
 from mrtr_transports.host import AsgiHost, HostBounds, split_options
+from mrtr_transports.host.bounds import MAX_FIELD_SIZE, MAX_HEADER_FIELDS
 from mrtr_transports.host.refusals import SERVER_BUSY
+from mrtr_transports.host.slots import KEPT_ALIVE_GRACE, ConnectionSlots
 from mrtr_transports.server.http import HttpServer
 from mrtr_transports.server.ws import WsServer
 from tiny_app import TinyApp
@@ -107,6 +111,22 @@ async def test_the_probed_header_sizes_get_431_under_the_defaults(size: int) -> 
             reply = await hosted.raw(head)
             assert status_of(reply) == 431
             assert json.loads(body_of(reply))["error"]["message"]
+
+
+async def test_too_many_fields_or_one_too_long_get_431_within_the_head_size() -> None:
+    # Heads under max_header_size (16 KiB): what is refused is their shape (bounds.py).
+    with anyio.fail_after(5):
+        async with hosting(TinyApp()) as hosted:
+            fillers = "".join(f"X-F{i}: v\r\n" for i in range(MAX_HEADER_FIELDS - 2))
+            for extra, status in (("", 200), ("X-Last: v\r\n", 431)):  # 256 fields, 257
+                head = f"GET /echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\n{fillers}{extra}\r\n"
+                reply = await hosted.raw(head.encode())
+                assert status_of(reply) == status, reply[:200]
+            assert "fields" in json.loads(body_of(reply))["error"]["message"]
+            long_field = b"GET /echo HTTP/1.1\r\nHost: h\r\nX-Long: " + b"y" * MAX_FIELD_SIZE
+            reply = await hosted.raw(long_field + b"\r\n\r\n")
+            assert status_of(reply) == 431
+            assert "longer than" in json.loads(body_of(reply))["error"]["message"]
 
 
 async def test_a_head_must_arrive_within_head_timeout_however_it_trickles() -> None:
@@ -223,6 +243,67 @@ async def test_connections_are_bounded_and_an_idle_one_gives_its_slot_up() -> No
             async with hosted.connect() as third:
                 assert (await third.request("/echo", b"third")).status == 200
             assert await first.closed_by_server()
+
+
+class Slot:
+    def __init__(self) -> None:
+        self.evicted = False
+
+    def evict(self) -> None:
+        self.evicted = True
+
+
+def test_a_young_kept_alive_connection_keeps_its_slot_from_newcomers() -> None:
+    # Its client was told it may reuse it, and sends its next leg at once: evicted now,
+    # that leg would meet a closed connection (issue 22, item 10).
+    slots = ConnectionSlots(2)
+    kept, arriving = Slot(), Slot()
+    assert slots.admit(kept, 0.0) and slots.admit(arriving, 0.0)
+    slots.busy(kept)
+    slots.waiting(kept, 10.0)  # answered at 10 s, kept alive
+    young = 10.0 + KEPT_ALIVE_GRACE / 2
+    newcomer = Slot()
+    assert slots.admit(newcomer, young) and arriving.evicted and not kept.evicted
+    slots.busy(newcomer)
+    assert not slots.admit(Slot(), young)  # none but a young kept-alive one: refused
+    assert not kept.evicted and len(slots) == 2
+    assert slots.admit(Slot(), 10.0 + KEPT_ALIVE_GRACE)  # past its grace: it may go now
+    assert kept.evicted and kept not in slots
+
+
+async def test_a_response_on_full_slots_promises_no_reuse() -> None:
+    with anyio.fail_after(5):
+        async with hosting(TinyApp(), max_connections=2) as hosted, hosted.connect() as first:
+            alone = await first.request("/echo", b"alone")  # one slot of two: kept alive
+            assert "connection" not in alone.headers
+            async with hosted.connect() as second:  # every slot taken as it is answered
+                full = await second.request("/echo", b"full")
+                assert full.status == 200 and full.headers["connection"] == "close"
+                assert await second.closed_by_server()
+            assert (await first.request("/echo", b"again")).status == 200  # still good
+
+
+async def test_a_request_sent_as_its_kept_alive_connection_closes_gets_a_503_not_a_reset() -> None:
+    with anyio.fail_after(5):
+        async with hosting(TinyApp(), max_connections=4) as hosted, hosted.connect() as peer:
+            assert (await peer.request("/echo", b"one")).status == 200  # kept alive
+            (connection,) = hosted.host._connections
+            request = peer.h11.send(
+                h11.Request(
+                    method="POST", target="/echo", headers=[("Host", "h"), ("Content-Length", "3")]
+                )
+            )
+            request = (request or b"") + (peer.h11.send(h11.Data(data=b"two")) or b"")
+            request += peer.h11.send(h11.EndOfMessage()) or b""
+            # Written at once (no await: the host's task cannot read it first), and the
+            # host decides to close the connection (a newcomer evicted it, say).
+            os.write(peer.stream.extra(SocketAttribute.raw_socket).fileno(), request)
+            connection.evict()
+            refused = await peer.reply()
+            assert refused.status == 503 and refused.headers["retry-after"] == "1"
+            assert refused.headers["connection"] == "close"
+            assert refused.json()["error"]["code"] == SERVER_BUSY
+            assert await peer.closed_by_server()
 
 
 async def test_a_request_whose_body_is_on_its_way_is_evicted_with_a_503() -> None:
@@ -391,9 +472,11 @@ def responses(data: bytes) -> list[tuple[int, str | None, bytes]]:
 async def test_a_response_that_ends_its_connection_leaves_the_slots_at_once() -> None:
     # A long-lived stream (the MCP endpoint's listen and sessions' streams) says
     # connection: close: pools of the app's own bound it, so it stops taking a slot.
+    # (Three slots for two connections: a response written while every slot is taken
+    # would end its connection, test_a_response_on_full_slots_promises_no_reuse.)
     with anyio.fail_after(10):
         async with (
-            hosting(TinyApp(), max_connections=2) as hosted,
+            hosting(TinyApp(), max_connections=3) as hosted,
             hosted.connect() as streaming,
             hosted.connect() as plain,
         ):
