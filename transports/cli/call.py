@@ -43,7 +43,8 @@ from . import json_text
 from .connecting import UsageError, open_target, parse_headers, parse_target
 from .exit_codes import ExitCode
 from .interrupts import is_interrupt
-from .notices import Notices, one_line
+from .notices import Notices
+from .terminal_text import one_line, shown
 from .verdicts import VerdictFile
 
 __all__ = [
@@ -123,8 +124,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, errors.RoundCapExceeded):
         return f"round cap exceeded: the server asked for more than {exc.limit_name}={exc.rounds}"
     if isinstance(exc, errors.InputUnavailable):
-        return str(exc)
-    return str(exc) or type(exc).__name__
+        return shown(str(exc))  # (it names the server's key)
+    return shown(str(exc)) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,8 @@ async def run_call(
     kind_of_call = CALLS[args.command]
 
     def fail(code: int, message: str) -> int:
-        err.write(f"mrtr {args.command}: {message}\n")
+        # (each part from the server is made safe where it is composed; this is the backstop)
+        err.write(f"mrtr {args.command}: {shown(message)}\n")
         err.flush()
         return code
 

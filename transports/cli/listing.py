@@ -16,7 +16,7 @@ what it takes, one line each::
 ``--json`` prints the entries as the server sent them instead, one JSON object
 ``{"tools": [...]}`` on stdout, for programs.  Everything in the readable form
 comes from the server, so each piece is made safe for a terminal first
-(:func:`~mrtr_transports.cli.notices.one_line`).
+(:func:`~mrtr_transports.cli.terminal_text.one_line`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from .call import (
 )
 from .connecting import UsageError, open_target, parse_headers
 from .exit_codes import ExitCode
-from .notices import Notices, one_line
+from .notices import Notices
+from .terminal_text import one_line, shown
 
 __all__ = ["KINDS", "MAX_PAGES", "describe_schema", "run_list", "show_entries"]
 
@@ -191,7 +192,7 @@ async def run_list(
     err = stderr or sys.stderr
 
     def fail(code: int, message: str) -> int:
-        err.write(f"mrtr list: {message}\n")
+        err.write(f"mrtr list: {shown(message)}\n")
         err.flush()
         return code
 
