@@ -268,6 +268,11 @@ def failure_text(exc: BaseException, deadline: float | None = None) -> str:
     for leaf in _leaf_errors(exc):
         if exit_code_for(leaf) is None:
             continue
+        if isinstance(leaf, errors.CallTimeout) and leaf.limit == "handshake":
+            return (
+                f"timed out: the server did not answer the handshake within {leaf.budget:g} s "
+                f"(at most {DEFAULT_HANDSHAKE_TIMEOUT:g} s, less with a shorter --timeout)"
+            )
         if isinstance(leaf, errors.CallTimeout) and leaf.limit in _SERVERS_TIME:
             return (
                 f"timed out: the server did not answer {_SERVERS_TIME[leaf.limit]} within "
@@ -281,7 +286,6 @@ def failure_text(exc: BaseException, deadline: float | None = None) -> str:
 #: The limits of a ``CallTimeout`` that are the server's time (``--timeout``), and what
 #: it did not answer (``"input"`` is the wait for a person: ``--url-wait-timeout``).
 _SERVERS_TIME = {
-    "handshake": "the handshake",
     "leg": "a leg of the call",
     "total": "a request",
 }

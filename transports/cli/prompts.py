@@ -228,7 +228,8 @@ def show_url_request(say: Callable[[str], None], request: m.wire.ElicitUrlReques
     then the URL whole and plain on its own line (after ``URL:``), its host and scheme
     (``(not https)`` when so); ``False`` (said why) when the URL may not be offered."""
     say("")
-    say(f"The server asks you to visit a URL: {shown(request.message)}")
+    # (one line: a message of several could draw a "URL:" line of its own above the real one)
+    say(f"The server asks you to visit a URL: {one_line(request.message)}")
     refused = url_consent.refusal(request.url)
     if refused is not None:
         say(f"Declined: mrtr will not offer this URL: {refused}.")

@@ -131,7 +131,8 @@ class Opening:
         assert self.wire is not None
         message = event.message
         self.cancel_timer()
-        self.timed_out = False
+        if isinstance(message, m.Request):
+            self.timed_out = False  # (a notification after a timeout, e.g. cancelled, keeps it)
         self._send_step(message)
         if isinstance(message, m.Request) and not self.wire.state.eof_fed:
             scope = self._timer = self._loop.cancel_scope()

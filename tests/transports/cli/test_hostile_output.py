@@ -71,7 +71,8 @@ async def test_url_elicitations_cannot_spoof_the_consent_screen():
             assert_inert(screen)
             lines = screen.splitlines()
             # The consent line shows the exact URL that would be opened, whole and plain.
-            assert f"  URL:  {URLS[key]}" in lines, screen
+            url_lines = [line for line in lines if line.startswith("  URL:")]
+            assert url_lines == [f"  URL:  {URLS[key]}"], screen  # and no other
             host_line = next(line for line in lines if line.startswith("  host: "))
             assert ("(not https)" in host_line) is (key == "plain"), host_line
             await user.type("d\n")
