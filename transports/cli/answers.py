@@ -62,7 +62,9 @@ from .prompts import (
     prompt_sampling,
     prompt_url,
     root_problem,
+    show_url_request,
 )
+from .terminal_text import shown
 
 __all__ = [
     "METHOD_ENTRIES",
@@ -300,9 +302,10 @@ class CliAnswerer:
         if found is not None:
             response = self.book.response(found[0], key, request)
             if isinstance(request, m.wire.ElicitUrlRequest) and response == ACCEPTED:
-                # Consent given in advance: the person still needs to see the URL, whole.
-                self._notice(f"The server asks you to visit a URL: {request.message}")
-                self._notice(f"  URL:  {request.url}")
+                # Consent given in advance: the person still needs to see the URL, whole,
+                # and a URL no one may consent to is declined all the same.
+                if not show_url_request(self._notice, request):
+                    return m.wire.ElicitResult(action="decline")
                 self._notice(WAITING_FOR_SERVER)
             return response
         elicitation = isinstance(request, (m.wire.ElicitFormRequest, m.wire.ElicitUrlRequest))
@@ -320,7 +323,7 @@ class CliAnswerer:
 
     def _notice(self, text: str) -> None:
         out = self.notices or sys.stderr
-        out.write(text + "\n")
+        out.write(shown(text) + "\n")
         out.flush()
 
     async def _prompt(self, request: m.wire.InputRequest) -> m.wire.InputResponse:

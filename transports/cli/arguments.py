@@ -18,6 +18,7 @@ from .exit_codes import ExitCode
 
 __all__ = [
     "ANSWERS_HELP",
+    "DEFAULT_TIMEOUT",
     "EXIT_CODES_HELP",
     "add_call_arguments",
     "add_list_arguments",
@@ -42,6 +43,12 @@ stderr, one line each (--quiet: none are asked for).
 """
 
 TARGET_HELP = "http(s)://URL, ws://URL or stdio:COMMAND ARGS..."
+#: How long the client commands wait for the server at each step by default.  60 s:
+#: what the peer SDKs give a request (the TypeScript SDK's default request timeout),
+#: long for a tool a person waits on, short enough that a server holding a request
+#: forever cannot hold the command with it.  The time a person spends at a prompt
+#: is not counted: each step is timed from when it is sent.
+DEFAULT_TIMEOUT = 60.0
 
 
 def version_text(version: str) -> str:
@@ -72,6 +79,21 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def deadline_seconds(text: str) -> float | None:
+    """``--timeout``: a positive number of seconds, or ``0``/``none`` (``None``: no deadline)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, or none") from None
+    if value == 0:
+        return None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds, or 0 or none")
+    return value
+
+
 def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
     """How to reach the server: headers, era, time budget (every client command)."""
     parser.add_argument(
@@ -90,7 +112,13 @@ def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
         "modern: 2026-07-28 at once; legacy: a 2025 initialize at once",
     )
     parser.add_argument(
-        "--timeout", type=positive_seconds, metavar="SEC", help="budget for the whole command"
+        "--timeout",
+        type=deadline_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SEC",
+        help="how long to wait for the server at each step: the handshake (at most 10 s), "
+        "each request and each leg of the call; the time you spend at a prompt is not "
+        f"counted (default {DEFAULT_TIMEOUT:g}; 0 or none: no deadline)",
     )
 
 

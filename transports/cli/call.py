@@ -38,12 +38,14 @@ import mrtr_core as m
 from mrtr_core import Verdict
 
 from ..client import errors
+from ..client.client import DEFAULT_HANDSHAKE_TIMEOUT
 from ..client.errors import ClientError, exit_code_of
 from . import json_text
 from .connecting import UsageError, open_target, parse_headers, parse_target
 from .exit_codes import ExitCode
 from .interrupts import is_interrupt
-from .notices import Notices, one_line
+from .notices import Notices
+from .terminal_text import one_line, shown
 from .verdicts import VerdictFile
 
 __all__ = [
@@ -60,9 +62,6 @@ __all__ = [
     "write_out",
 ]
 
-#: Extra time the whole command gets past ``--timeout`` for the client to report
-#: its own, more precise, timeout before the command's backstop fires.
-TIMEOUT_GRACE = 0.5
 #: How many stderr lines of a dead server process are shown.
 STDERR_TAIL_SHOWN = 20
 
@@ -123,8 +122,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, errors.RoundCapExceeded):
         return f"round cap exceeded: the server asked for more than {exc.limit_name}={exc.rounds}"
     if isinstance(exc, errors.InputUnavailable):
-        return str(exc)
-    return str(exc) or type(exc).__name__
+        return shown(str(exc))  # (it names the server's key)
+    return shown(str(exc)) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -166,6 +165,8 @@ def client_options(args: argparse.Namespace, answerer: Any, notices: Notices) ->
     options: dict[str, Any] = {
         "info": {"name": "mrtr-cli", "version": package_version()},
         "era": args.era,
+        # (--timeout shortens the handshake's own bound, never lengthens it)
+        "handshake_timeout": min(DEFAULT_HANDSHAKE_TIMEOUT, args.timeout or math.inf),
     }
     if answerer is not None:
         options["answer"] = answerer
@@ -192,7 +193,8 @@ async def run_call(
     kind_of_call = CALLS[args.command]
 
     def fail(code: int, message: str) -> int:
-        err.write(f"mrtr {args.command}: {message}\n")
+        # (each part from the server is made safe where it is composed; this is the backstop)
+        err.write(f"mrtr {args.command}: {shown(message)}\n")
         err.flush()
         return code
 
@@ -217,41 +219,32 @@ async def run_call(
     if verdicts is not None and args.era == "auto":  # (an explicit --era wins)
         options["prior"] = verdicts.prior(args.target)
     learned: Verdict | None = None
-    budget = math.inf if args.timeout is None else args.timeout
-    too_long = f"timed out: the call took longer than --timeout {budget:g} s"
-    result: Mapping[str, Any] | None = None
     try:
-        with anyio.move_on_after(budget + TIMEOUT_GRACE) as backstop:
-            async with open_target(kind, where, headers, options) as client:
-                remaining = None
-                if args.timeout is not None:
-                    remaining = max(0.001, start + budget - anyio.current_time())
-                try:
-                    result = await client.call(
-                        kind_of_call.method,
-                        params,
-                        timeout=remaining,
-                        max_rounds=args.max_rounds,
-                        max_state_only_legs=args.max_state_only_legs,
-                        url_wait_timeout=args.url_wait_timeout,
-                        on_progress=on_progress,
-                    )
-                finally:
-                    learned = client.verdict  # (a wrong prior re-probes on the first request)
+        async with open_target(kind, where, headers, options) as client:
+            try:
+                # --timeout is the server's time on each leg (and the tools/list before
+                # it): a person's time at a prompt falls between legs, never in one.
+                result = await client.call(
+                    kind_of_call.method,
+                    params,
+                    leg_timeout=args.timeout,
+                    max_rounds=args.max_rounds,
+                    max_state_only_legs=args.max_state_only_legs,
+                    url_wait_timeout=args.url_wait_timeout,
+                    on_progress=on_progress,
+                )
+            finally:
+                learned = client.verdict  # (a wrong prior re-probes on the first request)
     except BaseException as exc:  # sorted below; the rest re-raised
         code = client_failure(exc)
         if code is None:
             raise
-        return fail(
-            code, too_long if code == ExitCode.TIMEOUT and args.timeout else failure_text(exc)
-        )
+        return fail(code, failure_text(exc, args.timeout))
     finally:
         if tracer is not None:
             tracer.close()
         if verdicts is not None and learned is not None:
             verdicts.remember(args.target, learned)
-    if backstop.cancelled_caught or result is None:
-        return fail(ExitCode.TIMEOUT, too_long)
     tool_error = kind_of_call.tool and result.get("isError") is True
     return print_result(out, result, ExitCode.TOOL_ERROR if tool_error else ExitCode.RESULT, fail)
 
@@ -269,12 +262,33 @@ def client_failure(exc: BaseException) -> int | None:
     return None
 
 
-def failure_text(exc: BaseException) -> str:
-    """What the first client error in ``exc`` says."""
+def failure_text(exc: BaseException, deadline: float | None = None) -> str:
+    """What the first client error in ``exc`` says; a timeout of the server's time
+    names ``--timeout`` (``deadline`` seconds), and how to change it."""
     for leaf in _leaf_errors(exc):
-        if exit_code_for(leaf) is not None:
-            return describe_error(leaf)
+        if exit_code_for(leaf) is None:
+            continue
+        if isinstance(leaf, errors.CallTimeout) and leaf.limit == "handshake":
+            return (
+                f"timed out: the server did not answer the handshake within {leaf.budget:g} s "
+                f"(at most {DEFAULT_HANDSHAKE_TIMEOUT:g} s, less with a shorter --timeout)"
+            )
+        if isinstance(leaf, errors.CallTimeout) and leaf.limit in _SERVERS_TIME:
+            return (
+                f"timed out: the server did not answer {_SERVERS_TIME[leaf.limit]} within "
+                f"{leaf.budget or deadline or 0:g} s (--timeout {deadline or 0:g}; "
+                "--timeout SEC to wait longer, 0 for no deadline)"
+            )
+        return describe_error(leaf)
     return str(exc)  # (not reached: only called with a client error inside)
+
+
+#: The limits of a ``CallTimeout`` that are the server's time (``--timeout``), and what
+#: it did not answer (``"input"`` is the wait for a person: ``--url-wait-timeout``).
+_SERVERS_TIME = {
+    "leg": "a leg of the call",
+    "total": "a request",
+}
 
 
 def print_result(out: TextIO, result: Any, code: int, fail: Callable[[int, str], int]) -> int:

@@ -10,9 +10,11 @@ costs memory, never the interpreter's recursion limit.  Indentation stops at
 (indenting every level would make the text grow with the square of the depth,
 and nobody reads column 2,000 anyway).  Up to that depth its text is exactly
 ``json.dumps(value, indent=..., ensure_ascii=False)``'s.  One more
-difference: a string the terminal could not take (a lone surrogate, which the
-standard library's reader lets in from ``"\\ud800"``) is written escaped, as
-JSON allows, rather than left to fail when it is printed.
+difference: a character a terminal would obey or could not take is written
+as its JSON escape (``"\\u202e"``), as JSON allows: DEL, the C1 controls
+(U+009B is a CSI), the bidi controls (U+202E reverses what follows), the line
+separators, a lone surrogate (which the standard library's reader lets in
+from ``"\\ud800"``) (:mod:`~mrtr_transports.cli.terminal_text`, the one rule).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from .terminal_text import json_unsafe
 
 __all__ = ["MAX_INDENTED_DEPTH", "dumps"]
 
@@ -115,11 +119,10 @@ def _is_container(obj: Any) -> bool:
 
 def _scalar(obj: str | int | float | None) -> str:
     text = json.dumps(obj, ensure_ascii=False)
-    if isinstance(obj, str):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: escaped, it is still the same JSON
-            text = json.dumps(obj)
+    if isinstance(obj, str) and any(json_unsafe(char) for char in text):
+        # DEL, C1 (U+009B is a CSI), bidi controls, lone surrogates: escaped, it is
+        # still the same JSON, and the terminal it is printed on obeys none of them.
+        text = "".join(f"\\u{ord(c):04x}" if json_unsafe(c) else c for c in text)
     return text
 
 

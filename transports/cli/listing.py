@@ -16,19 +16,16 @@ what it takes, one line each::
 ``--json`` prints the entries as the server sent them instead, one JSON object
 ``{"tools": [...]}`` on stdout, for programs.  Everything in the readable form
 comes from the server, so each piece is made safe for a terminal first
-(:func:`~mrtr_transports.cli.notices.one_line`).
+(:func:`~mrtr_transports.cli.terminal_text.one_line`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
-
-import anyio
 
 import mrtr_core as m
 
@@ -44,7 +41,8 @@ from .call import (
 )
 from .connecting import UsageError, open_target, parse_headers
 from .exit_codes import ExitCode
-from .notices import Notices, one_line
+from .notices import Notices
+from .terminal_text import one_line, shown
 
 __all__ = ["KINDS", "MAX_PAGES", "describe_schema", "run_list", "show_entries"]
 
@@ -62,15 +60,19 @@ MAX_DESCRIPTION = 200
 MAX_SCHEMA_DEPTH = 4
 
 
-async def fetch_entries(client: Client, what: str) -> list[dict[str, Any]]:
-    """Every entry of ``what`` (all pages)."""
+async def fetch_entries(
+    client: Client, what: str, timeout: float | None = None
+) -> list[dict[str, Any]]:
+    """Every entry of ``what`` (all pages, ``timeout`` seconds each)."""
     if what == "tools":
-        return await client.list_tools()
+        return await client.list_tools(timeout=timeout)
     method, field = KINDS[what]
     entries: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
-        result = await client.request(method, {"cursor": cursor} if cursor else None)
+        result = await client.request(
+            method, {"cursor": cursor} if cursor else None, timeout=timeout
+        )
         page = result.get(field)
         if not isinstance(page, list):
             raise CallError(
@@ -191,7 +193,7 @@ async def run_list(
     err = stderr or sys.stderr
 
     def fail(code: int, message: str) -> int:
-        err.write(f"mrtr list: {message}\n")
+        err.write(f"mrtr list: {shown(message)}\n")
         err.flush()
         return code
 
@@ -201,19 +203,14 @@ async def run_list(
     except UsageError as exc:
         return fail(ExitCode.USAGE, str(exc))
     options = client_options(args, None, Notices(err))
-    budget = math.inf if args.timeout is None else args.timeout
-    entries: list[dict[str, Any]] | None = None
     try:
-        with anyio.move_on_after(budget):
-            async with open_target(kind, where, headers, options) as client:
-                entries = await fetch_entries(client, args.what)
+        async with open_target(kind, where, headers, options) as client:
+            entries = await fetch_entries(client, args.what, args.timeout)
     except BaseException as exc:  # sorted below; the rest re-raised
         code = client_failure(exc)
         if code is None:
             raise
-        return fail(code, failure_text(exc))
-    if entries is None:
-        return fail(ExitCode.TIMEOUT, f"timed out: listing took longer than --timeout {budget:g} s")
+        return fail(code, failure_text(exc, args.timeout))
     if args.json:
         return print_result(out, {KINDS[args.what][1]: entries}, ExitCode.RESULT, fail)
     return write_out(out, "\n".join(show_entries(args.what, entries)), ExitCode.RESULT, fail)

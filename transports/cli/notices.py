@@ -10,8 +10,10 @@ or above the ``logLevel`` the command asks for, ``info`` unless
     log warning [deploy]: the disk is nearly full
 
 Everything shown comes from the peer, so it is made safe for a terminal first
-(:func:`one_line`): control characters (escape sequences, carriage returns,
-newlines) are replaced, and a line is cut at :data:`MAX_NOTICE` characters.
+(:func:`~mrtr_transports.cli.terminal_text.one_line`, the one rule): newlines
+become spaces, control characters (escape sequences, carriage returns, C1) and
+bidi controls are shown escaped (``\\x1b``), and a line is cut at
+:data:`MAX_NOTICE` characters.
 ``--quiet`` asks for neither (no progress token, no ``logLevel``), so the
 server has nothing to send.
 """
@@ -26,29 +28,14 @@ import mrtr_core as m
 from mrtr_core._meta import LOG_LEVELS
 
 from . import json_text
+from .terminal_text import MAX_LINE, one_line
 
 __all__ = ["MAX_NOTICE", "Notices", "one_line"]
 
 #: The longest line a notice prints (the rest is cut, marked with an ellipsis).
-MAX_NOTICE = 1000
+MAX_NOTICE = MAX_LINE
 #: The client logs each server log message too (``mrtr.client``): the lines here replace that.
 _CLIENT_LOGGER = "mrtr.client"
-
-
-def one_line(text: str, limit: int = MAX_NOTICE) -> str:
-    """``text`` safe for one terminal line: every control character (C0, DEL, C1;
-    newlines and tabs included) a space or ``?``, at most ``limit`` characters."""
-    shown = []
-    for char in text:
-        code = ord(char)
-        if char in "\t\r\n":
-            shown.append(" ")
-        elif code < 0x20 or 0x7F <= code < 0xA0:
-            shown.append("?")
-        else:
-            shown.append(char)
-    line = "".join(shown).strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _number(value: float) -> str:

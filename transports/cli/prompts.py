@@ -19,7 +19,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -29,7 +29,9 @@ import anyio
 import mrtr_core as m
 
 from ..client.errors import InputUnavailable
+from . import url_consent
 from .forms import check_value, choices, form_fields, parse_field
+from .terminal_text import one_line, shown
 
 __all__ = [
     "HUMAN_MODEL",
@@ -45,6 +47,7 @@ __all__ = [
     "prompt_url",
     "root_problem",
     "root_uri_of",
+    "show_url_request",
 ]
 
 #: Bounds on what a user may type (a pasted novel is a mistake) and how often a
@@ -90,12 +93,13 @@ class Terminal:
         return cls(sys.stdin, sys.stderr) if interactive else None
 
     def say(self, text: str = "") -> None:
-        self.outfile.write(text + "\n")
+        # (what the server sent is made safe where it is composed; this is the backstop)
+        self.outfile.write(shown(text) + "\n")
         self.outfile.flush()
 
     def _show_prompt(self, text: str) -> None:
         """Write ``text`` with no newline (a prompt the answer is typed after)."""
-        self.outfile.write(text)
+        self.outfile.write(shown(text).replace("\n", " "))
         self.outfile.flush()
 
     async def ask(self, prompt: str) -> str:
@@ -163,16 +167,16 @@ def _describe(name: str, prop: Mapping[str, Any], required: bool) -> str:
     if prop.get("format"):
         notes.append(str(prop["format"]))
     title = prop.get("title") or name
-    return f"{title} ({', '.join(notes)})"
+    return one_line(f"{title} ({', '.join(notes)})")
 
 
 async def prompt_form(terminal: Terminal, request: m.wire.ElicitFormRequest) -> m.wire.ElicitResult:
     """Ask for a form: accept (then each field), decline, or cancel."""
     terminal.say()
-    terminal.say(f"The server asks: {request.message}")
+    terminal.say(f"The server asks: {shown(request.message)}")
     fields = form_fields(request.requested_schema)
     if fields:
-        terminal.say("Fields: " + ", ".join(name for name, _, _ in fields))
+        terminal.say(one_line("Fields: " + ", ".join(name for name, _, _ in fields)))
     choice = await terminal.ask_choice(
         "Answer it? [a]ccept / [d]ecline / [c]ancel: ",
         {"a": "accept", "d": "decline", "c": "cancel"},
@@ -192,12 +196,12 @@ _OMIT = object()
 
 async def _ask_field(terminal: Terminal, name: str, prop: Mapping[str, Any], required: bool) -> Any:
     if prop.get("description"):
-        terminal.say(f"  {prop['description']}")
+        terminal.say(f"  {one_line(str(prop['description']))}")
     options = choices(prop)
     if options is not None:
         for i, (value, label) in enumerate(options, 1):
-            shown = label if label == str(value) else f"{label} ({value})"
-            terminal.say(f"    {i}) {shown}")
+            text = label if label == str(value) else f"{label} ({value})"
+            terminal.say(f"    {i}) {one_line(text)}")
     for _ in range(MAX_ATTEMPTS):
         text = await terminal.ask(f"  {_describe(name, prop, required)}: ")
         if not text.strip():
@@ -210,23 +214,40 @@ async def _ask_field(terminal: Terminal, name: str, prop: Mapping[str, Any], req
         try:
             value = parse_field(prop, text)
         except ValueError as exc:
-            terminal.say(f"  {exc}")
+            terminal.say(f"  {one_line(str(exc))}")
             continue
         problem = check_value(prop, value)
         if problem is None:
             return value
-        terminal.say(f"  {problem}")
+        terminal.say(f"  {one_line(problem)}")
     raise PromptAborted(f"no valid value for {name!r} after many attempts")
+
+
+def show_url_request(say: Callable[[str], None], request: m.wire.ElicitUrlRequest) -> bool:
+    """Show a URL elicitation (:mod:`~mrtr_transports.cli.url_consent`): the message,
+    then the URL whole and plain on its own line (after ``URL:``), its host and scheme
+    (``(not https)`` when so); ``False`` (said why) when the URL may not be offered."""
+    say("")
+    # (one line: a message of several could draw a "URL:" line of its own above the real one)
+    say(f"The server asks you to visit a URL: {one_line(request.message)}")
+    refused = url_consent.refusal(request.url)
+    if refused is not None:
+        say(f"Declined: mrtr will not offer this URL: {refused}.")
+        say(f"  (it was: {one_line(request.url)})")
+        return False
+    parts = urlsplit(request.url)
+    marked = url_consent.warning(request.url)
+    say(f"  URL:  {request.url}")
+    say(f"  host: {parts.hostname}  scheme: {parts.scheme}" + (f"  ({marked})" if marked else ""))
+    return True
 
 
 async def prompt_url(terminal: Terminal, request: m.wire.ElicitUrlRequest) -> m.wire.ElicitResult:
     """Show the full URL first, then ask consent; consent is the answer (``accept``), and
-    the call then waits for the server to hear that the user is done."""
-    parts = urlsplit(request.url)
-    terminal.say()
-    terminal.say(f"The server asks you to visit a URL: {request.message}")
-    terminal.say(f"  URL:  {request.url}")
-    terminal.say(f"  host: {parts.hostname or '(none)'}  scheme: {parts.scheme or '(none)'}")
+    the call then waits for the server to hear that the user is done.  A refused URL
+    is declined without asking."""
+    if not show_url_request(terminal.say, request):
+        return m.wire.ElicitResult(action="decline")
     choice = await terminal.ask_choice(
         "Open it? [y]es / [d]ecline / [c]ancel: ", {"y": "yes", "d": "decline", "c": "cancel"}
     )
@@ -257,9 +278,10 @@ async def prompt_sampling(
     terminal.say()
     terminal.say(f"The server asks for a model reply (at most {request.max_tokens} tokens).")
     if request.system_prompt:
-        terminal.say(f"  system: {request.system_prompt}")
+        terminal.say(f"  system: {shown(request.system_prompt)}")
     for message in request.messages:
-        terminal.say(f"  {message.get('role', '?')}: {_text_of(message.get('content'))}")
+        role = one_line(str(message.get("role", "?")), 40)
+        terminal.say(f"  {role}: {shown(_text_of(message.get('content')))}")
     for _ in range(MAX_ATTEMPTS):
         reply = await terminal.ask("Reply (one line; /refuse to refuse): ")
         if reply.strip() == "/refuse":

@@ -16,10 +16,22 @@ gives them a clock, a store and a place in the client:
   to (its URL, or its command line for stdio: never the self-reported
   ``serverInfo``), the principal (the authorization context), and the clock
   (``anyio.current_time``, or the store's own ``clock``).  ``Client(cache=store, principal=...)``
-  makes one.  Without ``principal=`` an HTTP client with an ``Authorization``
-  header takes a digest of that header as its principal, so two tokens never
-  share a private entry; otherwise the principal is ``""`` (one context).  A
-  store shared by clients of different users needs each to name its principal.
+  makes one.
+* **Whose private entry.**  A ``cacheScope: "private"`` result is only ever
+  served to the principal it was stored for.  Without ``principal=`` the
+  principal is derived from *everything the caller set that may identify it*
+  (:func:`default_principal`): a digest of every header the caller gave
+  (``Authorization``, ``X-Api-Key``, ``Cookie``, a tenant; names lower-cased,
+  sorted, with their values) and of the URL's query string (``?key=...``).  Any
+  difference in what identifies the caller separates the entries; the same
+  credentials share them.  Why every header and not a list of credential
+  headers: no list can name every API-key header a server may use, and a
+  header that identifies no one costs only a miss.  When the caller set
+  nothing at all (no header, no query; stdio), nothing says who the user is,
+  and two such clients may still not be the same user (a 2025 session, a
+  server that tells its peers apart by address): private entries are then
+  this client's own (a principal unique to it), public ones still shared.
+  Clients of one user that should share private entries name one ``principal=``.
 * **Invalidation** is synchronous: a ``list_changed`` or ``resources/updated``
   notification (delivered while the client listens,
   :mod:`~mrtr_transports.client.listen`) records the time, and an entry whose
@@ -41,9 +53,11 @@ import hashlib
 import json
 import logging
 import math
+import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -174,15 +188,24 @@ def cache_server(link: object) -> str:
 
 
 def default_principal(link: object) -> str | None:
-    """A principal derived from the link's ``Authorization`` header (a digest of it),
-    or ``None`` when it sends none."""
-    # (HttpLink's extra_headers: the caller's; no other link has any.)
+    """A digest of what identifies the caller of ``link``: every header it set (names
+    lower-cased, sorted, with their values) and its URL's query string; ``None`` when
+    it set neither (see the module docstring)."""
+    # (HttpLink's and WsLink's extra_headers are the caller's own; a stdio link has none.)
     headers = getattr(link, "extra_headers", None) or ()
-    for name, value in headers:
-        if str(name).lower() == "authorization":
-            digest = hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()
-            return f"authorization:{digest[:32]}"
-    return None
+    named = sorted((str(name).lower(), str(value)) for name, value in headers)
+    url = getattr(link, "url", None)
+    query = urlsplit(url).query if isinstance(url, str) else ""
+    if not named and not query:
+        return None
+    identity = json.dumps({"headers": named, "query": query}, ensure_ascii=False)
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"caller:{digest[:32]}"
+
+
+def _own_principal() -> str:
+    """A principal no other client has: private entries stay this client's."""
+    return f"client:{secrets.token_hex(16)}"
 
 
 class ResponseCache:
@@ -211,12 +234,12 @@ class ResponseCache:
         cls, store: ResponseCacheStore, link: object, principal: str | None = None
     ) -> ResponseCache:
         """The cache of a client over ``link``: its server is :func:`cache_server`'s,
-        its principal ``principal`` or else :func:`default_principal`'s."""
+        its principal ``principal``, else :func:`default_principal`'s, else one of its own."""
         clock = getattr(store, "clock", None)  # (a store shared across processes has one)
         return cls(
             store,
             cache_server(link),
-            principal or default_principal(link),
+            principal or default_principal(link) or _own_principal(),
             clock if callable(clock) else anyio.current_time,
         )
 

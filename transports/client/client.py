@@ -265,7 +265,7 @@ class Client:
         )
         mirrors = self.link.wants_tool_list and self.era != "legacy"  # (2025: no Mcp-Param-*)
         if method == "tools/call" and mirrors and not self._tools_listed:
-            await self._list_tools_quietly()
+            await self._list_tools_quietly(timeout=leg_timeout)  # (a leg of its own)
 
         def flow(
             on_rounds: Callable[[int], None] | None = None,
@@ -298,7 +298,7 @@ class Client:
             ):
                 raise
             logger.info("header mismatch on tools/call: listing tools again and retrying once")
-            await self._list_tools_quietly(cache="refresh")
+            await self._list_tools_quietly(cache="refresh", timeout=leg_timeout)
             return await flow()
 
     async def call_tool(
@@ -342,18 +342,24 @@ class Client:
 
         return await self._opening.first_chance(send)
 
-    async def list_tools(self, *, cache: CacheMode = "use") -> list[dict[str, Any]]:
-        """Every tool of ``tools/list`` (all pages).  Over HTTP the tools whose
-        ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
+    async def list_tools(
+        self, *, cache: CacheMode = "use", timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Every tool of ``tools/list`` (all pages, ``timeout`` each).  Over HTTP the tools
+        whose ``x-mcp-header`` annotations are invalid are dropped (with a warning) and
         the rest are kept for mirroring arguments into ``Mcp-Param-*`` headers."""
-        tools = await all_tools(lambda params: self.request("tools/list", params, cache=cache))
+        tools = await all_tools(
+            lambda params: self.request("tools/list", params, timeout=timeout, cache=cache)
+        )
         kept = self.link.tools_listed(tools)
         self._tools_listed = True
         return kept
 
-    async def _list_tools_quietly(self, cache: CacheMode = "use") -> None:
+    async def _list_tools_quietly(
+        self, cache: CacheMode = "use", timeout: float | None = None
+    ) -> None:
         try:
-            await self.list_tools(cache=cache)
+            await self.list_tools(cache=cache, timeout=timeout)
         except CallError as exc:  # a server without tools/list: call without mirroring
             logger.warning("tools/list failed (%s): Mcp-Param headers cannot be mirrored", exc)
             self._tools_listed = True
@@ -606,10 +612,16 @@ class Client:
 
     async def _answer_server_request(self, request: m.Request, flow: Flow | None) -> None:
         budget = flow.input_timeout if flow is not None else None
-        response, failure = await answer_server_request(
-            request, self._answer, self._capabilities, budget
-        )
-        self._send_response(response)
+        if flow is not None:
+            flow.answering_started()  # (the person's time is not the leg's)
+        try:
+            response, failure = await answer_server_request(
+                request, self._answer, self._capabilities, budget
+            )
+            self._send_response(response)
+        finally:
+            if flow is not None:
+                flow.answering_ended()
         if failure is not None and flow is not None:
             flow.fail(failure)
 

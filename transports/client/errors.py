@@ -68,7 +68,8 @@ class CallError(ClientError):
 
 
 class CallTimeout(ClientError):
-    """A time limit ran out: ``limit`` is ``"leg"``, ``"input"`` or ``"total"``.
+    """A time limit ran out: ``limit`` is ``"leg"``, ``"input"``, ``"total"`` or
+    ``"handshake"`` (the server never answered ``server/discover``/``initialize``).
 
     ``elapsed`` is the time measured against that limit and ``budget`` the
     limit itself in seconds (``None`` when no budget was configured).

@@ -200,6 +200,7 @@ class Flow:
     """The client's side of one call: its timers, input tasks and outcome."""
 
     __slots__ = (
+        "answering",
         "call",
         "cause",
         "ctx",
@@ -210,6 +211,7 @@ class Flow:
         "inputs",
         "inputs_open",
         "job",
+        "leg_budget",
         "leg_id",
         "leg_out",
         "leg_timer",
@@ -262,6 +264,8 @@ class Flow:
         self.leg_id: m.RequestId | None = None
         self.leg_out = False
         self.leg_timer: anyio.CancelScope | None = None
+        self.leg_budget: float | None = None  # the leg's timeout, to restart it with
+        self.answering = 0  # 2025 server requests of this call being answered
         self.input_timer: anyio.CancelScope | None = None
         self.inputs: dict[str, anyio.CancelScope] = {}
         self.pending: set[str] = set()
@@ -462,8 +466,24 @@ class Flow:
         self.leg_out = True
         self.ctx.send_out(out)
         self.leg_id = out.request_id
-        if step.timeout is not None:
+        self.leg_budget = step.timeout
+        if step.timeout is not None and not self.answering:
             self.leg_timer = self._arm(step.timeout, self._leg_expired)
+
+    def answering_started(self) -> None:
+        """A 2025 server asked this call's question inside the leg (``elicitation/create``
+        on the open request): while it is answered (a person may be at a prompt), the
+        leg's timer stops; the server's time is not the person's."""
+        self.answering += 1
+        self._disarm(self.leg_timer)
+        self.leg_timer = None
+
+    def answering_ended(self) -> None:
+        """The answer is sent: the leg's timer starts again, whole (the server has as long
+        to answer it as it had for the leg)."""
+        self.answering -= 1
+        if not (self.answering or self.finished) and self.leg_out and self.leg_budget is not None:
+            self.leg_timer = self._arm(self.leg_budget, self._leg_expired)
 
     async def _send_leg_later(self, event: m.CallEvent, delay: float) -> None:
         await anyio.sleep(delay)

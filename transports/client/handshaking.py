@@ -26,7 +26,7 @@ import mrtr_core as m
 
 from .._loop import LoopTools
 from .era import EraControl, Verdict
-from .errors import CallError, ClientError, TransportError
+from .errors import CallError, CallTimeout, ClientError, TransportError
 
 __all__ = ["LinkState", "Opening", "Wire"]
 
@@ -96,6 +96,9 @@ class Opening:
         self.wire: Wire | None = None
         self.opened = loop.event()
         self.refusal: m.MrtrError | None = None
+        #: The last handshake request went unanswered past the timeout (a refusal that
+        #: follows is the server's silence, not its answer: ``CallTimeout``).
+        self.timed_out = False
         #: The server's ``instructions`` (2025 ``initialize``, 2026 ``server/discover``).
         self.instructions: str | None = None
 
@@ -107,6 +110,7 @@ class Opening:
         if wire.conn.era == "modern":
             self.opened.set()
         self.refusal = None
+        self.timed_out = False
         self.instructions = None
 
     @property
@@ -127,6 +131,8 @@ class Opening:
         assert self.wire is not None
         message = event.message
         self.cancel_timer()
+        if isinstance(message, m.Request):
+            self.timed_out = False  # (a notification after a timeout, e.g. cancelled, keeps it)
         self._send_step(message)
         if isinstance(message, m.Request) and not self.wire.state.eof_fed:
             scope = self._timer = self._loop.cancel_scope()
@@ -135,6 +141,7 @@ class Opening:
     async def _time_out(self, scope: anyio.CancelScope, conn: m.Connection) -> None:
         with scope:
             await anyio.sleep(self._timeout)
+            self.timed_out = True
             conn.handshake_timed_out()
             self._pump()
 
@@ -182,7 +189,8 @@ class Opening:
 
     async def wait(self) -> None:
         """Until the session is open; ``CallError`` when the server refused it, the link's
-        ``TransportError`` when it is gone."""
+        ``TransportError`` when it is gone, ``CallTimeout`` (``limit="handshake"``) when
+        it never answered."""
         await self.opened.wait()
         assert self.wire is not None
         state = self.wire.state
@@ -190,6 +198,8 @@ class Opening:
             error = self.refusal
             if state.lost is not None:
                 raise state.error()
+            if self.timed_out:
+                raise CallTimeout(self._timeout, self._timeout, "handshake")
             raise CallError(
                 error.code,
                 f"the server refused to open the conversation: {error.message}",

@@ -110,7 +110,11 @@ class WsLink:
         self.authority = shown if parts.port is None else f"{shown}:{parts.port}"
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         pairs = headers.items() if isinstance(headers, Mapping) else (headers or ())
-        self.headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in pairs]
+        #: The caller's headers (the cache's default principal is derived from them).
+        self.extra_headers = tuple((str(name), str(value)) for name, value in pairs)
+        self.headers = [
+            (name.encode("latin-1"), value.encode("latin-1")) for name, value in self.extra_headers
+        ]
         self.connect_timeout = connect_timeout
         self.close_timeout = close_timeout
         self.assembler = MessageAssembler(max_message_size=max_message_size)

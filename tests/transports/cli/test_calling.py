@@ -33,7 +33,7 @@ BUSY_LINES = [
     "progress 3/3 (100%): step 3",
     'log info [busy]: {"stage": "middle"}',
     # The server's escape sequences and newline never reach the terminal as such.
-    "log warning [busy]: red ?[31malert?[0m second line",
+    "log warning [busy]: red \\x1b[31malert\\x1b[0m second line",  # (escaped: issue 22)
 ]
 
 

@@ -27,8 +27,10 @@ def progress(value: float, total: float | None = None, message: str | None = Non
     return m.Progress(request_id=1, progress=value, total=total, message=message)
 
 
-def test_one_line_replaces_every_control_character_and_is_bounded():
-    assert one_line("a\x1b[2Jb\x07c\x9bd\x7fe") == "a?[2Jb?c?d?e"
+def test_one_line_escapes_every_control_character_and_is_bounded():
+    # (issue 22: shown escaped, not as "?", so the person sees what was there)
+    assert one_line("a\x1b[2Jb\x07c\x9bd\x7fe") == "a\\x1b[2Jb\\x07c\\x9bd\\x7fe"
+    assert one_line("moc.\u202elive") == "moc.\\u202elive"
     assert one_line("one\ntwo\r\nthree\tfour") == "one two  three four"
     long = one_line("x" * (MAX_NOTICE * 3))
     assert len(long) == MAX_NOTICE and long.endswith("…")
@@ -39,7 +41,7 @@ def test_progress_reads_whatever_numbers_came():
     assert describe_progress(progress(3)) == "progress 3"
     assert describe_progress(progress(0.5, 0)) == "progress 0.5/0"  # no percentage of nothing
     assert describe_progress(progress(math.inf, 10)) == "progress inf/10"
-    assert describe_progress(progress(1, 2, "a\nb\x1b")) == "progress 1/2 (50%): a b?"
+    assert describe_progress(progress(1, 2, "a\nb\x1b")) == "progress 1/2 (50%): a b\\x1b"
 
 
 def test_log_lines_read_whatever_params_came():
@@ -103,7 +105,7 @@ def test_schemas_read_as_one_line_per_argument():
         "    where       object",
         "      lat  number, required",
         "    odd         any",
-        "    line break  string  evil?[2J",
+        "    line break  string  evil\\x1b[2J",
     ]
     assert describe_schema({"type": "object"}) == ["    (no arguments)"]
     assert describe_schema(None) == []

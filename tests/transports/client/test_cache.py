@@ -382,3 +382,66 @@ async def test_invalidation_times_are_bounded_and_fold_safely() -> None:
     now[0] += 1
     await cache.fetch("resources/read", {"uri": "test://0"}, fetch)
     assert cache.hits == 0 and cache.misses == 2
+
+
+# --- Whose private entry: every credential the caller set separates users (issue 22) -----
+
+
+async def private_reads(url: str, store: MemoryCacheStore, headers: dict[str, str]) -> Any:
+    async with open_http_client(url, cache=store, headers=headers) as client:
+        return await client.call("resources/read", {"uri": "test://private"})
+
+
+@pytest.mark.parametrize(
+    ("alice", "bob"),
+    [
+        ({"X-Api-Key": "alice-key"}, {"X-Api-Key": "bob-key"}),
+        ({"Cookie": "session=alice"}, {"Cookie": "session=bob"}),
+        ({"X-Tenant": "a", "X-Api-Key": "k"}, {"X-Tenant": "b", "x-api-key": "k"}),
+    ],
+    ids=["x-api-key", "cookie", "any-header"],
+)
+async def test_a_shared_store_never_serves_a_private_entry_across_credentials(
+    alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    app = make_app()
+    store = MemoryCacheStore()  # one store, no principal= given: derived from the requests
+    with trio.fail_after(10):
+        async with serving(app) as url:
+            await private_reads(url, store, alice)
+            await private_reads(url, store, bob)  # bob's credential: never alice's entry
+            assert app.seen["resources/read"] == 2
+            await private_reads(url, store, alice)  # the same credential still hits
+            await private_reads(url, store, {k.upper(): v for k, v in bob.items()})
+            assert app.seen["resources/read"] == 2
+
+
+async def test_a_credential_in_the_query_separates_users_too() -> None:
+    app = make_app()
+    store = MemoryCacheStore()
+    with trio.fail_after(10):
+        async with serving(app) as url:
+            await private_reads(url + "?key=alice", store, {})
+            await private_reads(url + "?key=bob", store, {})
+            assert app.seen["resources/read"] == 2
+            await private_reads(url + "?key=alice", store, {})
+            assert app.seen["resources/read"] == 2
+
+
+async def test_clients_that_set_nothing_keep_their_private_entries_to_themselves() -> None:
+    app = make_app()
+    store = MemoryCacheStore()
+    with trio.fail_after(10):
+        async with (
+            serving(app) as url,
+            open_http_client(url, cache=store) as one,
+            open_http_client(url, cache=store) as other,
+        ):
+            await one.call("resources/read", {"uri": "test://private"})
+            await one.call("resources/read", {"uri": "test://private"})  # its own: a hit
+            assert app.seen["resources/read"] == 1
+            await other.call("resources/read", {"uri": "test://private"})  # not one's
+            assert app.seen["resources/read"] == 2
+            await one.call("resources/read", {"uri": "test://public"})
+            await other.call("resources/read", {"uri": "test://public"})  # public: shared
+            assert app.seen["resources/read"] == 3
