@@ -7,6 +7,8 @@ bound of its own, ``per_client``, long before that, so that filling the pool
 takes many clients and no single one can lock the others out.  A client is
 whoever :func:`client_key` names: the principal where one is known, the peer
 address otherwise (behind a trusted proxy, the address the proxy reports).
+The one client of a connection that has only one (stdio, an in-memory link:
+``LOCAL_CLIENT``) has no other to leave room for: its share is the whole pool.
 
 A refusal says which bound it met: 429 when the client is past its own share
 (it can free one of its own places), 503 when the pool is full (nobody can, but
@@ -121,7 +123,9 @@ class ClientShares:
     def refusal(self, client: str) -> ShareRefusal | None:
         """Why ``client`` may not take one more place now, or ``None`` if it may."""
         own = self._held.get(client, 0)
-        if own >= self.per_client:
+        # The one client of a connection that has only one (stdio, in memory) has no
+        # one to leave room for: the pool's bound is its share.
+        if own >= self.per_client and client != LOCAL_CLIENT:
             return ShareRefusal.for_own_share(
                 own, self.what, self.per_client_setting, self.per_client
             )

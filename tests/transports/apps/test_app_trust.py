@@ -260,7 +260,7 @@ async def test_a_full_store_fails_closed_before_the_handler_runs() -> None:
     full = await error_of(app, "tools/call", retry_params(DEPLOY, flows[1], YES))
     # (Issue 22: a full store says which bound it met, as "come back later", -32000.)
     assert isinstance(full, m.server.NonceStoreFull) and full.code == -32000
-    assert "single-use max_per_client=1" in full.message
+    assert "single-use max_entries=1" in full.message  # (in memory: one client, the whole store)
     assert example_app.deployments[before:] == ["prod"]
 
 
