@@ -1,10 +1,11 @@
 """Which waiting connection a newcomer evicts: a kept-alive one before a request on its way.
 
-Evicting a connection kept alive between requests costs its client nothing
-now (it sees the close, or notices it before its next request, and opens
-another); evicting one whose request is arriving costs that client a 503
-and a retry.  Fresh connections are not in the first group: a flood of them
-must not shield the oldest trickler.
+Evicting a connection kept alive between requests, once it has been idle past
+the kept-alive grace (``KEPT_ALIVE_GRACE``: a younger one may carry a request
+its client has just written), costs its client nothing now (it sees the close,
+or notices it before its next request, and opens another); evicting one whose
+request is arriving costs that client a 503 and a retry.  Fresh connections are
+not in the first group: a flood of them must not shield the oldest trickler.
 """
 
 from __future__ import annotations
