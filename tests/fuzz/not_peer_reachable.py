@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 
 class Exclusion(NamedTuple):
-    module: str  # under mrtr_core/, e.g. "connection/_options.py"
+    module: str  # under mrtr_core/, e.g. "_connection/_options.py"
     anchor: str
     reason: str
 
@@ -42,9 +42,11 @@ STORE = "the app's storage or environment, which no peer byte chooses"
 EXCLUSIONS: tuple[Exclusion, ...] = (
     # --- Options and checks of our own arguments (beyond the raise statements) -------
     Exclusion("engine/_engine.py", "def _check_limit", APP_MISUSE),
-    Exclusion("connection/_connection.py", "if isinstance(json, Codec) and max_depth", OPTION),
-    Exclusion("connection/_connection.py", "if capabilities is None:", OPTION),
-    Exclusion("connection/_requests.py", "if self._info is not None:", OPTION),
+    Exclusion(
+        "_connection/_options.py", "if isinstance(json, Codec) and max_depth is None:", OPTION
+    ),
+    Exclusion("_connection/_connection.py", "if capabilities is None:", OPTION),
+    Exclusion("_connection/_requests.py", "if self._info is not None:", OPTION),
     Exclusion(
         "engine/_rounds.py",
         "if not isinstance(response, expected):",
@@ -52,17 +54,17 @@ EXCLUSIONS: tuple[Exclusion, ...] = (
     ),
     Exclusion("server/_asking.py", "if isinstance(prompt, str):", APP_CALL),
     # --- Encoding what we write ---------------------------------------------------------
-    Exclusion("wire/_sse.py", "def encode_sse", ENCODER),
-    Exclusion("wire/_sse.py", "def encode_sse_comment", ENCODER),
-    Exclusion("wire/_sse.py", "def _single_line", ENCODER),
+    Exclusion("http/_sse.py", "def encode_sse", ENCODER),
+    Exclusion("http/_sse.py", "def encode_sse_comment", ENCODER),
+    Exclusion("http/_sse.py", "def _single_line", ENCODER),
     Exclusion("wire/_codec.py", "def _default", ENCODER + " (mappings and model objects)"),
     Exclusion(
-        "protocol/_client_sessions.py",
+        "http/_client_sessions.py",
         "def session_headers",
         ENCODER + " (the headers of our own request, for the method we send)",
     ),
     Exclusion(
-        "protocol/_websocket.py",
+        "websocket/_binding.py",
         "def close_reason",
         ENCODER + " (the reason of a close frame we send)",
     ),
@@ -74,21 +76,21 @@ EXCLUSIONS: tuple[Exclusion, ...] = (
     ),
     # --- The app's timing and its own API ----------------------------------------------
     Exclusion(
-        "connection/_our_requests.py",
+        "_connection/_our_requests.py",
         'kind = "LogMessage" if method == "notifications/message" else "Progress"',
         APP_MISUSE + " (a progress or log notification sent by hand)",
     ),
     Exclusion(
-        "connection/_calls.py",
+        "_connection/_calls.py",
         "while len(self.cancel_targets) > self._outgoing.finished.limit:",
         "bounds the CancelLeg events the app has not sent yet: the app's timing",
     ),
     Exclusion(
-        "connection/_requests.py",
-        "while self._next_id in self.requests or self._next_id in self.finished:",
+        "_connection/_requests.py",
+        "while self._next_id in self.requests or self._next_id in finished:",
         "skips ids the app chose itself for its own requests: the app's doing",
     ),
-    Exclusion("connection/_connection.py", "if self._calls.ever_started(call):", APP_CALL),
+    Exclusion("_connection/_connection.py", "if self._calls.ever_started(call):", APP_CALL),
     Exclusion(
         "server/_sealing.py",
         "def StateSealer.consume",
