@@ -155,7 +155,8 @@ class _Task:
     extra: JSONObject = attrs.field(factory=dict, repr=False, validator=_check_extra)
 
     def _task_fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.extra)  # unknown keys first: a known field wins
+        # unknown keys first (a known field wins); the shape's resultType is its own
+        out: dict[str, Any] = {k: v for k, v in self.extra.items() if k != "resultType"}
         out["taskId"] = self.task_id
         out["status"] = self.status
         out["createdAt"] = self.created_at
@@ -420,7 +421,11 @@ class TaskRequest:
         """Read the params of a peer's task request (-32602 when they break the shape).
 
         A ``requestState`` is dropped: it has no meaning here, and a server must
-        not act on one.
+        not act on one; so are the ``inputResponses`` of a ``tasks/get`` or
+        ``tasks/cancel`` (a read stays a read: only ``tasks/update`` writes).
+        Gate the request (``require_tasks``) before reading it or looking its task
+        up: a client that did not declare the extension is owed -32021, whatever
+        its params.
         """
         if method not in TASK_METHODS:
             raise LocalProtocolError(f"{describe(method)} is not a task method")

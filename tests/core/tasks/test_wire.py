@@ -479,3 +479,35 @@ def test_only_the_three_are_task_methods(method: str) -> None:
         TaskRequest.from_params(method, {"taskId": "t"})
     with pytest.raises(LocalProtocolError, match="not a task method"):
         TaskRequest(method=method, task_id="t")
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/cancel"])
+def test_a_read_or_a_cancel_never_carries_answers_on(method: str) -> None:
+    # (an earlier draft let tasks/get carry inputResponses: a read stays a read)
+    read = TaskRequest.from_params(
+        method, {"taskId": "t", "inputResponses": {"k": {"action": "accept"}}, "requestState": "s"}
+    )
+    assert read.input_responses is None
+    assert read.to_params() == {"taskId": "t"}
+
+
+def test_a_result_type_in_extra_never_overrides_the_shapes_own() -> None:
+    fields: dict[str, Any] = dict(
+        task_id="t",
+        status="working",
+        created_at="2026-01-01T00:00:00Z",
+        last_updated_at="2026-01-01T00:00:00Z",
+        ttl_ms=1,
+        extra={"resultType": "task", "_meta": {}},
+    )
+    assert DetailedTask(**fields).to_result()["resultType"] == "complete"
+    assert DetailedTask(**fields).to_notification_params() == {
+        "taskId": "t",
+        "status": "working",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z",
+        "ttlMs": 1,
+        "_meta": {},
+    }
+    fields["extra"] = {"resultType": "complete"}
+    assert CreateTaskResult(**fields).to_result()["resultType"] == "task"
