@@ -15,7 +15,8 @@ hand out" sentinel.  Every other audience has one public submodule
 * :mod:`mrtr_core.http`: authors of a Streamable HTTP binding (headers, POST rules,
   SSE, 2025-era sessions and replay);
 * :mod:`mrtr_core.websocket`: authors of a WebSocket binding;
-* :mod:`mrtr_core.caching`: clients keeping a response cache.
+* :mod:`mrtr_core.caching`: clients keeping a response cache;
+* :mod:`mrtr_core.tasks`: server and client authors of the tasks extension (SEP-2663).
 
 Modules whose names start with ``_`` are not part of the public API (our own
 transports import a few of them).
@@ -30,6 +31,7 @@ from . import caching as caching
 from . import engine as engine
 from . import http as http
 from . import server as server
+from . import tasks as tasks
 from . import websocket as websocket
 from . import wire as wire
 from ._connection._connection import Connection

@@ -18,6 +18,8 @@ from .._meta import CACHEABLE_METHODS, META_SERVER_INFO, RequestInfo
 from ..engine._retry import MRTR_METHODS
 from ..server._asking import required_capabilities
 from ..server._plain import plain_form_request
+from ..tasks._gate import TASKS_EXTENSION, declares_tasks
+from ..tasks._wire import TASK_AUGMENTABLE_METHODS, CreateTaskResult
 from ..wire._convert import structure_input_required
 from ..wire._inputs import INPUT_KINDS, InputRegistry, capability_paths
 from ..wire._model import InputRequest, Request
@@ -44,11 +46,15 @@ def finish_result(
     input_kinds: InputRegistry = INPUT_KINDS,
 ) -> dict[str, Any]:
     """A copy of the app's ``result`` for the request ``info`` describes, checked and
-    completed: ``resultType``, caching fields, ``serverInfo`` (2026-07-28 only)."""
+    completed: ``resultType``, caching fields, ``serverInfo`` (2026-07-28 only).  An
+    ``input_required`` or a task (``resultType: "task"``) must be one this request may
+    take."""
     out = dict(result)
     result_type = out.get("resultType")
     if result_type == "input_required":
         check_input_required(info, out, input_kinds)
+    elif result_type == "task":
+        check_task_result(info, out)
     elif info.era == "legacy":
         return out
     elif result_type is None:
@@ -100,6 +106,29 @@ def check_input_required(
         raise _needs_undeclared(
             required, "the request did not declare the capabilities this input needs"
         )
+
+
+def check_task_result(info: RequestInfo, result: Mapping[str, Any]) -> None:
+    """A task (SEP-2663) is a legal answer only to a 2026-07-28 request of a method tasks
+    augment (``tools/call``) whose own capabilities declare the extension, and only as a
+    well-formed CreateTaskResult.  Without the declaration the client is owed -32021
+    naming the extension (what the SEP requires of a server that can only answer with a
+    task); the other refusals are -32603."""
+    if info.era == "legacy":
+        raise AppResultRefused(
+            "a 2025-era client cannot take a task: the tasks extension is 2026-07-28's"
+        )
+    if info.method not in TASK_AUGMENTABLE_METHODS:
+        raise AppResultRefused(f"{describe(info.method)} cannot answer with a task")
+    if not declares_tasks(info.capabilities):
+        raise _needs_undeclared(
+            {"extensions": {TASKS_EXTENSION: {}}},
+            f"the request did not declare the {TASKS_EXTENSION} extension a task needs",
+        )
+    try:
+        CreateTaskResult.from_result(result)
+    except MrtrError as exc:
+        raise AppResultRefused(f"malformed CreateTaskResult: {exc.message}") from exc
 
 
 def _plain_requests(

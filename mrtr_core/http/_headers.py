@@ -6,7 +6,8 @@ headers, so that intermediaries can route on them without reading the body:
 * ``MCP-Protocol-Version``: ``params._meta["io.modelcontextprotocol/protocolVersion"]``;
 * ``Mcp-Method``: ``method``;
 * ``Mcp-Name``: ``params.name`` of ``tools/call`` and ``prompts/get``,
-  ``params.uri`` of ``resources/read``;
+  ``params.uri`` of ``resources/read``, ``params.taskId`` of ``tasks/get``,
+  ``tasks/update`` and ``tasks/cancel`` (SEP-2663: routing by task);
 * ``Mcp-Param-{Name}``: for ``tools/call``, each argument whose property in the
   tool's ``inputSchema`` is annotated ``"x-mcp-header": "Name"`` (omitted when
   the argument is absent or null).
@@ -49,8 +50,9 @@ class Header:
     PROTOCOL_VERSION: Final = "MCP-Protocol-Version"
     #: Mirrors ``method``.
     METHOD: Final = "Mcp-Method"
-    #: Mirrors ``params.name`` (``tools/call``, ``prompts/get``) or ``params.uri``
-    #: (``resources/read``).
+    #: Mirrors ``params.name`` (``tools/call``, ``prompts/get``), ``params.uri``
+    #: (``resources/read``) or ``params.taskId`` (``tasks/get``, ``tasks/update``,
+    #: ``tasks/cancel``).
     NAME: Final = "Mcp-Name"
     #: ``Mcp-Param-{Name}`` mirrors a ``tools/call`` argument annotated ``x-mcp-header``.
     PARAM_PREFIX: Final = "Mcp-Param-"
@@ -67,6 +69,10 @@ NAME_FIELDS: Mapping[str, str] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    # SEP-2663: an intermediary routes a task's requests to the instance holding it
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 #: The property types an annotation may sit on (``number`` is not one).
 HEADER_TYPES = ("string", "integer", "boolean")

@@ -154,16 +154,18 @@ class CapabilityRequired(MrtrError):
     """-32021: the handler cannot proceed without input the request did not declare.
 
     ``data = {"requiredCapabilities": {...}}``, the ``ClientCapabilities``
-    fragment that was missing.
+    fragment that was missing (an extension, such as tasks, included: ``message``
+    then says which).
     """
 
     code = MISSING_CLIENT_CAPABILITY
 
-    def __init__(self, required: Mapping[str, Any]) -> None:
-        super().__init__(
-            "the request did not declare the capabilities this input needs",
-            data={"requiredCapabilities": dict(required)},
-        )
+    def __init__(
+        self,
+        required: Mapping[str, Any],
+        message: str = "the request did not declare the capabilities this input needs",
+    ) -> None:
+        super().__init__(message, data={"requiredCapabilities": dict(required)})
         self.required = dict(required)
 
 

@@ -145,12 +145,12 @@ def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
 
 
 #: One public submodule per audience besides connection users (docs/core.md has the table).
-SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching")
+SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching", "tasks")
 #: The ceiling of public names, top level and public submodules counted together (each name
 #: is public in one place).  Issue 21 cut it from 321 to 188, then to 162 (demoting what only
 #: our transports use, and gathering the error codes and the header names into namespaces);
-#: raise it only with a name the docs use.
-MAX_PUBLIC_NAMES = 162
+#: raise it only with a name the docs use.  Issue 23 added the 11 of mrtr_core.tasks.
+MAX_PUBLIC_NAMES = 173
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
