@@ -9,6 +9,16 @@ reuse.  So each flow either ends with its exact result or meets a clear
 refusal (503 with ``Retry-After``); none meets a reset, or a reused
 connection closed before any status line.
 
+One race no HTTP/1.1 server can close: a connection kept alive and idle is
+evicted (slots full) just as its client writes a new request on it.  The host
+promises a kept-alive connection its slot for ``KEPT_ALIVE_GRACE`` (2 s) after
+its response; a client that reuses one later than that, on a full server, may
+meet a close before any status line (RFC 9112, 9.3.1: clients retry such a
+request; ours does).  So a loss counts against the server only on a connection
+reused within the grace of its previous request being *sent* (the server cannot
+have seen it idle that long); later ones are tallied apart, and only happen when
+the machine is so loaded that the client's own tasks stall for seconds.
+
 (The attack that found it: 500 flows over 128 client connections for 64
 slots lost 1, 0, 1 and 7 flows in four runs; scaled down here to 8 slots, on
 the server's two loops.  Before the fix, a run here lost 36 flows of 120 on
@@ -24,6 +34,7 @@ import attrs
 import h11
 import pytest
 import trio
+from mrtr_transports.host.slots import KEPT_ALIVE_GRACE
 from support.load_flows import expected, result_text
 from support.load_servers import http_server
 from support.raw_http import ClosedEarly, RawHttp, Reply, echo, retry_of, tool_call
@@ -42,6 +53,8 @@ class Tally:
     refused: Counter[str] = attrs.field(factory=Counter)
     #: Everything else: what each lost flow met.
     lost: Counter[str] = attrs.field(factory=Counter)
+    #: Closed under a request on a connection reused past the grace (see the docstring).
+    past_grace: int = 0
 
 
 class NoRetryClient:
@@ -51,26 +64,40 @@ class NoRetryClient:
         self.port = port
         self.idle: list[RawHttp] = []
         self.limiter = trio.CapacityLimiter(size)
+        #: When each open connection's last request was sent (by ``id``).
+        self.sent_at: dict[int, float] = {}
 
     async def post(self, message: dict[str, Any]) -> Reply | str:
         """The reply, or what went wrong instead (a lost request)."""
         async with self.limiter:
             reused = bool(self.idle)
             conn = self.idle.pop() if reused else await RawHttp.connect(self.port)
+            now = trio.current_time()
+            past_grace = reused and now - self.sent_at[id(conn)] >= KEPT_ALIVE_GRACE
+            self.sent_at[id(conn)] = now
             try:
                 reply = await conn.post(message)
             except (trio.BrokenResourceError, h11.RemoteProtocolError, ClosedEarly) as exc:
-                await conn.aclose()
+                await self._close(conn)
+                if past_grace:
+                    return PAST_GRACE
                 return f"{type(exc).__name__} on a {'reused' if reused else 'new'} connection"
             if reply.headers.get("connection", "").lower() == "close":
-                await conn.aclose()
+                await self._close(conn)
             else:
                 self.idle.append(conn)
             return reply
 
+    async def _close(self, conn: RawHttp) -> None:
+        self.sent_at.pop(id(conn), None)
+        await conn.aclose()
+
     async def aclose(self) -> None:
         for conn in self.idle:
-            await conn.aclose()
+            await self._close(conn)
+
+
+PAST_GRACE = "closed under a request on a connection reused past the kept-alive grace"
 
 
 async def one_flow(client: NoRetryClient, n: int, tally: Tally) -> None:
@@ -78,6 +105,9 @@ async def one_flow(client: NoRetryClient, n: int, tally: Tally) -> None:
     message: dict[str, Any] = first
     for leg in (1, 2, 3):
         reply = await client.post(message)
+        if reply == PAST_GRACE:
+            tally.past_grace += 1
+            return
         if isinstance(reply, str):
             tally.lost[f"leg {leg}: {reply}"] += 1
             return
@@ -124,6 +154,6 @@ async def test_flows_over_more_connections_than_slots_are_never_lost_without_ret
     print(tallies)  # (shown by pytest -s: the completed and refused flows of each run)
     for tally in tallies:
         assert not tally.lost, tallies
-        assert tally.completed + sum(tally.refused.values()) == FLOWS, tallies
+        assert tally.completed + sum(tally.refused.values()) + tally.past_grace == FLOWS, tallies
     # Most flows get through: a refusal is the exception, not the rule.
     assert sum(t.completed for t in tallies) >= RUNS * FLOWS // 2, tallies
