@@ -12,7 +12,9 @@ For each request (keep-alive: many on one connection):
 2. The app is called with an ``http`` scope.  ``receive()`` hands it the body
    as it arrives, within ``body_timeout`` from the end of the head (408) and
    ``max_body_size`` (413); once the body is whole the connection is *busy*
-   and never evicted.  After the body, ``receive()`` waits for the client to
+   and never evicted.  (An eviction that meets a request's last bytes in one
+   step is too late to refuse it: the request is answered, with
+   ``Connection: close``.)  After the body, ``receive()`` waits for the client to
    go (``http.disconnect``), or for the response to end.
 3. ``send()`` writes the response: the head goes with the first body chunk (one
    write), a body without ``Content-Length`` is chunked (an SSE stream), a
@@ -236,6 +238,18 @@ class HostConnection:
                 await write_refusal(self.stream, 503, f"{reason}: retry", retry_after=1)
         return None
 
+    def ends_after_response(self) -> bool:
+        """Whether the response being written must say ``Connection: close``: the
+        connection will carry no other request, and its client must not reuse it.
+
+        Evicted: a newcomer took its slot after its request had been read (the eviction
+        and the request's last bytes met in one step), so it is answered, and then
+        closed; a response without the header would leave the client to send its next
+        request on a connection about to close (lost, before any status line).  Every
+        slot taken, or the host closing: no reuse is promised (``slots.py``)."""
+        host = self.host
+        return self.evicted or host.closing or host.slots.full
+
     # --- Writing ---
 
     async def write(self, data: bytes) -> None:
@@ -284,6 +298,8 @@ class HostConnection:
         """Whether bytes of a request came as the connection is being closed: a last
         look, for ``LAST_LOOK`` seconds at most, at what the socket (or, on asyncio, the
         stream's buffer: a cancelled read leaves there what came) holds."""
+        if self.unread_input():  # (the kernel's: seen at once, however late the loop runs)
+            return True
         with self.cancel_scope(deadline=self.now() + LAST_LOOK):
             try:
                 return bool(await self.stream.receive(READ_SIZE))
@@ -334,7 +350,7 @@ class HostConnection:
             (b"content-length", str(len(body)).encode()),
             *(extra or ()),
         ]
-        if self.host.closing or self.host.slots.full:  # (no reuse promised: slots.py)
+        if self.ends_after_response():
             headers.append((b"connection", b"close"))
         head = h11.Response(status_code=status, headers=headers, reason=reason_phrase(status))
         data = self.h11.send(head) or b""
@@ -585,8 +601,7 @@ class RequestCycle:
             headers = list(message.get("headers", ()))
             if _CLOSE in headers:  # a long-lived stream: the app's pools bound it
                 self.connection.host.slots.release(self.connection)
-            elif self.connection.host.closing or self.connection.host.slots.full:
-                # (every slot taken: no reuse promised, the connection turns over; slots.py)
+            elif self.connection.ends_after_response():
                 headers.append((b"connection", b"close"))
             status = int(message["status"])
             if self.record is not None:

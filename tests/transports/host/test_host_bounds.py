@@ -306,6 +306,25 @@ async def test_a_request_sent_as_its_kept_alive_connection_closes_gets_a_503_not
             assert await peer.closed_by_server()
 
 
+async def test_a_connection_evicted_after_its_request_was_read_says_close_on_its_answer() -> None:
+    # The race of issue 22, item 10: the eviction meets the last bytes of a kept-alive
+    # connection's next request in one step (trio hands the read over, the cancel comes
+    # too late to stop it).  Its request is answered; before the fix the answer promised
+    # reuse and the host then closed the connection under the client's next request.
+    with anyio.fail_after(5):
+        async with hosting(TinyApp(), max_connections=4) as hosted, hosted.connect() as peer:
+            assert (await peer.request("/echo", b"one")).status == 200  # kept alive
+            (connection,) = hosted.host._connections
+            await peer.send_request("/slow?seconds=0.2", b"two")
+            while not hosted.host.slots._busy:  # (its request whole: the app runs)
+                await anyio.sleep(0.01)
+            connection.evict()  # as the racing newcomer would have
+            answered = await peer.reply()
+            assert answered.status == 200 and answered.json() == {"done": "slow"}
+            assert answered.headers["connection"] == "close"
+            assert await peer.closed_by_server()
+
+
 async def test_a_request_whose_body_is_on_its_way_is_evicted_with_a_503() -> None:
     with anyio.fail_after(5):
         async with hosting(TinyApp(), max_connections=1) as hosted:

@@ -44,8 +44,6 @@ SLOTS = 8
 CLIENT_CONNECTIONS = 16
 FLOWS = 120
 RUNS = 3
-#: Flows lost within the grace that the test tolerates across its runs (see the test).
-ALLOWED_UNDER_LOAD = 2
 
 
 @attrs.define
@@ -154,12 +152,10 @@ async def test_flows_over_more_connections_than_slots_are_never_lost_without_ret
             for _ in range(RUNS):
                 tallies.append(await run_flows(server.port))
     print(tallies)  # (shown by pytest -s: the completed and refused flows of each run)
-    # The goal is none, and none is what an unloaded machine gives (and what the six runs
-    # under busy loops gave).  Under the whole suite's load, .ci/run met one flow lost
-    # within the grace, in one run of three, on one loop or the other: a race still open
-    # (issue 22, item 10).  Before the host's fix a single run here lost 36 of 120.
-    lost_in_all = sum(sum(t.lost.values()) for t in tallies)
-    assert lost_in_all <= ALLOWED_UNDER_LOAD, tallies
+    # None lost.  (Under the whole suite's load one in 360 used to be: a kept-alive
+    # connection evicted in the step its next request's last bytes came was answered
+    # without ``Connection: close`` and then closed under the client's next request.)
+    assert not any(t.lost for t in tallies), tallies
     for tally in tallies:
         accounted = tally.completed + sum(tally.refused.values()) + tally.past_grace
         assert accounted + sum(tally.lost.values()) == FLOWS, tallies
