@@ -1044,6 +1044,36 @@ def url_callback_seeds() -> Iterable[bytes]:
                 yield bytes([control]) + provider + query
 
 
+def tasks_seeds() -> Iterable[bytes]:
+    """The SEP's own examples, each through every reader (and mutated), and walks of the
+    status machine."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+    import sep2663_examples as ex
+
+    examples = [
+        value
+        for name, value in vars(ex).items()
+        if name.isupper() and isinstance(value, dict)
+    ]
+    examples += [
+        {**ex.FLOW_UPDATE_PARAMS, "requestState": "s"},
+        {"taskId": 7},
+        {"taskId": "t", "inputResponses": None},
+        {**ex.CREATE_TASK_RESULT, "ttlMs": 1.5},
+        {**ex.CREATE_TASK_RESULT, "ttlMs": True},
+        {**ex.FLOW_COMPLETED, "error": {"code": 1, "message": "m"}},
+    ]
+    for reader in range(6):
+        for example in examples:
+            body = json.dumps(example, separators=(",", ":")).encode()
+            yield bytes([reader]) + body
+            variants = mutations(body)
+            for mutated in (variants[0], variants[5], variants[8], variants[9]):
+                yield bytes([reader]) + mutated
+    for walk in (b"\x00\x01\x02", b"\x04\x04\x00", b"\x00\x03\x01\x04", bytes(range(20))):
+        yield bytes([6]) + walk
+
+
 SEEDS = {
     "framing": framing_seeds,
     "sse": sse_seeds,
@@ -1059,6 +1089,7 @@ SEEDS = {
     "client_sessions": client_sessions_seeds,
     "websocket": websocket_seeds,
     "url_callback": url_callback_seeds,
+    "tasks": tasks_seeds,
 }
 
 

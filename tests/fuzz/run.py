@@ -44,6 +44,7 @@ TARGET_NAMES = (
     "client_sessions",
     "websocket",
     "url_callback",
+    "tasks",
 )
 #: libFuzzer's largest input: room for a message over the connections' 1 KiB bound.
 MAX_LEN = 8192

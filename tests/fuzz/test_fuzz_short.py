@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run
 
 #: Seconds per target: with the subprocess's start and the seeds' first pass, about 70 s
-#: for the fourteen targets on a loaded machine.
+#: for the fifteen targets on a loaded machine.
 SECONDS = 2
 
 

@@ -37,6 +37,7 @@ from .parsers import PAYLOADS, codec, convert, framing, headers, sse
 from .schemas import SCHEMAS, SPEC_FORM_SHAPE, schemas
 from .server import POOL_PARAMS, STATE_POOL, ServerApp, legacy_shim, server
 from .sessions import client_sessions, http_sessions
+from .tasks import tasks
 from .wire12 import url_callback, websocket
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -54,6 +55,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "client_sessions": client_sessions,
     "websocket": websocket,
     "url_callback": url_callback,
+    "tasks": tasks,
 }
 
 __all__ = [
