@@ -1051,9 +1051,7 @@ def tasks_seeds() -> Iterable[bytes]:
     import sep2663_examples as ex
 
     examples = [
-        value
-        for name, value in vars(ex).items()
-        if name.isupper() and isinstance(value, dict)
+        value for name, value in vars(ex).items() if name.isupper() and isinstance(value, dict)
     ]
     examples += [
         {**ex.FLOW_UPDATE_PARAMS, "requestState": "s"},

@@ -11,6 +11,7 @@ leaves a terminal status.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +50,7 @@ def _walk(events: bytes) -> None:
     status: m.tasks.TaskStatus = "working"
     for byte in events[:64]:
         event = EVENTS[byte % len(EVENTS)]
-        moved = guarded(lambda: m.tasks.next_status(status, event))
+        moved = guarded(functools.partial(m.tasks.next_status, status, event))
         if moved is None:
             continue
         if status in m.tasks.TERMINAL_STATUSES:
