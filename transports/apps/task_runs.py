@@ -204,12 +204,11 @@ async def _run(
     store.attach(task_id, None)
     if cancelled:
         event, result, error = "cancel", None, None
-    elif scope.cancelled_caught:  # the loop's clock reached the TTL first
-        error = m.ErrorObject(
-            code=m.ErrorCode.INTERNAL_ERROR, message="expired: the task outlived its ttlMs"
-        )
     try:
-        await store.change(task_id, event, clock(), result=result, error=error)
+        if scope.cancelled_caught and not cancelled:  # the loop's clock reached the TTL
+            await store.expire(task_id, clock())
+        else:
+            await store.change(task_id, event, clock(), result=result, error=error)
     except Exception:  # (a store that failed: the task keeps its last status until its TTL)
         log.error("settling the task of %s failed", what, exc_info=True)
 

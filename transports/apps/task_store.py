@@ -105,6 +105,8 @@ class TaskRecord:
     changed: anyio.Event = attrs.Factory(anyio.Event)
     #: The running work's cancellation (``None`` once it ended, or for a store elsewhere).
     cancel_work: Callable[[], None] | None = None
+    #: When the record is removed (its TTL; a grace later for one failed at its TTL).
+    keep_until: float = 0.0
 
     @property
     def expires_at(self) -> float:
@@ -206,6 +208,11 @@ class TaskStore(Protocol):
         """Ask a running task to stop (a finished one is left as it is)."""
         ...
 
+    async def expire(self, task_id: str, now: float) -> None:
+        """The work ran out its TTL (by the loop's clock): fail the task as the store's
+        own expiry does (the app's clock may not have got there yet)."""
+        ...
+
     def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> None:
         """Hold the running work's cancellation (what :meth:`cancel` and an expiry
         call), or drop it (``None``) when the work ends."""
@@ -269,6 +276,7 @@ class MemoryTaskStore:
             ttl=self.ttl,
             poll_interval=self.poll_interval,
         )
+        record.keep_until = record.expires_at
         self._records[task_id] = record
         heapq.heappush(self._expiries, (record.expires_at, task_id))
         return record
@@ -376,6 +384,11 @@ class MemoryTaskStore:
                 return {key: record.answered.pop(key) for key in keys}
             await record.changed.wait()
 
+    async def expire(self, task_id: str, now: float) -> None:
+        record = self._records.get(task_id)
+        if record is not None and not record.terminal:
+            self._fail_expired(record, now)
+
     def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> None:
         """Hold (or, with ``None``, drop) the running work's cancellation."""
         record = self._records.get(task_id)
@@ -400,23 +413,27 @@ class MemoryTaskStore:
         while self._expiries and self._expiries[0][0] <= now:
             _, task_id = heapq.heappop(self._expiries)
             record = self._records.get(task_id)
-            if record is None:
-                continue
+            if record is None or record.keep_until > now:
+                continue  # gone already, or kept longer (a later entry stands for it)
             if record.terminal:
                 del self._records[task_id]
                 self.shares.release(record.client)
                 continue
-            # Still running at its TTL: stop the work, say why, keep it a little longer.
-            cancel, record.cancel_work = record.cancel_work, None
-            if cancel is not None:
-                cancel()
-            record.error = m.ErrorObject(
-                code=m.ErrorCode.INTERNAL_ERROR,
-                message="expired: the task outlived its ttlMs",
-            )
-            self._move(record, "failed", now)
-            record._wake()
-            heapq.heappush(self._expiries, (now + EXPIRED_GRACE, task_id))
+            self._fail_expired(record, now)
+
+    def _fail_expired(self, record: TaskRecord, now: float) -> None:
+        """A task still running at its TTL: stop the work, say why, and keep the record
+        :data:`EXPIRED_GRACE` seconds longer, for its client to see."""
+        cancel, record.cancel_work = record.cancel_work, None
+        if cancel is not None:
+            cancel()
+        record.error = m.ErrorObject(
+            code=m.ErrorCode.INTERNAL_ERROR, message="expired: the task outlived its ttlMs"
+        )
+        self._move(record, "failed", now)
+        record._wake()
+        record.keep_until = now + EXPIRED_GRACE
+        heapq.heappush(self._expiries, (record.keep_until, record.task_id))
 
 
 __all__ = [
