@@ -43,6 +43,14 @@ The connection zeroes them on retry legs (they are never cacheable).
 ``max_subscriptions`` streams at once, ``max_subscriptions_per_client`` of one
 client (``Context.client``: -32000 past it).
 
+Tasks (SEP-2663): a tool registered with ``task="optional"`` or ``"required"`` may
+``return ctx.run_task(work, ...)`` (``task_runs``); the app then serves
+``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (``task_methods``) from its
+:class:`~mrtr_transports.apps.task_store.TaskStore` (``tasks=``, or one with the
+default bounds made on demand), ``taskIds`` on ``subscriptions/listen``, and
+advertises the extension under ``capabilities.extensions`` (``docs/server.md``
+section 9).
+
 The sealer: by default a random key made for this process, and an in-memory
 single-use store (``single_use``) in which every redeemed state is spent before
 its handler runs (so ``ctx.once`` and ``Steps`` hold against replays).  Several
