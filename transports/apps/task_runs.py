@@ -189,7 +189,8 @@ async def _run(
             cancelled = True
             scope.cancel()
 
-        store.attach(task_id, cancel)
+        if not store.attach(task_id, cancel):
+            return  # cancelled (or expired) before its work started: nothing to run
         try:
             value = await handoff.work(task, *handoff.args, **handoff.kwargs)
             event, result = "completed", dict(shape(value))

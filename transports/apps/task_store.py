@@ -213,9 +213,10 @@ class TaskStore(Protocol):
         own expiry does (the app's clock may not have got there yet)."""
         ...
 
-    def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> None:
+    def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> bool:
         """Hold the running work's cancellation (what :meth:`cancel` and an expiry
-        call), or drop it (``None``) when the work ends."""
+        call), or drop it (``None``) when the work ends.  ``False``: the task is gone
+        or already settled (cancelled before its work started): run nothing."""
         ...
 
     def watch(self, watcher: Watcher) -> Callable[[], None]:
@@ -389,11 +390,13 @@ class MemoryTaskStore:
         if record is not None and not record.terminal:
             self._fail_expired(record, now)
 
-    def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> None:
+    def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> bool:
         """Hold (or, with ``None``, drop) the running work's cancellation."""
         record = self._records.get(task_id)
-        if record is not None:
-            record.cancel_work = cancel_work
+        if record is None or record.terminal:
+            return False
+        record.cancel_work = cancel_work
+        return True
 
     # --- inside ---------------------------------------------------------------------------
 
