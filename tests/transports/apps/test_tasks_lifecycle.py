@@ -382,3 +382,49 @@ async def test_the_extension_is_advertised_and_tools_list_keeps_its_schema() -> 
     async with served(app) as url, client_of(url, WITH_TASKS) as client:
         tools = await client.request("tools/list")
     assert all("execution" not in tool for tool in tools["tools"])
+
+
+async def test_a_tasks_result_is_checked_against_the_output_schema_and_any_style_may_hand_off() -> (
+    None
+):
+    app = McpApp("shaped", "1.0")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    async def counts(task: TaskContext, n: Any) -> dict[str, Any]:
+        return {"n": n}
+
+    @app.tool(task="optional", output_schema=schema)
+    def count(ctx: Context, n: Any) -> Any:
+        return ctx.run_task(counts, n)
+
+    @app.tool(task="optional", continuation=True)
+    async def parked(ctx: Context) -> Any:
+        name = await ctx.wait_for_answer("name", NAME)  # an MRTR round, parked
+        return ctx.run_task(greets, (name.content or {}).get("name"))
+
+    async def greets(task: TaskContext, name: str) -> str:
+        with pytest.raises(TypeError, match="a status message is a string"):
+            await task.status(3)  # type: ignore[arg-type]
+        return f"Hello, {name}"
+
+    async with served(app) as url, client_of(url) as client:
+        good = await poll(client, (await call(client, "count", {"n": 3}))["taskId"])
+        assert good["result"]["structuredContent"] == {"n": 3}
+        bad = await poll(client, (await call(client, "count", {"n": "three"}))["taskId"])
+        assert bad["status"] == "completed" and bad["result"]["isError"] is True
+        assert "does not match its outputSchema" in bad["result"]["content"][0]["text"]
+
+        first = await call(client, "parked")
+        assert first["resultType"] == "input_required"
+        created = await client.request(
+            "tools/call",
+            {
+                "name": "parked",
+                "arguments": {},
+                "inputResponses": {"name": accept(name="Lin")},
+                "requestState": first["requestState"],
+            },
+        )
+        assert created["resultType"] == "task" and "requestState" not in created
+        done = await poll(client, created["taskId"])
+    assert done["result"]["content"] == [{"type": "text", "text": "Hello, Lin"}]
