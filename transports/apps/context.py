@@ -19,6 +19,11 @@ continuation=True)``, an           ``await ctx.wait_for_answer(key, asked)``: th
 ``async def``)                     is parked between rounds and resumed with the answers
 =================================  ======================================================
 
+Any of them may hand the rest of a tool's work to a task (SEP-2663) with
+``return ctx.run_task(work, *args)``, in a tool registered with ``task=``
+(``task_runs``): ``work`` gets a :class:`TaskContext`, which waits for answers
+through the task (``await task.wait_for_answer(...)``, typed as here: ``waiting``).
+
 Mixing them is a bug, and said so: ``wait_for`` in a re-entrant handler raises
 ``RuntimeError``, and a continuation that returns ``ctx.ask(...)`` fails the
 request (-32603).
