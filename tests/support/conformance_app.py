@@ -10,7 +10,9 @@ with real examples only.  Names, texts and answers are the suite's:
 
 * the 2026-07-28 leg's ``test_*`` tools (content, errors, progress, logging,
   list-change triggers for ``subscriptions/listen``, an ``x-mcp-header`` tool, a
-  JSON Schema 2020-12 tool and the SEP-2322 ``input_required`` fixtures),
+  JSON Schema 2020-12 tool and the SEP-2322 ``input_required`` fixtures), and the
+  SEP-2663 task fixtures (``greet``, ``slow_compute``, ``failing_job``,
+  ``protocol_error_job``, ``confirm_delete``, ``multi_input``, ``test_tool_with_task``),
   ``test://`` resources and template, ``test_*`` prompts and completion;
 * the 2025-11-25 leg's own fixtures (``test_sampling``, ``test_elicitation``,
   ``test_reconnection``, ...) in ``conformance_2025.py``, added after these.
@@ -35,6 +37,8 @@ from typing import Any
 import anyio
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.apps.results import tool_error
+from mrtr_transports.apps.task_runs import TaskContext
 
 import mrtr_core as m
 
@@ -391,6 +395,108 @@ def test_input_required_result_capabilities(ctx: Context) -> Any:
     if len(answered) < len(allowed):
         return ctx.ask({k: v for k, v in allowed.items() if k not in answered})
     return f"answered: {', '.join(answered)}"
+
+
+# --- SEP-2663 task fixtures (the suite's tasks-* scenarios) ----------------------------------
+# Tools that may (task="optional") or must (task="required") hand their work to a task with
+# ``return ctx.run_task(work, ...)``; the work gets a TaskContext.  Last among the tools
+# of this leg: the header checks call the first tool listed.
+
+
+@fixtures.tool()
+def greet(ctx: Context, name: str) -> str:
+    """Sync only: greets by name."""
+    return f"Hello, {name}!"
+
+
+@fixtures.tool(task="optional")
+def slow_compute(ctx: Context, seconds: float = 1, label: str = "") -> Any:
+    """Sleeps `seconds` then answers (a task when the client declared the extension)."""
+    return ctx.run_task(_slow_compute, seconds, label)
+
+
+async def _slow_compute(task: TaskContext, seconds: float, label: str) -> str:
+    await task.status(f"computing {label or 'it'} for {seconds} s")
+    await anyio.sleep(seconds)  # a tasks/cancel cancels it here: the task ends cancelled
+    return f"Computed {label or 'it'} in {seconds} s."
+
+
+@fixtures.tool(task="required")
+def failing_job(ctx: Context) -> Any:
+    """Always a task (-32021 to a client without the extension); ends in a tool error."""
+    return ctx.run_task(_failing_job)
+
+
+async def _failing_job(task: TaskContext) -> Any:
+    await anyio.sleep(1)
+    return tool_error("The job failed: this tool always reports an error after a second.")
+
+
+@fixtures.tool(task="optional")
+def protocol_error_job(ctx: Context) -> Any:
+    """Its task fails with a JSON-RPC error (a protocol error, not a tool error)."""
+    return ctx.run_task(_protocol_error_job)
+
+
+async def _protocol_error_job(task: TaskContext) -> Any:
+    await anyio.sleep(0.1)
+    raise m.MrtrError("the job's backend is unavailable", code=m.ErrorCode.INTERNAL_ERROR)
+
+
+def _confirm_delete_ask(filename: str) -> m.wire.ElicitFormRequest:
+    return m.server.elicit_form(
+        f"Delete {filename}?", {"confirm": {"type": "boolean"}}, required=["confirm"]
+    )
+
+
+@fixtures.tool(task="optional")
+def confirm_delete(ctx: Context, filename: str) -> Any:
+    """Asks for a confirmation in the middle of its task, then deletes (pretends to)."""
+    return ctx.run_task(_confirm_delete, filename)
+
+
+async def _confirm_delete(task: TaskContext, filename: str) -> str:
+    answer = await task.wait_for_answer("confirm", _confirm_delete_ask(filename))
+    if _form(answer).get("confirm") is True:
+        return f"Deleted {filename}."
+    return f"Kept {filename}."
+
+
+MULTI_NAME = m.server.elicit_form(
+    "What is your name?",
+    {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+    required=["name"],
+)
+MULTI_CONFIRM = m.server.elicit_form(
+    "Proceed?", {"name": {"type": "string"}, "confirm": {"type": "boolean"}}, required=["confirm"]
+)
+
+
+@fixtures.tool(task="optional")
+def multi_input(ctx: Context) -> Any:
+    """Its task asks two questions at once (both outstanding until each is answered)."""
+    return ctx.run_task(_multi_input)
+
+
+async def _multi_input(task: TaskContext) -> str:
+    answers = await task.wait_for({"name": MULTI_NAME, "confirm": MULTI_CONFIRM})
+    name = _form(answers.get("name", MULTI_NAME)).get("name")
+    confirmed = _form(answers.get("confirm", MULTI_CONFIRM)).get("confirm")
+    return f"name={name}, confirmed={confirmed}"
+
+
+@fixtures.tool(task="required")
+def test_tool_with_task(ctx: Context) -> Any:
+    """Asks the user's name by an input_required round, then greets them from a task."""
+    name = ctx.answer("user_name", USER_NAME)
+    if name is None:
+        return ctx.ask({"user_name": USER_NAME})
+    return ctx.run_task(_greet_from_task, _form(name).get("name", "stranger"))
+
+
+async def _greet_from_task(task: TaskContext, name: str) -> str:
+    await task.status(f"greeting {name}")
+    return f"Hello, {name}! (from a task)"
 
 
 # --- resources --------------------------------------------------------------------------------

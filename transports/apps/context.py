@@ -19,6 +19,11 @@ continuation=True)``, an           ``await ctx.wait_for_answer(key, asked)``: th
 ``async def``)                     is parked between rounds and resumed with the answers
 =================================  ======================================================
 
+Any of them may hand the rest of a tool's work to a task (SEP-2663) with
+``return ctx.run_task(work, *args)``, in a tool registered with ``task=``
+(``task_runs``): ``work`` gets a :class:`TaskContext`, which waits for answers
+through the task (``await task.wait_for_answer(...)``, typed as here: ``waiting``).
+
 Mixing them is a bug, and said so: ``wait_for`` in a re-entrant handler raises
 ``RuntimeError``, and a continuation that returns ``ctx.ask(...)`` fails the
 request (-32603).
@@ -26,18 +31,23 @@ request (-32603).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol
 
 import mrtr_core as m
 
 from .._shares import CURRENT_CLIENT
 from ..server.app import Outlet
+from .task_runs import TaskContext, TaskHandoff, TaskSupport
+from .waiting import WaitsForAnswers
 
 if TYPE_CHECKING:
     from .continuations import ContinuationStore, Leg, Suspension
     from .single_use import SingleUseStore
+    from .task_store import TaskStore
     from .url_flows import ProviderOutcome, UrlFlows
+
+P = ParamSpec("P")
 
 
 class HostApp(Protocol):
@@ -50,6 +60,7 @@ class HostApp(Protocol):
     flow_ttl: float
     continuations: ContinuationStore | None
     url_flows: UrlFlows
+    tasks: TaskStore | None
 
     def notify_tools_changed(self) -> None: ...
     def notify_prompts_changed(self) -> None: ...
@@ -57,7 +68,7 @@ class HostApp(Protocol):
     def notify_resource_updated(self, uri: str) -> None: ...
 
 
-class Context(m.server.HandlerContext):
+class Context(m.server.HandlerContext, WaitsForAnswers):
     """What a handler sees for one leg: the core's context plus the app and the outlet.
 
     Re-entrant styles: ``answer``/``ask``/``can_ask``/``once`` and ``state`` are
@@ -77,6 +88,7 @@ class Context(m.server.HandlerContext):
         uri_params: Mapping[str, str] | None = None,
         suspension: Suspension | None = None,
         client: str | None = None,
+        task: TaskSupport | None = None,
     ) -> None:
         # This context *is* the opened leg (Steps and close_leg take it as one): it takes
         # over the leg as it stands (its state spent, proof required, its answers), rather
@@ -92,6 +104,33 @@ class Context(m.server.HandlerContext):
         #: the app's shared stores (single-use entries, URL flows, continuations) this
         #: leg's entries count against.  ``client``, else the one the endpoint set.
         self.client = client if client is not None else CURRENT_CLIENT.get()
+        #: How the tool may run as a task (``add_tool(task=...)``): ``None``, never.
+        self.task = task
+
+    # --- handing the work to a task (task_runs.py) ------------------------------------------
+
+    def run_task(
+        self,
+        work: Callable[Concatenate[TaskContext, P], Awaitable[Any]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> TaskHandoff:
+        """``return ctx.run_task(work, *args)``: hand the rest of this call to a task
+        running ``await work(task, *args)`` (a :class:`TaskContext` first).  Answered with
+        a ``CreateTaskResult`` when the request declared the tasks extension; otherwise
+        ``work`` runs here and its outcome is the call's result (``docs/server.md``).
+
+        Raises ``TypeError`` in a tool registered without ``task=``.
+        """
+        if self.task is None:
+            raise TypeError(
+                "ctx.run_task needs a tool registered with task='optional' or "
+                "task='required' (@app.tool(task=...))"
+            )
+        if not callable(work):
+            raise TypeError(f"ctx.run_task runs an async def, not {work!r}")
+        return TaskHandoff(work, args, kwargs)
 
     # --- the continuation style -----------------------------------------------------------
 
@@ -112,32 +151,6 @@ class Context(m.server.HandlerContext):
         asks = self.ask(requests).requests  # -32021 for what this leg did not declare
         self._resume_at(await self._suspension.suspend(asks), asked=asks)
         return self.answers
-
-    # Typed by the ask, as ``answer``.
-    @overload
-    async def wait_for_answer(
-        self, key: str, asked: m.wire.ElicitFormRequest | m.wire.ElicitUrlRequest
-    ) -> m.wire.ElicitResult: ...
-    @overload
-    async def wait_for_answer(
-        self, key: str, asked: m.wire.CreateMessageRequest
-    ) -> m.wire.CreateMessageResult: ...
-    @overload
-    async def wait_for_answer(
-        self, key: str, asked: m.wire.ListRootsRequest
-    ) -> m.wire.ListRootsResult: ...
-    @overload
-    async def wait_for_answer(
-        self, key: str, asked: m.wire.InputRequest
-    ) -> m.wire.InputResponse: ...
-    async def wait_for_answer(self, key: str, asked: m.wire.InputRequest) -> m.wire.InputResponse:
-        """Continuation style: ask ``asked`` under ``key`` until the client answers it;
-        the typed answer (an ``ElicitResult`` for an elicitation, a
-        ``CreateMessageResult`` for ``sample``, a ``ListRootsResult`` for ``list_roots``)."""
-        while True:
-            answer = (await self.wait_for({key: asked})).get(key, asked)
-            if answer is not None:
-                return answer
 
     def _resume_at(self, leg: Leg, asked: Mapping[str, m.wire.InputRequest]) -> None:
         """Become the leg that resumed the parked handler; the flow stays the same.
@@ -202,4 +215,4 @@ class Context(m.server.HandlerContext):
         await self.outlet.notify(method, params)
 
 
-__all__ = ["Context", "HostApp"]
+__all__ = ["Context", "HostApp", "TaskContext"]

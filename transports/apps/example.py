@@ -11,7 +11,12 @@ only, each a tool that asks the user for input over multi round-trip requests
   (``require_proof=True``), then runs a side effect guarded by ``ctx.once``, so
   it happens at most once however the legs are replayed;
 * ``connect_provider`` (:mod:`.example_auth`) signs in to a demo provider through
-  URL elicitation (``mrtr serve --http`` only: it needs the callback).
+  URL elicitation (``mrtr serve --http`` only: it needs the callback);
+* ``build_report`` is long-running work handed to a task (SEP-2663, ``task="optional"``):
+  it reports its progress in the task's status message, asks mid-task whether to
+  publish (the task is ``input_required`` until ``tasks/update`` answers), then
+  completes.  It needs a client that declares the tasks extension: to one that does
+  not, its question is -32021 naming the extension.
 
 The tools are plain functions; :func:`build_example_app` makes an app and
 registers them (``mrtr serve`` with no ``--app`` calls it), and ``app`` is one
@@ -36,12 +41,15 @@ are a separate app, kept with the tests: ``tests/support/conformance_app.py``.
 Sampling is deprecated in protocol 2026-07-28 (SEP-2577; it keeps working for
 at least twelve months): ``weather`` says so in its description.  Every handler
 is a plain re-entrant function; state across rounds travels sealed in
-``requestState``, so any process with the app's keys could serve any leg.
+``requestState``, so any process with the app's keys could serve any leg
+(``build_report``'s task lives in this process's task store).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import anyio
 
 import mrtr_core as m
 
@@ -49,11 +57,14 @@ from . import example_auth
 from .context import Context
 from .mcp_app import McpApp
 from .results import tool_error
+from .task_runs import TaskContext
 
 __all__ = [
     "CONFIRM_DEPLOY",
+    "PUBLISH_REPORT",
     "app",
     "build_example_app",
+    "build_report",
     "deploy",
     "deployments",
     "plan_trip",
@@ -214,6 +225,47 @@ def deploy(ctx: Context) -> Any:
     return f"Deployed to {env}."
 
 
+# --- build_report: long work in a task, a question in the middle ---------------------------
+
+PUBLISH_REPORT = m.server.elicit_form(
+    "Publish the report?",
+    {
+        "publish": {"type": "boolean"},
+        "title": {"type": "string", "maxLength": 80, "description": "Its title"},
+    },
+    required=["publish"],
+)
+#: Seconds of (pretend) work per row: long enough to poll, short enough to try.
+SECONDS_PER_ROW = 0.5
+
+BUILD_REPORT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rows": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Rows to build"}
+    },
+}
+
+
+def build_report(ctx: Context) -> Any:
+    """Builds a report row by row in a task, then asks whether to publish it."""
+    rows = int(ctx.arguments.get("rows", 3))
+    return ctx.run_task(_build_report, rows)
+
+
+async def _build_report(task: TaskContext, rows: int) -> Any:
+    for row in range(1, rows + 1):
+        await task.status(f"building row {row} of {rows}")
+        await anyio.sleep(SECONDS_PER_ROW)
+    await task.status(f"{rows} rows built: waiting for your answer")
+    answer = await task.wait_for_answer("publish", PUBLISH_REPORT)
+    if (error := refused(answer, PUBLISH_REPORT, "Report not published")) is not None:
+        return error
+    if accepted(answer, "publish") is not True:
+        return tool_error("Report not published: you answered no to 'Publish the report?'.")
+    title = accepted(answer, "title") or "Report"
+    return f"Published {title!r}: {rows} rows."
+
+
 # --- the app ------------------------------------------------------------------------------
 
 
@@ -225,7 +277,8 @@ def build_example_app() -> McpApp:
         title="mrtr example server",
         instructions=(
             "Example tools that ask the user for input over multi round-trip requests: "
-            "weather, plan_trip, deploy and connect_provider (a URL sign-in, over HTTP). "
+            "weather, plan_trip, deploy, connect_provider (a URL sign-in, over HTTP) and "
+            "build_report (a task: long work, a question in the middle). "
             "Each ends with a tool error when the user declines or cancels a question."
         ),
         # Lists are the same for every caller: cacheable by anyone for a minute.
@@ -243,6 +296,7 @@ def build_example_app() -> McpApp:
         require_proof=True,
     )
     example_auth.add_to(app)
+    app.add_tool(build_report, input_schema=BUILD_REPORT_SCHEMA, task="optional")
     return app
 
 

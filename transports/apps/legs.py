@@ -16,6 +16,12 @@ A tool's arguments are first checked against its ``inputSchema``: a mismatch is
 an input validation error, which the spec reports as a tool result with
 ``isError: true`` (the model can correct the call), not a protocol error.
 
+A tool registered with ``task=`` may end its leg with ``return ctx.run_task(work,
+...)``: the leg answers a ``CreateTaskResult`` (or, to a request that did not
+declare the tasks extension, ``work``'s result), as ``task_runs`` says; a
+``task="required"`` tool is refused with -32021 to such a request before anything
+of it runs.
+
 Continuation (``continuation=True``): the first leg starts the handler in the
 app's :class:`~mrtr_transports.apps.continuations.ContinuationStore`, and a
 retry resumes the parked handler its ``requestState`` names.  Either way the
@@ -44,6 +50,7 @@ from .results import (
     tool_result,
     with_cache_hints,
 )
+from .task_runs import TaskHandoff, start_task
 
 log = logging.getLogger("mrtr.server")
 
@@ -51,13 +58,18 @@ Entry = Tool | Resource | ResourceTemplate | Prompt
 
 # What a plain (not ``async``) handler returns most often: never awaitable, so the
 # leg skips ``inspect.isawaitable`` (an ABC check) for them.
-_NEVER_AWAITED = frozenset({dict, str, list, m.server.Ask})
+_NEVER_AWAITED = frozenset({dict, str, list, m.server.Ask, TaskHandoff})
 _ABSENT = object()
 
 
 async def call_tool(
     app: HostApp, tool: Tool, request: m.Request, info: m.server.RequestInfo, outlet: Outlet
 ) -> dict[str, Any]:
+    if tool.task == "required":
+        # Before anything of the tool runs: it cannot answer this request but by a task.
+        m.tasks.require_tasks(
+            info.capabilities if info.era == "modern" else None, f"tool {tool.name!r}"
+        )
     arguments = (request.params or {}).get("arguments", {})
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise m.MrtrError("arguments must be an object", code=m.ErrorCode.INVALID_PARAMS)
@@ -212,6 +224,7 @@ class _LegRun:
             uri_params=self.uri_params,
             suspension=suspension,
             client=self.client,
+            task=self.entry.task if isinstance(self.entry, Tool) else None,
         )
         try:
             outcome = self.entry.fn(ctx)
@@ -225,6 +238,9 @@ class _LegRun:
             # The model reads the error in the result; the operator needs the traceback.
             log.error("the tool %r raised", getattr(self.entry, "name", "?"), exc_info=True)
             return self.on_error(exc)
+        if isinstance(outcome, TaskHandoff):
+            assert isinstance(self.entry, Tool)  # (ctx.run_task refuses any other entry)
+            return await start_task(ctx, outcome, self.entry.name, self.shape, self.on_error)
         if isinstance(outcome, m.server.Ask):
             if suspension is not None:
                 raise TypeError(

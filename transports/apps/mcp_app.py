@@ -43,6 +43,14 @@ The connection zeroes them on retry legs (they are never cacheable).
 ``max_subscriptions`` streams at once, ``max_subscriptions_per_client`` of one
 client (``Context.client``: -32000 past it).
 
+Tasks (SEP-2663): a tool registered with ``task="optional"`` or ``"required"`` may
+``return ctx.run_task(work, ...)`` (``task_runs``); the app then serves
+``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (``task_methods``) from its
+:class:`~mrtr_transports.apps.task_store.TaskStore` (``tasks=``, or one with the
+default bounds made on demand), ``taskIds`` on ``subscriptions/listen``, and
+advertises the extension under ``capabilities.extensions`` (``docs/server.md``
+section 9).
+
 The sealer: by default a random key made for this process, and an in-memory
 single-use store (``single_use``) in which every redeemed state is spent before
 its handler runs (so ``ctx.once`` and ``Steps`` hold against replays).  Several
@@ -97,6 +105,9 @@ from .subscriptions import (
     SUBSCRIPTION_ID,
     Subscriptions,
 )
+from .task_methods import TASK_METHODS, listened_tasks, serve_task_method
+from .task_runs import TASK_SUPPORT, TaskContext, TaskSupport
+from .task_store import MemoryTaskStore, TaskStore
 from .url_flows import UrlFlows
 
 #: ``single_use`` left out: a fresh in-memory store for this app.
@@ -154,6 +165,7 @@ class McpApp:
         continuations: ContinuationStore | None = None,
         single_use: SingleUseStore | None = _OWN_STORE,
         url_flows: UrlFlows | None = None,
+        tasks: TaskStore | None = None,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         put_present(info, title=title, description=description)
@@ -193,6 +205,20 @@ class McpApp:
         # a list may become empty, and listChanged says so.
         self._offers: set[str] = set()
         self._subscriptions = Subscriptions(max_subscriptions, max_subscriptions_per_client)
+        #: Where tasks live (``task_store``); made with the default bounds when the first
+        #: tool with ``task=`` is registered, if not given.
+        self.tasks: TaskStore | None = None
+        if tasks is not None:
+            self._use_task_store(tasks)
+
+    def _use_task_store(self, store: TaskStore) -> None:
+        self.tasks = store
+        # Status changes reach the listen streams that watch the task.
+        store.watch(
+            lambda record: self._subscriptions.announce_task(
+                record.task_id, record.detailed().to_notification_params
+            )
+        )
 
     def configure_state(
         self,
@@ -222,6 +248,8 @@ class McpApp:
             caps["completions"] = {}
         if self.logging:
             caps["logging"] = {}
+        if "tasks" in self._offers:
+            caps["extensions"] = {m.tasks.TASKS_EXTENSION: {}}
         return caps
 
     @property
@@ -265,16 +293,22 @@ class McpApp:
         title: str | None = None,
         continuation: bool = False,
         require_proof: bool = False,
+        task: TaskSupport | None = None,
     ) -> Tool:
         """Register ``fn`` as a tool: name and description default to the function's
         name and docstring, the input schema to its parameters after the context, the
         output schema to its return annotation when that is an object (given schemas
         win).  ``require_proof``: answers no sealed state proves were asked read as
-        missing (``ctx.require_proof()`` from the first line)."""
+        missing (``ctx.require_proof()`` from the first line).  ``task``: the handler
+        may ``return ctx.run_task(work, ...)`` (``"optional"``: a task when the request
+        declared the tasks extension, ``work`` inline otherwise; ``"required"``: -32021
+        to a request that did not declare it, before the handler runs)."""
         tool_name = name_of(fn, name, "tool")
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
         what = f"tool {tool_name!r}"
+        if task is not None and task not in TASK_SUPPORT:
+            raise ValueError(f"{what}: task is 'optional', 'required' or None, not {task!r}")
         shape = tool_shape(fn, what, input_schema, output_schema)
         schema = shape.input_schema
         if schema.get("type") != "object":
@@ -299,7 +333,12 @@ class McpApp:
             require_proof=require_proof,
             returns_none=shape.returns_none,
             result_schema=result_schema,
+            task=task,
         )
+        if task is not None:
+            if self.tasks is None:
+                self._use_task_store(MemoryTaskStore())
+            self._offers.add("tasks")  # advertised from now on, as the other kinds
         return self._register("tool", self._tools, tool_name, tool)
 
     tool = DecoratorOf(add_tool)
@@ -521,8 +560,16 @@ class McpApp:
             )
             context = Context(leg, outlet, self)
             return await complete(self._completion, context, self._prompts, self._known_uris())
+        if method in TASK_METHODS and modern and self.tasks is not None:
+            now = self.clock()
+            return await serve_task_method(self.tasks, request, info, self.principal, now)
         if method == "subscriptions/listen" and modern:
-            return await self._subscriptions.listen(request, outlet, params, self._offers)
+
+            async def tasks(task_ids: Any) -> list[str]:
+                store, caps, now = self.tasks, info.capabilities, self.clock()
+                return await listened_tasks(store, task_ids, caps, self.principal, now)
+
+            return await self._subscriptions.listen(request, outlet, params, self._offers, tasks)
         if method == "logging/setLevel" and not modern and self.logging:
             # 2025 era only (2026 opts in per request); the connection sends a
             # 2025 session every log message, so the level is only checked here.
@@ -599,9 +646,12 @@ __all__ = [
     "Context",
     "ContinuationStore",
     "McpApp",
+    "MemoryTaskStore",
     "Prompt",
     "Resource",
     "ResourceTemplate",
+    "TaskContext",
+    "TaskStore",
     "Tool",
     "compile_uri_template",
     "header_params",

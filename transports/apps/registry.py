@@ -54,6 +54,10 @@ class Tool:
     returns_none: bool = False
     #: ``output_schema`` compiled once: every structured result is checked against it.
     result_schema: m.server._validation.CompiledSchema | None = attrs.field(default=None, eq=False)
+    #: May it run as a task (SEP-2663; ``task_runs``): ``None`` never, ``"optional"``,
+    #: ``"required"`` (-32021 to a request that did not declare the extension).
+    #: Not listed: the 2026-07-28 ``Tool`` has no field for it.
+    task: Literal["optional", "required"] | None = None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

@@ -10,6 +10,12 @@ gracefully (``McpApp.close_subscriptions``: the request gets its result; the
 stdio server calls it at the end of stdin, ``HttpServer.aclose`` at shutdown).
 A 2025-era session has no such stream: there ``resources/subscribe`` is -32601.
 
+Tasks (SEP-2663): a filter's ``taskIds`` (only from a request that declared the
+tasks extension, else -32021) asks for ``notifications/tasks`` on each status
+change of those tasks, its params the task as ``tasks/get`` would answer then.  The
+acknowledgement names only the ids the caller may see (``task_methods``); at most
+``MAX_LISTENED_TASKS`` ids per stream; changes of one task coalesce to its latest.
+
 Bounds: at most ``max_streams`` listen streams at once, ``max_per_client`` of
 one client (``mrtr_transports._shares``: more is -32000 naming the bound; over
 HTTP the endpoint's listen pool refuses first, over WebSocket and stdio this
@@ -20,7 +26,7 @@ stream holds at most one pending notification per kind and per subscribed URI
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import anyio
@@ -42,6 +48,8 @@ LIST_CHANGED = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 RESOURCE_UPDATED = "notifications/resources/updated"
+#: A task's status, pushed to the streams that watch it (SEP-2663).
+TASK_NOTIFICATION = "notifications/tasks"
 #: One client's share of the listen streams.
 DEFAULT_MAX_SUBSCRIPTIONS_PER_CLIENT = 32
 
@@ -59,8 +67,11 @@ class Listener:
         self.subscription_id = subscription_id
         self.methods = {LIST_CHANGED[k] for k in LIST_CHANGED if agreed.get(k)}
         self.uris = frozenset(agreed.get("resourceSubscriptions", ()))
+        self.task_ids = frozenset(agreed.get("taskIds", ()))
         #: Due notifications by (method, uri); repeats coalesce, so this stays small.
         self.pending: dict[tuple[str, str | None], None] = {}
+        #: Due ``notifications/tasks`` params by task id: the latest of each.
+        self.task_updates: dict[str, Callable[[], dict[str, Any]]] = {}
         self.wake = _wakeup()
         self.closing = False
 
@@ -68,6 +79,11 @@ class Listener:
         wanted = uri in self.uris if method == RESOURCE_UPDATED else method in self.methods
         if wanted:
             self.pending[(method, uri)] = None
+            self.wake.set()
+
+    def offer_task(self, task_id: str, params: Callable[[], dict[str, Any]]) -> None:
+        if task_id in self.task_ids:
+            self.task_updates[task_id] = params
             self.wake.set()
 
 
@@ -94,6 +110,12 @@ class Subscriptions:
         for listener in self._listeners:
             listener.offer(method, uri)
 
+    def announce_task(self, task_id: str, params: Callable[[], dict[str, Any]]) -> None:
+        """A task's status changed: ``params()`` is its ``notifications/tasks`` params
+        (made only for a stream that watches it)."""
+        for listener in self._listeners:
+            listener.offer_task(task_id, params)
+
     def close(self) -> None:
         """End every listen stream gracefully (shutdown): each gets its result."""
         for listener in self._listeners:
@@ -106,8 +128,10 @@ class Subscriptions:
         outlet: Outlet,
         params: Mapping[str, Any],
         offers: Collection[str],
+        tasks: Callable[[Any], Awaitable[list[str]]] | None = None,
     ) -> dict[str, Any]:
-        """Serve one ``subscriptions/listen`` request; ``offers`` are the kinds the app serves."""
+        """Serve one ``subscriptions/listen`` request; ``offers`` are the kinds the app
+        serves; ``tasks`` reads a filter's ``taskIds`` into the ids it may watch."""
         wanted = params.get("notifications")
         if not isinstance(wanted, Mapping):
             raise m.MrtrError(
@@ -134,6 +158,10 @@ class Subscriptions:
         }
         if uris and "resources" in offers:
             agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        if "taskIds" in wanted and tasks is not None:
+            task_ids = await tasks(wanted["taskIds"])
+            if task_ids:
+                agreed["taskIds"] = task_ids
         client = CURRENT_CLIENT.get()
         refused = self.shares.admit(client)
         if refused is not None:
@@ -154,6 +182,9 @@ class Subscriptions:
                     if uri is not None:
                         note["uri"] = uri
                     await outlet.notify(method, note)
+                changed, listener.task_updates = listener.task_updates, {}
+                for task_params in changed.values():
+                    await outlet.notify(TASK_NOTIFICATION, {**task_params(), "_meta": tag})
                 if listener.closing:
                     return {"_meta": tag}
         finally:
@@ -167,6 +198,7 @@ __all__ = [
     "MAX_SUBSCRIBED_URIS",
     "RESOURCE_UPDATED",
     "SUBSCRIPTION_ID",
+    "TASK_NOTIFICATION",
     "Listener",
     "Subscriptions",
 ]

@@ -27,7 +27,7 @@ from test_mcp_app import RecordingOutlet, accept, call, error_of, retry_params, 
 
 import mrtr_core as m
 
-EXAMPLES = ["weather", "plan_trip", "deploy", "connect_provider"]
+EXAMPLES = ["weather", "plan_trip", "deploy", "connect_provider", "build_report"]
 
 
 def assistant(text: str) -> dict[str, Any]:
@@ -46,7 +46,9 @@ async def test_the_example_app_lists_only_its_real_examples() -> None:
     assert [tool["name"] for tool in listed["tools"]] == EXAMPLES
     assert all(tool.get("description") for tool in listed["tools"])
     # No conformance fixture anywhere: no prompts, resources or completion either.
-    assert set(app.capabilities) == {"tools", "logging"}
+    # (and the tasks extension, for build_report)
+    assert set(app.capabilities) == {"tools", "logging", "extensions"}
+    assert app.capabilities["extensions"] == {m.tasks.TASKS_EXTENSION: {}}
     error = await error_of(app, "prompts/list")
     assert error.code == m.ErrorCode.METHOD_NOT_FOUND
     assert app.info["name"] == "mrtr-example"

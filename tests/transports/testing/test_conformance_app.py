@@ -102,6 +102,14 @@ async def test_tools_list_puts_a_plain_fixture_first_and_lists_everything() -> N
         "test_input_required_result_multi_round",
         "test_input_required_result_tampered_state",
         "test_input_required_result_capabilities",
+        # the tasks extension's (SEP-2663)
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+        "test_tool_with_task",
         # the 2025-11-25 leg's
         "test_tool_with_logging",
         "test_sampling",
@@ -145,6 +153,8 @@ def test_discovery_offers_everything_the_suite_probes() -> None:
         "resources": {"subscribe": True, "listChanged": True},
         "completions": {},
         "logging": {},
+        # the tasks extension (SEP-2663): the suite's tasks-* scenarios look for it here
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
     }
     assert app.info["name"] == "mrtr-conformance" and app.instructions
 
