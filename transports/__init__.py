@@ -84,6 +84,8 @@ if TYPE_CHECKING:
     from .apps.continuations import ContinuationStore
     from .apps.mcp_app import McpApp
     from .apps.results import tool_error
+    from .apps.task_runs import TaskContext
+    from .apps.task_store import MemoryTaskStore
     from .asgi.endpoint import McpAsgi
     from .cli.exit_codes import ExitCode
     from .client.client import Client
@@ -113,6 +115,8 @@ _HOMES = {
     "McpApp": "mrtr_transports.apps.mcp_app",
     "Context": "mrtr_transports.apps.context",
     "ContinuationStore": "mrtr_transports.apps.continuations",
+    "TaskContext": "mrtr_transports.apps.task_runs",
+    "MemoryTaskStore": "mrtr_transports.apps.task_store",
     # asking, and reading the answers
     "elicit_form": "mrtr_core.server",
     "elicit_url": "mrtr_core.server",
@@ -173,12 +177,14 @@ __all__ = [
     "ListRootsResult",
     "McpApp",
     "McpAsgi",
+    "MemoryTaskStore",
     "MrtrError",
     "Next",
     "Outlet",
     "RoundCapExceeded",
     "ServerApp",
     "Steps",
+    "TaskContext",
     "TestClient",
     "TransportError",
     "WsServer",
