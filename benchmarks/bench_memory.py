@@ -173,6 +173,82 @@ def parked_continuations() -> Callable[[int], Any]:
     return add
 
 
+def tasks(stage: str) -> Callable[[int], Any]:
+    """``N`` tasks (SEP-2663) through ``app.handle``: each ``tools/call`` answered with a
+    ``CreateTaskResult``, its work ``working`` (asleep), ``input_required`` (awaiting one
+    form answer) or ``completed`` (a short text result, its record kept until its TTL)."""
+    import anyio
+    import trio
+    from mrtr_transports.apps.context import Context
+    from mrtr_transports.apps.mcp_app import McpApp
+    from mrtr_transports.apps.task_runs import TaskContext
+    from mrtr_transports.apps.task_store import MemoryTaskStore
+
+    import mrtr_core as m
+
+    class Outlet:
+        async def progress(self, progress: float, total: Any = None, message: Any = None) -> None:
+            pass
+
+        async def log(self, level: str, data: Any, logger: Any = None) -> None:
+            pass
+
+        async def notify(self, method: str, params: Any = None) -> None:
+            pass
+
+    question = m.server.elicit_form("Confirm?", {"ok": {"type": "boolean"}}, required=["ok"])
+
+    async def work(task: TaskContext) -> str:
+        if stage == "working":
+            await anyio.sleep_forever()
+        if stage == "input":
+            await task.wait_for_answer("ok", question)
+        return "done"
+
+    def job(ctx: Context) -> Any:
+        return ctx.run_task(work)
+
+    store = MemoryTaskStore(max_tasks=10**7, max_tasks_per_client=10**7)
+    app = McpApp(
+        "memory",
+        "1.0",
+        principal="ada",
+        sealer=m.server.StateSealer({"k": b"k" * 32}, "k"),
+        tasks=store,
+    )
+    app.add_tool(job, "job", task="optional")
+    info = m.server.RequestInfo(
+        id=1,
+        method=METHOD,
+        era="modern",
+        protocol_version="2026-07-28",
+        capabilities={"elicitation": {}, "extensions": {m.tasks.TASKS_EXTENSION: {}}},
+        client_info=None,
+        log_level=None,
+        progress_token=None,
+        retry=False,
+    )
+    outlet = Outlet()
+    want = {"working": "working", "input": "input_required", "completed": "completed"}[stage]
+
+    async def add(n: int) -> None:
+        ids = []
+        for i in range(n):
+            request = m.Request(id=i, method=METHOD, params={"name": "job", "arguments": {}})
+            result = await app.handle(request, info, outlet)
+            assert result["resultType"] == "task", result
+            ids.append(result["taskId"])
+        await trio.testing.wait_all_tasks_blocked()
+        for task_id in ids[:3]:
+            record = await store.find(task_id, "ada", time.time())
+            assert record.status == want, (record.status, want)
+
+    add.keep = app  # type: ignore[attr-defined]
+    add.is_async = True  # type: ignore[attr-defined]
+    add.count = lambda: len(store)  # type: ignore[attr-defined]
+    return add
+
+
 def outstanding_nonces() -> Callable[[int], Any]:
     from mrtr_transports.apps.single_use import MemorySingleUse
 
@@ -194,6 +270,9 @@ SCENARIOS: dict[str, tuple[str, Callable[[], Callable[[int], Any]]]] = {
     "at-input": ("client flow, at DispatchInput", lambda: client_flows(at_input=True)),
     "continuation": ("server parked continuation", parked_continuations),
     "nonce": ("outstanding single-use nonce", outstanding_nonces),
+    "task-working": ("task, working (its work asleep)", lambda: tasks("working")),
+    "task-input": ("task, input_required (one form)", lambda: tasks("input")),
+    "task-completed": ("task, completed (record kept)", lambda: tasks("completed")),
 }
 
 

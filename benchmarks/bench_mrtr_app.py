@@ -8,6 +8,8 @@ Served by our own command lines, unchanged, e.g.
   ``name`` (an ``input_required`` result with a sealed ``requestState``); the
   retry carries the answer and the echoed state, and gets ``Hello <name>``.
 * ``plain``: one leg, no input: ``done``.
+* ``parked`` and ``quick`` (for ``bench_tasks.py``): tasks whose work waits for a form
+  answer, or completes at once.
 """
 
 from __future__ import annotations
@@ -16,10 +18,17 @@ from typing import Any
 
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.apps.task_runs import TaskContext
+from mrtr_transports.apps.task_store import MemoryTaskStore
 
 import mrtr_core as m
 
-app = McpApp("bench-mrtr", "1.0")
+#: (``bench_tasks.py`` creates thousands of tasks from one client: past the default shares.)
+app = McpApp(
+    "bench-mrtr",
+    "1.0",
+    tasks=MemoryTaskStore(max_tasks=1_000_000, max_tasks_per_client=1_000_000),
+)
 
 ASK_NAME = m.server.elicit_form(
     "What is your name?", {"name": {"type": "string"}}, required=["name"]
@@ -37,3 +46,23 @@ def greet(ctx: Context) -> Any:
 @app.tool("plain", description="One leg, no input")
 def plain(ctx: Context) -> str:
     return "done"
+
+
+# Tasks (SEP-2663): ``bench_tasks.py`` creates and polls them.
+async def _parked_work(task: TaskContext) -> str:
+    answer = await task.wait_for_answer("name", ASK_NAME)  # input_required until answered
+    return f"Hello {(answer.content or {}).get('name')}"
+
+
+async def _quick_work(task: TaskContext) -> str:
+    return "done"
+
+
+@app.tool("parked", description="A task that waits for one form answer", task="optional")
+def parked(ctx: Context) -> Any:
+    return ctx.run_task(_parked_work)
+
+
+@app.tool("quick", description="A task that completes at once", task="optional")
+def quick(ctx: Context) -> Any:
+    return ctx.run_task(_quick_work)

@@ -42,6 +42,7 @@ SCRIPTS = (
     "bench_validation.py",
     "bench_schemas.py",
     "bench_era_probe.py",
+    "bench_tasks.py",
 )
 
 
