@@ -1,4 +1,4 @@
-"""Memory per in-flight flow, per parked continuation and per outstanding nonce.
+"""Memory per in-flight flow, parked continuation, outstanding nonce and task.
 
 What a long-lived process holds for each piece of multi round-trip state, with
 ``N`` of them alive at once (10,000; 2,000 with ``--quick``):
@@ -16,7 +16,12 @@ What a long-lived process holds for each piece of multi round-trip state, with
                                coroutine, its channels), their results dropped;
 * outstanding nonce         -- ``N`` spent ``requestState`` nonces (``token_urlsafe(16)``,
                                as the sealer makes them) in the app's in-process
-                               single-use store (``MemorySingleUse``), unexpired.
+                               single-use store (``MemorySingleUse``), unexpired;
+* task (SEP-2663)           -- ``N`` ``tools/call``s of an ``McpApp`` task tool, each a
+                               task in its ``MemoryTaskStore``: its work asleep
+                               (``working``), awaiting one form answer
+                               (``input_required``), or done (``completed``: the record
+                               alone, kept until its TTL).
 
 Each scenario runs in a fresh interpreter, after a warm-up of 200 items (so the
 imports, caches and first allocations of each type are outside the figure), and
