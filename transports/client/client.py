@@ -127,6 +127,10 @@ class Client:
         cache: ResponseCacheStore | None = None,
         principal: str | None = None,
         tasks: bool = True,
+        task_poll_bounds: tuple[float, float] = (
+            m.tasks._poll.DEFAULT_MIN_INTERVAL,
+            m.tasks._poll.DEFAULT_MAX_INTERVAL,
+        ),
     ) -> None:
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
@@ -138,6 +142,8 @@ class Client:
         # Declare the tasks extension on tools/call (SEP-2663): this client handles
         # both answers, a result or a task, as a declaring client must.
         self._tasks = tasks
+        #: A task's poll interval (the server's pollIntervalMs) is clamped to these seconds.
+        self.task_poll_bounds = task_poll_bounds
         self._trace = (
             TraceBook(
                 tracer,
@@ -308,6 +314,8 @@ class Client:
                 timeout=remaining,
                 request_timeout=leg_timeout,
                 on_status=on_task_status,
+                min_interval=self.task_poll_bounds[0],
+                max_interval=self.task_poll_bounds[1],
             )
         except CallTimeout as exc:
             if timeout is None or exc.limit != "total":
@@ -443,6 +451,7 @@ class Client:
             answer=self._answer,
             capabilities=capabilities,
             loop=self._loop,
+            poll_bounds=self.task_poll_bounds,
         )
 
     async def _send_task_request(

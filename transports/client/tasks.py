@@ -301,8 +301,13 @@ class TaskHandle:
         answer: InputHandler | None,
         capabilities: Mapping[str, Any],
         loop: LoopTools,
+        poll_bounds: tuple[float, float] = (
+            m.tasks._poll.DEFAULT_MIN_INTERVAL,
+            m.tasks._poll.DEFAULT_MAX_INTERVAL,
+        ),
     ) -> None:
         self.task_id = task_id
+        self._poll_bounds = poll_bounds
         self.created = created
         self._result = dict(result) if result is not None else None
         self._send = send
@@ -369,13 +374,12 @@ class TaskHandle:
         timeout: float | None = None,
         request_timeout: float | None = None,
         on_status: TaskStatusHandler | None = None,
-        min_interval: float = m.tasks._poll.DEFAULT_MIN_INTERVAL,
-        max_interval: float = m.tasks._poll.DEFAULT_MAX_INTERVAL,
     ) -> dict[str, Any]:
         """Poll the task to its end, answering its asks with the client's handler, as
         ``Client.call`` does: its result, or ``CallError``, ``CallTimeout``,
         ``InputUnavailable``, ``TaskCancelled``, ``TransportError``.  ``timeout``
-        bounds it (then the task is cancelled); cancelling the caller cancels it too."""
+        bounds it (then the task is cancelled); cancelling the caller cancels it too.
+        The poll interval is clamped to the client's ``task_poll_bounds``."""
         if self._result is not None:
             return dict(self._result)
         started = self._loop.now()
@@ -395,8 +399,8 @@ class TaskHandle:
             request_timeout=request_timeout,
             on_status=on_status,
             answered=self.answered,
-            min_interval=min_interval,
-            max_interval=max_interval,
+            min_interval=self._poll_bounds[0],
+            max_interval=self._poll_bounds[1],
         )
 
 
