@@ -17,6 +17,7 @@ not time, drive it: the same on a loaded machine); a step that asks waits there 
 ``server_cancel``   working, then cancelled ("operator stopped it")
 ``forever``         working, for ever (a timeout, a cancel)
 ``forever_ask``     input_required {name: a form}, for ever
+``noisy_status``    working with a statusMessage full of escapes, then completed
 ``confirm``         first an MRTR round on the ``tools/call`` (input_required {confirm}
                     and requestState ``rs-1``), then the ``ask`` task
 hostile: ``other_id`` (a tasks/get for another taskId), ``regress`` (created
@@ -48,9 +49,11 @@ OBJECT: dict[str, Any] = {
     "type": "object",
     "properties": {"interval": {"type": "integer"}, "ttl": {"type": "integer"}},
 }
+#: A statusMessage that would drive a terminal (a window title, a colour, a line break).
+NOISY = "\x1b]0;pwned\x07red \x1b[31mtext\nsecond line \u202eevil"
 SCRIPTS = (
     *("quick", "ask", "ask_twice", "fail", "tool_error", "server_cancel"),
-    *("forever", "forever_ask", "confirm"),
+    *("forever", "forever_ask", "confirm", "noisy_status"),
     *("other_id", "regress", "huge_interval", "zero_interval", "many_asks", "not_a_task"),
 )
 
@@ -138,6 +141,10 @@ class Task:
             if polls < 2:
                 return self.fields("working", statusMessage="started")
             return self.fields("cancelled", statusMessage="operator stopped it")
+        if script == "noisy_status":
+            if polls < 2:
+                return self.fields("working", statusMessage=NOISY)
+            return self.fields("completed", result=text("quiet now"))
         if script == "other_id":
             return {**self.fields("working"), "taskId": "someone-elses"}
         if script == "regress":
