@@ -238,3 +238,31 @@ class TaskPeer:
 
 
 app = TaskPeer()
+
+
+def rogue() -> None:
+    """``python tests/support/task_peer.py --rogue``: a stdio server that answers every
+    ``tools/call`` and ``prompts/get`` with a task, declared or not (the core's server
+    ``Connection`` would refuse: the task result is written raw)."""
+    import os
+    import sys
+
+    conn = m.Connection(m.SERVER, info={"name": "rogue", "version": "1"}, capabilities={})
+    task = Task("forever", 20).created()
+    while True:
+        event = conn.next_event()
+        if event is m.NEED_DATA:
+            conn.receive_data(os.read(0, 65536))
+            continue
+        if isinstance(event, m.ConnectionClosed):
+            return
+        if isinstance(event, (m.AutoReply, m.InvalidMessage)) and event.reply is not None:
+            sys.stdout.buffer.write(conn.send(event.reply))
+        elif isinstance(event, m.Request):
+            line = {"jsonrpc": "2.0", "id": event.id, "result": task}
+            sys.stdout.buffer.write(json.dumps(line).encode() + b"\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    rogue()

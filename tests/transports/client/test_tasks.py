@@ -10,6 +10,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -349,3 +350,19 @@ async def test_a_held_task_bounded_by_its_timeout(transport: str, tmp_path: Path
         "params": {"taskId": handle.task_id},
         "declared": True,
     }
+
+
+# --- a task where none may come ----------------------------------------------------------
+
+ROGUE = [sys.executable, str(Path(__file__).parents[2] / "support" / "task_peer.py"), "--rogue"]
+
+
+async def test_a_task_to_a_request_that_did_not_declare_it_is_invalid() -> None:
+    with anyio.fail_after(20):
+        async with open_stdio_client(ROGUE, env=TESTS_ON_PATH, tasks=False) as client:
+            with pytest.raises(CallError, match=re.escape(f"did not declare {TASKS}")) as bad:
+                await client.call_tool("quick")
+            assert bad.value.code == -32603
+        async with open_stdio_client(ROGUE, env=TESTS_ON_PATH) as client:
+            with pytest.raises(CallError, match="prompts/get cannot be answered with a task"):
+                await client.call("prompts/get", {"name": "p"})
