@@ -17,6 +17,7 @@ not time, drive it: the same on a loaded machine); a step that asks waits there 
 ``server_cancel``   working, then cancelled ("operator stopped it")
 ``forever``         working, for ever (a timeout, a cancel)
 ``forever_ask``     input_required {name: a form}, for ever
+``pair``            input_required {a, b: two forms}, then completed
 ``noisy_status``    working with a statusMessage full of escapes, then completed
 ``confirm``         first an MRTR round on the ``tools/call`` (input_required {confirm}
                     and requestState ``rs-1``), then the ``ask`` task
@@ -53,7 +54,7 @@ OBJECT: dict[str, Any] = {
 NOISY = "\x1b]0;pwned\x07red \x1b[31mtext\nsecond line \u202eevil"
 SCRIPTS = (
     *("quick", "ask", "ask_twice", "fail", "tool_error", "server_cancel"),
-    *("forever", "forever_ask", "confirm", "noisy_status"),
+    *("forever", "forever_ask", "confirm", "noisy_status", "pair"),
     *("other_id", "regress", "huge_interval", "zero_interval", "many_asks", "not_a_task"),
 )
 
@@ -141,6 +142,11 @@ class Task:
             if polls < 2:
                 return self.fields("working", statusMessage="started")
             return self.fields("cancelled", statusMessage="operator stopped it")
+        if script == "pair":
+            if not {"a", "b"} <= set(self.answers):
+                return self.asking({"a": NAME, "b": NAME})
+            names = [(self.answers[k].get("content") or {}).get("name") for k in "ab"]
+            return self.fields("completed", result=text(" and ".join(map(str, names))))
         if script == "noisy_status":
             if polls < 2:
                 return self.fields("working", statusMessage=NOISY)

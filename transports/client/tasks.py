@@ -217,6 +217,8 @@ class TaskRun:
     # --- Asks ------------------------------------------------------------------------
 
     def _dispatch(self, tasks: TaskGroup, event: m.engine.DispatchInput) -> None:
+        if event.key not in self.poller.pending_keys:
+            return  # withdrawn, or the task ended, since this was queued
         if self._answer is None:
             self.poller.fail(event.key, "this client has no input handler")
             return

@@ -273,6 +273,33 @@ async def test_an_ask_without_an_answer_fails_the_call_and_cancels_the_task(
     assert log[-1]["method"] == "tasks/cancel"
 
 
+@pytest.mark.parametrize("transport", ["stdio", "ws"])
+async def test_two_asks_of_one_poll_in_the_servers_order(transport: str, tmp_path: Path) -> None:
+    order: list[str] = []
+
+    async def answering(key: str, request: m.wire.InputRequest) -> Any:
+        order.append(key)
+        await anyio.sleep(0.05 if key == "a" else 0)  # (b answers first)
+        return m.wire.ElicitResult(action="accept", content={"name": key.upper()})
+
+    with anyio.fail_after(30):
+        async with connected(transport, tmp_path, answer=answering) as client:
+            assert text(await client.call_tool("pair")) == "A and B"
+            log = await received(client)
+    assert order == ["a", "b"]  # entered as the server listed them
+    updates = [e["params"]["inputResponses"] for e in log if e["method"] == "tasks/update"]
+    assert [list(answers) for answers in updates] == [["b"], ["a"]]  # each as it came
+
+
+async def test_asks_without_an_input_handler_fail_the_call(tmp_path: Path) -> None:
+    caps = {"elicitation": {}}  # declared, with nothing to answer
+    async with connected("stdio", tmp_path, answer=None, capabilities=caps) as client:
+        with anyio.fail_after(20), pytest.raises(InputUnavailable, match="no input handler"):
+            await client.call_tool("pair")
+        log = await received(client)
+    assert log[-1]["method"] == "tasks/cancel"
+
+
 # --- HTTP: Mcp-Name and Mcp-Method on every task request -----------------------------------
 
 
