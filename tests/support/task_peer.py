@@ -17,6 +17,7 @@ not time, drive it: the same on a loaded machine); a step that asks waits there 
 ``server_cancel``   working, then cancelled ("operator stopped it")
 ``forever``         working, for ever (a timeout, a cancel)
 ``forever_ask``     input_required {name: a form}, for ever
+``slow_get``        working, each tasks/get answered after 30 s (a request's timeout)
 ``pair``            input_required {a, b: two forms}, then completed
 ``noisy_status``    working with a statusMessage full of escapes, then completed
 ``confirm``         first an MRTR round on the ``tools/call`` (input_required {confirm}
@@ -40,6 +41,8 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 import mrtr_core as m
 
 STAMP = "2026-07-28T10:00:00Z"
@@ -54,7 +57,7 @@ OBJECT: dict[str, Any] = {
 NOISY = "\x1b]0;pwned\x07red \x1b[31mtext\nsecond line \u202eevil"
 SCRIPTS = (
     *("quick", "ask", "ask_twice", "fail", "tool_error", "server_cancel"),
-    *("forever", "forever_ask", "confirm", "noisy_status", "pair"),
+    *("forever", "forever_ask", "confirm", "noisy_status", "pair", "slow_get"),
     *("other_id", "regress", "huge_interval", "zero_interval", "many_asks", "not_a_task"),
 )
 
@@ -190,7 +193,7 @@ class TaskPeer:
         if method == "tools/call":
             return self.call(params, info)
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            return self.task_method(method, params, info)
+            return await self.task_method(method, params, info)
         raise m.MrtrError(f"no method {method!r} here", code=m.ErrorCode.METHOD_NOT_FOUND)
 
     def call(self, params: dict[str, Any], info: m.server.RequestInfo) -> dict[str, Any]:
@@ -215,7 +218,7 @@ class TaskPeer:
         self.tasks[task.id] = task
         return task.created()
 
-    def task_method(
+    async def task_method(
         self, method: str, params: dict[str, Any], info: m.server.RequestInfo
     ) -> dict[str, Any]:
         m.tasks.require_tasks(info.capabilities, method)
@@ -234,6 +237,8 @@ class TaskPeer:
         if task is None:
             raise m.tasks.UnknownTask(request.task_id)
         if method == "tasks/get":
+            if task.script == "slow_get" and not task.cancelled:
+                await anyio.sleep(30)
             return task.step()
         if method == "tasks/update":
             for key, answer in (request.input_responses or {}).items():

@@ -201,6 +201,9 @@ class TaskRun:
                 self.poller.receive_error(error, self._loop.now())
             self._woken()
             return
+        except CallTimeout as exc:  # (the request's own bound: a leg of the call's)
+            self._failed(CallTimeout(exc.elapsed, exc.budget, "leg"))
+            return
         except ClientError as exc:
             self._failed(exc)
             return

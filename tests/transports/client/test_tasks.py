@@ -223,6 +223,15 @@ async def test_cancelling_the_call_cancels_the_task(transport: str, tmp_path: Pa
     assert not [entry for entry in log if entry["method"] == "tasks/update"]
 
 
+async def test_a_task_request_past_leg_timeout_is_a_leg_timeout(tmp_path: Path) -> None:
+    async with connected("stdio", tmp_path) as client:
+        with anyio.fail_after(20), pytest.raises(CallTimeout) as timed_out:
+            await client.call_tool("slow_get", leg_timeout=0.5, timeout=15)
+        assert (timed_out.value.limit, timed_out.value.budget) == ("leg", 0.5)
+        log = await received(client)
+    assert log[-1]["method"] == "tasks/cancel"
+
+
 @pytest.mark.parametrize(
     ("tool", "match"),
     [
