@@ -416,6 +416,16 @@ class TaskPoller:
         self.interval = self._interval_of(task)
         if task.status == "completed":
             assert task.result is not None  # (DetailedTask: a completed task carries it)
+            kind = task.result.get("resultType", "complete")
+            if kind != "complete":  # (what the request would have returned: a complete one)
+                self._abandon(
+                    RemoteProtocolError(
+                        f"task {describe(self.task_id)} completed with a result of resultType "
+                        f"{describe(kind)}",
+                        code=INTERNAL_ERROR,
+                    )
+                )
+                return
             self._withdraw_all()
             self._finish(EngineState.DONE, Done(result=task.result))
         elif task.status == "failed":

@@ -432,6 +432,16 @@ def test_a_terminal_status_never_changes(later: str) -> None:
     abandoned(made, f"went from completed to {later}")
 
 
+@pytest.mark.parametrize("kind", ["input_required", "task", 3])
+def test_a_completed_result_that_is_not_complete_is_refused(kind: Any) -> None:
+    made = poller()
+    made.receive_result(got("completed", result={"resultType": kind, "content": []}), 1.0)
+    abandoned(made, "completed with a result of resultType")
+    done = poller()
+    done.receive_result(got("completed", result={"resultType": "complete"}), 1.0)
+    assert drain(done)[-1] == Done(result={"resultType": "complete"})
+
+
 def test_more_asks_in_one_poll_than_the_bound_are_refused() -> None:
     made = poller(max_input_requests=4)
     made.receive_result(asking(*"abcd"), 1.0)
