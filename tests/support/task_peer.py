@@ -18,6 +18,10 @@ not time, drive it: the same on a loaded machine); a step that asks waits there 
 ``forever``         working, for ever (a timeout, a cancel)
 ``forever_ask``     input_required {name: a form}, for ever
 ``slow_get``        working, each tasks/get answered after 30 s (a request's timeout)
+``withdraw``        input_required {a} for three polls, then working (the ask
+                    withdrawn unanswered), then completed ("went on without it")
+``vanish``          working, then the task is unknown (-32602: expired and purged)
+``die``             working, then the server process exits mid-poll
 ``pair``            input_required {a, b: two forms}, then completed
 ``noisy_status``    working with a statusMessage full of escapes, then completed
 ``confirm``         first an MRTR round on the ``tools/call`` (input_required {confirm}
@@ -37,6 +41,7 @@ unknown id is -32602, as the SEP says.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -58,6 +63,7 @@ NOISY = "\x1b]0;pwned\x07red \x1b[31mtext\nsecond line \u202eevil"
 SCRIPTS = (
     *("quick", "ask", "ask_twice", "fail", "tool_error", "server_cancel"),
     *("forever", "forever_ask", "confirm", "noisy_status", "pair", "slow_get"),
+    *("withdraw", "vanish", "die"),
     *("other_id", "regress", "huge_interval", "zero_interval", "many_asks", "not_a_task"),
 )
 
@@ -145,6 +151,12 @@ class Task:
             if polls < 2:
                 return self.fields("working", statusMessage="started")
             return self.fields("cancelled", statusMessage="operator stopped it")
+        if script == "withdraw":
+            if polls <= 3:
+                return self.asking({"a": NAME})
+            if polls == 4:
+                return self.fields("working")
+            return self.fields("completed", result=text("went on without it"))
         if script == "pair":
             if not {"a", "b"} <= set(self.answers):
                 return self.asking({"a": NAME, "b": NAME})
@@ -239,6 +251,11 @@ class TaskPeer:
         if method == "tasks/get":
             if task.script == "slow_get" and not task.cancelled:
                 await anyio.sleep(30)
+            if task.script == "vanish" and task.polls >= 1:
+                del self.tasks[task.id]
+                raise m.tasks.UnknownTask(task.id)
+            if task.script == "die" and task.polls >= 1:
+                os._exit(3)
             return task.step()
         if method == "tasks/update":
             for key, answer in (request.input_responses or {}).items():
@@ -255,7 +272,6 @@ def rogue() -> None:
     """``python tests/support/task_peer.py --rogue``: a stdio server that answers every
     ``tools/call`` and ``prompts/get`` with a task, declared or not (the core's server
     ``Connection`` would refuse: the task result is written raw)."""
-    import os
     import sys
 
     conn = m.Connection(m.SERVER, info={"name": "rogue", "version": "1"}, capabilities={})

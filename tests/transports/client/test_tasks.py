@@ -26,6 +26,7 @@ from mrtr_transports.client.errors import (
     ClientError,
     InputUnavailable,
     TaskCancelled,
+    TransportError,
 )
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
@@ -309,6 +310,53 @@ async def test_asks_without_an_input_handler_fail_the_call(tmp_path: Path) -> No
     assert log[-1]["method"] == "tasks/cancel"
 
 
+async def test_an_ask_the_server_withdraws_is_cancelled_at_the_handler(tmp_path: Path) -> None:
+    ended: list[str] = []
+
+    async def slow(key: str, request: m.wire.InputRequest) -> Any:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append(key)
+
+    async with connected("stdio", tmp_path, answer=slow) as client:
+        with anyio.fail_after(20):
+            assert text(await client.call_tool("withdraw")) == "went on without it"
+        log = await received(client)
+    assert ended == ["a"]
+    assert not [e for e in log if e["method"] in ("tasks/update", "tasks/cancel")]
+
+
+async def test_handler_failures_and_a_failing_status_callback(tmp_path: Path) -> None:
+    async def crashing(key: str, request: m.wire.InputRequest) -> Any:
+        raise RuntimeError("boom")
+
+    async def wrong_kind(key: str, request: m.wire.InputRequest) -> Any:
+        return m.wire.ListRootsResult(roots=[])
+
+    def bad_callback(task_id: str, change: Any) -> None:
+        raise ValueError("the callback's own bug")
+
+    async with connected("stdio", tmp_path, answer=crashing) as client:
+        with anyio.fail_after(20), pytest.raises(InputUnavailable, match="boom") as caught:
+            await client.call_tool("ask", on_task_status=bad_callback)
+        assert isinstance(caught.value.__cause__, RuntimeError)
+    async with connected("stdio", tmp_path, answer=wrong_kind) as client:
+        with anyio.fail_after(20), pytest.raises(InputUnavailable, match="ElicitResult"):
+            await client.call_tool("ask")
+        log = await received(client)
+    assert not [e for e in log if e["method"] == "tasks/update"]  # never sent
+
+
+async def test_a_task_that_vanishes_or_a_server_that_dies(tmp_path: Path) -> None:
+    async with connected("stdio", tmp_path) as client:
+        with anyio.fail_after(20), pytest.raises(CallError) as unknown:
+            await client.call_tool("vanish")
+        assert unknown.value.code == -32602 and "Task not found" in unknown.value.message
+        with anyio.fail_after(20), pytest.raises(TransportError):
+            await client.call_tool("die")
+
+
 # --- HTTP: Mcp-Name and Mcp-Method on every task request -----------------------------------
 
 
@@ -369,6 +417,14 @@ async def test_a_held_task(transport: str, tmp_path: Path) -> None:
             with pytest.raises(CallError) as unknown:
                 await client.task("no-such-task").get()
             assert unknown.value.code == -32602
+            with pytest.raises(ClientError, match="cannot send tasks/update"):
+                await client.task("any").answer({"k": 5})  # type: ignore[dict-item]
+            # a server that answers tasks/get with another task, or with no task
+            for tool, said in [("other_id", "answered for task"), ("not_a_task", "invalid")]:
+                odd = await client.call_task(tool)
+                with pytest.raises(CallError, match=said):
+                    await odd.get()
+                await odd.cancel()
     with pytest.raises(ClientError, match="non-empty string"):
         client.task("")
 
