@@ -127,3 +127,59 @@ async def test_ctrl_c_sends_tasks_cancel_then_exits_130(tmp_path: Path) -> None:
     assert task_ids == {cancel["params"]["taskId"]}
     # and the server acknowledged it before the command ended
     assert any(r["dir"] == "recv" and r["msg"].get("id") == cancel["id"] for r in records(trace))
+
+
+# --- at a real terminal ---------------------------------------------------------------------
+
+
+async def _at_terminal(user: Any, *args: str) -> trio.Process:
+    return await trio.lowlevel.open_process(
+        [*MRTR, *args],
+        stdin=user.slave_fd,
+        stdout=subprocess.PIPE,
+        stderr=user.slave_fd,
+        env=TESTS_ON_PATH,
+    )
+
+
+async def test_a_tasks_question_is_asked_at_the_terminal() -> None:
+    from support.cli_pty import PtyUser
+
+    user = PtyUser()
+    try:
+        process = await _at_terminal(user, "call", TASK_PEER, "ask")
+        screen = await user.expect("[a]ccept / [d]ecline / [c]ancel: ", timeout=15)
+        assert "Your name?" in screen and "input_required: waiting for a name" in screen
+        await user.type("a\n")
+        await user.expect("name (string, required): ")
+        await user.type("Grace\n")
+        assert process.stdout is not None
+        out = b""
+        with trio.fail_after(15):
+            while chunk := await process.stdout.receive_some():
+                out += chunk
+            assert await process.wait() == 0, user.output
+        assert json.loads(out)["content"][0]["text"] == "hello Grace"
+        assert user.output.count("Your name?") == 1  # asked once, polls or not
+    finally:
+        await user.aclose()
+
+
+async def test_ctrl_c_at_a_tasks_prompt_cancels_the_task(tmp_path: Path) -> None:
+    from support.cli_pty import PtyUser
+
+    trace = tmp_path / "trace.ndjson"
+    user = PtyUser()
+    try:
+        process = await _at_terminal(user, "call", "--trace", str(trace), TASK_PEER, "forever_ask")
+        await user.expect("[a]ccept / [d]ecline / [c]ancel: ", timeout=15)
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(15):
+            assert await process.wait() == 130, user.output
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await user.aclose()
+    [cancel] = sent(trace, "tasks/cancel")
+    assert any(r["dir"] == "recv" and r["msg"].get("id") == cancel["id"] for r in records(trace))
+    assert not sent(trace, "tasks/update")
