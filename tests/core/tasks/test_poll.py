@@ -574,3 +574,62 @@ def test_a_task_anywhere_else_is_an_invalid_response(
     event = _engine_result(method, capabilities, raw or created().to_result())
     assert isinstance(event, Failed) and isinstance(event.error, RemoteProtocolError)
     assert event.error.code == -32603 and match in event.error.message
+
+
+# --- any sequence of polls and answers --------------------------------------------------
+
+KEYS = ("a", "b", "c", "d")
+POLL = st.one_of(
+    st.just(("working",)),
+    st.tuples(st.just("input_required"), st.sets(st.sampled_from(KEYS), min_size=1)),
+    st.just(("completed",)),
+    st.just(("failed",)),
+    st.just(("cancelled",)),
+    st.tuples(st.just("answer"), st.sampled_from(KEYS)),
+    st.just(("cancel",)),
+)
+
+
+def _poll_result(step: tuple[Any, ...]) -> dict[str, Any]:
+    if step[0] == "input_required":
+        return asking(*sorted(step[1]))
+    if step[0] == "completed":
+        return got("completed", result={"content": []})
+    if step[0] == "failed":
+        return got("failed", error={"code": -1, "message": "x"})
+    return got(step[0])
+
+
+@given(st.lists(POLL, max_size=30))
+def test_any_life_keeps_the_pollers_promises(steps: list[tuple[Any, ...]]) -> None:
+    made = TaskPoller(created(), 0.0, capabilities=CAPS)
+    events = drain(made)
+    now = 0.0
+    for step in steps:
+        now += 1.0
+        if made.state not in LIVE:
+            break
+        if step[0] == "answer":
+            if step[1] in made.pending_keys:
+                made.provide(step[1], ACCEPT, now)
+        elif step[0] == "cancel":
+            made.cancel(now)
+        else:
+            made.receive_result(_poll_result(step), now)
+        events += drain(made)
+    dispatched = [e.key for e in events if isinstance(e, DispatchInput)]
+    updated = [
+        key
+        for method, p in sends(events)
+        if method == "tasks/update"
+        for key in p["inputResponses"]
+    ]
+    assert len(dispatched) == len(set(dispatched))  # each ask handed out once
+    assert len(updated) == len(set(updated)) and set(updated) <= set(dispatched)
+    assert [method for method, _ in sends(events)].count("tasks/cancel") <= 1
+    ends = [e for e in events if isinstance(e, (Done, Failed, Cancelled, TimedOut))]
+    assert len(ends) <= 1 and (not ends or events[-1] is ends[0])
+    assert (made.next_event() is FINISHED) == bool(ends)
+    # every ask handed out is answered, withdrawn, or still out
+    withdrawn = {key for e in events if isinstance(e, CancelInputs) for key in e.keys}
+    assert set(dispatched) == set(updated) | withdrawn | set(made.pending_keys)
