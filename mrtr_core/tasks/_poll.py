@@ -16,8 +16,8 @@ a result that is not a DetailedTask, a terminal status that changes, more than
 capabilities, each ends the poller with ``Failed`` (after a ``tasks/cancel``:
 the client abandons the task, and says so).  The caller's ``timeout`` bounds the
 whole task.  An ask is handed out once for the task's life (the SEP keeps keys
-unique per task, and a poll repeats what is outstanding); an ask that drops out
-of ``inputRequests`` before it was answered is withdrawn (``CancelInputs``).
+unique per task, and a poll repeats what is outstanding); the asks still out when
+the task ends are withdrawn (``CancelInputs``).
 
 Its states are the round engine's (``EngineState``): ``AWAITING_RESULT`` while a
 ``tasks/get`` is out and no ask is, ``AWAITING_INPUT`` while asks are out too
@@ -366,14 +366,12 @@ class TaskPoller:
         cancel = TaskRequest(method="tasks/cancel", task_id=self.task_id)
         self._events.append(SendTaskRequest(request=cancel))
 
-    def _withdraw(self, keys: tuple[str, ...]) -> None:
-        for key in keys:
-            del self._pending[key]
+    def _withdraw_all(self) -> None:
+        """The task ended (or was given up): the asks still out are not wanted."""
+        keys = tuple(self._pending)
+        self._pending.clear()
         if keys:
             self._events.append(CancelInputs(keys=keys))
-
-    def _withdraw_all(self) -> None:
-        self._withdraw(tuple(self._pending))
 
     def _abandon(self, error: MrtrError) -> None:
         """The client gives the task up: its asks withdrawn, a ``tasks/cancel``, ``Failed``."""
@@ -442,8 +440,14 @@ class TaskPoller:
             self._take_asks(task.input_requests or {})
 
     def _take_asks(self, asks: Mapping[str, InputRequest]) -> None:
-        """Withdraw what is no longer asked, hand out what is newly asked, poll again."""
-        self._withdraw(tuple(key for key in self._pending if key not in asks))
+        """Hand out what is newly asked, poll again.
+
+        An ask handed out stays out until it is answered or the task ends, even when a
+        poll no longer lists it: a poll may read a lagging replica (the SEP's eventual
+        consistency), and withdrawing it there would ask the person twice when the next
+        poll lists it again.  An answer to an ask the server superseded meanwhile is
+        harmless: the server ignores it (the SEP says so).
+        """
         fresh = [
             (key, request)
             for key, request in asks.items()

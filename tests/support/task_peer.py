@@ -19,7 +19,7 @@ not time, drive it: the same on a loaded machine); a step that asks waits there 
 ``forever_ask``     input_required {name: a form}, for ever
 ``slow_get``        working, each tasks/get answered after 30 s (a request's timeout)
 ``withdraw``        input_required {a} for three polls, then working (the ask
-                    withdrawn unanswered), then completed ("went on without it")
+                    dropped unanswered), then completed ("went on without it")
 ``vanish``          working, then the task is unknown (-32602: expired and purged)
 ``die``             working, then the server process exits mid-poll
 ``pair``            input_required {a, b: two forms}, then completed

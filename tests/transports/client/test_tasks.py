@@ -310,7 +310,7 @@ async def test_asks_without_an_input_handler_fail_the_call(tmp_path: Path) -> No
     assert log[-1]["method"] == "tasks/cancel"
 
 
-async def test_an_ask_the_server_withdraws_is_cancelled_at_the_handler(tmp_path: Path) -> None:
+async def test_an_ask_the_server_drops_stays_out_until_the_task_ends(tmp_path: Path) -> None:
     ended: list[str] = []
 
     async def slow(key: str, request: m.wire.InputRequest) -> Any:
