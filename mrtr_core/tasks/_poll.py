@@ -12,7 +12,8 @@ the end (the round engine's ``Done``, ``Failed``, ``TimedOut``, ``Cancelled``).
 
 It trusts nothing the server says: a ``tasks/get`` answered for another task,
 a result that is not a DetailedTask, a terminal status that changes, more than
-``max_input_requests`` asks in one poll, an ask beyond the client's declared
+``max_input_requests`` asks in one poll or out at once, more than ``max_asks``
+over the task's life, an ask beyond the client's declared
 capabilities, each ends the poller with ``Failed`` (after a ``tasks/cancel``:
 the client abandons the task, and says so).  The caller's ``timeout`` bounds the
 whole task.  An ask is handed out once for the task's life (the SEP keeps keys
@@ -65,8 +66,11 @@ DEFAULT_POLL_INTERVAL: Final = 1.0
 #: The floor and the ceiling a server's ``pollIntervalMs`` is clamped to, by default.
 DEFAULT_MIN_INTERVAL: Final = 0.1
 DEFAULT_MAX_INTERVAL: Final = 30.0
-#: Asks one ``tasks/get`` may carry (each may become a prompt, a model call).
+#: Asks one ``tasks/get`` may carry, and asks out at once (each may be a prompt, a
+#: model call, a task of the client's).
 DEFAULT_MAX_INPUT_REQUESTS: Final = 32
+#: Asks over a task's life (their keys are kept, so none is asked twice).
+DEFAULT_MAX_ASKS: Final = 1000
 
 
 @attrs.frozen(kw_only=True)
@@ -168,6 +172,7 @@ class TaskPoller:
         min_interval: float = DEFAULT_MIN_INTERVAL,
         max_interval: float = DEFAULT_MAX_INTERVAL,
         max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
+        max_asks: int = DEFAULT_MAX_ASKS,
         answered: Iterable[str] = (),
         input_kinds: InputRegistry = INPUT_KINDS,
     ) -> None:
@@ -178,12 +183,9 @@ class TaskPoller:
         _check_seconds("max_interval", max_interval)
         if max_interval < min_interval:
             raise LocalProtocolError("max_interval must not be below min_interval")
-        if (
-            not isinstance(max_input_requests, int)
-            or isinstance(max_input_requests, bool)
-            or max_input_requests < 1
-        ):
-            raise LocalProtocolError("max_input_requests must be a positive int")
+        for name, bound in (("max_input_requests", max_input_requests), ("max_asks", max_asks)):
+            if not isinstance(bound, int) or isinstance(bound, bool) or bound < 1:
+                raise LocalProtocolError(f"{name} must be a positive int")
         if capabilities is not None and not isinstance(capabilities, Mapping):
             raise LocalProtocolError("capabilities must be a mapping")
         self.task_id = task.task_id
@@ -192,6 +194,7 @@ class TaskPoller:
         self.min_interval = min_interval
         self.max_interval = max_interval
         self.max_input_requests = max_input_requests
+        self.max_asks = max_asks
         self.input_kinds = input_kinds
         self._started_at = now
         #: When the caller's budget runs out (``None``: never).
@@ -243,12 +246,9 @@ class TaskPoller:
         self._enter(_I.RESULT)
         asks = result.get("inputRequests") if isinstance(result, Mapping) else None
         if isinstance(asks, Mapping) and len(asks) > self.max_input_requests:
+            # (before reading them: a huge inputRequests costs nothing to refuse)
             self._abandon(
-                RemoteProtocolError(
-                    f"task {describe(self.task_id)} asked {len(asks)} questions in one poll "
-                    f"(at most {self.max_input_requests})",
-                    code=INTERNAL_ERROR,
-                )
+                self._too_many(f"{len(asks)} questions in one poll", self.max_input_requests)
             )
             return
         try:
@@ -373,6 +373,11 @@ class TaskPoller:
         if keys:
             self._events.append(CancelInputs(keys=keys))
 
+    def _too_many(self, what: str, bound: int) -> RemoteProtocolError:
+        return RemoteProtocolError(
+            f"task {describe(self.task_id)} asked {what} (at most {bound})", code=INTERNAL_ERROR
+        )
+
     def _abandon(self, error: MrtrError) -> None:
         """The client gives the task up: its asks withdrawn, a ``tasks/cancel``, ``Failed``."""
         self._withdraw_all()
@@ -453,6 +458,13 @@ class TaskPoller:
             for key, request in asks.items()
             if key not in self._pending and key not in self._answered
         ]
+        out = len(self._pending) + len(fresh)
+        if out > self.max_input_requests:
+            self._abandon(self._too_many(f"{out} questions out at once", self.max_input_requests))
+            return
+        if len(self._answered) + out > self.max_asks:
+            self._abandon(self._too_many("more questions over its life", self.max_asks))
+            return
         for key, request in fresh:
             required = missing_capability(request, self.capabilities, self.input_kinds)
             if required:

@@ -457,6 +457,25 @@ def test_more_asks_in_one_poll_than_the_bound_are_refused() -> None:
     abandoned(made, "asked 300 questions in one poll (at most 32)")
 
 
+def test_asks_out_at_once_and_over_the_life_are_bounded() -> None:
+    made = poller(max_input_requests=3)
+    made.receive_result(asking("a", "b"), 1.0)
+    made.receive_result(asking("a", "b", "c"), 2.0)  # still 3 out: fine
+    drain(made)
+    made.receive_result(asking("d"), 3.0)  # a, b, c unanswered, and d: 4 out
+    abandoned(made, "asked 4 questions out at once (at most 3)")
+    made = poller(max_asks=3)
+    for n, key in enumerate("abc"):
+        made.receive_result(asking(key), float(n))
+        drain(made)
+        made.provide(key, ACCEPT, float(n))
+    made.receive_result(asking("d"), 9.0)
+    abandoned(made, "asked more questions over its life (at most 3)")
+    made = poller(max_asks=3, answered=["x", "y"])
+    made.receive_result(asking("a"), 1.0)  # 2 answered before, 1 new: 3
+    assert [e.key for e in drain(made) if isinstance(e, DispatchInput)] == ["a"]
+
+
 def test_an_ask_beyond_the_declared_capabilities_is_refused() -> None:
     made = poller(capabilities={"elicitation": {}})
     made.receive_result(got("input_required", inputRequests={"a": ASK, "s": SAMPLE}), 1.0)
@@ -512,6 +531,7 @@ def test_an_input_failure_abandons_the_task() -> None:
         ({"min_interval": 2.0, "max_interval": 1.0}, "below"),
         ({"max_input_requests": 0}, "max_input_requests"),
         ({"max_input_requests": True}, "max_input_requests"),
+        ({"max_asks": 0}, "max_asks"),
         ({"capabilities": []}, "capabilities"),
     ],
 )
