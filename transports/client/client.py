@@ -23,6 +23,10 @@ opening and the plain requests:
   :class:`~mrtr_core.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
+* **Tasks** (SEP-2663): a ``tools/call`` declares the extension (``tasks=True``);
+  a task it becomes is polled to its end by the core's ``TaskPoller``, its asks
+  answered by the same handler (:mod:`~mrtr_transports.client.tasks`);
+  :meth:`Client.call_task` and :meth:`Client.task` hand the task to the caller.
 * **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
   for their answer (:class:`~mrtr_transports.client.requests.PlainRequests`) and
   are withdrawn when given up.
