@@ -95,7 +95,6 @@ class TaskRun:
         #: The link's (or a request's) failure that ended the task, raised in its place.
         self._override: ClientError | None = None
         self._cause: BaseException | None = None  # an input handler's own exception
-        self._cancelled_by_us = False
         self._outcome: Any = None
 
     # --- Driving ---------------------------------------------------------------------
@@ -110,7 +109,6 @@ class TaskRun:
                 tasks.cancel_scope.cancel()
         except BaseException:
             if self._outcome is None:  # our caller gave up (cancelled): so do we
-                self._cancelled_by_us = True
                 self.poller.cancel(self._loop.now())
                 self._take_cancels()
             with anyio.CancelScope(shield=True):
