@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from .._errors import (
+    INTERNAL_ERROR,
     InputFailed,
     InvalidInputRequired,
     LocalProtocolError,
     MrtrError,
     PeerError,
+    RemoteProtocolError,
     RoundLimitExceeded,
     describe,
 )
@@ -214,6 +216,8 @@ class RoundEngine:
             self._finish(EngineState.DONE, Done(result=result))
         elif result_type == "input_required":
             self._on_input_required(result, now)
+        elif result_type == "task":
+            self._on_task(result)
         else:
             self._fail(InvalidInputRequired(f"unknown resultType {describe(result_type)}"))
 
@@ -558,6 +562,28 @@ class RoundEngine:
             delay=self._pace,
             reissue=False,
         )
+
+    def _on_task(self, result: Mapping[str, Any]) -> None:
+        """A task (SEP-2663) ends the MRTR phase with ``Done``: the caller polls it.  It is
+        a valid answer only to a ``tools/call`` that declared the tasks extension; to
+        anything else it is an invalid response (the SEP's words), as is a malformed one."""
+        # (imported here: mrtr_core.tasks drives tasks with the engine's events)
+        from ..tasks._gate import TASKS_EXTENSION, declares_tasks
+        from ..tasks._wire import TASK_AUGMENTABLE_METHODS, CreateTaskResult
+
+        if self.method not in TASK_AUGMENTABLE_METHODS:
+            problem = f"{self.method} cannot be answered with a task"
+        elif not declares_tasks(self.capabilities):
+            problem = f"a task answered a request that did not declare {TASKS_EXTENSION}"
+        else:
+            try:
+                CreateTaskResult.from_result(result)
+            except RemoteProtocolError as exc:
+                problem = f"malformed CreateTaskResult: {exc.message}"
+            else:
+                self._finish(EngineState.DONE, Done(result=result))
+                return
+        self._fail(RemoteProtocolError(problem, code=INTERNAL_ERROR))
 
     def _open_round(self, now: float) -> None:
         """Queue RoundStarted and one DispatchInput per pending key."""

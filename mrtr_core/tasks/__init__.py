@@ -10,12 +10,16 @@ client then polls ``tasks/get`` for a :class:`DetailedTask`, answers its
 whose own ``_meta`` capabilities declare :data:`TASKS_EXTENSION`
 (:func:`declares_tasks`) may get a task or use the task methods
 (:func:`require_tasks`); an unknown task id is :class:`UnknownTask`.
+A client drives a task with a :class:`TaskPoller` (time in, events out, like the
+round engine: :class:`SendTaskRequest`, :class:`TaskStatusChanged` and the round
+engine's input and terminal events).
 
 Sans-IO like the rest of the core: no store, no clock (times are passed in as
 floats), no I/O.  See ``docs/core.md`` (its section on the task model).
 """
 
 from ._gate import TASKS_EXTENSION, UnknownTask, declares_tasks, require_tasks
+from ._poll import SendTaskRequest, TaskPoller, TaskStatusChanged
 from ._status import TERMINAL_STATUSES, TaskEvent, TaskStatus, next_status
 from ._wire import CreateTaskResult, DetailedTask, TaskRequest
 
@@ -34,4 +38,8 @@ __all__ = [
     "CreateTaskResult",
     "DetailedTask",
     "TaskRequest",
+    # the client's polling engine
+    "TaskPoller",
+    "SendTaskRequest",
+    "TaskStatusChanged",
 ]

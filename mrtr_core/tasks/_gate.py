@@ -30,6 +30,18 @@ def declares_tasks(capabilities: Mapping[str, Any] | None) -> bool:
     return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
 
 
+def with_tasks(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a client's ``capabilities`` that declares the tasks extension too (its
+    other extensions kept; ``capabilities`` is not changed)."""
+    out = dict(capabilities)
+    extensions = out.get("extensions")
+    out["extensions"] = {
+        **(extensions if isinstance(extensions, Mapping) else {}),
+        TASKS_EXTENSION: {},
+    }
+    return out
+
+
 def require_tasks(capabilities: Mapping[str, Any] | None, what: str) -> None:
     """Raise ``CapabilityRequired`` (-32021, ``data.requiredCapabilities.extensions``
     naming the tasks extension) unless ``capabilities`` declare it.

@@ -149,8 +149,9 @@ SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching", "tasks
 #: The ceiling of public names, top level and public submodules counted together (each name
 #: is public in one place).  Issue 21 cut it from 321 to 188, then to 162 (demoting what only
 #: our transports use, and gathering the error codes and the header names into namespaces);
-#: raise it only with a name the docs use.  Issue 23 added the 11 of mrtr_core.tasks.
-MAX_PUBLIC_NAMES = 173
+#: raise it only with a name the docs use.  Issue 23 added the 11 of mrtr_core.tasks,
+#: then the 3 of its client's polling engine (TaskPoller, SendTaskRequest, TaskStatusChanged).
+MAX_PUBLIC_NAMES = 176
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 

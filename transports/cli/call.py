@@ -24,11 +24,12 @@ Ctrl-C, at a prompt or anywhere else, is 130 (:mod:`~mrtr_transports.cli.interru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -50,6 +51,7 @@ from .verdicts import VerdictFile
 
 __all__ = [
     "CALLS",
+    "CallStop",
     "UsageError",
     "client_failure",
     "describe_error",
@@ -177,13 +179,49 @@ def client_options(args: argparse.Namespace, answerer: Any, notices: Notices) ->
     return options
 
 
+class CallStop:
+    """What Ctrl-C stops in a call command (``run_stoppable``'s ``on_stop``).
+
+    While the call runs, the first Ctrl-C cancels the call alone, inside its client:
+    the link is still up, so the call is cancelled on the wire (a leg's cancellation,
+    a task's ``tasks/cancel``) before the command ends, as Ctrl-C ends it (130).
+    Before the call, and at the second Ctrl-C, it cancels everything (``main``).
+    """
+
+    def __init__(self) -> None:
+        self.main: anyio.CancelScope | None = None
+        self._call: anyio.CancelScope | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        self._stopped = True
+        scope = self._call if self._call is not None else self.main
+        if scope is not None:
+            scope.cancel()
+
+    @contextlib.contextmanager
+    def calling(self) -> Iterator[anyio.CancelScope]:
+        """The scope the call runs in (cancelled by :meth:`stop`)."""
+        with anyio.CancelScope() as scope:
+            self._call = scope
+            if self._stopped:
+                scope.cancel()
+            try:
+                yield scope
+            finally:
+                self._call = None
+
+
 async def run_call(
     args: argparse.Namespace,
     *,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    stop: CallStop | None = None,
 ) -> int:
-    """``mrtr call``, ``mrtr get-prompt`` or ``mrtr read`` (``args.command``); the exit code."""
+    """``mrtr call``, ``mrtr get-prompt`` or ``mrtr read`` (``args.command``); the exit code.
+
+    ``stop`` is what Ctrl-C cancels (:class:`CallStop`)."""
     from .answers import AnswerBook, AnswersError, CliAnswerer, Terminal
     from .trace import NdjsonTracer
 
@@ -218,23 +256,29 @@ async def run_call(
     verdicts = VerdictFile(args.verdicts) if args.verdicts else None
     if verdicts is not None and args.era == "auto":  # (an explicit --era wins)
         options["prior"] = verdicts.prior(args.target)
+    on_task_status = None if args.quiet else notices.on_task_status
     learned: Verdict | None = None
     try:
         async with open_target(kind, where, headers, options) as client:
             try:
                 # --timeout is the server's time on each leg (and the tools/list before
                 # it): a person's time at a prompt falls between legs, never in one.
-                result = await client.call(
-                    kind_of_call.method,
-                    params,
-                    leg_timeout=args.timeout,
-                    max_rounds=args.max_rounds,
-                    max_state_only_legs=args.max_state_only_legs,
-                    url_wait_timeout=args.url_wait_timeout,
-                    on_progress=on_progress,
-                )
+                # Ctrl-C cancels the call alone first (stop), the client still up.
+                with (stop or CallStop()).calling() as call_scope:
+                    result = await client.call(
+                        kind_of_call.method,
+                        params,
+                        leg_timeout=args.timeout,
+                        max_rounds=args.max_rounds,
+                        max_state_only_legs=args.max_state_only_legs,
+                        url_wait_timeout=args.url_wait_timeout,
+                        on_progress=on_progress,
+                        on_task_status=on_task_status,
+                    )
             finally:
                 learned = client.verdict  # (a wrong prior re-probes on the first request)
+        if call_scope.cancelled_caught:
+            return ExitCode.INTERRUPTED  # (run_stoppable says so: "interrupted", 130)
     except BaseException as exc:  # sorted below; the rest re-raised
         code = client_failure(exc)
         if code is None:

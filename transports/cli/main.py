@@ -51,6 +51,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import anyio
+
 from .arguments import (
     ANSWERS_HELP,
     EXIT_CODES_HELP,
@@ -59,7 +61,7 @@ from .arguments import (
     add_list_arguments,
     version_text,
 )
-from .call import CALLS, package_version, run_call
+from .call import CALLS, CallStop, package_version, run_call
 from .exit_codes import ExitCode
 from .interrupts import interrupted, run_stoppable
 from .serve import DESCRIPTION as SERVE_DESCRIPTION
@@ -184,6 +186,20 @@ def build_parser() -> argparse.ArgumentParser:
 # --- main ---------------------------------------------------------------------------------------
 
 
+def _call(prog: str, args: argparse.Namespace) -> int:
+    """A call command under ``run_stoppable``: Ctrl-C cancels the call first (a task
+    gets its ``tasks/cancel``), then everything (:class:`~.call.CallStop`)."""
+    stop = CallStop()
+
+    async def call() -> int:
+        with anyio.CancelScope() as scope:
+            stop.main = scope
+            return await run_call(args, stop=stop)
+        return ExitCode.INTERRUPTED  # (cancelled before the call: run_stoppable says so)
+
+    return run_stoppable(prog, call, on_stop=stop.stop)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``mrtr`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -192,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return run_serve(args)  # Ctrl-C and SIGTERM: see cli/serve.py
         if args.command in CALLS:
-            return run_stoppable(prog, functools.partial(run_call, args))
+            return _call(prog, args)
         if args.command == "list":
             from .listing import run_list
 

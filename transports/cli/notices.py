@@ -8,6 +8,10 @@ or above the ``logLevel`` the command asks for, ``info`` unless
 
     progress 50/100 (50%): halfway there
     log warning [deploy]: the disk is nearly full
+    task 786512e2: input_required: waiting for a name
+
+A call that became a task (SEP-2663) shows each change of the task's status and
+``statusMessage`` as it is polled (``task ID: STATUS[: MESSAGE]``).
 
 Everything shown comes from the peer, so it is made safe for a terminal first
 (:func:`~mrtr_transports.cli.terminal_text.one_line`, the one rule): newlines
@@ -67,6 +71,14 @@ def describe_log(params: Any) -> str:
     return one_line(f"{text}: {shown}")
 
 
+def describe_task_status(task_id: str, change: m.tasks.TaskStatusChanged) -> str:
+    """``task ID: STATUS[: MESSAGE]`` for a change of a task's status."""
+    text = f"task {task_id}: {change.status}"
+    if change.status_message:
+        text += f": {change.status_message}"
+    return one_line(text)
+
+
 class Notices:
     """Writes the lines to ``out`` (stderr); ``on_progress`` and ``on_notification`` are
     the client's callbacks.  Log messages below ``log_level`` are not shown: a 2025
@@ -85,6 +97,9 @@ class Notices:
 
     def on_progress(self, event: m.Progress) -> None:
         self._write(describe_progress(event))
+
+    def on_task_status(self, task_id: str, change: m.tasks.TaskStatusChanged) -> None:
+        self._write(describe_task_status(task_id, change))
 
     def on_notification(self, note: m.Notification) -> None:
         if note.method != "notifications/message":

@@ -23,6 +23,10 @@ opening and the plain requests:
   :class:`~mrtr_core.Verdict` an earlier client learned,
   ``client.verdict``) skips the probe; a wrong prior, or a stdio server that
   dies of the probe, gets one second chance (:mod:`~mrtr_transports.client.era`).
+* **Tasks** (SEP-2663): a ``tools/call`` declares the extension (``tasks=True``);
+  a task it becomes is polled to its end by the core's ``TaskPoller``, its asks
+  answered by the same handler (:mod:`~mrtr_transports.client.tasks`);
+  :meth:`Client.call_task` and :meth:`Client.task` hand the task to the caller.
 * **Plain requests** (one answer, no rounds: ``request``, ``list_tools``) wait
   for their answer (:class:`~mrtr_transports.client.requests.PlainRequests`) and
   are withdrawn when given up.
@@ -60,17 +64,19 @@ from anyio.abc import TaskGroup
 
 import mrtr_core as m
 from mrtr_core._connection._events import Sendable
+from mrtr_core.tasks._gate import with_tasks
 
 from .._loop import LoopTools
 from . import listen as listening
 from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
-from .errors import CallError, ClientError, TransportError
+from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, run_flow
 from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
 from .requests import PlainRequests, all_tools
+from .tasks import TaskHandle, TaskStatusHandler, drive
 from .tracing import TraceBook, Tracer, TraceRecord
 
 __all__ = [
@@ -124,6 +130,11 @@ class Client:
         max_outgoing: int = m._connection._options.DEFAULT_MAX_IN_FLIGHT,
         cache: ResponseCacheStore | None = None,
         principal: str | None = None,
+        tasks: bool = True,
+        task_poll_bounds: tuple[float, float] = (
+            m.tasks._poll.DEFAULT_MIN_INTERVAL,
+            m.tasks._poll.DEFAULT_MAX_INTERVAL,
+        ),
     ) -> None:
         if capabilities is None:
             capabilities = DEFAULT_CAPABILITIES if answer is not None else {}
@@ -132,6 +143,11 @@ class Client:
         self._loop = LoopTools()  # (made on the loop that runs the client)
         self._answer = answer
         self._capabilities = capabilities
+        # Declare the tasks extension on tools/call (SEP-2663): this client handles
+        # both answers, a result or a task, as a declaring client must.
+        self._tasks = tasks
+        #: A task's poll interval (the server's pollIntervalMs) is clamped to these seconds.
+        self.task_poll_bounds = task_poll_bounds
         self._trace = (
             TraceBook(
                 tracer,
@@ -243,6 +259,7 @@ class Client:
         on_progress: Callable[[m.Progress], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         cache: CacheMode = "use",
+        on_task_status: TaskStatusHandler | None = None,
     ) -> dict[str, Any]:
         """Run a multi round-trip call (``tools/call``, ``prompts/get``,
         ``resources/read``) to its end and return the complete result.
@@ -258,8 +275,73 @@ class Client:
         ``TransportError`` or ``InputUnavailable``.  ``capabilities`` replaces
         the client's for this call.  ``cache``: how the response cache is used for
         ``resources/read``, if there is one (a result that took rounds is never stored).
+
+        A ``tools/call`` declares the tasks extension (SEP-2663) unless the client was
+        made with ``tasks=False``: a server may then answer with a task, which is
+        polled to its end (:mod:`~mrtr_transports.client.tasks`; ``timeout`` bounds it
+        too, ``leg_timeout`` each of its requests, ``on_task_status(task_id, change)``
+        is told its status changes) and its result returned as a sync call's is.  A
+        task the server cancels raises ``TaskCancelled``.
         """
         started = self._loop.now()
+        if method == "tools/call" and self._tasks:
+            capabilities = with_tasks(
+                capabilities if capabilities is not None else self._capabilities
+            )
+        result = await self._mrtr_phase(
+            method,
+            params,
+            started,
+            timeout,
+            leg_timeout,
+            input_timeout,
+            max_rounds,
+            max_state_only_legs,
+            url_wait_timeout,
+            on_progress,
+            capabilities,
+            cache,
+        )
+        if result.get("resultType") != "task":
+            return result
+        # (the round engine lets a task through only to a tools/call that declared it)
+        declared = capabilities if capabilities is not None else self._capabilities
+        created = m.tasks.CreateTaskResult.from_result(result)
+        remaining = None if timeout is None else max(timeout - (self._loop.now() - started), 1e-6)
+        try:
+            return await drive(
+                created,
+                send=self._send_task_request,
+                answer=self._answer,
+                capabilities=declared,
+                loop=self._loop,
+                timeout=remaining,
+                request_timeout=leg_timeout,
+                on_status=on_task_status,
+                min_interval=self.task_poll_bounds[0],
+                max_interval=self.task_poll_bounds[1],
+            )
+        except CallTimeout as exc:
+            if timeout is None or exc.limit != "total":
+                raise
+            raise CallTimeout(self._loop.now() - started, timeout, "total") from None
+
+    async def _mrtr_phase(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        started: float,
+        timeout: float | None,
+        leg_timeout: float | None,
+        input_timeout: float | None,
+        max_rounds: int,
+        max_state_only_legs: int,
+        url_wait_timeout: float | None,
+        on_progress: Callable[[m.Progress], None] | None,
+        capabilities: Mapping[str, Any] | None,
+        cache: CacheMode,
+    ) -> dict[str, Any]:
+        """The call's rounds, to its complete result (or the task it became)."""
         limits = CallLimits(
             timeout, leg_timeout, input_timeout, max_rounds, max_state_only_legs, url_wait_timeout
         )
@@ -307,6 +389,80 @@ class Client:
         """``tools/call`` of ``name`` with ``arguments``; options as for :meth:`call`."""
         params = {"name": name, "arguments": dict(arguments or {})}
         return await self.call("tools/call", params, **call_options)
+
+    # --- Tasks (:mod:`~mrtr_transports.client.tasks`) -----------------------------------
+
+    async def call_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        leg_timeout: float | None = None,
+        input_timeout: float | None = None,
+        max_rounds: int = 10,
+        max_state_only_legs: int = 10,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> TaskHandle:
+        """``tools/call`` of ``name``, declaring the tasks extension (whatever ``tasks=``
+        says), its MRTR rounds answered as :meth:`call` answers them; the task the
+        server answered with, as a :class:`~mrtr_transports.client.tasks.TaskHandle`
+        (``task_id``: persist it to take the task up again with :meth:`task`).  A
+        server that answers without a task gives a complete handle (``task_id`` is
+        ``None``, ``await handle.result()`` its result).  ``timeout`` bounds the rounds."""
+        declared = with_tasks(capabilities if capabilities is not None else self._capabilities)
+        params = {"name": name, "arguments": dict(arguments or {})}
+        result = await self._mrtr_phase(
+            "tools/call",
+            params,
+            self._loop.now(),
+            timeout,
+            leg_timeout,
+            input_timeout,
+            max_rounds,
+            max_state_only_legs,
+            m.engine._engine.DEFAULT_URL_WAIT,
+            None,
+            declared,
+            "use",
+        )
+        if result.get("resultType") != "task":
+            return self._task_handle(None, declared, result=result)
+        created = m.tasks.CreateTaskResult.from_result(result)
+        return self._task_handle(created.task_id, declared, created=created)
+
+    def task(self, task_id: str, *, capabilities: Mapping[str, Any] | None = None) -> TaskHandle:
+        """A handle on a task this client (or an earlier one) was given, by its id: to
+        poll it again after a restart (the SEP: clients persist task ids)."""
+        if not isinstance(task_id, str) or not task_id:
+            raise ClientError(f"a task id is a non-empty string, not {task_id!r}")
+        declared = with_tasks(capabilities if capabilities is not None else self._capabilities)
+        return self._task_handle(task_id, declared)
+
+    def _task_handle(
+        self,
+        task_id: str | None,
+        capabilities: Mapping[str, Any],
+        *,
+        created: m.tasks.CreateTaskResult | None = None,
+        result: Mapping[str, Any] | None = None,
+    ) -> TaskHandle:
+        return TaskHandle(
+            task_id=task_id,
+            created=created,
+            result=result,
+            send=self._send_task_request,
+            answer=self._answer,
+            capabilities=capabilities,
+            loop=self._loop,
+            poll_bounds=self.task_poll_bounds,
+        )
+
+    async def _send_task_request(
+        self, method: str, params: Mapping[str, Any], timeout: float | None
+    ) -> dict[str, Any]:
+        """One task request: a plain request (never cached), traced like every other."""
+        return await self._plain_request(method, params, timeout=timeout)
 
     # --- Plain requests (:mod:`~mrtr_transports.client.requests`) ---------------------
 

@@ -15,6 +15,7 @@ class                 exit  meaning
 ``TransportError``    6     the link failed: a child process died, a socket or HTTP failure
 ``InputUnavailable``  7     no answer for an input request (none available, declined to
                             answer, or the question was withdrawn)
+``TaskCancelled``     3     the server cancelled the task the call became (SEP-2663)
 ====================  ====  ===============================================================
 
 A declined or cancelled elicitation is an *answer* (the server gets it and
@@ -167,6 +168,20 @@ class InputUnavailable(ClientError):
         super().__init__(reason if key is None else f"no answer for {key!r}: {reason}")
         self.reason = reason
         self.key = key
+
+
+class TaskCancelled(ClientError):
+    """The call became a task (SEP-2663) and the server cancelled it: there is no
+    result.  ``task_id`` names the task, ``status_message`` is the server's reason, if
+    it gave one.  (A task the caller cancels raises the caller's own cancellation.)"""
+
+    exit_code = 3
+
+    def __init__(self, task_id: str, status_message: str | None = None) -> None:
+        reason = f": {status_message}" if status_message else ""
+        super().__init__(f"the server cancelled task {task_id!r}{reason}")
+        self.task_id = task_id
+        self.status_message = status_message
 
 
 def exit_code_of(error: ClientError) -> int:

@@ -99,3 +99,18 @@ def test_an_unknown_task_id_is_echoed_bounded() -> None:
     assert len(error.message) < 200
     assert len(error.data["taskId"]) < 200
     assert UnknownTask(["a", 1]).data == {"taskId": "list ['a', 1]"}
+
+
+def test_with_tasks_declares_the_extension_on_a_copy() -> None:
+    from mrtr_core.tasks._gate import with_tasks
+
+    given = {"elicitation": {}, "extensions": {"x/y": {"a": 1}}}
+    out = with_tasks(given)
+    assert declares_tasks(out) and not declares_tasks(given)
+    assert out == {
+        "elicitation": {},
+        "extensions": {"x/y": {"a": 1}, "io.modelcontextprotocol/tasks": {}},
+    }
+    assert with_tasks({"extensions": "junk"}) == {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }

@@ -230,7 +230,12 @@ async def test_the_client_declares_only_what_it_can_answer(tmp_path):
     sent = [r["msg"] for r in records if r["dir"] == "send" and "method" in r["msg"]]
     call = next(msg for msg in sent if msg["method"] == "tools/call")
     caps = call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
-    assert caps == {"sampling": {}, "roots": {}}  # no elicitation: nothing could answer it
+    # no elicitation: nothing could answer it (and the tasks extension: it takes a task)
+    assert caps == {
+        "sampling": {},
+        "roots": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }
 
 
 async def test_decline_all_sends_declines(tmp_path):

@@ -279,9 +279,19 @@ async def test_without_an_input_handler_nothing_is_declared_and_asking_fails() -
             await client.call_tool("sampling")
         assert caught.value.code == m.ErrorCode.MISSING_CLIENT_CAPABILITY
         meta = link.requests()[0]["params"]["_meta"]
+        # no input capability; the tasks extension only (a task that asks is refused)
+        assert meta[m.wire.META_CLIENT_CAPABILITIES] == {
+            "extensions": {m.tasks.TASKS_EXTENSION: {}}
+        }
+
+    async def no_tasks(client: Client, link: MemoryLink) -> None:
+        with pytest.raises(CallError):
+            await client.call_tool("sampling")
+        meta = link.requests()[0]["params"]["_meta"]
         assert meta[m.wire.META_CLIENT_CAPABILITIES] == {}
 
     await with_client(body)
+    await with_client(no_tasks, tasks=False)
 
 
 async def test_the_round_cap_is_round_cap_exceeded() -> None:
