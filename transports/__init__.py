@@ -95,10 +95,12 @@ if TYPE_CHECKING:
         ClientError,
         InputUnavailable,
         RoundCapExceeded,
+        TaskCancelled,
         TransportError,
     )
     from .client.http import open_http_client
     from .client.stdio import open_stdio_client
+    from .client.tasks import TaskHandle
     from .client.ws import open_ws_client
     from .server.app import Outlet, ServerApp
     from .server.http import HttpServer, serve_http
@@ -158,6 +160,8 @@ _HOMES = {
     "ExitCode": "mrtr_transports.cli.exit_codes",
     "InputUnavailable": "mrtr_transports.client.errors",
     "RoundCapExceeded": "mrtr_transports.client.errors",
+    "TaskCancelled": "mrtr_transports.client.errors",
+    "TaskHandle": "mrtr_transports.client.tasks",
     "TransportError": "mrtr_transports.client.errors",
 }
 
@@ -184,7 +188,9 @@ __all__ = [
     "RoundCapExceeded",
     "ServerApp",
     "Steps",
+    "TaskCancelled",
     "TaskContext",
+    "TaskHandle",
     "TestClient",
     "TransportError",
     "WsServer",

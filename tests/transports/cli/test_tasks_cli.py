@@ -183,3 +183,32 @@ async def test_ctrl_c_at_a_tasks_prompt_cancels_the_task(tmp_path: Path) -> None
     [cancel] = sent(trace, "tasks/cancel")
     assert any(r["dir"] == "recv" and r["msg"].get("id") == cancel["id"] for r in records(trace))
     assert not sent(trace, "tasks/update")
+
+
+async def test_the_example_apps_long_work_is_a_task_that_mrtr_call_drives(
+    tmp_path: Path,
+) -> None:
+    # The example server's build_report, as an app author ships it: each row shown as the
+    # task's status message, the question mid-task answered from --answer.
+    from support.cli_run import STDIO_EXAMPLE
+
+    publish = 'publish={"action": "accept", "content": {"publish": true, "title": "Q3"}}'
+    trace = tmp_path / "trace.ndjson"
+    ran = await mrtr(
+        "call",
+        "--answer",
+        publish,
+        "--trace",
+        str(trace),
+        STDIO_EXAMPLE,
+        "build_report",
+        '{"rows": 2}',
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.json()["content"] == [{"type": "text", "text": "Published 'Q3': 2 rows."}]
+    shown = [line.split(": ", 1)[1] for line in ran.stderr.splitlines() if line.startswith("task ")]
+    assert shown[0].startswith("working")
+    assert "input_required: 2 rows built: waiting for your answer" in shown
+    assert shown[-1] == "completed"  # (a terminal status shows no stale message)
+    [update] = sent(trace, "tasks/update")
+    assert update["params"]["inputResponses"]["publish"]["content"]["title"] == "Q3"
