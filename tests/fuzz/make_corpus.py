@@ -1071,6 +1071,26 @@ def tasks_seeds() -> Iterable[bytes]:
     for walk in (b"\x00\x01\x02", b"\x04\x04\x00", b"\x00\x03\x01\x04", bytes(range(20))):
         yield bytes([6]) + walk
 
+    # The poller: a server's polls, each after what the app does (0: answer the asks).
+    def poll(value: dict[str, Any], action: int = 0) -> bytes:
+        mine = {**value, "taskId": "t1"}
+        return bytes([action]) + json.dumps(mine, separators=(",", ":")).encode()
+
+    working, asking = poll(ex.FLOW_WORKING), poll(ex.FLOW_INPUT_REQUIRED)
+    completed = poll(ex.FLOW_COMPLETED)
+    lives = [
+        [working, asking, asking, working, completed],
+        [asking, poll(ex.FLOW_INPUT_REQUIRED, 1), completed],
+        [working, poll(ex.FLOW_WORKING, 2), completed],
+        [working, poll(ex.FLOW_WORKING, 3), completed],
+        [completed, working],  # a terminal status that changes
+        [poll({**ex.FLOW_WORKING, "taskId": "other"}), completed],
+        [working, bytes([0]) + b'{"code":-32602,"message":"unknown task"}'],
+        [asking, poll({**ex.FLOW_COMPLETED, "result": {"resultType": "input_required"}})],
+    ]
+    for life in lives:
+        yield bytes([7]) + b"\n".join(life)
+
 
 SEEDS = {
     "framing": framing_seeds,
