@@ -126,7 +126,7 @@ def _poll(data: bytes) -> None:
             guarded(functools.partial(poller.timed_out, now + 600.0))
         elif action % 8 == 3:
             guarded(functools.partial(poller.cancel, now))
-        value = guarded(lambda: STDLIB.loads(body))
+        value = guarded(functools.partial(STDLIB.loads, body))
         if isinstance(value, dict) and "code" in value:
             guarded(functools.partial(poller.receive_error, value, now))
         elif value is not None:
