@@ -344,8 +344,9 @@ class RedisTaskStore:
             poll_interval=self.poll_interval,
         )
         record.keep_until = record.expires_at
-        # The one client of a connection that has only one has the whole pool (ClientShares).
-        share = self.max_tasks if client == LOCAL_CLIENT else self.max_tasks_per_client
+        # The one client of a connection that has only one has the whole pool (ClientShares):
+        # its share is never met before the pool's bound is.
+        share = self.max_tasks + 1 if client == LOCAL_CLIENT else self.max_tasks_per_client
         expiry = self._expiry_ms(record, now)
         created: Awaitable[list[int]] = self._usable_script(self._create)(
             keys=self._keys(record),
