@@ -278,7 +278,7 @@ async def _shared_state(app: ServerApp, options: ServeOptions) -> AsyncIterator[
                 single_use = await _open_single_use(options.single_use, stores)
                 app.configure_state(keys.keys, keys.signing_key, single_use=single_use)
             if options.task_store is not None:
-                await _use_task_store(app, options.task_store, options.task_id_prefix, stores)
+                await _use_task_store(app, options, stores)
         if options.task_store is None and options.task_id_prefix is not None:
             _prefix_task_ids(app, options.task_id_prefix)
         yield
@@ -295,18 +295,20 @@ async def _open_single_use(url: str, stores: AsyncExitStack) -> Any:
     return store
 
 
-async def _use_task_store(
-    app: Any, url: str, id_prefix: str | None, stores: AsyncExitStack
-) -> None:
+async def _use_task_store(app: Any, options: ServeOptions, stores: AsyncExitStack) -> None:
     """The app's tasks in Redis, with the bounds of the store it had (or the defaults)."""
     from ..apps.task_store import MemoryTaskStore
     from ..stores.redis import redacted
     from ..stores.redis_tasks import RedisTaskStore, TaskStoreUnavailable
 
-    bounds: dict[str, Any] = {}
+    url = options.task_store
+    assert url is not None
+    bounds: dict[str, Any] = {"id_prefix": options.task_id_prefix or ""}
+    if options.task_lease is not None:
+        bounds["lease"] = options.task_lease
     own = app.tasks
     if isinstance(own, MemoryTaskStore):
-        bounds = {
+        bounds |= {
             "max_tasks": own.shares.total,
             "max_tasks_per_client": own.shares.per_client,
             "max_pending_inputs": own.max_pending_inputs,
@@ -314,7 +316,7 @@ async def _use_task_store(
             "ttl": own.ttl,
             "poll_interval": own.poll_interval,
         }
-    store = RedisTaskStore(url, id_prefix=id_prefix or "", **bounds)
+    store = RedisTaskStore(url, **bounds)
     await stores.enter_async_context(store)
     try:
         await store.check()

@@ -166,6 +166,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "task requests (-32603). See docs/deploying.md",
     )
     parser.add_argument(
+        "--task-lease",
+        metavar="SEC",
+        type=float,
+        help="HTTP, with --task-store: seconds a worker's claim on a task it runs lasts "
+        "unrenewed; a killed worker's tasks fail that long after (default 15)",
+    )
+    parser.add_argument(
         "--task-id-prefix",
         metavar="NAME",
         help="HTTP: task ids start with NAME. (this worker's name), so a load balancer can "
@@ -194,6 +201,8 @@ class ServeOptions:
     state_keys: StateKeys | None = None
     single_use: str | None = None
     task_store: str | None = None
+    #: ``--task-lease`` (seconds), or ``None``: the store's default.
+    task_lease: float | None = None
     #: What task ids start with (``NAME.``), or ``None``.
     task_id_prefix: str | None = None
     public_url: str | None = None
@@ -270,6 +279,11 @@ class ServeOptions:
             check_redis_store("--single-use", args.single_use, state_keys)
         if args.task_store is not None:
             check_redis_store("--task-store", args.task_store, state_keys)
+        lease = args.task_lease
+        if lease is not None and args.task_store is None:
+            raise UsageError("--task-lease only applies with --task-store")
+        if lease is not None and not (lease > 0 and math.isfinite(lease)):
+            raise UsageError("--task-lease must be more than 0 seconds")
         task_id_prefix = None
         if args.task_id_prefix is not None:
             task_id_prefix = read_task_id_prefix(args.task_id_prefix)
@@ -290,6 +304,7 @@ class ServeOptions:
             state_keys=state_keys,
             single_use=args.single_use,
             task_store=args.task_store,
+            task_lease=lease,
             task_id_prefix=task_id_prefix,
             public_url=args.public_url,
             callback_path=args.callback_path,
