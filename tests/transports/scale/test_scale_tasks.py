@@ -22,6 +22,7 @@ nginx), so each test fills its own share of tasks.
 from __future__ import annotations
 
 import concurrent.futures
+import http.client
 import itertools
 import json
 import time
@@ -33,6 +34,8 @@ import attrs
 import pytest
 from mrtr_transports.stores.redis_tasks import WORKER_STOPPED
 from scale_cluster import (
+    LEG_TIMEOUT,
+    TASKS_META,
     Cluster,
     Worker,
     accept,
@@ -258,6 +261,63 @@ def test_the_per_client_share_holds_across_workers(shared: Cluster) -> None:
     other.create({"seconds": 0})  # another client's share is its own
     for task_id in held:
         tasks.send(task_method("tasks/cancel", task_id))
+
+
+def listen(port: int, task_id: str) -> tuple[http.client.HTTPConnection, Iterator[dict[str, Any]]]:
+    """Open ``subscriptions/listen`` for ``task_id`` straight on one worker: the connection,
+    and its SSE messages as they come."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": "listen-1",
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"taskIds": [task_id]}, "_meta": TASKS_META},
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "subscriptions/listen",
+    }
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=LEG_TIMEOUT)
+    connection.request("POST", "/mcp", json.dumps(message), headers)
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type", "").startswith("text/event-stream")
+
+    def messages() -> Iterator[dict[str, Any]]:
+        data: list[str] = []
+        while line := response.readline().decode():
+            if line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif line in ("\n", "\r\n") and data:
+                yield json.loads("\n".join(data))
+                data = []
+
+    return connection, messages()
+
+
+def test_a_listen_stream_on_another_worker_hears_the_task(shared: Cluster) -> None:
+    creator, listener, answerer = shared.workers
+    task_id = Tasks(creator.port, "listened", "10.0.10.1").create({"seconds": 3, "ask": True})
+    connection, messages = listen(listener.port, task_id)
+    try:
+        ack = next(messages)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        # the work, on the creator, asks (3 s in: after the stream is open): pushed by the listener
+        asked = next(messages)
+        assert asked["method"] == "notifications/tasks"
+        assert asked["params"]["status"] == "input_required"
+        assert list(asked["params"]["inputRequests"]) == ["name"]
+        update = task_method(
+            "tasks/update", task_id, inputResponses={"name": accept({"name": "Ada"})}
+        )
+        assert "result" in post(answerer.port, update, "listened.answer", "10.0.10.1")
+        statuses = [next(messages)["params"] for _ in range(2)]
+        assert [task["status"] for task in statuses] == ["working", "completed"]
+        assert statuses[1]["result"]["content"] == [{"type": "text", "text": "chore done for Ada"}]
+    finally:
+        connection.close()
 
 
 def test_a_redis_that_does_not_answer_fails_task_requests_closed(shared: Cluster) -> None:
