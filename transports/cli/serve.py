@@ -39,7 +39,8 @@ command hands both to ``app.configure_state`` before serving, so the app must be
 an ``McpApp`` (anything else is a usage error); the store's connections live as
 long as the server.  Tasks (SEP-2663) are served by any worker when they live in
 one shared store (``--task-store redis://HOST:PORT/DB``, needs ``--state-keys``:
-a ``RedisTaskStore`` with the bounds of the app's own store, open while serving),
+a ``RedisTaskStore`` with the bounds of the app's own store, open while serving;
+``--task-lease SEC``: how long a worker's claim on a task it runs lasts unrenewed),
 or by the worker that holds them when the load balancer routes the task methods
 by their ``Mcp-Name`` header (``--task-id-prefix NAME``: task ids start with
 ``NAME.``).
@@ -57,8 +58,8 @@ Logging goes to stderr at ``--log-level``; at INFO each request gets an access l
 :mod:`mrtr_transports.host.access`; ``--no-access-log`` keeps them out), and an
 app that raises leaves its traceback there at ERROR while the client gets a clean
 error.  HTTP-only options (``--allow-origin``, ``--allow-host``, ``--trusted-proxy``,
-``--state-keys``, ``--single-use``, ``--public-url``, ``--callback-path``,
-``--health-path``) with stdio are usage errors.
+``--state-keys``, ``--single-use``, ``--task-store``, ``--task-id-prefix``,
+``--public-url``, ``--callback-path``, ``--health-path``) with stdio are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line, and the server package never imports the command.
 """
