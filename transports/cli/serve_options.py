@@ -282,8 +282,12 @@ class ServeOptions:
         lease = args.task_lease
         if lease is not None and args.task_store is None:
             raise UsageError("--task-lease only applies with --task-store")
-        if lease is not None and not (lease > 0 and math.isfinite(lease)):
-            raise UsageError("--task-lease must be more than 0 seconds")
+        if lease is not None:
+            from ..stores.redis_tasks import DEFAULT_CHECK_INTERVAL, LOOKS_PER_LEASE
+
+            shortest = LOOKS_PER_LEASE * DEFAULT_CHECK_INTERVAL
+            if not (lease >= shortest and math.isfinite(lease)):
+                raise UsageError(f"--task-lease must be at least {shortest:g} seconds")
         task_id_prefix = None
         if args.task_id_prefix is not None:
             task_id_prefix = read_task_id_prefix(args.task_id_prefix)

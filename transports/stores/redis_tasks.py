@@ -115,7 +115,9 @@ from ..apps.task_store import (
 from .redis import _MAX_CLIENT_CHARS, SCHEMES, _leaves, redacted
 
 __all__ = [
+    "DEFAULT_CHECK_INTERVAL",
     "DEFAULT_LEASE",
+    "LOOKS_PER_LEASE",
     "DEFAULT_TASK_PREFIX",
     "WORKER_STOPPED",
     "RedisTaskStore",
@@ -129,6 +131,9 @@ DEFAULT_TASK_PREFIX = "mrtr:tasks:"
 DEFAULT_LEASE = 15.0
 #: Seconds between a running worker's looks at its tasks' records.
 DEFAULT_CHECK_INTERVAL = 0.5
+#: A lease spans at least this many looks (it is renewed at the first look past a third
+#: of it: a shorter one would lapse between two looks of a live worker).
+LOOKS_PER_LEASE = 3
 #: The message of a task whose worker stopped (its lease lapsed while it ran).
 WORKER_STOPPED = "the worker running this task stopped"
 #: Compare-and-set attempts before a change gives up (only under a storm of writers).
@@ -243,6 +248,11 @@ class RedisTaskStore:
         if not (timeout > 0 and lease > 0 and check_interval > 0) or max_connections < 1:
             raise ValueError(
                 "timeout, lease and check_interval must be positive, max_connections 1 or more"
+            )
+        if lease < LOOKS_PER_LEASE * check_interval:
+            raise ValueError(
+                f"lease must be at least {LOOKS_PER_LEASE} times check_interval "
+                f"({lease} < {LOOKS_PER_LEASE} * {check_interval})"
             )
         if max_tasks < 1 or max_tasks_per_client < 1:
             raise ValueError("max_tasks and max_tasks_per_client must be at least 1")

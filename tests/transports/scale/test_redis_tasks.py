@@ -419,6 +419,8 @@ def test_the_store_is_used_open_and_configured_sanely(redis_server: RedisServer)
         {"ttl": 0},
         {"max_tasks": 0},
         {"max_pending_inputs": 0},
+        {"timeout": 0},
+        {"lease": 1.0, "check_interval": 0.5},  # it would lapse between two looks
     ):
         with pytest.raises(ValueError):
             RedisTaskStore(redis_server.url, **bad)

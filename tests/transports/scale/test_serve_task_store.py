@@ -65,9 +65,9 @@ def test_lease_and_url_errors_exit_2(keys_file: Path, capsys: pytest.CaptureFixt
     code, err = serve([*argv, "--task-store", "http://127.0.0.1:6379/0"], capsys)
     assert (code, "--task-store 'http://127.0.0.1:6379/0': expected redis://" in err) == (2, True)
     store = ["--task-store", "redis://127.0.0.1:1/0"]
-    for lease in ("0", "-1", "inf"):
+    for lease in ("0", "-1", "1.4", "inf", "nan"):
         code, err = serve([*argv, *store, "--task-lease", lease], capsys)
-        assert (code, "--task-lease must be more than 0" in err) == (2, True), err
+        assert (code, "--task-lease must be at least 1.5 seconds" in err) == (2, True), err
 
 
 def test_task_options_are_for_http(capsys: pytest.CaptureFixture[str]) -> None:
