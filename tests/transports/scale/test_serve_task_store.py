@@ -10,7 +10,9 @@ ended with it; ``--task-id-prefix`` names the worker's task ids.
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mrtr_transports.cli import serve as serve_command
@@ -134,3 +136,36 @@ def test_a_worker_with_a_task_store_stops_cleanly(
         assert "Traceback" not in log
     finally:
         worker.stop()
+
+
+def test_workers_on_both_loops_serve_one_task(
+    redis_server: RedisServer, tmp_path: Path, keys_file: Path
+) -> None:
+    shared = ["--task-store", redis_server.url]
+    on_asyncio = Worker(tmp_path, keys_file, redis_server.url, [*shared, "--loop", "asyncio"])
+    on_trio = Worker(tmp_path, keys_file, redis_server.url, shared)
+    try:
+        for worker in (on_asyncio, on_trio):
+            worker.spawn()
+        for worker in (on_asyncio, on_trio):
+            worker.wait_ready()
+        created = post(on_asyncio.port, task_call("chore", {"ask": True}), "loops")
+        task_id = created["result"]["taskId"]
+
+        def poll(worker: Worker, status: str) -> dict[str, Any]:
+            deadline = time.monotonic() + 30
+            while True:
+                task = post(worker.port, task_method("tasks/get", task_id), "loops")["result"]
+                if task["status"] == status or time.monotonic() > deadline:
+                    return dict(task)
+                time.sleep(0.1)
+
+        assert poll(on_trio, "input_required")["status"] == "input_required"
+        answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
+        update = task_method("tasks/update", task_id, inputResponses=answer)
+        assert "result" in post(on_trio.port, update, "loops")
+        done = poll(on_asyncio, "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "chore done for Ada"}]
+    finally:
+        on_asyncio.stop()
+        on_trio.stop()
