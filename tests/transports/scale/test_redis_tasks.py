@@ -327,17 +327,17 @@ async def test_workers_racing_to_settle_one_task_settle_it_once(redis_server: Re
 async def test_a_lapsed_lease_fails_the_task_and_a_renewed_one_keeps_it(
     redis_server: RedisServer,
 ) -> None:
-    async with RedisTaskStore(redis_server.url, lease=0.6, check_interval=0.05) as reader:
-        async with RedisTaskStore(redis_server.url, lease=0.6, check_interval=0.05) as runner:
+    async with RedisTaskStore(redis_server.url, lease=1.5, check_interval=0.05) as reader:
+        async with RedisTaskStore(redis_server.url, lease=1.5, check_interval=0.05) as runner:
             kept = await runner.create(principal=None, client="c", now=0.0)
             runner.attach(kept.task_id, lambda: None)
             stopped = await runner.create(principal=None, client="c", now=0.0)
             await runner.ask(stopped.task_id, {"name": NAME}, 0.5)
             runner.attach(stopped.task_id, lambda: None)
-            await anyio.sleep(1.5)  # more than the lease: renewed while the runner lives
+            await anyio.sleep(2.5)  # more than the lease: renewed while the runner lives
             assert (await reader.find(kept.task_id, None, 1.0)).status == "working"
         # the runner is gone (as a killed worker: nothing settles its tasks)
-        await anyio.sleep(1.0)
+        await anyio.sleep(2.0)
         failed = (await reader.find(stopped.task_id, None, 2.0)).detailed().to_result()
         assert failed["status"] == "failed" and "inputRequests" not in failed
         assert failed["error"] == {"code": -32603, "message": WORKER_STOPPED}

@@ -47,7 +47,7 @@ from scale_cluster import (
 )
 
 #: Seconds a worker's lease on a task it runs lasts (``--task-lease``): short, for the kill.
-LEASE = 3.0
+LEASE = 5.0
 TRUST_NGINX = ["--trusted-proxy", "127.0.0.1/32"]
 TERMINAL = {"completed", "failed", "cancelled"}
 
