@@ -222,6 +222,16 @@ async def test_the_work_side_of_a_task_that_is_gone(open_store: Opener) -> None:
             await store.wait_answers(record.task_id, frozenset({"name"}))
 
 
+async def test_the_works_own_deadline_fails_it_expired(open_store: Opener) -> None:
+    async with open_store(ttl=100) as store:
+        record = await store.create(principal=None, client="c", now=0.0)
+        await store.expire(record.task_id, 50.0)  # the loop's clock got there first
+        found = (await store.find(record.task_id, None, 51.0)).detailed().to_result()
+        assert found["status"] == "failed" and "expired" in found["error"]["message"]
+        await store.change(record.task_id, "completed", 52.0, result={"content": []})
+        assert (await store.find(record.task_id, None, 53.0)).status == "failed"  # stays
+
+
 async def test_watchers_see_each_status_change_until_they_stop(open_store: Opener) -> None:
     async with open_store() as store:
         seen: list[str] = []
@@ -369,6 +379,36 @@ async def test_the_shares_hold_across_workers(redis_server: RedisServer) -> None
         await a.create(principal=None, client="peer:y", now=0.0)
         with pytest.raises(TooManyTasks, match="max_tasks=3"):
             await b.create(principal=None, client="peer:z", now=0.0)
+
+
+async def test_the_work_of_a_task_gone_from_redis_is_cancelled(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisTaskStore(redis_server.url, check_interval=0.05) as store:
+        record = await store.create(principal=None, client="c", now=0.0)
+        cancelled = anyio.Event()
+        store.attach(record.task_id, cancelled.set)
+        await anyio.sleep(0.2)
+        assert not cancelled.is_set() and len(store) == 1  # still there: it runs on
+        await _forget(store, record.task_id)  # (Redis dropped it: flushed, or restarted empty)
+        with anyio.fail_after(10):
+            await cancelled.wait()
+        assert len(store) == 0
+
+
+async def test_the_channel_ignores_what_is_not_a_task_change(redis_server: RedisServer) -> None:
+    async with RedisTaskStore(redis_server.url, check_interval=0.05) as store:
+        heard: list[str] = []
+        store.watch(lambda record: heard.append(record.task_id))
+        await anyio.sleep(0.3)  # (subscribed)
+        async with coredis.Redis.from_url(redis_server.url) as raw:
+            channel = f"{DEFAULT_TASK_PREFIX}events"
+            for junk in ("not json", "{}", '{"origin": "x", "record": "{}"}', "[1]"):
+                await raw.publish(channel, junk)
+        await anyio.sleep(0.3)
+        record = await store.create(principal=None, client="c", now=0.0)
+        await store.change(record.task_id, "completed", 1.0, result={"content": []})
+        assert heard == [record.task_id]  # its own change, told once; the junk, never
 
 
 async def test_the_record_lives_in_redis_until_its_ttl(redis_server: RedisServer) -> None:
