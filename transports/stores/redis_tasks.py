@@ -41,8 +41,10 @@ its cost is one command per worker per interval.  Status notifications
 (``watch``, what ``subscriptions/listen`` streams carry) do go over pub/sub
 (``<prefix>events``): each worker publishes the changes it makes and tells its own
 listen streams of everyone's, so a listen stream on worker B sees a task running
-on worker A.  A message lost while a worker's subscription reconnects is not
-replayed: polling ``tasks/get`` is the portable way.
+on worker A.  The subscription holds one connection of the pool; the messages
+carry the whole record, in the order Redis received them.  A message lost while a
+worker's subscription reconnects is not replayed: polling ``tasks/get`` is the
+portable way.
 
 A worker killed mid-task: its lease lapses; whichever worker next reads the task
 (``tasks/get``, ``update``, ``cancel``, a listen filter) settles it ``failed`` with
