@@ -59,7 +59,10 @@ Failing closed: when Redis cannot be reached, does not answer within ``timeout``
 or answers with an error, the request gets :class:`TaskStoreUnavailable` (-32603,
 a message naming no host; the details go to this module's logger), never a
 guess; the store reconnects by itself.  The work of a task whose settling failed
-keeps its last status until its lease lapses, then reads as stopped.
+keeps its last status until its lease lapses, then reads as stopped.  Once the
+store is closed (the server stopping), a work not yet started is not started
+(``attach`` is ``False``), what a work still ending would write is dropped (logged
+at INFO), and a request gets :class:`TaskStoreUnavailable`: its tasks' leases lapse.
 
 Time: the app's clock (``now``) dates records and decides TTLs, as in the memory
 store; Redis's expiries are set relative to it (``PX``), and the lease is Redis's
@@ -290,6 +293,8 @@ class RedisTaskStore:
         self._swap = self._client.register_script(_SWAP)
         self._renew = self._client.register_script(_RENEW)
         self._open = False
+        #: Closed after use (the server stopped): works still ending record nothing.
+        self._closed = False
         self._tasks: anyio.abc.TaskGroup | None = None
         #: The work this process runs, by task id: its cancellation.
         self._running: dict[str, Callable[[], None]] = {}
@@ -321,12 +326,12 @@ class RedisTaskStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._open = False
         try:
-            if self._tasks is not None:
+            if self._tasks is not None:  # (first: the loop never sees the store half closed)
                 self._tasks.cancel_scope.cancel()
                 await self._tasks.__aexit__(None, None, None)
                 self._tasks = None
+            self._open, self._closed = False, True
             await self._client.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
             # The pool's task group wraps what the body raised in a group: let the
@@ -453,12 +458,18 @@ class RedisTaskStore:
         async def apply(one: MemoryTaskStore, record: TaskRecord, leased: bool) -> None:
             await one.change(task_id, event, now, result=result, error=error)
 
+        if self._closed:
+            self._unrecorded(task_id, f"its outcome ({event})")
+            return None
         return await self._change(task_id, now, apply)
 
     async def set_message(self, task_id: str, message: str, now: float) -> None:
         async def apply(one: MemoryTaskStore, record: TaskRecord, leased: bool) -> None:
             await one.set_message(task_id, message, now)
 
+        if self._closed:
+            self._unrecorded(task_id, "its status message")
+            return
         await self._change(task_id, now, apply)
 
     async def ask(
@@ -494,12 +505,18 @@ class RedisTaskStore:
         async def apply(one: MemoryTaskStore, record: TaskRecord, leased: bool) -> None:
             await one.expire(task_id, now)
 
+        if self._closed:
+            self._unrecorded(task_id, "its expiry")
+            return
         await self._change(task_id, now, apply)
 
     def attach(self, task_id: str, cancel_work: Callable[[], None] | None) -> bool:
         """Hold (or, with ``None``, drop) the running work's cancellation; its lease is
         renewed while it is held.  (Whether the task was settled meanwhile is Redis's to
-        say: the next look cancels the work of one that was.)"""
+        say: the next look cancels the work of one that was.)  ``False`` once the store
+        is closed (the server stopped before the work started): run nothing."""
+        if self._closed:
+            return False
         if cancel_work is None:
             self._running.pop(task_id, None)
             self._wakes.pop(task_id, None)
@@ -508,6 +525,11 @@ class RedisTaskStore:
         return True
 
     # --- inside: reading, settling, writing -------------------------------------------------
+
+    def _unrecorded(self, task_id: str, what: str) -> None:
+        """A work ending after the store closed (the server stopped): nothing is written;
+        the task's lease lapses and it reads as stopped."""
+        log.info("the task store is closed: %s of task %s is not recorded", what, task_id)
 
     async def _read(self, task_id: str) -> tuple[str | None, bool]:
         """The record as stored, and whether a worker holds its lease."""
@@ -673,6 +695,8 @@ class RedisTaskStore:
         ]
 
     def _usable(self) -> coredis.Redis[str]:
+        if self._closed:  # (a request still in flight as the server stops: fail closed)
+            raise TaskStoreUnavailable("the task store is closed: the server is stopping")
         if not self._open:
             raise m.LocalProtocolError("RedisTaskStore is used inside `async with store:`")
         return self._client

@@ -396,6 +396,23 @@ async def test_the_work_of_a_task_gone_from_redis_is_cancelled(
         assert len(store) == 0
 
 
+async def test_a_closed_store_starts_no_work_records_nothing_and_fails_requests_closed(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisTaskStore(redis_server.url) as store:
+        record = await store.create(principal=None, client="c", now=0.0)
+    # (the server stopped: its works may still end, or start, after the store closed)
+    assert store.attach(record.task_id, lambda: None) is False
+    assert await store.change(record.task_id, "completed", 1.0, result={"content": []}) is None
+    await store.set_message(record.task_id, "late", 1.0)
+    await store.expire(record.task_id, 1.0)
+    with pytest.raises(TaskStoreUnavailable, match="closed"):
+        await store.find(record.task_id, None, 1.0)
+    async with RedisTaskStore(redis_server.url) as again:  # nothing was written
+        found = await again.find(record.task_id, None, 2.0)
+        assert (found.status, found.message) == ("working", None)
+
+
 async def test_the_channel_ignores_what_is_not_a_task_change(redis_server: RedisServer) -> None:
     async with RedisTaskStore(redis_server.url, check_interval=0.05) as store:
         heard: list[str] = []

@@ -130,10 +130,11 @@ def test_a_worker_with_a_task_store_stops_cleanly(
         assert created["result"]["status"] == "working"  # a task runs when the signal comes
         assert worker.process is not None
         worker.process.send_signal(sig)
-        assert worker.process.wait(timeout=30) == code
+        exited = worker.process.wait(timeout=30)
         log = worker.log.read_text()
-        assert f"mrtr serve: {line}" in log
-        assert "Traceback" not in log
+        assert exited == code, log
+        assert f"mrtr serve: {line}" in log, log
+        assert "Traceback" not in log, log
     finally:
         worker.stop()
 
