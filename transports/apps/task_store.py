@@ -35,6 +35,10 @@ Bounds (``MemoryTaskStore(...)`` keywords; ``docs/reliability.md``):
   seconds later, so a client polling at its interval sees why.
 * ``poll_interval`` seconds (default 1; ``pollIntervalMs``): what clients are told.
 
+``id_prefix`` (default none): what every task id starts with, e.g. ``"w1."``, so a
+load balancer can route the task methods to the worker that holds the task by the
+``Mcp-Name`` header (``mrtr serve --task-id-prefix w1``; ``docs/deploying.md``).
+
 Time: every method takes ``now``, the app's clock (``McpApp(clock=...)``, the wall
 clock by default: timestamps and TTLs mean the same to every worker); the store
 itself reads no clock.  Expired records are removed as the store is used.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -67,6 +72,21 @@ DEFAULT_POLL_INTERVAL = 1.0
 EXPIRED_GRACE = 60.0
 #: Random bytes in a task id (192 bits; ``secrets.token_urlsafe``: 32 characters).
 TASK_ID_BYTES = 24
+#: What a task id's routing prefix may hold (it travels in the ``Mcp-Name`` header, and a
+#: load balancer matches it: ``docs/deploying.md``).
+_ID_PREFIX = re.compile(r"[A-Za-z0-9._-]{0,64}")
+
+
+def check_id_prefix(id_prefix: str) -> str:
+    """``id_prefix`` if a task id may start with it (``ValueError`` otherwise)."""
+    if not isinstance(id_prefix, str) or not _ID_PREFIX.fullmatch(id_prefix):
+        raise ValueError(f"a task id prefix is up to 64 of A-Z a-z 0-9 . _ -: {id_prefix!r}")
+    return id_prefix
+
+
+def new_task_id(id_prefix: str = "") -> str:
+    """A new unguessable task id, after ``id_prefix`` (a routing prefix naming the worker)."""
+    return id_prefix + secrets.token_urlsafe(TASK_ID_BYTES)
 
 
 class TooManyTasks(m.MrtrError):
@@ -236,6 +256,7 @@ class MemoryTaskStore:
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         ttl: float = DEFAULT_TTL,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
+        id_prefix: str = "",
     ) -> None:
         if max_pending_inputs < 1 or max_result_bytes < 1:
             raise ValueError("max_pending_inputs and max_result_bytes must be positive")
@@ -252,6 +273,8 @@ class MemoryTaskStore:
         self.max_result_bytes = max_result_bytes
         self.ttl = ttl
         self.poll_interval = poll_interval
+        #: What every task id starts with (``mrtr serve --task-id-prefix``: routing).
+        self.id_prefix = check_id_prefix(id_prefix)
         self._records: dict[str, TaskRecord] = {}
         #: (when to look again, task id): the next expiry first.
         self._expiries: list[tuple[float, str]] = []
@@ -267,7 +290,7 @@ class MemoryTaskStore:
         refused = self.shares.admit(client)
         if refused is not None:
             raise refused.error(TooManyTasks)
-        task_id = secrets.token_urlsafe(TASK_ID_BYTES)
+        task_id = new_task_id(self.id_prefix)
         record = TaskRecord(
             task_id=task_id,
             principal=principal,
@@ -453,4 +476,6 @@ __all__ = [
     "TaskStore",
     "TooManyTasks",
     "Watcher",
+    "check_id_prefix",
+    "new_task_id",
 ]

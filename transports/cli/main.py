@@ -6,7 +6,8 @@ Commands (each in its own module; docs/cli.md describes them)::
                [--app MODULE:ATTR|FILE.py:ATTR]
                [--log-level LEVEL] [--no-access-log] [--drain-timeout SEC] [--path PATH]
                [--health-path PATH|off] [--allow-origin ORIGIN ...] [--allow-host HOST ...]
-               [--trusted-proxy CIDR ...] [--state-keys FILE|env:NAME] ...
+               [--trusted-proxy CIDR ...] [--state-keys FILE|env:NAME]
+               [--single-use URL] [--task-store URL] [--task-id-prefix NAME] ...
     mrtr call [--answers FILE] [--answer KEY=JSON ...] [--decline-all] [--root URI ...]
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
               [--url-wait-timeout SEC] [--header NAME:VALUE ...] [--quiet]

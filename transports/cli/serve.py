@@ -37,7 +37,13 @@ the same keys (``--state-keys FILE``, or ``env:NAME``: a JSON document, see
 (``--single-use redis://HOST:PORT/DB``, which needs ``--state-keys``).  The
 command hands both to ``app.configure_state`` before serving, so the app must be
 an ``McpApp`` (anything else is a usage error); the store's connections live as
-long as the server.
+long as the server.  Tasks (SEP-2663) are served by any worker when they live in
+one shared store (``--task-store redis://HOST:PORT/DB``, needs ``--state-keys``:
+a ``RedisTaskStore`` with the bounds of the app's own store, open while serving;
+``--task-lease SEC``: how long a worker's claim on a task it runs lasts unrenewed),
+or by the worker that holds them when the load balancer routes the task methods
+by their ``Mcp-Name`` header (``--task-id-prefix NAME``: task ids start with
+``NAME.``).
 
 Stopping (one meaning for every transport): the first SIGTERM or Ctrl-C stops
 taking new work (stdio stops reading stdin; HTTP and WebSocket answer newcomers
@@ -52,8 +58,8 @@ Logging goes to stderr at ``--log-level``; at INFO each request gets an access l
 :mod:`mrtr_transports.host.access`; ``--no-access-log`` keeps them out), and an
 app that raises leaves its traceback there at ERROR while the client gets a clean
 error.  HTTP-only options (``--allow-origin``, ``--allow-host``, ``--trusted-proxy``,
-``--state-keys``, ``--single-use``, ``--public-url``, ``--callback-path``,
-``--health-path``) with stdio are usage errors.
+``--state-keys``, ``--single-use``, ``--task-store``, ``--task-id-prefix``,
+``--public-url``, ``--callback-path``, ``--health-path``) with stdio are usage errors.
 The transports' own modules have no ``main``: nothing but this module starts a
 server from a command line, and the server package never imports the command.
 """
@@ -67,7 +73,7 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
@@ -145,6 +151,9 @@ def serve(args: argparse.Namespace) -> int:
             if options.state_keys is not None and not _is_mcp_app(app):
                 what = f"--app {options.app!r} is not an McpApp (configure_state)"
                 return _fail(f"--state-keys: {what}")
+            if options.task_id_prefix is not None and not _is_mcp_app(app):
+                what = f"--app {options.app!r} is not an McpApp (it serves no tasks)"
+                return _fail(f"--task-id-prefix: {what}")
             # The first SIGTERM or Ctrl-C sets `stop`: the server drains (--drain-timeout)
             # and returns; a second one cancels at once (interrupts.py).
             stop = StopRequest()
@@ -256,28 +265,80 @@ def _is_mcp_app(app: ServerApp) -> bool:
 
 @asynccontextmanager
 async def _shared_state(app: ServerApp, options: ServeOptions) -> AsyncIterator[None]:
-    """``--state-keys`` and ``--single-use`` handed to the app, the store open while serving."""
-    keys = options.state_keys
-    if keys is None:
-        yield
-        return
-    from ..apps.mcp_app import McpApp
+    """``--state-keys``, ``--single-use``, ``--task-store`` and ``--task-id-prefix`` handed
+    to the app, the stores open while serving."""
+    async with AsyncExitStack() as stores:
+        keys = options.state_keys
+        if keys is not None:
+            from ..apps.mcp_app import McpApp
 
-    assert isinstance(app, McpApp)  # checked by serve()
-    if options.single_use is None:
-        app.configure_state(keys.keys, keys.signing_key)
+            assert isinstance(app, McpApp)  # checked by serve()
+            if options.single_use is None:
+                app.configure_state(keys.keys, keys.signing_key)
+            else:
+                single_use = await _open_single_use(options.single_use, stores)
+                app.configure_state(keys.keys, keys.signing_key, single_use=single_use)
+            if options.task_store is not None:
+                await _use_task_store(app, options, stores)
+        if options.task_store is None and options.task_id_prefix is not None:
+            _prefix_task_ids(app, options.task_id_prefix)
         yield
-        return
+
+
+async def _open_single_use(url: str, stores: AsyncExitStack) -> Any:
     from ..stores.redis import RedisSingleUse, SingleUseStoreUnavailable, redacted
 
-    async with RedisSingleUse(options.single_use) as store:
-        try:
-            await store.check()
-        except SingleUseStoreUnavailable as exc:  # serve anyway: redeemed legs fail closed
-            where = redacted(options.single_use)
-            sys.stderr.write(f"{PROG}: warning: --single-use {where}: {exc} ({exc.__cause__})\n")
-        app.configure_state(keys.keys, keys.signing_key, single_use=store)
-        yield
+    store = await stores.enter_async_context(RedisSingleUse(url))
+    try:
+        await store.check()
+    except SingleUseStoreUnavailable as exc:  # serve anyway: redeemed legs fail closed
+        _warn(f"--single-use {redacted(url)}: {exc} ({exc.__cause__})")
+    return store
+
+
+async def _use_task_store(app: Any, options: ServeOptions, stores: AsyncExitStack) -> None:
+    """The app's tasks in Redis, with the bounds of the store it had (or the defaults)."""
+    from ..apps.task_store import MemoryTaskStore
+    from ..stores.redis import redacted
+    from ..stores.redis_tasks import RedisTaskStore, TaskStoreUnavailable
+
+    url = options.task_store
+    assert url is not None
+    bounds: dict[str, Any] = {"id_prefix": options.task_id_prefix or ""}
+    if options.task_lease is not None:
+        bounds["lease"] = options.task_lease
+    own = app.tasks
+    if isinstance(own, MemoryTaskStore):
+        bounds |= {
+            "max_tasks": own.shares.total,
+            "max_tasks_per_client": own.shares.per_client,
+            "max_pending_inputs": own.max_pending_inputs,
+            "max_result_bytes": own.max_result_bytes,
+            "ttl": own.ttl,
+            "poll_interval": own.poll_interval,
+        }
+    store = RedisTaskStore(url, **bounds)
+    await stores.enter_async_context(store)
+    try:
+        await store.check()
+    except TaskStoreUnavailable as exc:  # serve anyway: task requests fail closed
+        _warn(f"--task-store {redacted(url)}: {exc} ({exc.__cause__})")
+    app._use_task_store(store)
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"{PROG}: warning: {message}\n")
+    sys.stderr.flush()
+
+
+def _prefix_task_ids(app: Any, id_prefix: str) -> None:
+    """``--task-id-prefix``: the app's own (memory) store names its tasks ``NAME.…``."""
+    from ..apps.task_store import MemoryTaskStore
+
+    if app.tasks is None:
+        app._use_task_store(MemoryTaskStore(id_prefix=id_prefix))
+    elif isinstance(app.tasks, MemoryTaskStore):
+        app.tasks.id_prefix = id_prefix
 
 
 def _url_of(started: Any, host: str, port: int, path: str) -> str:

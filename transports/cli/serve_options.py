@@ -14,6 +14,7 @@ import importlib.util
 import ipaddress
 import logging
 import math
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -156,6 +157,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(needs --state-keys; default: in this process's memory). "
         "An unreachable store refuses guarded legs (-32603). See docs/deploying.md",
     )
+    parser.add_argument(
+        "--task-store",
+        metavar="URL",
+        help="HTTP: the task store every worker shares, redis://HOST:PORT/DB (needs "
+        "--state-keys; default: in this process's memory): a task created on one worker "
+        "is polled, answered and cancelled through any. An unreachable store refuses "
+        "task requests (-32603). See docs/deploying.md",
+    )
+    parser.add_argument(
+        "--task-lease",
+        metavar="SEC",
+        type=float,
+        help="HTTP, with --task-store: seconds a worker's claim on a task it runs lasts "
+        "unrenewed; a killed worker's tasks fail that long after (default 15)",
+    )
+    parser.add_argument(
+        "--task-id-prefix",
+        metavar="NAME",
+        help="HTTP: task ids start with NAME. (this worker's name), so a load balancer can "
+        "route the task methods by the Mcp-Name header to the worker that holds the task "
+        "(routing instead of a shared store). See docs/deploying.md",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +200,11 @@ class ServeOptions:
     trusted_proxies: tuple[str, ...] = ()
     state_keys: StateKeys | None = None
     single_use: str | None = None
+    task_store: str | None = None
+    #: ``--task-lease`` (seconds), or ``None``: the store's default.
+    task_lease: float | None = None
+    #: What task ids start with (``NAME.``), or ``None``.
+    task_id_prefix: str | None = None
     public_url: str | None = None
     callback_path: str | None = None
     #: The HTTP bounds given on the command line, as ``HttpServer`` keywords.
@@ -189,7 +217,7 @@ class ServeOptions:
         """The options ``args`` (parsed by :func:`add_arguments`) give; :class:`UsageError`."""
         http_only = [args.path, args.allow_origin, args.allow_host, args.trusted_proxy]
         http_only += [args.state_keys, args.single_use, args.public_url, args.callback_path]
-        http_only += [args.health_path]
+        http_only += [args.health_path, args.task_store, args.task_id_prefix]
         given = [(b, getattr(args, b.option)) for b in HTTP_BOUNDS]
         given = [(b, value) for b, value in given if value is not None]
         http_only += [value for _, value in given]
@@ -218,8 +246,8 @@ class ServeOptions:
         if transport == "stdio" and any(http_only):
             raise UsageError(
                 "--path, --allow-*, --trusted-proxy, --state-keys, --single-use, "
-                "--public-url, --callback-path, --health-path and the HTTP bounds only "
-                "apply to --http"
+                "--task-store, --task-id-prefix, --public-url, --callback-path, "
+                "--health-path and the HTTP bounds only apply to --http"
             )
         if args.public_url is not None:
             parts = urllib.parse.urlsplit(args.public_url)
@@ -248,7 +276,21 @@ class ServeOptions:
                 raise UsageError(f"--trusted-proxy {network!r}: {exc}") from exc
         state_keys = None if args.state_keys is None else read_state_keys(args.state_keys)
         if args.single_use is not None:
-            check_single_use(args.single_use, state_keys)
+            check_redis_store("--single-use", args.single_use, state_keys)
+        if args.task_store is not None:
+            check_redis_store("--task-store", args.task_store, state_keys)
+        lease = args.task_lease
+        if lease is not None and args.task_store is None:
+            raise UsageError("--task-lease only applies with --task-store")
+        if lease is not None:
+            from ..stores.redis_tasks import DEFAULT_CHECK_INTERVAL, LOOKS_PER_LEASE
+
+            shortest = LOOKS_PER_LEASE * DEFAULT_CHECK_INTERVAL
+            if not (lease >= shortest and math.isfinite(lease)):
+                raise UsageError(f"--task-lease must be at least {shortest:g} seconds")
+        task_id_prefix = None
+        if args.task_id_prefix is not None:
+            task_id_prefix = read_task_id_prefix(args.task_id_prefix)
         return cls(
             transport=transport,
             app=args.app,
@@ -265,6 +307,9 @@ class ServeOptions:
             trusted_proxies=proxies,
             state_keys=state_keys,
             single_use=args.single_use,
+            task_store=args.task_store,
+            task_lease=lease,
+            task_id_prefix=task_id_prefix,
             public_url=args.public_url,
             callback_path=args.callback_path,
             http_bounds=tuple((b.option, value) for b, value in given),
@@ -284,19 +329,26 @@ def read_state_keys(source: str) -> StateKeys:
         raise UsageError(str(exc)) from exc
 
 
-def check_single_use(url: str, state_keys: StateKeys | None) -> None:
-    """``--single-use URL`` fits; :class:`UsageError`."""
+def check_redis_store(flag: str, url: str, state_keys: StateKeys | None) -> None:
+    """``--single-use URL`` or ``--task-store URL`` fits; :class:`UsageError`."""
     if state_keys is None:
         # a shared store is only worth anything to workers that open each other's states
-        raise UsageError("--single-use needs --state-keys (the workers that share it share keys)")
+        raise UsageError(f"{flag} needs --state-keys (the workers that share it share keys)")
     if urllib.parse.urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-        raise UsageError(f"--single-use {url!r}: expected redis://HOST:PORT/DB")
+        raise UsageError(f"{flag} {url!r}: expected redis://HOST:PORT/DB")
     try:
         import coredis  # noqa: F401  (the store's client: the `redis` extra)
     except ImportError as exc:
         raise UsageError(
-            f"--single-use needs the Redis client: pip install 'mrtr[redis]' ({exc})"
+            f"{flag} needs the Redis client: pip install 'mrtr[redis]' ({exc})"
         ) from exc
+
+
+def read_task_id_prefix(name: str) -> str:
+    """``--task-id-prefix NAME``'s prefix, ``NAME.``; :class:`UsageError`."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,63}", name):
+        raise UsageError(f"--task-id-prefix {name!r}: 1 to 63 of A-Z a-z 0-9 _ -")
+    return f"{name}."
 
 
 def parse_host_port(text: str, flag: str = "--http") -> tuple[str, int]:

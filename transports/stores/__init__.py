@@ -1,7 +1,9 @@
-"""Shared state for several server processes: the sealing keys and single-use stores.
+"""Shared state for several server processes: the sealing keys, single-use and task stores.
 
 ``keys``: the JSON document of sealing keys every worker of one deployment loads
 (``mrtr serve --state-keys``).  ``redis``: :class:`~mrtr_transports.stores.redis.RedisSingleUse`,
-a single-use store on a Redis server (``pip install 'mrtr[redis]'``), imported
-from its module so that this package needs no Redis client.
+a single-use store on a Redis server (``pip install 'mrtr[redis]'``).  ``redis_tasks``:
+:class:`~mrtr_transports.stores.redis_tasks.RedisTaskStore`, the tasks of every worker on
+a Redis server (``mrtr serve --task-store``).  Each is imported from its module, so
+that this package needs no Redis client.
 """

@@ -16,7 +16,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,14 @@ META = {
     m.wire.META_PROTOCOL_VERSION: "2026-07-28",
     m.wire.META_CLIENT_CAPABILITIES: {"elicitation": {"form": {}}},
 }
+#: A request that declares the tasks extension (SEP-2663) besides.
+TASKS_META = {
+    m.wire.META_PROTOCOL_VERSION: "2026-07-28",
+    m.wire.META_CLIENT_CAPABILITIES: {
+        "elicitation": {"form": {}},
+        "extensions": {m.tasks.TASKS_EXTENSION: {}},
+    },
+}
 #: A generous bound for one leg through nginx on a loaded machine.
 LEG_TIMEOUT = 30.0
 
@@ -39,11 +47,21 @@ LEG_TIMEOUT = 30.0
 class Worker:
     """One ``mrtr serve --http`` process on a fixed port (so it can be started again)."""
 
-    def __init__(self, directory: Path, keys: Path, store_url: str) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        keys: Path,
+        store_url: str,
+        extra: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.directory = directory
         self.keys = keys
         self.store_url = store_url
+        #: More ``mrtr serve`` options (``--task-store``, ``--task-id-prefix``).
+        self.extra = list(extra)
+        self.env = dict(env or {})
         self.log = directory / f"worker-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -55,9 +73,9 @@ class Worker:
     def spawn(self) -> None:
         argv = [sys.executable, "-m", "mrtr_transports.cli.main", "serve"]
         argv += ["--http", self.address, "--app", "scale_app:app"]
-        argv += ["--state-keys", str(self.keys), "--single-use", self.store_url]
+        argv += ["--state-keys", str(self.keys), "--single-use", self.store_url, *self.extra]
         path = [str(HERE), str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(path)}
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
 
@@ -83,12 +101,26 @@ class Cluster:
     nginx: Nginx
 
     @classmethod
-    def start(cls, services: Mapping[str, str], directory: Path, size: int = 3) -> Cluster:
+    def start(
+        cls,
+        services: Mapping[str, str],
+        directory: Path,
+        size: int = 3,
+        *,
+        worker_args: Callable[[int, str], Sequence[str]] | None = None,
+        routes: Callable[[int], str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Cluster:
+        """``worker_args(i, redis_url)``: more options for worker ``i``; ``routes(i)``:
+        the task id prefix nginx's ``route_port`` sends to worker ``i``."""
         redis = RedisServer(services["redis-server"], directory).start()
         keys = directory / "state-keys.json"
         keys.write_text(new_state_keys())
-        workers = [Worker(directory, keys, redis.url) for _ in range(size)]
-        nginx = Nginx(services["nginx"], directory, [w.port for w in workers])
+        extra = worker_args or (lambda i, url: ())
+        url = redis.url
+        workers = [Worker(directory, keys, url, extra(i, url), env) for i in range(size)]
+        routed = {routes(i): w.port for i, w in enumerate(workers)} if routes else None
+        nginx = Nginx(services["nginx"], directory, [w.port for w in workers], routed)
         cluster = cls(redis, workers, nginx)
         try:
             for worker in workers:  # all importing at once: faster on two cores than in turn
@@ -114,29 +146,15 @@ class Cluster:
 # --- legs and flows over raw HTTP ---------------------------------------------------------
 
 
-def post(port: int, message: Mapping[str, Any], leg: str) -> dict[str, Any]:
+def post(
+    port: int, message: Mapping[str, Any], leg: str, client: str | None = None
+) -> dict[str, Any]:
     """POST one JSON-RPC request to ``/mcp`` through nginx; the JSON-RPC response.
 
     The answer may be JSON or an SSE stream (the worker chooses): for a stream,
     the last message is the response.
     """
-    params = message["params"]
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": message["method"],
-        "Mcp-Name": params["name"],
-        "X-Leg": leg,
-        "Connection": "close",
-    }
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=LEG_TIMEOUT)
-    try:
-        connection.request("POST", "/mcp", json.dumps(message), headers)
-        response = connection.getresponse()
-        body = response.read()
-    finally:
-        connection.close()
+    response, body = exchange(port, message, leg, client)
     # a JSON-RPC error may come with an error status (a refused requestState is a 400)
     assert response.status == 200 or b'"error"' in body, (response.status, body[:500])
     if response.getheader("Content-Type", "").startswith("text/event-stream"):
@@ -149,6 +167,47 @@ def post(port: int, message: Mapping[str, Any], leg: str) -> dict[str, Any]:
             messages.append(json.loads(event.data))
         return dict(messages[-1])
     return dict(json.loads(body))
+
+
+def exchange(
+    port: int, message: Mapping[str, Any], leg: str, client: str | None = None
+) -> tuple[http.client.HTTPResponse, bytes]:
+    """POST one JSON-RPC request to ``/mcp`` through nginx: the HTTP response and its body.
+    ``Mcp-Name`` is the tool's name, or the task id of a task method; ``client``: the
+    address sent as ``X-Forwarded-For`` (whose share a task counts against, for a
+    worker that trusts the proxy)."""
+    params = message["params"]
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": message["method"],
+        "Mcp-Name": params["name"] if "name" in params else params["taskId"],
+        "X-Leg": leg,
+        "Connection": "close",
+    }
+    if client is not None:
+        headers["X-Forwarded-For"] = client
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=LEG_TIMEOUT)
+    try:
+        connection.request("POST", "/mcp", json.dumps(message), headers)
+        response = connection.getresponse()
+        body = response.read()
+    finally:
+        connection.close()
+    return response, body
+
+
+def task_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``tools/call`` that declares the tasks extension (a task tool answers a task)."""
+    params = {"name": name, "arguments": dict(arguments), "_meta": TASKS_META}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def task_method(method: str, task_id: str, **more: Any) -> dict[str, Any]:
+    """``tasks/get``, ``tasks/update`` (``inputResponses=...``) or ``tasks/cancel``."""
+    params = {"taskId": task_id, "_meta": TASKS_META, **more}
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
 
 def tool_leg(

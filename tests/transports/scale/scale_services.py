@@ -10,12 +10,13 @@ generous timeouts (the machine may be loaded).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -141,19 +142,30 @@ PROXY_SETTINGS = """
 class Nginx:
     """One nginx (``daemon off``, its pid, logs and temp files in ``directory``).
 
-    It listens on two ports in front of the same workers: ``port`` balances
+    It listens on three ports in front of the same workers: ``port`` balances
     round-robin, ``sticky_port`` hashes the client address (every leg of a
-    client's flows to one worker).  Its access log has one line per request,
+    client's flows to one worker), and ``route_port`` sends the task methods to
+    the worker their task id names (``routes``: a task id prefix, e.g. ``w1.``,
+    to the worker's port; by the ``Mcp-Method`` and ``Mcp-Name`` headers) and
+    balances everything else round-robin.  Its access log has one line per request,
     ``|``-separated: the test's ``X-Leg`` header, ``$upstream_addr`` (every
     worker tried, comma-separated), ``$upstream_status`` and the status.
     """
 
-    def __init__(self, binary: str, directory: Path, workers: Sequence[int]) -> None:
+    def __init__(
+        self,
+        binary: str,
+        directory: Path,
+        workers: Sequence[int],
+        routes: Mapping[str, int] | None = None,
+    ) -> None:
         self.binary = binary
         self.directory = directory
         self.workers = list(workers)
+        self.routes = dict(routes or {})
         self.port = free_port()
         self.sticky_port = free_port()
+        self.route_port = free_port()
         self.access_log = directory / "nginx-access.log"
         self.error_log = directory / "nginx-error.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -169,7 +181,9 @@ class Nginx:
             for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
         )
         sites = ""
-        for port, upstream in ((self.port, "round_robin"), (self.sticky_port, "sticky")):
+        sides = [(self.port, "round_robin"), (self.sticky_port, "sticky")]
+        sides.append((self.route_port, "$task_worker"))
+        for port, upstream in sides:
             sites += f"""
     server {{
         listen 127.0.0.1:{port};
@@ -191,8 +205,22 @@ http {{
     upstream sticky {{
         hash $remote_addr consistent;
 {servers}    }}
-{sites}}}
+{self.routing()}{sites}}}
 """
+
+    def routing(self) -> str:
+        """The task methods to the worker their task id's prefix names, the rest to the
+        round robin.  One server per worker's upstream: no failover (its tasks are there)."""
+        cases, upstreams = "", ""
+        for number, (prefix, port) in enumerate(sorted(self.routes.items())):
+            pattern = re.escape(prefix)
+            cases += f'        "~^tasks/(get|update|cancel):{pattern}" task_worker_{number};\n'
+            server = f"server 127.0.0.1:{port} max_fails=1 fail_timeout=1s;"
+            upstreams += f"    upstream task_worker_{number} {{ {server} }}\n"
+        return f"""    map "$http_mcp_method:$http_mcp_name" $task_worker {{
+        default round_robin;
+{cases}    }}
+{upstreams}"""
 
     def start(self) -> Nginx:
         conf = self.directory / "nginx.conf"
@@ -201,6 +229,7 @@ http {{
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process, "nginx", self.error_log)
         wait_for_port(self.sticky_port, self.process, "nginx", self.error_log)
+        wait_for_port(self.route_port, self.process, "nginx", self.error_log)
         return self
 
     def legs(self, expected: Sequence[str] = ()) -> dict[str, list[str]]:
