@@ -8,8 +8,8 @@ what ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` read and write
 (``task_methods``).  Statuses move only through the core's table
 (``mrtr_core.tasks.next_status``), here, in :meth:`MemoryTaskStore.change`.
 
-:class:`TaskStore` is the interface (a later store on Redis, shared by several
-workers, implements the same); :class:`MemoryTaskStore` is the one of a single
+:class:`TaskStore` is the interface (``mrtr_transports.stores.redis_tasks.RedisTaskStore``,
+shared by several workers, implements the same); :class:`MemoryTaskStore` is the one of a single
 process.  The app owns one: ``McpApp(..., tasks=MemoryTaskStore(...))``, or one
 with the default bounds, made when the first task tool is registered.
 
@@ -430,6 +430,10 @@ class MemoryTaskStore:
         if record.terminal:
             record.pending.clear()
             record.answered.clear()
+            if record.status != before:
+                # What the work said while it ran ("waiting for your answer") is not
+                # what a finished task is: a terminal status carries no stale message.
+                record.message = None
         if record.status != before or event == "needs_input":
             for watcher in list(self._watchers):
                 watcher(record)
