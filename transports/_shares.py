@@ -48,6 +48,12 @@ class ShareRefusal:
             f"this client already holds {held} {what} ({setting}={share}): end one, or retry later",
         )
 
+    @classmethod
+    def for_full_pool(cls, what: str, setting: str, total: int) -> ShareRefusal:
+        """503: the pool holds its bound of ``what`` (``setting=total``).  (Also for a
+        pool whose count lives elsewhere, e.g. in Redis.)"""
+        return cls(503, f"the server holds {setting}={total} {what}: retry later")
+
     @property
     def own_share(self) -> bool:
         """Whether the client met its own share (not the pool's bound)."""
@@ -130,9 +136,7 @@ class ClientShares:
                 own, self.what, self.per_client_setting, self.per_client
             )
         if self._count >= self.total:
-            return ShareRefusal(
-                503, f"the server holds {self.total_setting}={self.total} {self.what}: retry later"
-            )
+            return ShareRefusal.for_full_pool(self.what, self.total_setting, self.total)
         return None
 
     def admit(self, client: str) -> ShareRefusal | None:

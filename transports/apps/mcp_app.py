@@ -209,9 +209,12 @@ class McpApp:
         #: tool with ``task=`` is registered, if not given.
         self.tasks: TaskStore | None = None
         if tasks is not None:
-            self._use_task_store(tasks)
+            self.use_task_store(tasks)
 
-    def _use_task_store(self, store: TaskStore) -> None:
+    def use_task_store(self, store: TaskStore) -> None:
+        """Keep the app's tasks in ``store`` from now on (``McpApp(tasks=...)`` at
+        construction; ``mrtr serve --task-store`` for a shared one): status changes
+        reach the listen streams that watch a task."""
         self.tasks = store
         # Status changes reach the listen streams that watch the task.
         store.watch(
@@ -337,7 +340,7 @@ class McpApp:
         )
         if task is not None:
             if self.tasks is None:
-                self._use_task_store(MemoryTaskStore())
+                self.use_task_store(MemoryTaskStore())
             self._offers.add("tasks")  # advertised from now on, as the other kinds
         return self._register("tool", self._tools, tool_name, tool)
 

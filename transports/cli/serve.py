@@ -323,7 +323,7 @@ async def _use_task_store(app: Any, options: ServeOptions, stores: AsyncExitStac
         await store.check()
     except TaskStoreUnavailable as exc:  # serve anyway: task requests fail closed
         _warn(f"--task-store {redacted(url)}: {exc} ({exc.__cause__})")
-    app._use_task_store(store)
+    app.use_task_store(store)
 
 
 def _warn(message: str) -> None:
@@ -336,7 +336,7 @@ def _prefix_task_ids(app: Any, id_prefix: str) -> None:
     from ..apps.task_store import MemoryTaskStore
 
     if app.tasks is None:
-        app._use_task_store(MemoryTaskStore(id_prefix=id_prefix))
+        app.use_task_store(MemoryTaskStore(id_prefix=id_prefix))
     elif isinstance(app.tasks, MemoryTaskStore):
         app.tasks.id_prefix = id_prefix
 

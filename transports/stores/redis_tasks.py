@@ -383,8 +383,8 @@ class RedisTaskStore:
             refused = ShareRefusal.for_own_share(int(held), "tasks", "max_tasks_per_client", share)
             raise refused.error(TooManyTasks)
         if outcome == -2:
-            full = f"the server holds max_tasks={self.max_tasks} tasks: retry later"
-            raise ShareRefusal(503, full).error(TooManyTasks)
+            full = ShareRefusal.for_full_pool("tasks", "max_tasks", self.max_tasks)
+            raise full.error(TooManyTasks)
         return record
 
     async def find(self, task_id: Any, principal: str | None, now: float) -> TaskRecord:

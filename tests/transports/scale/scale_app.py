@@ -106,5 +106,5 @@ async def _chore(task: TaskContext, seconds: float, ask: bool) -> str:
 
 app.add_tool(chore, "chore", input_schema=CHORE_SCHEMA, task="optional")
 
-app._use_task_store(MemoryTaskStore(max_tasks=50, max_tasks_per_client=2, ttl=120))
+app.use_task_store(MemoryTaskStore(max_tasks=50, max_tasks_per_client=2, ttl=120))
 app.principal = os.environ.get("MRTR_SCALE_PRINCIPAL") or None
