@@ -16,7 +16,8 @@ hand out" sentinel.  Every other audience has one public submodule
   SSE, 2025-era sessions and replay);
 * :mod:`mrtr_core.websocket`: authors of a WebSocket binding;
 * :mod:`mrtr_core.caching`: clients keeping a response cache;
-* :mod:`mrtr_core.tasks`: server and client authors of the tasks extension (SEP-2663).
+* :mod:`mrtr_core.tasks`: server and client authors of the tasks extension (SEP-2663);
+* :mod:`mrtr_core.auth`: authorization, what a resource server and an OAuth client share.
 
 Modules whose names start with ``_`` are not part of the public API (our own
 transports import a few of them).
@@ -27,6 +28,7 @@ transports import a few of them).
 
 # (named, for type checkers: our transports read a few of its bounds as m._connection._options.X)
 from . import _connection as _connection
+from . import auth as auth
 from . import caching as caching
 from . import engine as engine
 from . import http as http

@@ -145,13 +145,14 @@ def test_importing_the_core_loads_no_transport_or_event_loop() -> None:
 
 
 #: One public submodule per audience besides connection users (docs/core.md has the table).
-SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching", "tasks")
+SUBMODULES = ("engine", "server", "wire", "http", "websocket", "caching", "tasks", "auth")
 #: The ceiling of public names, top level and public submodules counted together (each name
 #: is public in one place).  Issue 21 cut it from 321 to 188, then to 162 (demoting what only
 #: our transports use, and gathering the error codes and the header names into namespaces);
 #: raise it only with a name the docs use.  Issue 23 added the 11 of mrtr_core.tasks,
 #: then the 3 of its client's polling engine (TaskPoller, SendTaskRequest, TaskStatusChanged).
-MAX_PUBLIC_NAMES = 176
+#: Issue 24 added the 8 of mrtr_core.auth (the challenge and the metadata documents).
+MAX_PUBLIC_NAMES = 184
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 

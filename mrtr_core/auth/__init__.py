@@ -1,0 +1,32 @@
+"""Authorization (the 2026-07-28 specification's chapter; OAuth 2.1), the parts both
+sides share, sans-IO: the ``WWW-Authenticate`` Bearer challenge a resource server
+answers with and a client reads (:class:`BearerChallenge`, RFC 6750 and RFC 9728's
+``resource_metadata``), and the metadata documents that say where the
+authorization server is (:class:`ResourceMetadata`, RFC 9728;
+:class:`AuthorizationServerMetadata`, RFC 8414) with the well-known URLs a client
+tries, in the specification's order.  A malformed challenge is
+:class:`InvalidChallenge`, a document that breaks its rules or names another
+identity :class:`InvalidMetadata` (both ``RemoteProtocolError``).  See
+``docs/core.md``, "Authorization".
+"""
+
+from ._challenge import BearerChallenge, InvalidChallenge
+from ._metadata import (
+    AuthorizationServerMetadata,
+    InvalidMetadata,
+    ResourceMetadata,
+    authorization_server_metadata_urls,
+    canonical_resource,
+    resource_metadata_urls,
+)
+
+__all__ = [
+    "BearerChallenge",
+    "InvalidChallenge",
+    "ResourceMetadata",
+    "AuthorizationServerMetadata",
+    "InvalidMetadata",
+    "canonical_resource",
+    "resource_metadata_urls",
+    "authorization_server_metadata_urls",
+]
