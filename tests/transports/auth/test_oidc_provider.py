@@ -1,0 +1,291 @@
+"""The OpenID provider of the auth tests (``support.oidc_provider``) does what they rely on.
+
+A real ``oidc-provider`` process on 127.0.0.1, driven with plain HTTP as an MCP client and
+a person's browser would: its discovery documents carry what the MCP authorization spec
+asks of an authorization server, the authorization-code flow with PKCE and a ``resource``
+(RFC 8707) gives a JWT access token for that resource, signed with a key of its JWKS
+(checked here with ``cryptography``), refresh rotates the public client's token, and each
+refusal the client and server tests will lean on is a refusal.  Every test runs on trio and
+asyncio (the helper is ``anyio``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from support.oidc_provider import (
+    CONFIDENTIAL_CLIENT_ID,
+    CONFIDENTIAL_POST_CLIENT_ID,
+    PUBLIC_CLIENT_ID,
+    BrowserError,
+    HttpResponse,
+    OidcProvider,
+    Pkce,
+    basic_auth,
+    default_config,
+    http_request,
+    oidc_provider,
+)
+
+pytestmark = pytest.mark.anyio
+
+RESOURCE = "http://127.0.0.1:8123/mcp"
+#: A loopback redirect on a port of the client's choosing (RFC 8252 section 7.3): the
+#: registered URI has none; nothing listens there (the browser does not visit it).
+REDIRECT_URI = "http://127.0.0.1:54321/callback"
+
+
+def _b64(segment: str) -> bytes:
+    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+
+
+def verify_jws(token: str, jwks: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and claims of ``token`` once its signature checks against the key of
+    ``jwks`` its ``kid`` names (RS256 or ES256); raises ``InvalidSignature`` otherwise."""
+    header_b64, claims_b64, signature_b64 = token.split(".")
+    header = json.loads(_b64(header_b64))
+    key = next(k for k in jwks["keys"] if k["kid"] == header["kid"])
+    signed, signature = f"{header_b64}.{claims_b64}".encode(), _b64(signature_b64)
+
+    def number(name: str) -> int:
+        return int.from_bytes(_b64(key[name]), "big")
+
+    if header["alg"] == "RS256":
+        public = rsa.RSAPublicNumbers(number("e"), number("n")).public_key()
+        public.verify(signature, signed, padding.PKCS1v15(), hashes.SHA256())
+    else:
+        assert header["alg"] == "ES256", header
+        point = ec.EllipticCurvePublicNumbers(number("x"), number("y"), ec.SECP256R1())
+        der = encode_dss_signature(int.from_bytes(signature[:32]), int.from_bytes(signature[32:]))
+        point.public_key().verify(der, signed, ec.ECDSA(hashes.SHA256()))
+    return header, json.loads(_b64(claims_b64))
+
+
+async def authorize(
+    provider: OidcProvider,
+    *,
+    user: str = "ada",
+    scope: str = "tools:read offline_access",
+    resource: str | None = RESOURCE,
+) -> tuple[str, Pkce]:
+    """A code for ``user`` to the public client, and the PKCE pair it was asked with."""
+    pkce, state = Pkce.new(), secrets.token_urlsafe(12)
+    url = provider.authorization_url(
+        redirect_uri=REDIRECT_URI, scope=scope, resource=resource, pkce=pkce, state=state
+    )
+    response = await provider.browser().authorize(url, user=user)
+    assert response.redirect_uri == REDIRECT_URI, response
+    assert response.state == state and response.iss == provider.issuer, response
+    assert response.code, response
+    return response.code, pkce
+
+
+async def redeem(
+    provider: OidcProvider, code: str, verifier: str, *, resource: str | None = RESOURCE
+) -> HttpResponse:
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT_URI,
+        "client_id": PUBLIC_CLIENT_ID,
+        "code_verifier": verifier,
+        **({"resource": resource} if resource else {}),
+    }
+    return await http_request("POST", provider.token_endpoint, form=form)
+
+
+async def test_discovery_has_what_an_mcp_client_needs() -> None:
+    async with oidc_provider() as provider:
+        openid = provider.discovery
+        assert openid["issuer"] == provider.issuer
+        assert provider.issuer.startswith("http://127.0.0.1:")
+        for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            assert openid[endpoint].startswith(provider.issuer + "/"), endpoint
+        assert openid["code_challenge_methods_supported"] == ["S256"]
+        assert openid["authorization_response_iss_parameter_supported"] is True
+        assert openid["response_types_supported"] == ["code"]
+        assert {"none", "client_secret_basic", "client_secret_post"} <= set(
+            openid["token_endpoint_auth_methods_supported"]
+        )
+        assert {"authorization_code", "refresh_token", "client_credentials"} <= set(
+            openid["grant_types_supported"]
+        )
+        assert {"offline_access", "tools:read", "tools:deploy"} <= set(openid["scopes_supported"])
+        # RFC 8414's well-known URL serves the same document (the package serves both)
+        rfc8414 = f"{provider.issuer}/.well-known/oauth-authorization-server"
+        oauth = await http_request("GET", rfc8414)
+        assert oauth.status == 200 and oauth.json() == openid
+
+
+async def test_without_registration() -> None:
+    async with oidc_provider(default_config(registration=False)) as provider:
+        assert "registration_endpoint" not in provider.discovery
+        refused = await http_request("POST", f"{provider.issuer}/reg", json_body={})
+        assert refused.status == 404
+
+
+async def test_authorization_code_with_pkce_gives_a_jwt_for_the_resource() -> None:
+    async with oidc_provider() as provider:
+        before = int(time.time())
+        code, pkce = await authorize(provider, scope="tools:read tools:deploy offline_access")
+        response = await redeem(provider, code, pkce.verifier)
+        assert response.status == 200, response
+        tokens = response.json()
+        assert tokens["token_type"] == "Bearer"
+        # the access token's scopes: those of its resource
+        assert set(tokens["scope"].split()) == {"tools:read", "tools:deploy"}
+        assert tokens["refresh_token"]
+        header, claims = verify_jws(tokens["access_token"], await provider.jwks())
+        assert header["alg"] == "RS256" and header["typ"] == "at+jwt"  # RFC 9068
+        assert claims["iss"] == provider.issuer
+        assert claims["aud"] == RESOURCE
+        assert claims["sub"] == "ada"
+        assert claims["client_id"] == PUBLIC_CLIENT_ID
+        assert set(claims["scope"].split()) == {"tools:read", "tools:deploy"}
+        assert before - 5 <= claims["iat"] <= claims["exp"] - 3600 + 5
+
+
+async def test_refresh_rotates_the_public_clients_token() -> None:
+    async with oidc_provider() as provider:
+        code, pkce = await authorize(provider)
+        first = (await redeem(provider, code, pkce.verifier)).json()
+        refresh = {
+            "grant_type": "refresh_token",
+            "refresh_token": first["refresh_token"],
+            "client_id": PUBLIC_CLIENT_ID,
+            "resource": RESOURCE,
+        }
+        second = await http_request("POST", provider.token_endpoint, form=refresh)
+        assert second.status == 200, second
+        renewed = second.json()
+        assert renewed["refresh_token"] != first["refresh_token"]
+        _, claims = verify_jws(renewed["access_token"], await provider.jwks())
+        assert claims["aud"] == RESOURCE and claims["scope"] == "tools:read"
+        # a public client's refresh token is single-use (the spec's security considerations)
+        again = await http_request("POST", provider.token_endpoint, form=refresh)
+        assert again.status == 400 and again.json()["error"] == "invalid_grant"
+
+
+async def test_no_refresh_token_when_the_provider_gives_none() -> None:
+    async with oidc_provider(default_config(refresh_tokens="never")) as provider:
+        code, pkce = await authorize(provider)
+        tokens = (await redeem(provider, code, pkce.verifier)).json()
+        assert tokens["access_token"] and "refresh_token" not in tokens
+
+
+async def test_a_wrong_pkce_verifier_is_refused() -> None:
+    async with oidc_provider() as provider:
+        code, _ = await authorize(provider)
+        refused = await redeem(provider, code, Pkce.new().verifier)
+        assert refused.status == 400 and refused.json()["error"] == "invalid_grant"
+
+
+async def test_two_users_get_different_subjects() -> None:
+    async with oidc_provider() as provider:
+        subjects = []
+        for user in ("ada", "grace"):
+            code, pkce = await authorize(provider, user=user)
+            tokens = (await redeem(provider, code, pkce.verifier)).json()
+            _, claims = verify_jws(tokens["access_token"], await provider.jwks())
+            subjects.append(claims["sub"])
+        assert subjects == ["ada", "grace"]
+
+
+async def test_es256_and_a_short_ttl() -> None:
+    config = default_config(signing_alg="ES256", access_token_ttl=2)
+    async with oidc_provider(config) as provider:
+        code, pkce = await authorize(provider)
+        tokens = (await redeem(provider, code, pkce.verifier)).json()
+        assert tokens["expires_in"] == 2
+        header, claims = verify_jws(tokens["access_token"], await provider.jwks())
+        assert header["alg"] == "ES256"
+        assert claims["exp"] - claims["iat"] == 2
+
+
+@pytest.mark.parametrize("client_id", [CONFIDENTIAL_CLIENT_ID, CONFIDENTIAL_POST_CLIENT_ID])
+async def test_client_credentials_for_a_confidential_client(client_id: str) -> None:
+    async with oidc_provider() as provider:
+        secret = provider.client_secret(client_id)
+        form = {"grant_type": "client_credentials", "scope": "tools:deploy", "resource": RESOURCE}
+        if client_id == CONFIDENTIAL_CLIENT_ID:
+            headers = basic_auth(client_id, secret)
+        else:
+            form |= {"client_id": client_id, "client_secret": secret}
+            headers = {}
+        response = await http_request("POST", provider.token_endpoint, form=form, headers=headers)
+        assert response.status == 200, response
+        _, claims = verify_jws(response.json()["access_token"], await provider.jwks())
+        assert claims["aud"] == RESOURCE and claims["scope"] == "tools:deploy"
+        assert claims["sub"] == client_id and "refresh_token" not in response.json()
+        # the same request with a wrong secret
+        wrong = basic_auth(CONFIDENTIAL_CLIENT_ID, "not-the-secret")
+        form = {k: v for k, v in form.items() if k not in ("client_id", "client_secret")}
+        refused = await http_request("POST", provider.token_endpoint, form=form, headers=wrong)
+        assert refused.status == 401 and refused.json()["error"] == "invalid_client"
+
+
+async def test_dynamic_registration_then_a_flow_with_the_new_client() -> None:
+    async with oidc_provider() as provider:
+        redirect = "http://127.0.0.1:40123/callback"
+        metadata = {
+            "client_name": "an MCP client",
+            "redirect_uris": [redirect],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": "none",
+        }
+        registered = await http_request(
+            "POST",
+            provider.discovery["registration_endpoint"],
+            json_body=metadata,
+        )
+        assert registered.status == 201, registered
+        client_id = registered.json()["client_id"]
+        pkce = Pkce.new()
+        url = provider.authorization_url(
+            client_id=client_id,
+            redirect_uri=redirect,
+            scope="tools:read",
+            resource=RESOURCE,
+            pkce=pkce,
+            state="s",
+        )
+        response = await provider.browser().authorize(url, user="grace")
+        assert response.redirect_uri == redirect and response.code, response
+
+
+async def test_deny_unknown_user_and_unregistered_redirect() -> None:
+    async with oidc_provider() as provider:
+        pkce = Pkce.new()
+
+        def url(redirect_uri: str = REDIRECT_URI, resource: str = RESOURCE) -> str:
+            return provider.authorization_url(
+                redirect_uri=redirect_uri,
+                scope="tools:read",
+                resource=resource,
+                pkce=pkce,
+                state="s",
+            )
+
+        denied = await provider.browser().authorize(url(), user="ada", deny=True)
+        assert denied.error == "access_denied" and denied.iss == provider.issuer, denied
+        assert denied.code is None
+        with pytest.raises(BrowserError, match="401"):
+            await provider.browser().authorize(url(), user="mallory", password="x")
+        with pytest.raises(BrowserError, match="401"):
+            await provider.browser().authorize(url(), user="ada", password="not-hers")
+        # the provider never redirects to a URI the client did not register
+        with pytest.raises(BrowserError, match="redirect_uri"):
+            await provider.browser().authorize(url("http://evil.example/callback"), user="ada")
+        # a resource it does not serve tokens for
+        elsewhere = url(resource="http://other.example/mcp")
+        other = await provider.browser().authorize(elsewhere, user="ada")
+        assert other.error == "invalid_target" and other.iss == provider.issuer, other
