@@ -53,6 +53,8 @@ PUBLIC_CLIENT_ID = "mcp-public"
 #: A confidential client (client_secret_basic; client_secret_post is the other one)
 CONFIDENTIAL_CLIENT_ID = "mcp-confidential"
 CONFIDENTIAL_POST_CLIENT_ID = "mcp-confidential-post"
+#: A resource server's own credentials (client_secret_basic), for the introspection endpoint
+RESOURCE_SERVER_CLIENT_ID = "mcp-resource-server"
 LOOPBACK_REDIRECT_URI = "http://127.0.0.1/callback"
 
 _STARTUP_SECONDS = 30.0
@@ -77,6 +79,7 @@ def default_config(
     resource: str = DEFAULT_RESOURCE,
     resource_scopes: Sequence[str] = DEFAULT_RESOURCE_SCOPES,
     signing_alg: str = "RS256",
+    token_format: str = "jwt",
     access_token_ttl: int | None = None,
     refresh_token_ttl: int | None = None,
     refresh_tokens: str = "always",
@@ -84,11 +87,15 @@ def default_config(
     client_credentials: bool = True,
     users: Mapping[str, User] = DEFAULT_USERS,
     client_secret: str | None = None,
+    issuer_path: str = "",
+    well_known: Sequence[str] = ("oauth", "openid-insert", "openid"),
 ) -> dict[str, Any]:
     """The provider's configuration (the JSON ``provider.mjs`` reads): the users, a public
     and two confidential clients, one resource server with ``resource_scopes``, JWT access
-    tokens signed with ``signing_alg`` (RS256 or ES256), refresh tokens by ``refresh_tokens``
-    (``always``, ``never``, ``openid``: see ``provider.mjs``).  A test edits the dict for more."""
+    tokens signed with ``signing_alg`` (RS256 or ES256; ``token_format="opaque"`` for
+    introspection), refresh tokens by ``refresh_tokens`` (``always``, ``never``, ``openid``),
+    the issuer at ``issuer_path`` with its metadata where ``well_known`` says: see
+    ``provider.mjs``.  A test edits the dict for more."""
     secret = client_secret or secrets.token_urlsafe(24)
     all_scopes = " ".join(("openid", "offline_access", *resource_scopes))
     code_grants = ["authorization_code", "refresh_token"]
@@ -104,6 +111,8 @@ def default_config(
     ttl["RefreshToken"] = refresh_token_ttl
     return {
         "port": 0,
+        "issuer_path": issuer_path,
+        "well_known": list(well_known),
         "users": {name: attrs.asdict(user) for name, user in users.items()},
         "clients": [
             {
@@ -124,12 +133,20 @@ def default_config(
                 "client_id": CONFIDENTIAL_POST_CLIENT_ID,
                 "token_endpoint_auth_method": "client_secret_post",
             },
+            {
+                "client_id": RESOURCE_SERVER_CLIENT_ID,
+                "client_secret": secret,
+                "token_endpoint_auth_method": "client_secret_basic",
+                "response_types": [],
+                "grant_types": [],
+            },
         ],
         "resources": [
             {
                 "match": resource,
                 "scope": " ".join(resource_scopes),
                 "alg": signing_alg,
+                "format": token_format,
                 **({"access_token_ttl": access_token_ttl} if access_token_ttl else {}),
             }
         ],
@@ -443,9 +460,8 @@ async def oidc_provider(
             )
         try:
             issuer = await _ready(process, stdout_path, log_path)
-            discovery = await http_request("GET", f"{issuer}/.well-known/openid-configuration")
-            assert discovery.status == 200, discovery
-            yield OidcProvider(issuer, discovery.json(), config, users, log_path)
+            discovery = await _metadata(issuer)
+            yield OidcProvider(issuer, discovery, config, users, log_path)
         finally:
             await _stop(process)
 
@@ -459,6 +475,34 @@ async def _ready(process: anyio.abc.Process, stdout_path: Path, log_path: Path) 
                     return line.split(" ", 1)[1]
             await anyio.sleep(0.02)
     raise AssertionError(f"the OpenID provider did not start:\n{log_path.read_text()}")
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an MCP client looks for an issuer's metadata, in the spec's order: RFC 8414
+    with the path inserted, OpenID with the path inserted, OpenID with it appended (for an
+    issuer without a path: the RFC 8414 URL, then the OpenID one)."""
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+async def _metadata(issuer: str) -> Mapping[str, Any]:
+    """The first metadata document served (the provider may be told to serve fewer)."""
+    for url in metadata_urls(issuer):
+        response = await http_request("GET", url)
+        if response.status == 200:
+            document: Mapping[str, Any] = response.json()
+            return document
+    raise AssertionError(f"no metadata for {issuer} at {metadata_urls(issuer)}")
 
 
 async def _stop(process: anyio.abc.Process) -> None:

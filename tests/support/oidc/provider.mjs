@@ -5,12 +5,19 @@
 // `ISSUER http://127.0.0.1:PORT`, and serves until SIGTERM or SIGINT.  The config file (JSON;
 // secrets stay out of the command line) holds:
 //   port           0 or a port number
+//   issuer_path    "" (the default) or e.g. "/tenant1": the issuer is http://127.0.0.1:PORT/tenant1
+//   well_known     where the metadata is served (default all): "oauth" (RFC 8414, the path
+//                  inserted after /.well-known/oauth-authorization-server), "openid-insert"
+//                  (/.well-known/openid-configuration/tenant1), "openid" (OpenID Discovery:
+//                  /tenant1/.well-known/openid-configuration); the client's fallbacks tested
 //   users          {name: {password, claims}}: who can log in (the account id is the name)
 //   clients        OAuth client metadata, as registered (snake_case, RFC 7591 names)
-//   resources      [{match, scope, alg?, access_token_ttl?}]: the resource servers tokens are
-//                  issued for (RFC 8707); `match` is the resource URL, a `*` in it standing for
-//                  digits (a port chosen after the provider started); the token's `aud` is the
-//                  resource the client asked for
+//   resources      [{match, scope, alg?, format?, access_token_ttl?}]: the resource servers
+//                  tokens are issued for (RFC 8707); `match` is the resource URL, a `*` in it
+//                  standing for digits (a port chosen after the provider started); the token's
+//                  `aud` is the resource the client asked for; `format` "jwt" (the default,
+//                  signed with `alg`, RS256 or ES256) or "opaque" (for introspection: the
+//                  package introspects no JWT)
 //   ttl            {AccessToken, AuthorizationCode, RefreshToken, ...} in seconds
 //   refresh_tokens "always" (the default: to every client allowed the refresh_token grant, as
 //                  many OAuth servers do), "never", or "openid" (the package's own OpenID rule:
@@ -27,6 +34,9 @@ import * as http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const prefix = config.issuer_path ?? '';
+if (prefix && !/^(\/[A-Za-z0-9._~-]+)+$/.test(prefix)) throw new Error(`issuer_path: ${prefix}?`);
+const wellKnown = new Set(config.well_known ?? ['oauth', 'openid-insert', 'openid']);
 const users = config.users ?? {};
 const resources = (config.resources ?? []).map((resource) => ({
   ...resource,
@@ -69,7 +79,7 @@ function page(title, body) {
 function loginPage(uid, clientId, error) {
   const message = error ? `<p class="error">${escapeHtml(error)}</p>` : '';
   return page('Sign-in', `${message}<p>to ${escapeHtml(clientId)}</p>
-<form method="post" action="/interaction/${escapeHtml(uid)}/login">
+<form method="post" action="${prefix}/interaction/${escapeHtml(uid)}/login">
 <input type="text" name="login" autofocus><input type="password" name="password">
 <button type="submit" name="submit" value="login">Sign-in</button></form>`);
 }
@@ -80,7 +90,7 @@ function consentPage(uid, clientId, details) {
     ...Object.values(details.missingResourceScopes ?? {}).flat(),
   ];
   return page('Authorize', `<p>${escapeHtml(clientId)} asks for: ${escapeHtml(scopes.join(' '))}</p>
-<form method="post" action="/interaction/${escapeHtml(uid)}/consent">
+<form method="post" action="${prefix}/interaction/${escapeHtml(uid)}/consent">
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button></form>`);
 }
@@ -143,6 +153,20 @@ async function interaction(provider, req, res, path) {
   return send(res, 400, page('Bad request', 'not this step of the interaction'));
 }
 
+const OAUTH = '/.well-known/oauth-authorization-server';
+const OPENID = '/.well-known/openid-configuration';
+
+// The provider's own path for a request's path, or undefined: not served (404).
+function route(path) {
+  if (path === OAUTH + prefix) return wellKnown.has('oauth') ? OAUTH : undefined;
+  if (prefix && path === OPENID + prefix) return wellKnown.has('openid-insert') ? OPENID : undefined;
+  if (!path.startsWith(`${prefix}/`)) return undefined;
+  const inner = path.slice(prefix.length);
+  if (inner === OPENID) return wellKnown.has('openid') ? OPENID : undefined;
+  if (inner === OAUTH) return undefined; // RFC 8414 inserts the path instead (above)
+  return inner;
+}
+
 function refreshPolicy(policy) {
   if (policy === 'openid') return {};
   if (policy === 'never') return { issueRefreshToken: async () => false };
@@ -173,7 +197,7 @@ function configuration() {
       return { accountId: id, async claims() { return { ...(user.claims ?? {}), sub: id }; } };
     },
     ...refreshPolicy(config.refresh_tokens ?? 'always'),
-    interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+    interactions: { url: (ctx, interaction) => `${prefix}/interaction/${interaction.uid}` },
     // OAuth 2.1: every client uses PKCE (S256 is the only method the package offers)
     pkce: { required: () => true },
     features: {
@@ -181,7 +205,12 @@ function configuration() {
       registration: { enabled: Boolean(config.registration) },
       clientCredentials: { enabled: Boolean(config.client_credentials) },
       revocation: { enabled: true },
-      introspection: { enabled: true },
+      introspection: {
+        enabled: true,
+        // a resource server (a confidential client) introspects the tokens of any client
+        allowedPolicy: async (ctx, client, token) => client.clientAuthMethod !== 'none'
+          || token.clientId === client.clientId,
+      },
       resourceIndicators: {
         enabled: true,
         // a token request that names no resource gets the one the grant holds
@@ -191,7 +220,7 @@ function configuration() {
           if (!resource) throw new errors.InvalidTarget();
           return {
             scope: resource.scope,
-            accessTokenFormat: 'jwt',
+            accessTokenFormat: resource.format ?? 'jwt',
             jwt: { sign: { alg: resource.alg ?? 'RS256' } },
             ...(resource.access_token_ttl ? { accessTokenTTL: resource.access_token_ttl } : {}),
           };
@@ -214,13 +243,19 @@ function configuration() {
 let handle = (req, res) => send(res, 503, 'starting');
 const server = http.createServer((req, res) => handle(req, res));
 server.listen(config.port ?? 0, '127.0.0.1', () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const issuer = origin + prefix;
   const provider = new Provider(issuer, configuration());
   const callback = provider.callback();
   handle = async (req, res) => {
-    const path = new URL(req.url, issuer).pathname;
+    const url = new URL(req.url, origin);
+    const path = route(url.pathname);
     try {
+      if (path === undefined) return send(res, 404, page('Not found', ''));
       if (path.startsWith('/interaction/')) return await interaction(provider, req, res, path);
+      // what a mount under the issuer's path does: the package reads its prefix from these
+      req.url = path + url.search;
+      req.originalUrl = prefix + req.url;
       return await callback(req, res);
     } catch (error) {
       if (!res.headersSent) send(res, 400, page('Error', escapeHtml(error.message)));

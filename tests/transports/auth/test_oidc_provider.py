@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
@@ -26,6 +27,7 @@ from support.oidc_provider import (
     CONFIDENTIAL_CLIENT_ID,
     CONFIDENTIAL_POST_CLIENT_ID,
     PUBLIC_CLIENT_ID,
+    RESOURCE_SERVER_CLIENT_ID,
     BrowserError,
     HttpResponse,
     OidcProvider,
@@ -33,6 +35,7 @@ from support.oidc_provider import (
     basic_auth,
     default_config,
     http_request,
+    metadata_urls,
     oidc_provider,
 )
 
@@ -289,3 +292,58 @@ async def test_deny_unknown_user_and_unregistered_redirect() -> None:
         elsewhere = url(resource="http://other.example/mcp")
         other = await provider.browser().authorize(elsewhere, user="ada")
         assert other.error == "invalid_target" and other.iss == provider.issuer, other
+
+
+async def test_an_issuer_with_a_path_and_its_metadata_locations() -> None:
+    async with oidc_provider(default_config(issuer_path="/tenant1")) as provider:
+        assert provider.issuer.endswith("/tenant1")
+        origin = provider.issuer.removesuffix("/tenant1")
+        for url in metadata_urls(provider.issuer):
+            served = await http_request("GET", url)
+            assert served.status == 200 and served.json()["issuer"] == provider.issuer, url
+        assert provider.authorization_endpoint.startswith(provider.issuer + "/")
+        # RFC 8414 inserts the path: the root and the appended forms are not its locations
+        for url in (f"{origin}/.well-known/oauth-authorization-server", f"{origin}/auth"):
+            assert (await http_request("GET", url)).status == 404, url
+        code, pkce = await authorize(provider)
+        tokens = (await redeem(provider, code, pkce.verifier)).json()
+        _, claims = verify_jws(tokens["access_token"], await provider.jwks())
+        assert claims["iss"] == provider.issuer and claims["aud"] == RESOURCE
+
+
+async def test_metadata_served_at_fewer_locations() -> None:
+    config = default_config(issuer_path="/tenant1", well_known=["openid"])
+    async with oidc_provider(config) as provider:
+        oauth, openid_inserted, openid_appended = metadata_urls(provider.issuer)
+        assert (await http_request("GET", oauth)).status == 404
+        assert (await http_request("GET", openid_inserted)).status == 404
+        assert (await http_request("GET", openid_appended)).status == 200
+        assert provider.discovery["issuer"] == provider.issuer
+
+
+async def test_opaque_tokens_introspected_by_the_resource_server_until_they_expire() -> None:
+    config = default_config(token_format="opaque", access_token_ttl=1)
+    async with oidc_provider(config) as provider:
+        code, pkce = await authorize(provider, user="grace")
+        token = (await redeem(provider, code, pkce.verifier)).json()["access_token"]
+        assert token.count(".") == 0  # not a JWT
+        endpoint = provider.discovery["introspection_endpoint"]
+        secret = provider.client_secret(RESOURCE_SERVER_CLIENT_ID)
+        credentials = basic_auth(RESOURCE_SERVER_CLIENT_ID, secret)
+
+        async def introspect(value: str, headers: Mapping[str, str]) -> HttpResponse:
+            return await http_request("POST", endpoint, form={"token": value}, headers=headers)
+
+        answer = await introspect(token, credentials)
+        assert answer.status == 200, answer
+        claims = answer.json()
+        assert claims["active"] is True and claims["sub"] == "grace"
+        assert claims["aud"] == RESOURCE and claims["scope"] == "tools:read"
+        assert claims["client_id"] == PUBLIC_CLIENT_ID and claims["iss"] == provider.issuer
+        # a caller that does not authenticate, or not as a client it knows, learns nothing
+        assert (await introspect(token, {})).json()["error"] == "invalid_request"
+        stranger = basic_auth("someone", "something")
+        assert (await introspect(token, stranger)).json()["error"] == "invalid_client"
+        assert (await introspect("not-a-token", credentials)).json() == {"active": False}
+        await anyio.sleep(claims["exp"] - time.time() + 1.1)
+        assert (await introspect(token, credentials)).json() == {"active": False}
