@@ -163,6 +163,10 @@ class HttpResponse:
     headers: Mapping[str, str]
     body: bytes
 
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
     def json(self) -> Any:
         return json.loads(self.body)
 
@@ -377,6 +381,8 @@ class OidcProvider:
     config: Mapping[str, Any]
     users: Mapping[str, User]
     log_path: Path
+    #: The provider's process id (a test reads its command line)
+    pid: int
 
     @property
     def authorization_endpoint(self) -> str:
@@ -426,6 +432,10 @@ class OidcProvider:
         """What the provider wrote on stderr so far (for assertion messages)."""
         return self.log_path.read_text(errors="replace")
 
+    def stdout(self) -> str:
+        """What the provider wrote on stdout so far (its ready line, the package's notes)."""
+        return self.log_path.with_name("stdout").read_text(errors="replace")
+
 
 def require_provider() -> None:
     """Fail (never skip) when the package is not installed."""
@@ -461,7 +471,7 @@ async def oidc_provider(
         try:
             issuer = await _ready(process, stdout_path, log_path)
             discovery = await _metadata(issuer)
-            yield OidcProvider(issuer, discovery, config, users, log_path)
+            yield OidcProvider(issuer, discovery, config, users, log_path, process.pid)
         finally:
             await _stop(process)
 

@@ -16,6 +16,7 @@ import json
 import secrets
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -347,3 +348,33 @@ async def test_opaque_tokens_introspected_by_the_resource_server_until_they_expi
         assert (await introspect("not-a-token", credentials)).json() == {"active": False}
         await anyio.sleep(claims["exp"] - time.time() + 1.1)
         assert (await introspect(token, credentials)).json() == {"active": False}
+
+
+async def test_step_up_to_a_scope_not_granted_before() -> None:
+    async with oidc_provider() as provider:
+        tokens = []
+        for scope in ("tools:read", "tools:read tools:deploy"):
+            code, pkce = await authorize(provider, scope=scope)
+            access = (await redeem(provider, code, pkce.verifier)).json()["access_token"]
+            _, claims = verify_jws(access, await provider.jwks())
+            tokens.append(claims["scope"])
+        assert tokens == ["tools:read", "tools:read tools:deploy"]
+        # a scope the resource does not define is left out, not granted
+        code, pkce = await authorize(provider, scope="tools:read tools:admin")
+        tokens_ = (await redeem(provider, code, pkce.verifier)).json()
+        assert tokens_["scope"] == "tools:read"
+
+
+async def test_no_secret_in_the_providers_output_nor_its_command_line() -> None:
+    async with oidc_provider() as provider:
+        code, pkce = await authorize(provider)
+        tokens = (await redeem(provider, code, pkce.verifier)).json()
+        secret = provider.client_secret(CONFIDENTIAL_CLIENT_ID)
+        form = {"grant_type": "client_credentials", "resource": RESOURCE}
+        headers = basic_auth(CONFIDENTIAL_CLIENT_ID, secret)
+        assert (await http_request("POST", provider.token_endpoint, form=form, headers=headers)).ok
+        secrets_ = [tokens["access_token"], tokens["refresh_token"], code, secret, "ada-password"]
+        written = provider.log() + provider.stdout()
+        argv = Path(f"/proc/{provider.pid}/cmdline").read_bytes().decode()
+        for value in secrets_:
+            assert value not in written and value not in argv
