@@ -89,13 +89,15 @@ def default_config(
     client_secret: str | None = None,
     issuer_path: str = "",
     well_known: Sequence[str] = ("oauth", "openid-insert", "openid"),
+    client_metadata_documents: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The provider's configuration (the JSON ``provider.mjs`` reads): the users, a public
     and two confidential clients, one resource server with ``resource_scopes``, JWT access
     tokens signed with ``signing_alg`` (RS256 or ES256; ``token_format="opaque"`` for
     introspection), refresh tokens by ``refresh_tokens`` (``always``, ``never``, ``openid``),
-    the issuer at ``issuer_path`` with its metadata where ``well_known`` says: see
-    ``provider.mjs``.  A test edits the dict for more."""
+    the issuer at ``issuer_path`` with its metadata where ``well_known`` says, Client ID
+    Metadata Documents from the loopback stand-ins of ``client_metadata_documents`` (https
+    origin: http://127.0.0.1:PORT): see ``provider.mjs``.  A test edits the dict for more."""
     secret = client_secret or secrets.token_urlsafe(24)
     all_scopes = " ".join(("openid", "offline_access", *resource_scopes))
     code_grants = ["authorization_code", "refresh_token"]
@@ -152,6 +154,7 @@ def default_config(
         ],
         "ttl": {name: seconds for name, seconds in ttl.items() if seconds is not None},
         "refresh_tokens": refresh_tokens,
+        "client_metadata_documents": dict(client_metadata_documents or {}),
         "registration": registration,
         "client_credentials": client_credentials,
     }

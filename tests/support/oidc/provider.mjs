@@ -23,6 +23,10 @@
 //                  many OAuth servers do), "never", or "openid" (the package's own OpenID rule:
 //                  only for offline_access asked with prompt=consent)
 //   registration   true: dynamic client registration (RFC 7591) at /reg, no initial token
+//   client_metadata_documents  {"https://client.test": "http://127.0.0.1:PORT"}: Client ID
+//                  Metadata Documents (CIMD) on: a client_id URL on one of these https origins
+//                  is fetched from the loopback server beside it (the test's), nothing else is
+//                  fetched (the package fetches https only, and never from loopback by itself)
 //   client_credentials  true: the client_credentials grant
 //
 // The interactions are ours, minimal and plain HTML (the package's development views accept
@@ -36,6 +40,7 @@ import Provider, { errors } from 'oidc-provider';
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const prefix = config.issuer_path ?? '';
 if (prefix && !/^(\/[A-Za-z0-9._~-]+)+$/.test(prefix)) throw new Error(`issuer_path: ${prefix}?`);
+const cimdOrigins = Object.entries(config.client_metadata_documents ?? {});
 const wellKnown = new Set(config.well_known ?? ['oauth', 'openid-insert', 'openid']);
 const users = config.users ?? {};
 const resources = (config.resources ?? []).map((resource) => ({
@@ -153,6 +158,20 @@ async function interaction(provider, req, res, path) {
   return send(res, 400, page('Bad request', 'not this step of the interaction'));
 }
 
+// The package's outgoing requests (a CIMD): an https URL of a mapped origin, fetched from its
+// loopback stand-in.  The package's own dispatcher refuses loopback addresses (its SSRF
+// guard): this one only ever reaches the stand-ins the test named.
+function fetchMapped(url, options) {
+  const href = String(url);
+  for (const [origin, local] of cimdOrigins) {
+    if (href.startsWith(`${origin}/`)) {
+      const { dispatcher, ...rest } = options;
+      return globalThis.fetch(local + href.slice(origin.length), rest);
+    }
+  }
+  return Promise.reject(new Error('no stand-in for this origin'));
+}
+
 const OAUTH = '/.well-known/oauth-authorization-server';
 const OPENID = '/.well-known/openid-configuration';
 
@@ -200,8 +219,10 @@ function configuration() {
     interactions: { url: (ctx, interaction) => `${prefix}/interaction/${interaction.uid}` },
     // OAuth 2.1: every client uses PKCE (S256 is the only method the package offers)
     pkce: { required: () => true },
+    fetch: fetchMapped,
     features: {
       devInteractions: { enabled: false },
+      clientIdMetadataDocument: { enabled: cimdOrigins.length > 0, ack: 'draft-02' },
       registration: { enabled: Boolean(config.registration) },
       clientCredentials: { enabled: Boolean(config.client_credentials) },
       revocation: { enabled: true },

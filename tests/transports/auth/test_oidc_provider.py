@@ -12,10 +12,13 @@ asyncio (the helper is ``anyio``).
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import secrets
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +83,17 @@ async def authorize(
     user: str = "ada",
     scope: str = "tools:read offline_access",
     resource: str | None = RESOURCE,
+    client_id: str = PUBLIC_CLIENT_ID,
 ) -> tuple[str, Pkce]:
-    """A code for ``user`` to the public client, and the PKCE pair it was asked with."""
+    """A code for ``user`` to a public client, and the PKCE pair it was asked with."""
     pkce, state = Pkce.new(), secrets.token_urlsafe(12)
     url = provider.authorization_url(
-        redirect_uri=REDIRECT_URI, scope=scope, resource=resource, pkce=pkce, state=state
+        client_id=client_id,
+        redirect_uri=REDIRECT_URI,
+        scope=scope,
+        resource=resource,
+        pkce=pkce,
+        state=state,
     )
     response = await provider.browser().authorize(url, user=user)
     assert response.redirect_uri == REDIRECT_URI, response
@@ -94,13 +103,18 @@ async def authorize(
 
 
 async def redeem(
-    provider: OidcProvider, code: str, verifier: str, *, resource: str | None = RESOURCE
+    provider: OidcProvider,
+    code: str,
+    verifier: str,
+    *,
+    resource: str | None = RESOURCE,
+    client_id: str = PUBLIC_CLIENT_ID,
 ) -> HttpResponse:
     form = {
         "grant_type": "authorization_code",
         "code": code,
         "redirect_uri": REDIRECT_URI,
-        "client_id": PUBLIC_CLIENT_ID,
+        "client_id": client_id,
         "code_verifier": verifier,
         **({"resource": resource} if resource else {}),
     }
@@ -378,3 +392,55 @@ async def test_no_secret_in_the_providers_output_nor_its_command_line() -> None:
         argv = Path(f"/proc/{provider.pid}/cmdline").read_bytes().decode()
         for value in secrets_:
             assert value not in written and value not in argv
+
+
+@contextmanager
+def serving_documents(documents: Mapping[str, Any]) -> Iterator[str]:
+    """A loopback HTTP server answering each path of ``documents`` with its JSON; its origin."""
+
+    class Documents(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(documents[self.path]).encode() if self.path in documents else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Documents)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+async def test_a_client_id_metadata_document_as_the_client() -> None:
+    client_id = "https://mcp-client.test/client.json"
+    document = {
+        "client_id": client_id,
+        "client_name": "an MCP client",
+        "redirect_uris": [REDIRECT_URI],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    }
+    liar = {**document, "client_id": "https://mcp-client.test/another.json"}
+    with serving_documents({"/client.json": document, "/liar.json": liar}) as stand_in:
+        config = default_config(client_metadata_documents={"https://mcp-client.test": stand_in})
+        async with oidc_provider(config) as provider:
+            assert provider.discovery["client_id_metadata_document_supported"] is True
+            code, pkce = await authorize(provider, client_id=client_id)
+            response = await redeem(provider, code, pkce.verifier, client_id=client_id)
+            assert response.status == 200, response
+            _, claims = verify_jws(response.json()["access_token"], await provider.jwks())
+            assert claims["client_id"] == client_id and claims["aud"] == RESOURCE
+            # a document that names another client_id than its URL is refused
+            with pytest.raises(BrowserError, match="client"):
+                await authorize(provider, client_id="https://mcp-client.test/liar.json")
