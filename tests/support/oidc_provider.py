@@ -11,7 +11,8 @@ in a file only the owner can read, never on the command line (it holds the clien
 authorization URL, signs in on the provider's login form, allows (or denies) on its consent
 form, follows the provider's redirects, and stops at the first redirect that leaves the
 provider: the authorization response to the client's ``redirect_uri``, returned unvisited (the
-client under test receives it).
+client under test receives it).  A browser keeps its cookies (the provider's session) from
+one call to the next, as a real one does; ``provider.browser()`` is a new one.
 
 HTTP is the standard library's (``urllib.request``, ``http.cookiejar``) run on a worker
 thread, so the helpers work on trio and asyncio alike; httpx is not a dependency of the
@@ -306,19 +307,29 @@ class _Forms(HTMLParser):
 
 
 class TestBrowser:
-    """A person's browser against the provider: cookies, forms, redirects (see the module)."""
+    """A person's browser against the provider: cookies, forms, redirects (see the module).
+
+    Like a real one it keeps its cookies from one ``authorize`` to the next, so the
+    provider's session (who signed in, what they allowed) carries over: a second
+    authorization of the same client and scopes shows no page at all.  One browser is one
+    person: a call for another user raises (use another ``provider.browser()``)."""
 
     __test__ = False  # not a pytest test class
 
     def __init__(self, provider: OidcProvider) -> None:
         self._provider = provider
+        self._cookies = http.cookiejar.CookieJar()
+        self.signed_in_as: str | None = None
+        #: The path of every form submitted, in order (``.../login``, ``.../consent``).
+        self.submitted: list[str] = []
 
     async def authorize(
         self, authorization_url: str, *, user: str, password: str | None = None, deny: bool = False
     ) -> AuthorizationResponse:
-        """Sign in as ``user`` (its configured password unless ``password``), allow (or
-        ``deny``) on the consent page; the redirect to the client, unvisited.  Each call is
-        a fresh browser (no session left from another call's sign-in)."""
+        """Sign in as ``user`` (its configured password unless ``password``) if the
+        provider asks, allow (or ``deny``) if it asks; the redirect to the client, unvisited."""
+        if self.signed_in_as not in (None, user):
+            raise BrowserError(f"this browser is signed in as {self.signed_in_as}, not {user}")
         if password is None:
             password = self._provider.users[user].password
         return await anyio.to_thread.run_sync(
@@ -326,17 +337,18 @@ class TestBrowser:
         )
 
     def _authorize(self, url: str, user: str, password: str, deny: bool) -> AuthorizationResponse:
-        cookies = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(cookies), _pass_every_status()
+            urllib.request.HTTPCookieProcessor(self._cookies), _pass_every_status()
         )
         origin = _origin(self._provider.issuer)
-        method, form = "GET", None
+        method, form, signing_in = "GET", None, False
         for _ in range(_BROWSER_STEPS):
             if _origin(url) != origin:
                 return _authorization_response(url)
             response = _fetch(opener, method, url, form, {})
             if response.status in (301, 302, 303, 307, 308):
+                if signing_in:
+                    self.signed_in_as, signing_in = user, False
                 url = urljoin(url, response.headers["Location"])
                 method, form = "GET", None  # 303 and the provider's 302s: a GET
                 continue
@@ -344,7 +356,9 @@ class TestBrowser:
             page.feed(response.body.decode("utf-8", "replace"))
             if response.status != 200 or len(page.forms) != 1:
                 raise BrowserError(f"{response.status} at {url}: {' '.join(page.text)[:300]}")
+            signing_in = any(field.get("type") == "password" for field in page.forms[0].inputs)
             url, method, form = _submit(url, page.forms[0], user, password, deny)
+            self.submitted.append(urlsplit(url).path)
         raise BrowserError(f"no redirect to the client after {_BROWSER_STEPS} steps")
 
 

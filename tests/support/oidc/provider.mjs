@@ -200,8 +200,6 @@ function hash(text) {
   return crypto.createHash('sha256').update(String(text ?? '')).digest();
 }
 
-const ttl = config.ttl ?? {};
-
 function configuration() {
   return {
     clients: config.clients ?? [],
@@ -248,16 +246,8 @@ function configuration() {
         },
       },
     },
-    ttl: {
-      ...(ttl.AccessToken ? { AccessToken: ttl.AccessToken } : {}),
-      ...(ttl.ClientCredentials ? { ClientCredentials: ttl.ClientCredentials } : {}),
-      ...(ttl.AuthorizationCode ? { AuthorizationCode: ttl.AuthorizationCode } : {}),
-      ...(ttl.RefreshToken ? { RefreshToken: ttl.RefreshToken } : {}),
-      ...(ttl.Grant ? { Grant: ttl.Grant } : {}),
-      ...(ttl.Session ? { Session: ttl.Session } : {}),
-      ...(ttl.Interaction ? { Interaction: ttl.Interaction } : {}),
-      ...(ttl.IdToken ? { IdToken: ttl.IdToken } : {}),
-    },
+    // seconds by artifact (AccessToken, AuthorizationCode, RefreshToken, ...); the rest default
+    ttl: Object.fromEntries(Object.entries(config.ttl ?? {}).filter(([, seconds]) => seconds)),
   };
 }
 

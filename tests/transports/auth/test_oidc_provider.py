@@ -364,6 +364,29 @@ async def test_opaque_tokens_introspected_by_the_resource_server_until_they_expi
         assert (await introspect(token, credentials)).json() == {"active": False}
 
 
+async def test_a_browser_keeps_its_session() -> None:
+    async with oidc_provider() as provider:
+        browser = provider.browser()
+        pkce = Pkce.new()
+        url = provider.authorization_url(
+            redirect_uri=REDIRECT_URI, scope="tools:read", resource=RESOURCE, pkce=pkce, state="s"
+        )
+        first = await browser.authorize(url, user="ada")
+        assert [path.rsplit("/", 1)[1] for path in browser.submitted] == ["login", "consent"]
+        assert browser.signed_in_as == "ada"
+        # signed in: no sign-in page; the package asks a native client's consent every time
+        second = await browser.authorize(url, user="ada")
+        assert [path.rsplit("/", 1)[1] for path in browser.submitted[2:]] == ["consent"]
+        assert second.code and second.code != first.code
+        with pytest.raises(BrowserError, match="signed in as ada"):
+            await browser.authorize(url, user="grace")
+        # a refused sign-in leaves a browser signed out
+        stranger = provider.browser()
+        with pytest.raises(BrowserError, match="401"):
+            await stranger.authorize(url, user="ada", password="wrong")
+        assert stranger.signed_in_as is None
+
+
 async def test_step_up_to_a_scope_not_granted_before() -> None:
     async with oidc_provider() as provider:
         tokens = []
