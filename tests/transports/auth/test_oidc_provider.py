@@ -467,3 +467,21 @@ async def test_a_client_id_metadata_document_as_the_client() -> None:
             # a document that names another client_id than its URL is refused
             with pytest.raises(BrowserError, match="client"):
                 await authorize(provider, client_id="https://mcp-client.test/liar.json")
+
+
+async def test_a_token_asked_for_no_resource_is_for_no_resource() -> None:
+    """What a resource server must refuse: the package answers a code asked without
+    ``resource`` (RFC 8707) with an opaque token for its own userinfo, with no audience."""
+    async with oidc_provider() as provider:
+        code, pkce = await authorize(provider, resource=None)
+        token = (await redeem(provider, code, pkce.verifier, resource=None)).json()["access_token"]
+        assert token.count(".") == 0  # not a JWT: no resource server's key verifies it
+        secret = provider.client_secret(RESOURCE_SERVER_CLIENT_ID)
+        answer = await http_request(
+            "POST",
+            provider.discovery["introspection_endpoint"],
+            form={"token": token},
+            headers=basic_auth(RESOURCE_SERVER_CLIENT_ID, secret),
+        )
+        claims = answer.json()
+        assert claims["active"] is True and claims["sub"] == "ada" and "aud" not in claims
