@@ -486,3 +486,22 @@ async def test_a_token_asked_for_no_resource_is_for_no_resource() -> None:
         )
         claims = answer.json()
         assert claims["active"] is True and claims["sub"] == "ada" and "aud" not in claims
+
+
+async def test_a_revoked_refresh_token_refreshes_nothing() -> None:
+    async with oidc_provider() as provider:
+        code, pkce = await authorize(provider)
+        refresh_token = (await redeem(provider, code, pkce.verifier)).json()["refresh_token"]
+        revoked = await http_request(
+            "POST",
+            provider.discovery["revocation_endpoint"],
+            form={"token": refresh_token, "client_id": PUBLIC_CLIENT_ID},
+        )
+        assert revoked.status == 200, revoked  # RFC 7009
+        refresh = {
+            "grant_type": "refresh_token",
+            "refresh_token": refresh_token,
+            "client_id": PUBLIC_CLIENT_ID,
+        }
+        refused = await http_request("POST", provider.token_endpoint, form=refresh)
+        assert refused.status == 400 and refused.json()["error"] == "invalid_grant"
