@@ -28,7 +28,6 @@ import json
 import os
 import secrets
 import tempfile
-import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -70,8 +69,8 @@ class User:
 
 
 DEFAULT_USERS: Mapping[str, User] = {
-    "ada": User("ada-" + "password", {"name": "Ada Lovelace", "email": "ada@example.test"}),
-    "grace": User("grace-" + "password", {"name": "Grace Hopper", "email": "grace@example.test"}),
+    "ada": User("ada-password", {"name": "Ada Lovelace", "email": "ada@example.test"}),
+    "grace": User("grace-password", {"name": "Grace Hopper", "email": "grace@example.test"}),
 }
 
 

@@ -218,8 +218,8 @@ async def test_two_users_get_different_subjects() -> None:
         assert subjects == ["ada", "grace"]
 
 
-async def test_es256_and_a_short_ttl() -> None:
-    config = default_config(signing_alg="ES256", access_token_ttl=2)
+async def test_es256_and_short_ttls() -> None:
+    config = default_config(signing_alg="ES256", access_token_ttl=2, refresh_token_ttl=3)
     async with oidc_provider(config) as provider:
         code, pkce = await authorize(provider)
         tokens = (await redeem(provider, code, pkce.verifier)).json()
@@ -227,6 +227,14 @@ async def test_es256_and_a_short_ttl() -> None:
         header, claims = verify_jws(tokens["access_token"], await provider.jwks())
         assert header["alg"] == "ES256"
         assert claims["exp"] - claims["iat"] == 2
+        secret = provider.client_secret(RESOURCE_SERVER_CLIENT_ID)
+        refresh = await http_request(
+            "POST",
+            provider.discovery["introspection_endpoint"],
+            form={"token": tokens["refresh_token"]},
+            headers=basic_auth(RESOURCE_SERVER_CLIENT_ID, secret),
+        )
+        assert refresh.json()["exp"] - refresh.json()["iat"] == 3, refresh
 
 
 @pytest.mark.parametrize("client_id", [CONFIDENTIAL_CLIENT_ID, CONFIDENTIAL_POST_CLIENT_ID])
@@ -416,6 +424,7 @@ async def test_no_secret_in_the_providers_output_nor_its_command_line() -> None:
         argv = Path(f"/proc/{provider.pid}/cmdline").read_bytes().decode()
         for value in secrets_:
             assert value not in written and value not in argv
+    assert not Path(f"/proc/{provider.pid}").exists()  # stopped and reaped
 
 
 @contextmanager
