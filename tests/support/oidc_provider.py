@@ -335,6 +335,11 @@ class TestBrowser:
             self._authorize, authorization_url, user, password, deny
         )
 
+    async def deliver(self, response: AuthorizationResponse) -> HttpResponse:
+        """What the browser does next, once the client under test listens: visit the
+        redirect (the client's loopback page), with none of the provider's cookies."""
+        return await http_request("GET", response.url)
+
     def _authorize(self, url: str, user: str, password: str, deny: bool) -> AuthorizationResponse:
         opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(self._cookies), _pass_every_status()

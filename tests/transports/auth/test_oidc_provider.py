@@ -428,11 +428,14 @@ async def test_no_secret_in_the_providers_output_nor_its_command_line() -> None:
 
 
 @contextmanager
-def serving_documents(documents: Mapping[str, Any]) -> Iterator[str]:
-    """A loopback HTTP server answering each path of ``documents`` with its JSON; its origin."""
+def serving_documents(documents: Mapping[str, Any], seen: list[str] | None = None) -> Iterator[str]:
+    """A loopback HTTP server answering each path of ``documents`` with its JSON (each
+    request's target appended to ``seen``); its origin."""
 
     class Documents(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if seen is not None:
+                seen.append(self.path)
             body = json.dumps(documents[self.path]).encode() if self.path in documents else b""
             self.send_response(200 if body else 404)
             self.send_header("Content-Type", "application/json")
@@ -514,3 +517,30 @@ async def test_a_revoked_refresh_token_refreshes_nothing() -> None:
         }
         refused = await http_request("POST", provider.token_endpoint, form=refresh)
         assert refused.status == 400 and refused.json()["error"] == "invalid_grant"
+
+
+async def test_the_redirect_delivered_to_the_client_once_it_listens() -> None:
+    seen: list[str] = []
+    with serving_documents({}, seen) as client:
+        redirect_uri = f"{client}/callback"  # a loopback port of the client's choosing
+        async with oidc_provider() as provider:
+            pkce = Pkce.new()
+            url = provider.authorization_url(
+                redirect_uri=redirect_uri,
+                scope="tools:read",
+                resource=RESOURCE,
+                pkce=pkce,
+                state="s",
+            )
+            browser = provider.browser()
+            response = await browser.authorize(url, user="ada")
+            assert seen == []  # authorize stops short of the client
+            await browser.deliver(response)
+            assert seen == [response.url.removeprefix(client)] and response.code in seen[0]
+
+
+async def test_a_provider_that_cannot_start_says_why() -> None:
+    config = default_config(refresh_tokens="sometimes")
+    with pytest.raises(AssertionError, match="refresh_tokens: sometimes"):
+        async with oidc_provider(config):
+            pass
