@@ -34,8 +34,9 @@ FAST := not (slow or subprocess or interop or scale or conformance)
 
 CONFORMANCE := .conformance/node_modules/@modelcontextprotocol/conformance/package.json
 NODE_PEERS := tests/support/ts/node_modules/.mrtr-lock-sha256
+OIDC_PROVIDER := tests/support/oidc/node_modules/.mrtr-lock-sha256
 
-.PHONY: test check demo docs lint typecheck pytest pytest-fast bench clean conformance-deps node-peers services fuzz
+.PHONY: test check demo docs lint typecheck pytest pytest-fast bench clean conformance-deps node-peers oidc-provider services fuzz
 
 # No pip self-upgrade (nor its version check): the pip of python3's venv (23.2 on a fresh
 # machine) installs all of it, and each costs seconds.
@@ -62,10 +63,18 @@ conformance-deps: $(CONFORMANCE)
 # The official TypeScript SDK v2 (client, server, core 2.4.0; exact tree in the committed
 # package-lock.json) for the interop tests, in tests/support/ts/node_modules/ (git-ignored)
 $(NODE_PEERS): $(STAMP) scripts/install_node_peers.py tests/support/ts/package.json tests/support/ts/package-lock.json
-	$(BIN)/python scripts/install_node_peers.py
+	$(BIN)/python scripts/install_node_peers.py ts
 	touch $(NODE_PEERS)
 
 node-peers: $(NODE_PEERS)
+
+# The OpenID provider of the auth tests (oidc-provider 9.13.3; exact tree in the committed
+# package-lock.json), in tests/support/oidc/node_modules/ (git-ignored)
+$(OIDC_PROVIDER): $(STAMP) scripts/install_node_peers.py tests/support/oidc/package.json tests/support/oidc/package-lock.json
+	$(BIN)/python scripts/install_node_peers.py oidc
+	touch $(OIDC_PROVIDER)
+
+oidc-provider: $(OIDC_PROVIDER)
 
 # Debian's nginx and redis-server for the scale-out tests (tests/transports/scale), installed
 # with apt-get when missing; no system service is enabled or started: the tests run their
@@ -96,7 +105,7 @@ endef
 
 # Every test on parallel workers, with branch coverage (fail_under in pyproject.toml); the
 # `serial` ones (the load tests) one after another on one of the workers (tests/conftest.py).
-pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) services
+pytest: $(STAMP) $(CONFORMANCE) $(NODE_PEERS) $(OIDC_PROVIDER) services
 	$(call run_pytest,$(XDIST) --cov --cov-report=term)
 
 pytest-fast: $(STAMP)
@@ -126,5 +135,5 @@ bench: $(STAMP) $(NODE_PEERS)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build .conformance tests/support/ts/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
+	rm -rf $(VENV) build .conformance tests/support/ts/node_modules tests/support/oidc/node_modules .pytest_cache .mypy_cache .ruff_cache .coverage .hypothesis \
 		tests/fuzz/found tests/fuzz/artifacts tests/fuzz/.coverage.fuzz

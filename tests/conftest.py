@@ -51,11 +51,24 @@ CONFORMANCE_LEGS = (
 )
 _LEG_MARKERS = ("conformance", "subprocess")
 
+#: Files marked as a folder would be, where the rest of their folder is not: the auth tests
+#: that run the OpenID provider (a Node process, like the interop peers) beside auth tests
+#: that run none.
+FILE_MARKERS: dict[str, tuple[str, ...]] = {
+    "transports/auth/test_oidc_provider.py": ("interop", "subprocess"),
+}
+
+
+def _file_markers(where: str) -> tuple[str, ...]:
+    """The markers of the test file at ``where`` (relative to tests/) as a whole."""
+    return _LEG_MARKERS if where in CONFORMANCE_LEGS else FILE_MARKERS.get(where, ())
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """A folder or leg moved away would silently lose its markers (and ``make check``
     would run it): say so instead."""
-    gone = [p for p in (*FOLDER_MARKERS, *CONFORMANCE_LEGS) if not (TESTS / p).exists()]
+    marked = (*FOLDER_MARKERS, *CONFORMANCE_LEGS, *FILE_MARKERS)
+    gone = [p for p in marked if not (TESTS / p).exists()]
     if gone:
         raise pytest.UsageError(f"tests/conftest.py marks {gone}, which no longer exist")
 
@@ -70,7 +83,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if not config.option.markexpr or not collection_path.is_relative_to(TESTS):
         return None
     where = collection_path.relative_to(TESTS).as_posix()
-    carried = FOLDER_MARKERS.get(where) or (_LEG_MARKERS if where in CONFORMANCE_LEGS else ())
+    carried = FOLDER_MARKERS.get(where) or _file_markers(where)
     if carried and never_true(config.option.markexpr, frozenset(carried)):
         return True
     return None
@@ -100,9 +113,8 @@ def _mark_by_folder(item: pytest.Item) -> None:
         if where.startswith(folder + "/"):
             for name in names:
                 item.add_marker(name)
-    if where in CONFORMANCE_LEGS:
-        for name in _LEG_MARKERS:
-            item.add_marker(name)
+    for name in _file_markers(where):
+        item.add_marker(name)
 
 
 def _run_async_under_trio(item: pytest.Item) -> None:
