@@ -1,0 +1,187 @@
+"""The JWT verifier against real tokens (signed here with PyJWT) and a JWKS served over
+HTTP by the project's host on 127.0.0.1: every bad token of issue 24 is refused with a
+reason that never quotes it; the key set's bounds (size, time), its cache (TTL, one
+rate-limited refetch for an unknown ``kid``, the last good set kept while the source is
+down).  Both loops: the fetches are anyio."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from authserver_kit import (
+    ISSUER,
+    RESOURCE,
+    AuthServerApp,
+    Issuer,
+    hmac_with_public_key,
+    hosting,
+    random_kid,
+    unsigned_token,
+)
+from mrtr_transports.auth import (
+    Identity,
+    JwksKeys,
+    JwtVerifier,
+    TokenRefused,
+    VerifierUnavailable,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Issuer:
+    return Issuer()
+
+
+@pytest.fixture
+async def server(issuer: Issuer) -> AsyncIterator[tuple[AuthServerApp, int]]:
+    app = AuthServerApp(issuer)
+    async with hosting(app) as port:
+        yield app, port
+
+
+def verifier_at(port: int, path: str = "/jwks", **keys: float) -> JwtVerifier:
+    jwks = JwksKeys(f"http://127.0.0.1:{port}{path}", **keys)  # type: ignore[arg-type]
+    return JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks=jwks)
+
+
+async def test_a_good_token_gives_its_identity(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    _, port = server
+    verifier = verifier_at(port)
+    identity = await verifier.verify(issuer.token("alice", scope="mcp:tools admin"))
+    assert isinstance(identity, Identity)
+    assert (identity.subject, identity.issuer, identity.client_id) == ("alice", ISSUER, "test-client")
+    assert identity.scopes == {"mcp:tools", "admin"}
+    assert identity.audience == (RESOURCE,)
+    assert identity.claims["sub"] == "alice"
+    # An EC key of the same set, and the canonical form of the audience, verify too.
+    ec = await verifier.verify(issuer.token("bob", kid="ec-1", aud=RESOURCE.upper().replace("/MCP", "/mcp")))
+    assert ec.subject == "bob"
+    # Issuer and subject make the principal: the same sub of another issuer is another.
+    other = Identity(subject="alice", issuer="https://other.example.test")
+    assert identity.principal != other.principal
+    assert verifier.keys.fetches == 1  # the set is kept
+
+
+BAD_TOKENS = {
+    "another resource": (lambda i: i.token(aud="https://other.example.test/mcp"), "another resource"),
+    "expired": (lambda i: i.token(exp_in=-3600), "expired"),
+    "not yet valid": (lambda i: i.token(nbf_in=3600), "not valid yet"),
+    "issued in the future": (lambda i: i.token(iat=2**31), "not valid yet"),
+    "wrong issuer": (lambda i: i.token(iss="https://evil.example.test"), "another issuer"),
+    "alg none": (lambda i: unsigned_token(), "'none' is not allowed"),
+    "HS256 with the RSA public key": (hmac_with_public_key, "'HS256' is not allowed"),
+    "unknown kid": (lambda i: "", None),  # (made in the test: another issuer's key)
+    "garbage": (lambda i: "not.a.jwt", "not a well-formed JWT"),
+    "no aud": (lambda i: i.token(aud=None), "lacks a required claim"),
+    "tampered": (lambda i: i.token()[:-6] + "AAAAAA", "does not verify"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOKENS))
+async def test_every_bad_token_is_refused_and_never_quoted(
+    case: str,
+    issuer: Issuer,
+    server: tuple[AuthServerApp, int],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, port = server
+    make, reason = BAD_TOKENS[case]
+    token = make(issuer)
+    if case == "unknown kid":
+        other = Issuer()
+        other.kids = {"stranger": other.rsa}
+        token, reason = other.token(kid="stranger"), "does not publish"
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(TokenRefused) as refused:
+        await verifier_at(port).verify(token)
+    assert reason is not None and reason in refused.value.reason
+    assert token not in str(refused.value) and token not in caplog.text
+
+
+async def test_the_key_set_must_be_asymmetric_and_named() -> None:
+    for algorithms in (["HS256"], ["none"], ["RS256", "HS512"], []):
+        with pytest.raises(ValueError, match="asymmetric"):
+            JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks="https://as/jwks", algorithms=algorithms)
+    with pytest.raises(ValueError, match="http"):
+        JwksKeys("file:///etc/keys.json")
+
+
+async def test_an_oversized_key_set_is_refused(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    _, port = server
+    verifier = verifier_at(port, "/big")
+    with pytest.raises(VerifierUnavailable, match="unavailable"):
+        await verifier.verify(issuer.token())
+
+
+async def test_a_slow_key_set_is_refused_in_its_time(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    verifier = verifier_at(port, "/slow", timeout=0.3)
+    started = anyio.current_time()
+    with pytest.raises(VerifierUnavailable):
+        await verifier.verify(issuer.token())
+    assert anyio.current_time() - started < 2.0
+    assert app.counts["/slow"] == 1
+
+
+async def test_an_unknown_kid_flood_costs_one_fetch_per_interval(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    verifier = verifier_at(port, refetch_interval=30.0)
+    await verifier.verify(issuer.token())
+    forged = Issuer()
+    for _ in range(50):
+        kid = random_kid()
+        forged.kids = {kid: forged.rsa}
+        with pytest.raises(TokenRefused, match="does not publish"):
+            await verifier.verify(forged.token(kid=kid))
+    assert app.counts["/jwks"] == 1  # the first fetch; the flood waited for the interval
+
+
+async def test_a_rotated_key_is_fetched_once_its_kid_appears(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    verifier = verifier_at(port, refetch_interval=0.0)
+    await verifier.verify(issuer.token())
+    rotated = Issuer()
+    rotated.kids = dict(issuer.kids)
+    new_kid = rotated.rotate()
+    app.issuer = rotated
+    identity = await verifier.verify(rotated.token("carol", kid=new_kid))
+    assert identity.subject == "carol"
+    assert app.counts["/jwks"] == 2
+
+
+async def test_the_last_good_set_is_kept_while_the_source_is_down(
+    issuer: Issuer, server: tuple[AuthServerApp, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    app, port = server
+    verifier = verifier_at(port, ttl=0.0, refetch_interval=0.0)
+    await verifier.verify(issuer.token())
+    app.down = True
+    caplog.set_level(logging.WARNING)
+    identity = await verifier.verify(issuer.token("dave"))  # refetched, failed, kept
+    assert identity.subject == "dave"
+    assert app.counts["/jwks"] == 2
+    assert "keeping the last good set" in caplog.text
+
+
+async def test_no_key_set_yet_refuses_everyone(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    app.down = True
+    with pytest.raises(VerifierUnavailable):
+        await verifier_at(port).verify(issuer.token())

@@ -1,0 +1,138 @@
+"""A JSON Web Key Set fetched over HTTP and kept: the keys a :class:`JwtVerifier` checks
+signatures with.
+
+Bounds and freshness, the rules of this module:
+
+* one fetch reads ``max_bytes`` at most, in ``timeout`` seconds, through
+  ``max_redirects`` redirects, and keeps ``max_keys`` signing keys at most;
+* the set is kept ``ttl`` seconds, then fetched again when a token needs it;
+* a token whose ``kid`` the set lacks makes one refetch (the authorization server
+  rotated its keys), but no sooner than ``refetch_interval`` seconds after the last
+  fetch: a flood of made-up ``kid`` values costs the source one fetch per interval;
+* when a fetch fails (the source is down, too slow, too big, not a key set), the last
+  good set is kept and used, and the next try waits ``refetch_interval``; with no good
+  set yet, every token is refused (``VerifierUnavailable``);
+* one fetch at a time: concurrent tokens wait for the same one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+import anyio
+import jwt
+
+from .fetch import FetchFailed, fetch
+from .refusals import TokenRefused, VerifierUnavailable
+
+__all__ = ["JwksKeys"]
+
+log = logging.getLogger("mrtr.auth")
+
+#: The ``kty`` values of the asymmetric keys a signature is checked with.
+_ASYMMETRIC = ("RSA", "EC", "OKP")
+
+
+class JwksKeys:
+    """The key set at ``url`` (``jwks_uri`` of the authorization server's metadata)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        ttl: float = 300.0,
+        refetch_interval: float = 30.0,
+        max_bytes: int = 64 * 1024,
+        timeout: float = 5.0,
+        max_redirects: int = 1,
+        max_keys: int = 32,
+    ) -> None:
+        if not url.startswith(("https://", "http://")):
+            raise ValueError(f"a JWKS URL is http(s), not {url!r}")
+        for name, value in (("ttl", ttl), ("refetch_interval", refetch_interval)):
+            if not value >= 0:
+                raise ValueError(f"{name} must be non-negative")
+        self.url = url
+        self.ttl = ttl
+        self.refetch_interval = refetch_interval
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+        self.max_redirects = max_redirects
+        self.max_keys = max_keys
+        self._keys: dict[str | None, jwt.PyJWK] | None = None
+        self._fetched_at = -math.inf  # (the last good set's)
+        self._tried_at = -math.inf  # (the last attempt's, good or not)
+        self._lock = anyio.Lock()
+        #: How many fetches were made (a figure the tests and the logs read).
+        self.fetches = 0
+
+    async def key_for(self, kid: str | None) -> jwt.PyJWK:
+        """The key named ``kid`` (``None``: the set's only key); ``TokenRefused`` when the
+        set has none such, ``VerifierUnavailable`` when there is no set to look in."""
+        now = anyio.current_time()
+        if self._keys is None or now >= self._fetched_at + self.ttl:
+            await self._refresh(now)
+        elif kid not in self._keys:
+            await self._refresh(now)  # (rate-limited inside)
+        if self._keys is None:
+            raise VerifierUnavailable("the authorization server's key set is unavailable")
+        key = self._keys.get(kid)
+        if key is None:
+            raise TokenRefused("signed by a key the authorization server does not publish")
+        return key
+
+    async def _refresh(self, asked_at: float) -> None:
+        async with self._lock:
+            now = anyio.current_time()
+            if self._tried_at > asked_at or now < self._tried_at + self.refetch_interval:
+                return  # another caller just fetched (or tried): use what it got
+            self._tried_at = now
+            self.fetches += 1
+            try:
+                keys = await self._fetch()
+            except (FetchFailed, ValueError) as exc:
+                kept = "keeping the last good set" if self._keys is not None else "no set yet"
+                log.warning("JWKS %s: %s (%s)", self.url, exc, kept)
+                return
+            self._keys = keys
+            self._fetched_at = anyio.current_time()
+
+    async def _fetch(self) -> dict[str | None, jwt.PyJWK]:
+        fetched = await fetch(
+            self.url,
+            max_bytes=self.max_bytes,
+            timeout=self.timeout,
+            max_redirects=self.max_redirects,
+        )
+        if fetched.status != 200:
+            raise ValueError(f"answered {fetched.status}")
+        try:
+            document: Any = json.loads(fetched.body)
+        except ValueError:
+            raise ValueError("not JSON") from None
+        raw_keys = document.get("keys") if isinstance(document, dict) else None
+        if not isinstance(raw_keys, list):
+            raise ValueError("not a key set (no 'keys' array)")
+        keys: dict[str | None, jwt.PyJWK] = {}
+        for raw in raw_keys:
+            if len(keys) >= self.max_keys:
+                break
+            if not isinstance(raw, dict) or raw.get("kty") not in _ASYMMETRIC:
+                continue  # a symmetric key is never a public signing key
+            if raw.get("use", "sig") != "sig":
+                continue
+            try:
+                key = jwt.PyJWK(raw)
+            except jwt.PyJWTError:
+                continue  # a key of a kind or curve we do not check with: skipped
+            kid = raw.get("kid")
+            keys[kid if isinstance(kid, str) else None] = key
+        if not keys:
+            raise ValueError("no usable signing key")
+        if len(keys) == 1:
+            # A token without ``kid`` may use the set's only key.
+            keys.setdefault(None, next(iter(keys.values())))
+        return keys
