@@ -146,9 +146,11 @@ def _scope_names(scopes: Iterable[str], what: str) -> tuple[str, ...]:
         raise TypeError(f"{what}: scopes is a list of scope names, not one string")
     names: list[str] = []
     for scope in scopes:
-        if not (isinstance(scope, str) and scope and all(
-            0x21 <= ord(c) <= 0x7E and c not in '"\\' for c in scope
-        )):
+        if not (
+            isinstance(scope, str)
+            and scope
+            and all(0x21 <= ord(c) <= 0x7E and c not in '"\\' for c in scope)
+        ):
             raise ValueError(f"{what}: {scope!r} is not a scope name")
         if scope not in names:
             names.append(scope)

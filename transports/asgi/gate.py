@@ -23,9 +23,9 @@ from typing import Any
 
 import mrtr_core as m
 
+from ..auth.identity import Identity
 from ..auth.refusals import FORBIDDEN, missing_scopes
 from ..auth.resource import AuthFailure, ResourceAuth
-from ..auth.identity import Identity
 from .routes import Page
 
 __all__ = ["call_refusal", "failure_headers", "metadata_page", "tool_scopes"]

@@ -138,7 +138,9 @@ async def _exchange(
     except h11.RemoteProtocolError as exc:
         raise FetchFailed(f"{_where(url)}: a malformed response ({exc})") from None
     except STREAM_FAILURES as exc:
-        raise FetchFailed(f"{_where(url)}: the connection failed ({exc.__class__.__name__})") from None
+        raise FetchFailed(
+            f"{_where(url)}: the connection failed ({exc.__class__.__name__})"
+        ) from None
     finally:
         await anyio.aclose_forcefully(stream)
     fetched = Fetched(status, content_type, b"".join(chunks))

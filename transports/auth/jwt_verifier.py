@@ -155,7 +155,11 @@ def identity_of(claims: dict[str, Any], *, issuer: str) -> Identity:
         scopes = frozenset(scope.split())
     else:
         scp = claims.get("scp")
-        scopes = frozenset(s for s in scp if isinstance(s, str)) if isinstance(scp, list) else frozenset()
+        scopes = (
+            frozenset(s for s in scp if isinstance(s, str))
+            if isinstance(scp, list)
+            else frozenset()
+        )
     aud = claims.get("aud")
     audience = (aud,) if isinstance(aud, str) else tuple(a for a in aud or () if isinstance(a, str))
     client_id = claims.get("client_id", claims.get("azp"))

@@ -79,7 +79,10 @@ class ResourceAuth:
         self.metadata_body = json.dumps(self.metadata.to_json()).encode()
 
     def challenge(
-        self, error: str | None = None, scope: Sequence[str] | None = None, description: str | None = None
+        self,
+        error: str | None = None,
+        scope: Sequence[str] | None = None,
+        description: str | None = None,
     ) -> str:
         """The ``WWW-Authenticate`` value (``BearerChallenge``)."""
         if scope is None and self.scopes:

@@ -205,7 +205,11 @@ class Reply:
 
     def json(self) -> Any:
         if self.header("content-type") == "text/event-stream":
-            data = [line[5:].strip() for line in self.body.decode().splitlines() if line.startswith("data:")]
+            data = [
+                line[5:].strip()
+                for line in self.body.decode().splitlines()
+                if line.startswith("data:")
+            ]
             return json.loads([d for d in data if d][-1])
         return json.loads(self.body)
 
@@ -237,6 +241,10 @@ async def request(
                 except anyio.EndOfStream:
                     conn.receive_data(b"")
                 continue
+            if isinstance(event, h11.InformationalResponse) and event.status_code == 101:
+                return Reply(101, list(event.headers), b"")  # (a WebSocket accepted)
+            if event is h11.PAUSED:
+                break
             if isinstance(event, h11.Response):
                 status, got_headers = event.status_code, list(event.headers)
             elif isinstance(event, h11.Data):

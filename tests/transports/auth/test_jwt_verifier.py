@@ -56,12 +56,18 @@ async def test_a_good_token_gives_its_identity(
     verifier = verifier_at(port)
     identity = await verifier.verify(issuer.token("alice", scope="mcp:tools admin"))
     assert isinstance(identity, Identity)
-    assert (identity.subject, identity.issuer, identity.client_id) == ("alice", ISSUER, "test-client")
+    assert (identity.subject, identity.issuer, identity.client_id) == (
+        "alice",
+        ISSUER,
+        "test-client",
+    )
     assert identity.scopes == {"mcp:tools", "admin"}
     assert identity.audience == (RESOURCE,)
     assert identity.claims["sub"] == "alice"
     # An EC key of the same set, and the canonical form of the audience, verify too.
-    ec = await verifier.verify(issuer.token("bob", kid="ec-1", aud=RESOURCE.upper().replace("/MCP", "/mcp")))
+    ec = await verifier.verify(
+        issuer.token("bob", kid="ec-1", aud=RESOURCE.upper().replace("/MCP", "/mcp"))
+    )
     assert ec.subject == "bob"
     # Issuer and subject make the principal: the same sub of another issuer is another.
     other = Identity(subject="alice", issuer="https://other.example.test")
@@ -70,7 +76,10 @@ async def test_a_good_token_gives_its_identity(
 
 
 BAD_TOKENS = {
-    "another resource": (lambda i: i.token(aud="https://other.example.test/mcp"), "another resource"),
+    "another resource": (
+        lambda i: i.token(aud="https://other.example.test/mcp"),
+        "another resource",
+    ),
     "expired": (lambda i: i.token(exp_in=-3600), "expired"),
     "not yet valid": (lambda i: i.token(nbf_in=3600), "not valid yet"),
     "issued in the future": (lambda i: i.token(iat=2**31), "not valid yet"),
@@ -108,7 +117,9 @@ async def test_every_bad_token_is_refused_and_never_quoted(
 async def test_the_key_set_must_be_asymmetric_and_named() -> None:
     for algorithms in (["HS256"], ["none"], ["RS256", "HS512"], []):
         with pytest.raises(ValueError, match="asymmetric"):
-            JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks="https://as/jwks", algorithms=algorithms)
+            JwtVerifier(
+                issuer=ISSUER, audience=RESOURCE, jwks="https://as/jwks", algorithms=algorithms
+            )
     with pytest.raises(ValueError, match="http"):
         JwksKeys("file:///etc/keys.json")
 

@@ -1,0 +1,299 @@
+"""``McpAsgi(auth=ResourceAuth(...))`` served by the project's host (``HttpServer``) on
+127.0.0.1, both loops, with real JWTs and a JWKS served over HTTP: the metadata at
+the well-known URLs, 401 with the challenge for no token and for each bad one (the app
+never runs), the identity as ``ctx.identity`` and as the principal of sealed state and
+tasks (a second user cannot redeem the first user's state nor see their task), 403
+``insufficient_scope`` for a tool's scopes, the WebSocket upgrade, tokens kept out of
+the logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from authserver_kit import (
+    ISSUER,
+    RESOURCE,
+    AuthServerApp,
+    Issuer,
+    hmac_with_public_key,
+    hosting,
+    mcp_headers,
+    post,
+    request,
+    unsigned_token,
+)
+from mrtr_transports.apps.context import Context
+from mrtr_transports.apps.mcp_app import McpApp
+from mrtr_transports.auth import JwtVerifier, ResourceAuth
+from mrtr_transports.server.http import HttpServer
+
+import mrtr_core as m
+from mrtr_core.auth import BearerChallenge
+
+pytestmark = pytest.mark.anyio
+
+VERSION = "2026-07-28"
+METADATA_URL = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
+CONFIRM = m.server.elicit_form("Go on?", {"ok": {"type": "boolean"}}, required=["ok"])
+
+
+def meta(**extra: Any) -> dict[str, Any]:
+    return {
+        m.wire.META_PROTOCOL_VERSION: VERSION,
+        m.wire.META_CLIENT_CAPABILITIES: {"elicitation": {}},
+        **extra,
+    }
+
+
+def call(
+    name: str, arguments: dict[str, Any] | None = None, rid: int = 1, **params: Any
+) -> dict[str, Any]:
+    body = {"name": name, "arguments": arguments or {}, "_meta": meta(), **params}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": body}
+
+
+class Calls:
+    count = 0
+
+
+def make_app() -> McpApp:
+    app = McpApp("auth-test", "1.0")
+
+    @app.tool
+    def whoami(ctx: Context) -> str:
+        """Who the token says is calling."""
+        Calls.count += 1
+        identity = ctx.identity
+        assert identity is not None
+        return json.dumps(
+            {"sub": identity.subject, "iss": identity.issuer, "scopes": sorted(identity.scopes)}
+        )
+
+    @app.tool(scopes=["admin"])
+    def purge(ctx: Context) -> str:
+        """Needs the admin scope."""
+        Calls.count += 1
+        return "purged"
+
+    @app.tool
+    def confirm(ctx: Context) -> Any:
+        """Asks, then answers: its sealed state is the caller's."""
+        answer = ctx.answer("ok", CONFIRM)
+        if answer is None:
+            return ctx.ask({"ok": CONFIRM})
+        return "confirmed"
+
+    async def slow_work(task: Any) -> str:
+        await anyio.sleep(0.05)
+        return "done"
+
+    @app.tool(task="optional")
+    def background(ctx: Context) -> Any:
+        """Runs as a task: the caller's task."""
+        return ctx.run_task(slow_work)
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Issuer:
+    return Issuer()
+
+
+@pytest.fixture
+async def served(issuer: Issuer) -> AsyncIterator[tuple[HttpServer, int]]:
+    as_app = AuthServerApp(issuer)
+    async with hosting(as_app) as as_port:
+        verifier = JwtVerifier(
+            issuer=ISSUER, audience=RESOURCE, jwks=f"http://127.0.0.1:{as_port}/jwks"
+        )
+        auth = ResourceAuth(
+            verifier,
+            resource=RESOURCE,
+            authorization_servers=[ISSUER],
+            scopes_supported=["mcp:tools", "admin"],
+        )
+        server = HttpServer(make_app(), auth=auth, keepalive_interval=0.05)
+        async with anyio.create_task_group() as tasks:
+            _, port = await tasks.start(server.serve, "127.0.0.1", 0)
+            try:
+                yield server, port
+            finally:
+                await server.aclose(grace=0.2)
+
+
+async def test_the_metadata_is_published_at_the_well_known_urls(
+    served: tuple[HttpServer, int],
+) -> None:
+    _, port = served
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
+        reply = await request(port, "GET", path)  # no token, no Origin rules: public
+        assert reply.status == 200
+        document = m.auth.ResourceMetadata.from_json(json.loads(reply.body), resource=RESOURCE)
+        assert document.authorization_servers == (ISSUER,)
+        assert document.scopes_supported == ("mcp:tools", "admin")
+        assert reply.header("access-control-allow-origin") == "*"
+    assert (await request(port, "POST", "/.well-known/oauth-protected-resource")).status == 405
+    # The health check stays outside the gate.
+    assert (await request(port, "GET", "/healthz")).status == 200
+
+
+async def test_no_token_is_401_with_the_challenge(served: tuple[HttpServer, int]) -> None:
+    _, port = served
+    Calls.count = 0
+    reply = await post(port, call("whoami"), None)
+    assert reply.status == 401
+    challenge = BearerChallenge.from_headers(reply.header("www-authenticate") or "")
+    assert challenge is not None
+    assert challenge.resource_metadata == METADATA_URL
+    assert challenge.error is None
+    assert reply.json()["error"]["code"] == m.ErrorCode.INVALID_REQUEST
+    # Other methods at the path too (a 2025 session's GET), and a token in another scheme.
+    get = await request(port, "GET", "/mcp", headers=[("mcp-session-id", "x")])
+    assert get.status == 401
+    message = call("whoami")
+    headers = [*mcp_headers(message, None), ("authorization", "Basic YWxpY2U6c2VjcmV0")]
+    basic = await request(port, "POST", "/mcp", headers=headers, body=json.dumps(message).encode())
+    assert basic.status == 401
+    basic_challenge = BearerChallenge.from_headers(basic.header("www-authenticate") or "")
+    assert basic_challenge is not None and basic_challenge.error == "invalid_request"
+    two = [*mcp_headers(message, "a"), ("authorization", "Bearer b")]
+    assert (
+        await request(port, "POST", "/mcp", headers=two, body=json.dumps(message).encode())
+    ).status == 400
+    assert Calls.count == 0
+
+
+BAD = {
+    "another resource": lambda i: i.token(aud="https://other.example.test/mcp"),
+    "expired": lambda i: i.token(exp_in=-3600),
+    "not yet valid": lambda i: i.token(nbf_in=3600),
+    "wrong issuer": lambda i: i.token(iss="https://evil.example.test"),
+    "alg none": lambda i: unsigned_token(),
+    "HS256 with the RSA public key": hmac_with_public_key,
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+async def test_a_bad_token_is_401_invalid_token_and_no_access(
+    case: str, issuer: Issuer, served: tuple[HttpServer, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, port = served
+    caplog.set_level(logging.DEBUG)
+    Calls.count = 0
+    token = BAD[case](issuer)
+    reply = await post(port, call("whoami"), token)
+    assert reply.status == 401
+    challenge = BearerChallenge.from_headers(reply.header("www-authenticate") or "")
+    assert challenge is not None
+    assert (challenge.error, challenge.resource_metadata) == ("invalid_token", METADATA_URL)
+    assert Calls.count == 0
+    assert token not in reply.body.decode() and token not in caplog.text
+
+
+async def test_the_identity_is_on_ctx(issuer: Issuer, served: tuple[HttpServer, int]) -> None:
+    _, port = served
+    reply = await post(port, call("whoami"), issuer.token("alice", scope="mcp:tools"))
+    assert reply.status == 200, reply.body
+    said = json.loads(reply.json()["result"]["content"][0]["text"])
+    assert said == {"sub": "alice", "iss": ISSUER, "scopes": ["mcp:tools"]}
+
+
+async def test_a_tool_s_scope_is_403_insufficient_scope_before_it_runs(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    Calls.count = 0
+    reply = await post(port, call("purge"), issuer.token("alice", scope="mcp:tools"))
+    assert reply.status == 403
+    challenge = BearerChallenge.from_headers(reply.header("www-authenticate") or "")
+    assert challenge is not None
+    assert (challenge.error, challenge.scope) == ("insufficient_scope", ("admin",))
+    assert challenge.resource_metadata == METADATA_URL
+    assert Calls.count == 0
+    granted = await post(port, call("purge"), issuer.token("alice", scope="mcp:tools admin"))
+    assert granted.status == 200
+    assert granted.json()["result"]["content"][0]["text"] == "purged"
+    assert Calls.count == 1
+
+
+async def test_a_second_user_cannot_redeem_the_first_user_s_state(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    alice, bob = issuer.token("alice"), issuer.token("bob")
+    first = call("confirm")
+    asked = (await post(port, first, alice)).json()["result"]
+    assert asked["resultType"] == "input_required"
+    state = asked["requestState"]
+    answers = {"ok": {"action": "accept", "content": {"ok": True}}}
+    retry = {
+        **first,
+        "id": 2,
+        "params": m.engine.build_retry_params(first["params"], answers, state),
+    }
+    stolen = (await post(port, retry, bob)).json()
+    assert "error" in stolen, stolen
+    assert stolen["error"]["code"] == m.ErrorCode.INVALID_PARAMS
+    own = (await post(port, {**retry, "id": 3}, alice)).json()
+    assert own["result"]["content"][0]["text"] == "confirmed"
+
+
+async def test_a_second_user_cannot_see_the_first_user_s_task(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    alice, bob = issuer.token("alice"), issuer.token("bob")
+    tasks_caps = {"elicitation": {}, "extensions": {m.tasks.TASKS_EXTENSION: {}}}
+    message = call("background")
+    message["params"]["_meta"][m.wire.META_CLIENT_CAPABILITIES] = tasks_caps
+    created = (await post(port, message, alice)).json()["result"]
+    task_id = created["task"]["taskId"] if "task" in created else created["taskId"]
+
+    def get(rid: int) -> dict[str, Any]:
+        params = {
+            "taskId": task_id,
+            "_meta": {**meta(), m.wire.META_CLIENT_CAPABILITIES: tasks_caps},
+        }
+        return {"jsonrpc": "2.0", "id": rid, "method": "tasks/get", "params": params}
+
+    theirs = (await post(port, get(5), bob)).json()
+    assert theirs["error"]["code"] == m.ErrorCode.INVALID_PARAMS
+    mine = (await post(port, get(6), alice)).json()
+    assert "result" in mine, mine
+
+
+async def test_the_websocket_upgrade_needs_the_token(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    upgrade = [
+        ("connection", "Upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("sec-websocket-protocol", "mcp"),
+    ]
+    refused = await request(port, "GET", "/mcp", headers=upgrade)
+    assert refused.status == 401
+    challenge = BearerChallenge.from_headers(refused.header("www-authenticate") or "")
+    assert challenge is not None and challenge.resource_metadata == METADATA_URL
+    bad = await request(
+        port,
+        "GET",
+        "/mcp",
+        headers=[*upgrade, ("authorization", f"Bearer {issuer.token(exp_in=-3600)}")],
+    )
+    assert bad.status == 401
+    good = await request(
+        port, "GET", "/mcp", headers=[*upgrade, ("authorization", f"Bearer {issuer.token()}")]
+    )
+    assert good.status == 101
