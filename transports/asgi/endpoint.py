@@ -31,7 +31,11 @@ For each HTTP request, in order:
    default, ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies`` for
    ``X-Forwarded-Host``).
 4. The path (404), relative to where the app is mounted (the ASGI
-   ``root_path``); ``path=None`` serves any path that reaches it.
+   ``root_path``); ``path=None`` serves any path that reaches it.  With
+   ``auth=`` (``gate.py``, ``docs/auth.md``): the bearer token (401/400/403 with
+   ``WWW-Authenticate``); its identity is the request's principal and client; a 2025
+   session of another principal is 404.  (The protected-resource metadata is a side
+   route of step 2.)
 5. The method: ``GET`` and ``DELETE`` with an ``Mcp-Session-Id`` go to the
    session side; any other but POST gets 405 with ``Allow: GET, POST, DELETE``
    (a ``HEAD`` gets the headers alone).
@@ -161,6 +165,8 @@ class McpAsgi:
     ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
     already refuses a head larger than ``max_header_size`` (431), as the
     project's host does (``head_refusal``), so the endpoint does not measure it again.
+    ``auth``: a ``mrtr_transports.auth.ResourceAuth``: every request at the path needs a
+    token its verifier accepts, the metadata is published (``gate.py``, ``docs/auth.md``).
     """
 
     def __init__(
@@ -435,6 +441,10 @@ class McpAsgi:
             CURRENT_IDENTITY.set(identity)
             client = client_key(identity.principal, self.policy.client_of(headers, peer))
             CURRENT_CLIENT.set(client)
+            if self._foreign_session(headers, client):
+                # Another principal's 2025 session reads as one this server does not hold.
+                await refuse(404, "unknown or expired session: send initialize to start one")
+                return
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream
                 _, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
@@ -539,6 +549,13 @@ class McpAsgi:
         else:  # a notification (NEED_DATA: one the connection took)
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
+
+    def _foreign_session(self, headers: Headers, client: str) -> bool:
+        """Whether the request names a 2025 session that another principal started (its
+        owner is the ``client_key`` of its ``initialize``: the principal's, with auth)."""
+        named = headers.get_all("mcp-session-id")
+        owner = self.sessions.owners.get(named[0]) if len(named) == 1 else None
+        return owner is not None and owner != client
 
     async def _side_route(
         self, scope: Scope, method: str, path: str, headers: Headers, peer: str | None

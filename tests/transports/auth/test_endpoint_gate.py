@@ -297,3 +297,43 @@ async def test_the_websocket_upgrade_needs_the_token(
         port, "GET", "/mcp", headers=[*upgrade, ("authorization", f"Bearer {issuer.token()}")]
     )
     assert good.status == 101
+
+
+async def test_a_2025_session_belongs_to_the_principal_that_started_it(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    alice, bob = issuer.token("alice"), issuer.token("bob")
+    base = [
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+    ]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "old", "version": "1"},
+        },
+    }
+    started = await request(
+        port,
+        "POST",
+        "/mcp",
+        headers=[*base, ("authorization", f"Bearer {alice}")],
+        body=json.dumps(init).encode(),
+    )
+    assert started.status == 200, started.body
+    session = started.header("mcp-session-id")
+    assert session is not None
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    session_headers = [*base, ("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25")]
+
+    async def as_user(token: str) -> int:
+        headers = [*session_headers, ("authorization", f"Bearer {token}")]
+        return (await request(port, "POST", "/mcp", headers=headers, body=listing)).status
+
+    assert await as_user(bob) == 404
+    assert await as_user(alice) == 200
