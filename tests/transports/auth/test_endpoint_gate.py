@@ -30,6 +30,9 @@ from authserver_kit import (
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.auth import JwtVerifier, ResourceAuth
+from mrtr_transports.client.errors import CallError
+from mrtr_transports.client.http import open_http_client
+from mrtr_transports.client.ws import open_ws_client
 from mrtr_transports.server.http import HttpServer
 
 import mrtr_core as m
@@ -87,6 +90,13 @@ def make_app() -> McpApp:
         if answer is None:
             return ctx.ask({"ok": CONFIRM})
         return "confirmed"
+
+    @app.tool(continuation=True)
+    async def parked(ctx: Context) -> str:
+        """Waits for an answer in a continuation, then says who resumed it."""
+        await ctx.wait_for({"ok": CONFIRM})
+        assert ctx.identity is not None
+        return f"{ctx.identity.subject} {' '.join(sorted(ctx.identity.scopes))}"
 
     async def slow_work(task: Any) -> str:
         await anyio.sleep(0.05)
@@ -337,3 +347,29 @@ async def test_a_2025_session_belongs_to_the_principal_that_started_it(
 
     assert await as_user(bob) == 404
     assert await as_user(alice) == 200
+
+
+async def answer_yes(key: str, request: Any) -> Any:
+    return m.wire.ElicitResult(action="accept", content={"ok": True})
+
+
+async def test_the_project_s_clients_carry_the_token(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    """The HTTP client through a continuation's rounds (the resumed leg sees the
+    identity), and a WebSocket conversation, where a tool's scope is the app's JSON-RPC
+    refusal (-32003): no status can say it after the upgrade."""
+    _, port = served
+    headers = {"Authorization": f"Bearer {issuer.token('alice', scope='mcp:tools')}"}
+    async with open_http_client(
+        f"http://127.0.0.1:{port}/mcp", headers=headers, answer=answer_yes
+    ) as client:
+        result = await client.call_tool("parked", {})
+        assert result["content"][0]["text"] == "alice mcp:tools"
+    async with open_ws_client(f"ws://127.0.0.1:{port}/mcp", headers=headers) as ws:
+        said = await ws.call_tool("whoami", {})
+        assert json.loads(said["content"][0]["text"])["sub"] == "alice"
+        with pytest.raises(CallError) as refused:
+            await ws.call_tool("purge", {})
+        assert refused.value.code == -32003
+        assert refused.value.data == {"reason": "insufficient_scope", "scopes": ["admin"]}
