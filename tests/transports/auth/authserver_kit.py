@@ -156,6 +156,14 @@ class AuthServerApp:
         elif path == "/slow":
             await anyio.sleep(self.slow_seconds)
             await _answer(send, 200, json.dumps(self.issuer.jwks()).encode())
+        elif path == "/redirect":  # (a key set that moved)
+            await _answer(send, 302, b"", [(b"location", b"/jwks")])
+        elif path == "/loop":
+            await _answer(send, 302, b"", [(b"location", b"/loop")])
+        elif path == "/notjson":
+            await _answer(send, 200, b"<html>maintenance</html>")
+        elif path == "/symmetric":  # only a shared secret: never a public signing key
+            await _answer(send, 200, b'{"keys": [{"kty": "oct", "k": "c2VjcmV0", "kid": "h"}]}')
         elif path == "/introspect":
             await self._introspect(scope, body, send)
         else:
@@ -174,8 +182,11 @@ class AuthServerApp:
         await _answer(send, 200, json.dumps(answer).encode())
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+async def _answer(
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += extra or []
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

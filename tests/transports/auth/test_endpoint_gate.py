@@ -29,7 +29,7 @@ from authserver_kit import (
 )
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
-from mrtr_transports.auth import JwtVerifier, ResourceAuth
+from mrtr_transports.auth import JwksKeys, JwtVerifier, ResourceAuth
 from mrtr_transports.client.errors import CallError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.ws import open_ws_client
@@ -373,3 +373,37 @@ async def test_the_project_s_clients_carry_the_token(
             await ws.call_tool("purge", {})
         assert refused.value.code == -32003
         assert refused.value.data == {"reason": "insufficient_scope", "scopes": ["admin"]}
+
+
+async def test_scopes_every_request_needs_and_a_verifier_that_cannot_decide(
+    issuer: Issuer, caplog: pytest.LogCaptureFixture
+) -> None:
+    as_app = AuthServerApp(issuer)
+    async with hosting(as_app) as as_port:
+        keys = JwksKeys(f"http://127.0.0.1:{as_port}/jwks", refetch_interval=0.0)
+        verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks=keys)
+        auth = ResourceAuth(
+            verifier, resource=RESOURCE, authorization_servers=[ISSUER], scopes=["mcp:tools"]
+        )
+        server = HttpServer(make_app(), auth=auth)
+        async with anyio.create_task_group() as tasks:
+            _, port = await tasks.start(server.serve, "127.0.0.1", 0)
+            try:
+                without = await post(port, call("whoami"), None)
+                challenge = BearerChallenge.from_headers(without.header("www-authenticate") or "")
+                assert challenge is not None and challenge.scope == ("mcp:tools",)
+                as_app.down = True  # no key set was fetched yet: nobody gets in
+                caplog.set_level(logging.ERROR)
+                token = issuer.token()
+                down = await post(port, call("whoami"), token)
+                assert down.status == 401
+                assert "token not checked" in caplog.text and token not in caplog.text
+                as_app.down = False
+                narrow = await post(port, call("whoami"), issuer.token(scope="other"))
+                assert narrow.status == 403
+                challenge = BearerChallenge.from_headers(narrow.header("www-authenticate") or "")
+                assert challenge is not None
+                assert (challenge.error, challenge.scope) == ("insufficient_scope", ("mcp:tools",))
+                assert (await post(port, call("whoami"), issuer.token())).status == 200
+            finally:
+                await server.aclose(grace=0.2)

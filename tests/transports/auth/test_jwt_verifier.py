@@ -196,3 +196,25 @@ async def test_no_key_set_yet_refuses_everyone(
     app.down = True
     with pytest.raises(VerifierUnavailable):
         await verifier_at(port).verify(issuer.token())
+
+
+async def test_a_moved_key_set_is_followed_once_and_a_loop_is_not(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    assert (await verifier_at(port, "/redirect").verify(issuer.token())).subject == "alice"
+    assert app.counts["/jwks"] == 1
+    with pytest.raises(VerifierUnavailable):
+        await verifier_at(port, "/loop").verify(issuer.token())
+    assert app.counts["/loop"] == 2  # the first request and its one redirect
+
+
+@pytest.mark.parametrize("path", ["/notjson", "/symmetric", "/nowhere"])
+async def test_a_source_that_is_no_key_set_gives_no_access(
+    path: str, issuer: Issuer, server: tuple[AuthServerApp, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, port = server
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(VerifierUnavailable):
+        await verifier_at(port, path).verify(issuer.token())
+    assert "no set yet" in caplog.text
