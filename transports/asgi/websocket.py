@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -206,9 +207,22 @@ class WebSocketSide:
         conversation = Conversation(self, peer, receive, send)
         self.conversations.add(conversation)
         try:
-            await conversation.run()
+            async with anyio.create_task_group() as watch:
+                if identity is not None and identity.expires_at is not None:
+                    watch.start_soon(_end_when_expired, conversation, identity.expires_at)
+                await conversation.run()
+                watch.cancel_scope.cancel()
         finally:
             self.conversations.discard(conversation)
+
+
+async def _end_when_expired(conversation: Conversation, expires_at: float) -> None:
+    """A conversation lasts no longer than the token of its upgrade: then it takes no
+    more requests, what runs gets the drain, and it closes 1008 (the client reconnects
+    with a fresh token)."""
+    await anyio.sleep(max(0.0, expires_at - time.time()))
+    conversation.ending = (Fault.POLICY, "the token expired: connect again with a fresh one")
+    conversation.stop_reading(None)
 
 
 async def _refuse(
@@ -254,6 +268,8 @@ class Conversation:
         self.stopping = False
         self.read_scope: anyio.CancelScope | None = None
         self.driver: _StreamDriver | None = None
+        #: How it closes once its input ends on our side (``stop_reading``).
+        self.ending = (Fault.SHUTDOWN, "the server is shutting down")
 
     async def run(self) -> None:
         side = self.side
@@ -269,7 +285,7 @@ class Conversation:
         if side.stopping:  # (the drain began while it was accepted)
             self.stop_reading(None)
         await driver.serve(_MessageReceiver(self))
-        await self.close(Fault.SHUTDOWN, "the server is shutting down")  # (if still open)
+        await self.close(*self.ending)  # (if still open)
 
     def stop_reading(self, grace: float | None) -> None:
         self.stopping = True

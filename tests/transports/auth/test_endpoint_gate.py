@@ -30,7 +30,7 @@ from authserver_kit import (
 from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.auth import JwksKeys, JwtVerifier, ResourceAuth
-from mrtr_transports.client.errors import CallError
+from mrtr_transports.client.errors import CallError, TransportError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.ws import open_ws_client
 from mrtr_transports.server.http import HttpServer
@@ -407,3 +407,16 @@ async def test_scopes_every_request_needs_and_a_verifier_that_cannot_decide(
                 assert (await post(port, call("whoami"), issuer.token())).status == 200
             finally:
                 await server.aclose(grace=0.2)
+
+
+async def test_a_websocket_conversation_ends_when_its_token_expires(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    headers = {"Authorization": f"Bearer {issuer.token('alice', exp_in=1)}"}
+    async with open_ws_client(f"ws://127.0.0.1:{port}/mcp", headers=headers) as ws:
+        said = await ws.call_tool("whoami", {})
+        assert json.loads(said["content"][0]["text"])["sub"] == "alice"
+        await anyio.sleep(1.6)
+        with pytest.raises(TransportError, match=r"1008 \(policy violation\): the token expired"):
+            await ws.call_tool("whoami", {})
