@@ -12,7 +12,11 @@ Bounds and freshness, the rules of this module:
 * when a fetch fails (the source is down, too slow, too big, not a key set), the last
   good set is kept and used, and the next try waits ``refetch_interval``; with no good
   set yet, every token is refused (``VerifierUnavailable``);
-* one fetch at a time: concurrent tokens wait for the same one.
+* one fetch at a time: concurrent tokens wait for the same one;
+* :meth:`JwksKeys.of_issuer`: the set's URL is the ``jwks_uri`` of the issuer's
+  metadata (RFC 8414 / OpenID discovery, at the well-known URLs in the specification's
+  order, whose ``issuer`` must be the one asked), looked up at the first fetch and
+  again at each fetch until found (same bounds).
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ from typing import Any
 
 import anyio
 import jwt
+
+from mrtr_core.auth import (
+    AuthorizationServerMetadata,
+    InvalidMetadata,
+    authorization_server_metadata_urls,
+)
 
 from .fetch import FetchFailed, fetch
 from .refusals import TokenRefused, VerifierUnavailable
@@ -41,7 +51,7 @@ class JwksKeys:
 
     def __init__(
         self,
-        url: str,
+        url: str | None,
         *,
         ttl: float = 300.0,
         refetch_interval: float = 30.0,
@@ -50,12 +60,14 @@ class JwksKeys:
         max_redirects: int = 1,
         max_keys: int = 32,
     ) -> None:
-        if not url.startswith(("https://", "http://")):
+        if url is not None and not url.startswith(("https://", "http://")):
             raise ValueError(f"a JWKS URL is http(s), not {url!r}")
         for name, value in (("ttl", ttl), ("refetch_interval", refetch_interval)):
             if not value >= 0:
                 raise ValueError(f"{name} must be non-negative")
         self.url = url
+        #: The issuer whose metadata names the set (``of_issuer``), while ``url`` is unknown.
+        self.issuer: str | None = None
         self.ttl = ttl
         self.refetch_interval = refetch_interval
         self.max_bytes = max_bytes
@@ -68,6 +80,15 @@ class JwksKeys:
         self._lock = anyio.Lock()
         #: How many fetches were made (a figure the tests and the logs read).
         self.fetches = 0
+
+    @classmethod
+    def of_issuer(cls, issuer: str, **bounds: Any) -> JwksKeys:
+        """The key set the metadata of ``issuer`` names (its ``jwks_uri``)."""
+        if not issuer.startswith(("https://", "http://")):
+            raise ValueError(f"an issuer is an http(s) URL, not {issuer!r}")
+        keys = cls(None, **bounds)
+        keys.issuer = issuer
+        return keys
 
     async def key_for(self, kid: str | None) -> jwt.PyJWK:
         """The key named ``kid`` (``None``: the set's only key); ``TokenRefused`` when the
@@ -95,12 +116,38 @@ class JwksKeys:
                 keys = await self._fetch()
             except (FetchFailed, ValueError) as exc:
                 kept = "keeping the last good set" if self._keys is not None else "no set yet"
-                log.warning("JWKS %s: %s (%s)", self.url, exc, kept)
+                log.warning("JWKS %s: %s (%s)", self.url or self.issuer, exc, kept)
                 return
             self._keys = keys
             self._fetched_at = anyio.current_time()
 
+    async def _discover(self) -> str:
+        """The issuer's ``jwks_uri``, from the first of its metadata URLs that answers."""
+        assert self.issuer is not None
+        for url in authorization_server_metadata_urls(self.issuer):
+            fetched = await fetch(
+                url,
+                max_bytes=self.max_bytes,
+                timeout=self.timeout,
+                max_redirects=self.max_redirects,
+            )
+            if fetched.status != 200:
+                continue
+            try:
+                metadata = AuthorizationServerMetadata.from_json(
+                    json.loads(fetched.body), issuer=self.issuer
+                )
+            except (ValueError, InvalidMetadata) as exc:
+                raise ValueError(f"the issuer's metadata at {url}: {exc}") from None
+            jwks_uri = metadata.extra.get("jwks_uri")
+            if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
+                raise ValueError(f"the issuer's metadata at {url} names no http(s) jwks_uri")
+            return jwks_uri
+        raise ValueError(f"no metadata found for the issuer {self.issuer}")
+
     async def _fetch(self) -> dict[str | None, jwt.PyJWK]:
+        if self.url is None:
+            self.url = await self._discover()
         fetched = await fetch(
             self.url,
             max_bytes=self.max_bytes,

@@ -55,14 +55,15 @@ _REASONS: Final[tuple[tuple[type[Exception], str], ...]] = (
 
 class JwtVerifier:
     """Verify JWT access tokens of ``issuer`` for ``audience`` with the keys at ``jwks``
-    (a URL, or a :class:`JwksKeys` to set its bounds)."""
+    (a URL, or a :class:`JwksKeys` to set its bounds; ``None``: the ``jwks_uri`` of
+    the issuer's metadata, ``JwksKeys.of_issuer``)."""
 
     def __init__(
         self,
         *,
         issuer: str,
         audience: str,
-        jwks: str | JwksKeys,
+        jwks: str | JwksKeys | None = None,
         algorithms: Iterable[str] = DEFAULT_ALGORITHMS,
         leeway: float = 60.0,
         max_token_length: int = MAX_TOKEN_LENGTH,
@@ -81,7 +82,10 @@ class JwtVerifier:
         # Compared in canonical form: an AS may write the resource with a trailing
         # slash or an upper-case host; both name the same resource.
         self._audience = canonical_resource(audience)
-        self.keys = jwks if isinstance(jwks, JwksKeys) else JwksKeys(jwks)
+        if jwks is None:
+            self.keys = JwksKeys.of_issuer(issuer)
+        else:
+            self.keys = jwks if isinstance(jwks, JwksKeys) else JwksKeys(jwks)
         self.algorithms = allowed
         self.leeway = leeway
         self.max_token_length = max_token_length

@@ -176,12 +176,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--auth-issuer",
         metavar="URL",
         help="HTTP: require OAuth bearer tokens (JWT) of this authorization server "
-        "(their iss); needs --auth-jwks, and --auth-audience or --public-url. See docs/auth.md",
+        "(their iss); needs --auth-audience or --public-url. See docs/auth.md",
     )
     parser.add_argument(
         "--auth-jwks",
         metavar="URL",
-        help="HTTP, with --auth-issuer: the authorization server's key set (its jwks_uri)",
+        help="HTTP, with --auth-issuer: the authorization server's key set (default: the "
+        "jwks_uri of the issuer's metadata)",
     )
     parser.add_argument(
         "--auth-audience",
@@ -230,7 +231,7 @@ class ServeOptions:
     ws_bounds: tuple[tuple[str, float], ...] = ()
     #: ``--auth-issuer``, ``--auth-jwks``, the audience (``--auth-audience`` or
     #: ``--public-url``): tokens required (``None``: no authorization).
-    auth: tuple[str, str, str] | None = None
+    auth: tuple[str, str | None, str] | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -339,7 +340,7 @@ class ServeOptions:
         )
 
 
-def _auth_of(args: argparse.Namespace, transport: Transport) -> tuple[str, str, str] | None:
+def _auth_of(args: argparse.Namespace, transport: Transport) -> tuple[str, str | None, str] | None:
     """``(issuer, jwks, audience)`` of the ``--auth-*`` flags, checked, or ``None``."""
     given = (args.auth_issuer, args.auth_jwks, args.auth_audience)
     if all(value is None for value in given):
@@ -347,11 +348,14 @@ def _auth_of(args: argparse.Namespace, transport: Transport) -> tuple[str, str, 
     if transport != "http":
         raise UsageError("--auth-issuer, --auth-jwks and --auth-audience only apply to --http")
     audience = args.auth_audience or args.public_url
-    if args.auth_issuer is None or args.auth_jwks is None or audience is None:
+    if args.auth_issuer is None or audience is None:
         raise UsageError(
-            "--auth-issuer needs --auth-jwks and the audience (--auth-audience or --public-url)"
+            "--auth-jwks and --auth-audience need --auth-issuer, and --auth-issuer the "
+            "audience (--auth-audience or --public-url)"
         )
     for flag, url in (("--auth-issuer", args.auth_issuer), ("--auth-jwks", args.auth_jwks)):
+        if url is None:
+            continue
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise UsageError(f"{flag} {url!r}: an absolute http(s) URL")

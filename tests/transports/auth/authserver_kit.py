@@ -128,6 +128,8 @@ class AuthServerApp:
         self.slow_seconds = 30.0
         #: token -> its introspection answer.
         self.introspected: dict[str, dict[str, Any]] = {}
+        #: The ``issuer`` its metadata names (``None``: its own address, as it should).
+        self.metadata_issuer: str | None = None
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -156,6 +158,11 @@ class AuthServerApp:
         elif path == "/slow":
             await anyio.sleep(self.slow_seconds)
             await _answer(send, 200, json.dumps(self.issuer.jwks()).encode())
+        elif path == "/.well-known/oauth-authorization-server":
+            host, port = scope["server"]
+            here = f"http://{host}:{port}"
+            document = {"issuer": self.metadata_issuer or here, "jwks_uri": f"{here}/jwks"}
+            await _answer(send, 200, json.dumps(document).encode())
         elif path == "/redirect":  # (a key set that moved)
             await _answer(send, 302, b"", [(b"location", b"/jwks")])
         elif path == "/loop":

@@ -218,3 +218,28 @@ async def test_a_source_that_is_no_key_set_gives_no_access(
     with pytest.raises(VerifierUnavailable):
         await verifier_at(port, path).verify(issuer.token())
     assert "no set yet" in caplog.text
+
+
+async def test_the_key_set_is_found_in_the_issuer_s_metadata(
+    issuer: Issuer, server: tuple[AuthServerApp, int]
+) -> None:
+    app, port = server
+    here = f"http://127.0.0.1:{port}"
+    verifier = JwtVerifier(issuer=here, audience=RESOURCE)  # no jwks: discovered
+    identity = await verifier.verify(issuer.token("erin", iss=here))
+    assert (identity.subject, identity.issuer) == ("erin", here)
+    assert verifier.keys.url == f"{here}/jwks"
+    assert app.counts["/.well-known/oauth-authorization-server"] == 1
+
+
+async def test_metadata_of_another_issuer_gives_no_keys(
+    issuer: Issuer, server: tuple[AuthServerApp, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    app, port = server
+    app.metadata_issuer = "https://evil.example.test"
+    here = f"http://127.0.0.1:{port}"
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(VerifierUnavailable):
+        await JwtVerifier(issuer=here, audience=RESOURCE).verify(issuer.token(iss=here))
+    assert app.counts["/jwks"] == 0
+    assert "is not" in caplog.text
