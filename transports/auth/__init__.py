@@ -9,13 +9,35 @@ rules of the endpoint's gate.  See ``docs/auth.md``.
 * :class:`TokenRefused` (401), :class:`InsufficientScope` (403).
 """
 
-from .identity import CURRENT_IDENTITY, Identity
-from .introspection import IntrospectionVerifier
-from .jwks import JwksKeys
-from .jwt_verifier import JwtVerifier
-from .refusals import InsufficientScope, TokenRefused, VerifierUnavailable
-from .resource import AuthFailure, ResourceAuth
-from .verifier import TokenVerifier
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .identity import CURRENT_IDENTITY, Identity
+    from .introspection import IntrospectionVerifier
+    from .jwks import JwksKeys
+    from .jwt_verifier import JwtVerifier
+    from .refusals import InsufficientScope, TokenRefused, VerifierUnavailable
+    from .resource import AuthFailure, ResourceAuth
+    from .verifier import TokenVerifier
+
+#: Each name's module, loaded on first use: the endpoint's gate needs no JOSE library
+#: (PyJWT and cryptography load with the JWT verifier, not with every server).
+_HOMES = {
+    "CURRENT_IDENTITY": "identity",
+    "Identity": "identity",
+    "IntrospectionVerifier": "introspection",
+    "JwksKeys": "jwks",
+    "JwtVerifier": "jwt_verifier",
+    "InsufficientScope": "refusals",
+    "TokenRefused": "refusals",
+    "VerifierUnavailable": "refusals",
+    "AuthFailure": "resource",
+    "ResourceAuth": "resource",
+    "TokenVerifier": "verifier",
+}
 
 __all__ = [
     "CURRENT_IDENTITY",
@@ -30,3 +52,16 @@ __all__ = [
     "TokenVerifier",
     "VerifierUnavailable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

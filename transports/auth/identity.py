@@ -31,7 +31,7 @@ class Identity:
     scopes: frozenset[str] = frozenset()
     audience: tuple[str, ...] = ()
     expires_at: float | None = None
-    claims: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+    claims: Mapping[str, Any] = attrs.field(factory=dict, repr=False, hash=False)
 
     @property
     def principal(self) -> str:

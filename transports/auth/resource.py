@@ -69,7 +69,7 @@ class ResourceAuth:
             bearer_methods_supported=("header",),
             resource_name=resource_name,
         )
-        self.metadata.to_json()  # (a bad document fails now, not at the first request)
+        # A document a client would refuse fails now, not at the first request.
         ResourceMetadata.from_json(self.metadata.to_json(), resource=resource)
         urls = resource_metadata_urls(resource)
         #: Where clients look for the metadata; the 401's ``resource_metadata`` is the first.

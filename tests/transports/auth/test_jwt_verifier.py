@@ -243,3 +243,13 @@ async def test_metadata_of_another_issuer_gives_no_keys(
         await JwtVerifier(issuer=here, audience=RESOURCE).verify(issuer.token(iss=here))
     assert app.counts["/jwks"] == 0
     assert "is not" in caplog.text
+
+
+def test_the_gate_loads_no_jose_library() -> None:
+    """The endpoint imports the gate; PyJWT and cryptography load with the JWT verifier."""
+    import subprocess
+    import sys
+
+    code = "import sys, mrtr_transports.asgi; print('jwt' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
