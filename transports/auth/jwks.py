@@ -75,6 +75,8 @@ class JwksKeys:
         self.max_redirects = max_redirects
         self.max_keys = max_keys
         self._keys: dict[str | None, jwt.PyJWK] | None = None
+        #: The ``alg`` each key names (RFC 7517 4.4), where it names one.
+        self._pinned: dict[str | None, str] = {}
         self._fetched_at = -math.inf  # (the last good set's)
         self._tried_at = -math.inf  # (the last attempt's, good or not)
         self._lock = anyio.Lock()
@@ -105,6 +107,10 @@ class JwksKeys:
             raise TokenRefused("signed by a key the authorization server does not publish")
         return key
 
+    def pinned_algorithm(self, kid: str | None) -> str | None:
+        """The ``alg`` the JWK of ``kid`` names: the only one a token may use with it."""
+        return self._pinned.get(kid)
+
     async def _refresh(self, asked_at: float) -> None:
         async with self._lock:
             now = anyio.current_time()
@@ -113,12 +119,12 @@ class JwksKeys:
             self._tried_at = now
             self.fetches += 1
             try:
-                keys = await self._fetch()
+                keys, pinned = await self._fetch()
             except (FetchFailed, ValueError) as exc:
                 kept = "keeping the last good set" if self._keys is not None else "no set yet"
                 log.warning("JWKS %s: %s (%s)", self.url or self.issuer, exc, kept)
                 return
-            self._keys = keys
+            self._keys, self._pinned = keys, pinned
             self._fetched_at = anyio.current_time()
 
     async def _discover(self) -> str:
@@ -145,7 +151,7 @@ class JwksKeys:
             return jwks_uri
         raise ValueError(f"no metadata found for the issuer {self.issuer}")
 
-    async def _fetch(self) -> dict[str | None, jwt.PyJWK]:
+    async def _fetch(self) -> tuple[dict[str | None, jwt.PyJWK], dict[str | None, str]]:
         if self.url is None:
             self.url = await self._discover()
         fetched = await fetch(
@@ -164,6 +170,7 @@ class JwksKeys:
         if not isinstance(raw_keys, list):
             raise ValueError("not a key set (no 'keys' array)")
         keys: dict[str | None, jwt.PyJWK] = {}
+        pinned: dict[str | None, str] = {}
         for raw in raw_keys:
             if len(keys) >= self.max_keys:
                 break
@@ -175,11 +182,16 @@ class JwksKeys:
                 key = jwt.PyJWK(raw)
             except jwt.PyJWTError:
                 continue  # a key of a kind or curve we do not check with: skipped
-            kid = raw.get("kid")
-            keys[kid if isinstance(kid, str) else None] = key
+            kid = raw.get("kid") if isinstance(raw.get("kid"), str) else None
+            keys[kid] = key
+            if isinstance(raw.get("alg"), str):
+                pinned[kid] = raw["alg"]
         if not keys:
             raise ValueError("no usable signing key")
         if len(keys) == 1:
             # A token without ``kid`` may use the set's only key.
-            keys.setdefault(None, next(iter(keys.values())))
-        return keys
+            ((only, key),) = keys.items()
+            keys.setdefault(None, key)
+            if only in pinned:
+                pinned.setdefault(None, pinned[only])
+        return keys, pinned

@@ -102,8 +102,10 @@ class JwtVerifier:
             shown = alg if isinstance(alg, str) and len(alg) <= 16 else "?"
             raise TokenRefused(f"the token's algorithm {shown!r} is not allowed")
         kid = header.get("kid")
-        key = await self.keys.key_for(kid if isinstance(kid, str) else None)
-        if key.algorithm_name != alg and not _same_family(key, alg):
+        kid = kid if isinstance(kid, str) else None
+        key = await self.keys.key_for(kid)
+        pinned = self.keys.pinned_algorithm(kid)
+        if (pinned is not None and pinned != alg) or not _same_family(key, alg):
             raise TokenRefused("the token's algorithm does not fit its key")
         try:
             claims: dict[str, Any] = jwt.decode(
@@ -135,8 +137,8 @@ def names_audience(aud: Any, resource: str) -> bool:
 
 
 def _same_family(key: jwt.PyJWK, alg: str) -> bool:
-    """Whether ``alg`` is of the key's type (a JWK without ``alg`` gets PyJWT's default
-    for its type: RS256 for an RSA key may still check a PS256 token)."""
+    """Whether ``alg`` is of the key's type (an RSA key checks RS* and PS*, an EC key
+    ES*, an OKP key EdDSA); a JWK that names its ``alg`` allows that one alone."""
     families = {"RSA": ("RS", "PS"), "EC": ("ES",), "OKP": ("EdDSA",)}
     return alg.startswith(families.get(str(key.key_type), ("-",)))
 

@@ -41,6 +41,8 @@ class Issuer:
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.ec = ec.generate_private_key(ec.SECP256R1())
         self.kids = {"rsa-1": self.rsa, "ec-1": self.ec}
+        #: kid -> the ``alg`` its JWK names (none by default).
+        self.pinned: dict[str, str] = {}
 
     def jwks(self) -> dict[str, Any]:
         keys = []
@@ -49,7 +51,8 @@ class Issuer:
                 jwk = jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
             else:
                 jwk = jwt.algorithms.ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
-            keys.append({**jwk, "kid": kid, "use": "sig"})
+            pinned = {"alg": self.pinned[kid]} if kid in self.pinned else {}
+            keys.append({**jwk, "kid": kid, "use": "sig", **pinned})
         return {"keys": keys}
 
     def rotate(self) -> str:
@@ -74,6 +77,7 @@ class Issuer:
         nbf_in: float | None = None,
         kid: str = "rsa-1",
         alg: str | None = None,
+        header_kid: str | None = None,
         **claims: Any,
     ) -> str:
         now = int(time.time())
@@ -87,7 +91,8 @@ class Issuer:
         key = self.kids[kid]
         algorithm = alg or ("ES256" if isinstance(key, ec.EllipticCurvePrivateKey) else "RS256")
         # (the key object itself: PyJWT would load a PEM again, slowly, per token)
-        return jwt.encode(body, key, algorithm=algorithm, headers={"kid": kid})
+        headers = {"kid": kid if header_kid is None else header_kid}
+        return jwt.encode(body, key, algorithm=algorithm, headers=headers)
 
 
 def unsigned_token(sub: str = "mallory") -> str:

@@ -253,3 +253,22 @@ def test_the_gate_loads_no_jose_library() -> None:
     code = "import sys, mrtr_transports.asgi; print('jwt' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+async def test_a_jwk_that_names_its_alg_allows_that_one_alone(
+    server: tuple[AuthServerApp, int],
+) -> None:
+    app, port = server
+    pinned = Issuer()
+    pinned.pinned = {"rsa-1": "RS256"}
+    app.issuer = pinned
+    verifier = verifier_at(port)
+    assert (await verifier.verify(pinned.token(alg="RS256"))).subject == "alice"
+    with pytest.raises(TokenRefused, match="does not fit its key"):
+        await verifier.verify(pinned.token(alg="PS256"))
+    pinned.pinned = {}
+    loose = verifier_at(port)  # (a fresh set: the JWK names no alg now)
+    assert (await loose.verify(pinned.token(alg="PS256"))).subject == "alice"
+    with pytest.raises(TokenRefused, match="does not fit its key"):
+        # An EC signature under the RSA key's kid: an RSA key checks no ES256 token.
+        await loose.verify(pinned.token(kid="ec-1", header_kid="rsa-1"))
