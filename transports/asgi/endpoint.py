@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -629,8 +630,14 @@ class McpAsgi:
             retry = [(b"retry-after", str(lease.retry_after).encode())]
             await send_whole(send, lease.status, data, extra=retry)
             return
+        deadline = lease.deadline
+        identity = CURRENT_IDENTITY.get()
+        if identity is not None and identity.expires_at is not None:
+            # A stream lasts no longer than the token that opened it (its graceful end:
+            # the client listens again, with a fresh token).
+            deadline = min(deadline, anyio.current_time() + identity.expires_at - time.time())
         try:
-            await self._answer(conn, request, answer, deadline=lease.deadline)
+            await self._answer(conn, request, answer, deadline=deadline)
         finally:
             self.listens.release(lease)
 

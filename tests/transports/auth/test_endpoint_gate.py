@@ -420,3 +420,18 @@ async def test_a_websocket_conversation_ends_when_its_token_expires(
         await anyio.sleep(1.6)
         with pytest.raises(TransportError, match=r"1008 \(policy violation\): the token expired"):
             await ws.call_tool("whoami", {})
+
+
+async def test_a_listen_stream_ends_when_its_token_expires(
+    issuer: Issuer, served: tuple[HttpServer, int]
+) -> None:
+    _, port = served
+    params = {"notifications": {"toolsListChanged": True}, "_meta": meta()}
+    listen = {"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": params}
+    started = anyio.current_time()
+    with anyio.fail_after(10):
+        reply = await post(port, listen, issuer.token("alice", exp_in=1))
+    assert reply.status == 200
+    assert anyio.current_time() - started < 5  # (the pool's lifetime is 600 s)
+    ended = reply.json()
+    assert ended["id"] == 9 and "result" in ended  # the graceful end: a result
