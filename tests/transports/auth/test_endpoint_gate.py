@@ -100,7 +100,7 @@ def make_app() -> McpApp:
 
     async def slow_work(task: Any) -> str:
         await anyio.sleep(0.05)
-        return "done"
+        return f"done for {task.identity.subject}"
 
     @app.tool(task="optional")
     def background(ctx: Context) -> Any:
@@ -279,6 +279,12 @@ async def test_a_second_user_cannot_see_the_first_user_s_task(
     assert theirs["error"]["code"] == m.ErrorCode.INVALID_PARAMS
     mine = (await post(port, get(6), alice)).json()
     assert "result" in mine, mine
+    # The work saw who started it (TaskContext.identity).
+    with anyio.fail_after(5):
+        while (await post(port, get(7), alice)).json()["result"]["status"] != "completed":
+            await anyio.sleep(0.02)
+    finished = (await post(port, get(8), alice)).json()["result"]
+    assert "done for alice" in json.dumps(finished)
 
 
 async def test_the_websocket_upgrade_needs_the_token(
