@@ -75,6 +75,12 @@ async def test_a_good_token_gives_its_identity(
     assert verifier.keys.fetches == 1  # the set is kept
 
 
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
 BAD_TOKENS = {
     "another resource": (
         lambda i: i.token(aud="https://other.example.test/mcp"),
@@ -88,6 +94,9 @@ BAD_TOKENS = {
     "HS256 with the RSA public key": (hmac_with_public_key, "'HS256' is not allowed"),
     "unknown kid": (lambda i: "", None),  # (made in the test: another issuer's key)
     "garbage": (lambda i: "not.a.jwt", "not a well-formed JWT"),
+    "a header of deep arrays": (lambda i: _b64(b"[" * 1500) + ".e30.sig", "not a well-formed JWT"),
+    "a header that is no object": (lambda i: _b64(b"[1]") + ".e30.sig", "not a well-formed JWT"),
+    "no dot": (lambda i: _b64(b'{"alg":"RS256"}'), "not a well-formed JWT"),
     "no aud": (lambda i: i.token(aud=None), "lacks a required claim"),
     "tampered": (lambda i: i.token()[:-6] + "AAAAAA", "does not verify"),
 }
