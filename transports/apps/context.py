@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol
 import mrtr_core as m
 
 from .._shares import CURRENT_CLIENT
+from ..auth.identity import CURRENT_IDENTITY, Identity
 from ..server.app import Outlet
 from .task_runs import TaskContext, TaskHandoff, TaskSupport
 from .waiting import WaitsForAnswers
@@ -88,6 +89,7 @@ class Context(m.server.HandlerContext, WaitsForAnswers):
         uri_params: Mapping[str, str] | None = None,
         suspension: Suspension | None = None,
         client: str | None = None,
+        identity: Identity | None = None,
         task: TaskSupport | None = None,
     ) -> None:
         # This context *is* the opened leg (Steps and close_leg take it as one): it takes
@@ -104,6 +106,10 @@ class Context(m.server.HandlerContext, WaitsForAnswers):
         #: the app's shared stores (single-use entries, URL flows, continuations) this
         #: leg's entries count against.  ``client``, else the one the endpoint set.
         self.client = client if client is not None else CURRENT_CLIENT.get()
+        #: The verified caller (``mrtr_transports.auth.Identity``: subject, issuer,
+        #: scopes, claims) where the transport authenticates it (HTTP with ``auth=``);
+        #: ``None`` elsewhere (stdio).  ``identity``, else the one the endpoint set.
+        self.identity = identity if identity is not None else CURRENT_IDENTITY.get()
         #: How the tool may run as a task (``add_tool(task=...)``): ``None``, never.
         self.task = task
 
@@ -176,6 +182,7 @@ class Context(m.server.HandlerContext, WaitsForAnswers):
         self.answers.require_proof = require_proof
         self.outlet = leg.outlet
         self.client = leg.client
+        self.identity = leg.identity
 
     # --- URL elicitation through a provider (url_flows.py) --------------------------------
 

@@ -57,6 +57,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 import mrtr_core as m
 
 from .._shares import LOCAL_CLIENT, ClientShares
+from ..auth.identity import Identity
 from ..server.app import Outlet
 
 #: The store's bound, and one client's share of it.
@@ -84,6 +85,8 @@ class Leg:
     now: float
     #: Who sent it (``Context.client``): whose share a new flow counts against.
     client: str = LOCAL_CLIENT
+    #: The verified caller (``Context.identity``), where the transport authenticates.
+    identity: Identity | None = None
 
     @property
     def params(self) -> Mapping[str, Any]:

@@ -38,6 +38,8 @@ from typing import Any
 import mrtr_core as m
 
 from .._shares import CURRENT_CLIENT
+from ..auth.identity import CURRENT_IDENTITY, Identity
+from ..auth.refusals import InsufficientScope, missing_scopes
 from ..server.app import Outlet
 from .context import Context, HostApp
 from .continuations import Leg, Suspension
@@ -70,6 +72,14 @@ async def call_tool(
         m.tasks.require_tasks(
             info.capabilities if info.era == "modern" else None, f"tool {tool.name!r}"
         )
+    if tool.scopes:
+        # The endpoint answered 403 already where it could (asgi/gate.py); this is the
+        # rule for a transport with no status to say it (a WebSocket conversation).
+        identity = CURRENT_IDENTITY.get()
+        if identity is not None:
+            missing = missing_scopes(tool.scopes, identity.scopes)
+            if missing:
+                raise InsufficientScope(tool.scopes, missing)
     arguments = (request.params or {}).get("arguments", {})
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise m.MrtrError("arguments must be an object", code=m.ErrorCode.INVALID_PARAMS)
@@ -149,9 +159,10 @@ async def run_leg(
     now = app.clock()
     # Read here, in the request's task: a continuation's handler runs in a task of its own.
     client = CURRENT_CLIENT.get()
+    identity = CURRENT_IDENTITY.get()
     if entry.continuation and "requestState" in params:
         assert app.continuations is not None  # made when the handler was registered
-        leg = Leg(request, info, outlet, app.principal, now, client)
+        leg = Leg(request, info, outlet, app.principal, now, client, identity)
         return await app.continuations.resume(leg, sealer=app.sealer)
     opened = m.server.open_leg(
         request, info, sealer=app.sealer, principal=app.principal, now=now, flow_ttl=app.flow_ttl
@@ -168,10 +179,12 @@ async def run_leg(
         opened.record_spend(first)
     if isinstance(entry, Tool) and entry.require_proof:
         opened.require_proof()
-    leg_run = _LegRun(entry, opened, outlet, app, shape, on_error, uri, uri_params, client)
+    leg_run = _LegRun(
+        entry, opened, outlet, app, shape, on_error, uri, uri_params, client, identity
+    )
     if entry.continuation:
         assert app.continuations is not None
-        leg = Leg(request, info, outlet, app.principal, now, client)
+        leg = Leg(request, info, outlet, app.principal, now, client, identity)
         return await app.continuations.start(leg_run.run, leg, sealer=app.sealer)
     result = await leg_run.run(None)
     return result if type(result) is dict else dict(result)
@@ -185,6 +198,7 @@ class _LegRun:
         "app",
         "client",
         "entry",
+        "identity",
         "on_error",
         "opened",
         "outlet",
@@ -204,8 +218,10 @@ class _LegRun:
         uri: str | None,
         uri_params: Mapping[str, str] | None,
         client: str,
+        identity: Identity | None,
     ) -> None:
         self.entry = entry
+        self.identity = identity
         self.opened = opened
         self.outlet = outlet
         self.app = app
@@ -224,6 +240,7 @@ class _LegRun:
             uri_params=self.uri_params,
             suspension=suspension,
             client=self.client,
+            identity=self.identity,
             task=self.entry.task if isinstance(self.entry, Tool) else None,
         )
         try:

@@ -75,6 +75,7 @@ from typing import Any, TypeVar, overload
 import mrtr_core as m
 from mrtr_core._errors import clip
 
+from ..auth.identity import CURRENT_IDENTITY
 from ..server.app import Outlet
 from .completion import complete
 from .context import Context
@@ -138,6 +139,24 @@ def header_params(name: str, schema: Mapping[str, Any]) -> dict[str, tuple[str, 
     return schema_header_params(schema, tool=name)
 
 
+def _scope_names(scopes: Iterable[str], what: str) -> tuple[str, ...]:
+    """A tool's ``scopes=``: scope tokens (RFC 6749 3.3: printable ASCII but space,
+    ``"`` and ``\\``), each once, in order."""
+    if isinstance(scopes, str):
+        raise TypeError(f"{what}: scopes is a list of scope names, not one string")
+    names: list[str] = []
+    for scope in scopes:
+        if not (
+            isinstance(scope, str)
+            and scope
+            and all(0x21 <= ord(c) <= 0x7E and c not in '"\\' for c in scope)
+        ):
+            raise ValueError(f"{what}: {scope!r} is not a scope name")
+        if scope not in names:
+            names.append(scope)
+    return tuple(names)
+
+
 # --- the app ------------------------------------------------------------------------------
 
 
@@ -179,7 +198,9 @@ class McpApp:
         self.single_use: SingleUseStore | None = (
             MemorySingleUse() if single_use is _OWN_STORE else single_use
         )
-        self.principal = principal
+        #: The principal of a request no transport authenticated (stdio, an in-memory
+        #: link); an authenticated request's is its identity's (``principal``).
+        self.fixed_principal = principal
         self.clock = clock
         self.flow_ttl = flow_ttl
         if cache_ttl_ms is not None and (not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0):
@@ -210,6 +231,19 @@ class McpApp:
         self.tasks: TaskStore | None = None
         if tasks is not None:
             self.use_task_store(tasks)
+
+    @property
+    def principal(self) -> str | None:
+        """Who the request being served is, for everything bound to a principal
+        (sealed state, single-use entries, continuations, URL flows, tasks): the verified
+        identity's issuer and subject where the transport authenticated the request
+        (``McpAsgi(auth=...)``), else ``McpApp(principal=...)``."""
+        identity = CURRENT_IDENTITY.get()
+        return identity.principal if identity is not None else self.fixed_principal
+
+    @principal.setter
+    def principal(self, value: str | None) -> None:
+        self.fixed_principal = value
 
     def use_task_store(self, store: TaskStore) -> None:
         """Keep the app's tasks in ``store`` from now on (``McpApp(tasks=...)`` at
@@ -271,6 +305,12 @@ class McpApp:
     def resource_templates(self) -> Mapping[str, ResourceTemplate]:
         return dict(self._templates)
 
+    def tool_scopes(self, name: str) -> tuple[str, ...] | None:
+        """For the HTTP endpoint's gate: the scopes tool ``name`` needs, or ``None`` for
+        an unknown tool."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.scopes
+
     def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
         """For the HTTP transport: the ``Mcp-Param-*`` headers of tool ``name``
         (header name -> argument path), or ``None`` for an unknown tool."""
@@ -297,6 +337,7 @@ class McpApp:
         continuation: bool = False,
         require_proof: bool = False,
         task: TaskSupport | None = None,
+        scopes: Iterable[str] = (),
     ) -> Tool:
         """Register ``fn`` as a tool: name and description default to the function's
         name and docstring, the input schema to its parameters after the context, the
@@ -305,7 +346,9 @@ class McpApp:
         missing (``ctx.require_proof()`` from the first line).  ``task``: the handler
         may ``return ctx.run_task(work, ...)`` (``"optional"``: a task when the request
         declared the tasks extension, ``work`` inline otherwise; ``"required"``: -32021
-        to a request that did not declare it, before the handler runs)."""
+        to a request that did not declare it, before the handler runs).  ``scopes``: the
+        OAuth scopes a caller's token needs (``docs/auth.md``; 403 ``insufficient_scope``
+        over HTTP, before the handler runs)."""
         tool_name = name_of(fn, name, "tool")
         if not TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r}: 1-128 of A-Z a-z 0-9 _ - .")
@@ -337,6 +380,7 @@ class McpApp:
             returns_none=shape.returns_none,
             result_schema=result_schema,
             task=task,
+            scopes=_scope_names(scopes, what),
         )
         if task is not None:
             if self.tasks is None:

@@ -58,6 +58,10 @@ class Tool:
     #: ``"required"`` (-32021 to a request that did not declare the extension).
     #: Not listed: the 2026-07-28 ``Tool`` has no field for it.
     task: Literal["optional", "required"] | None = None
+    #: The OAuth scopes a call needs (``add_tool(scopes=...)``): checked where the
+    #: transport verified a token (``ctx.identity``), 403 ``insufficient_scope`` over
+    #: HTTP.  Not listed: the ``Tool`` has no field for it.
+    scopes: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

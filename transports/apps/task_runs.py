@@ -54,6 +54,7 @@ from .continuations import _spawn_detached
 from .waiting import WaitsForAnswers
 
 if TYPE_CHECKING:
+    from ..auth.identity import Identity
     from .context import Context
     from .task_store import TaskStore
 
@@ -73,7 +74,7 @@ class TaskContext(WaitsForAnswers):
     -32021 naming the extension.
     """
 
-    __slots__ = ("_capabilities", "_clock", "_store", "_what", "task_id")
+    __slots__ = ("_capabilities", "_clock", "_store", "_what", "identity", "task_id")
 
     def __init__(
         self,
@@ -82,8 +83,11 @@ class TaskContext(WaitsForAnswers):
         clock: Callable[[], float],
         capabilities: Mapping[str, Any],
         what: str,
+        identity: Identity | None = None,
     ) -> None:
         self.task_id = task_id
+        #: The verified caller whose request started the task (``Context.identity``).
+        self.identity = identity
         self._store = store
         self._clock = clock
         self._capabilities = capabilities
@@ -149,7 +153,7 @@ async def start_task(
     what = f"tool {tool_name!r}"
     info = ctx.info
     if info.era != "modern" or not m.tasks.declares_tasks(info.capabilities):
-        inline = TaskContext(None, None, app.clock, info.capabilities, what)
+        inline = TaskContext(None, None, app.clock, info.capabilities, what, ctx.identity)
         try:
             value = await handoff.work(inline, *handoff.args, **handoff.kwargs)
         except m.MrtrError:
@@ -163,7 +167,7 @@ async def start_task(
     store = app.tasks
     assert store is not None  # made when the tool was registered
     record = await store.create(principal=ctx.principal, client=ctx.client, now=app.clock())
-    task = TaskContext(record.task_id, store, app.clock, info.capabilities, what)
+    task = TaskContext(record.task_id, store, app.clock, info.capabilities, what, ctx.identity)
     _spawn_detached(_run(store, record.task_id, handoff, task, shape, app.clock, what))
     return record.created().to_result()
 

@@ -31,7 +31,11 @@ For each HTTP request, in order:
    default, ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies`` for
    ``X-Forwarded-Host``).
 4. The path (404), relative to where the app is mounted (the ASGI
-   ``root_path``); ``path=None`` serves any path that reaches it.
+   ``root_path``); ``path=None`` serves any path that reaches it.  With
+   ``auth=`` (``gate.py``, ``docs/auth.md``): the bearer token (401/400/403 with
+   ``WWW-Authenticate``); its identity is the request's principal and client; a 2025
+   session of another principal is 404.  (The protected-resource metadata is a side
+   route of step 2.)
 5. The method: ``GET`` and ``DELETE`` with an ``Mcp-Session-Id`` go to the
    session side; any other but POST gets 405 with ``Allow: GET, POST, DELETE``
    (a ``HEAD`` gets the headers alone).
@@ -70,6 +74,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -80,6 +85,8 @@ import mrtr_core as m
 
 from .._loop import LoopTools
 from .._shares import CURRENT_CLIENT, client_key
+from ..auth.identity import CURRENT_IDENTITY
+from ..auth.resource import AuthFailure, ResourceAuth
 from ..host.bounds import check_bounds, head_refusal
 from ..server.access import note_message
 from ..server.app import ServerApp, run_app, tool_header_params
@@ -93,6 +100,7 @@ from ..server.driver import (
 from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
+from .gate import call_refusal, failure_code, failure_headers, metadata_page
 from .policy import AccessPolicy, Headers
 from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
@@ -158,6 +166,8 @@ class McpAsgi:
     ``mrtr serve --ws`` does.  ``server_checks_head=True``: the ASGI server
     already refuses a head larger than ``max_header_size`` (431), as the
     project's host does (``head_refusal``), so the endpoint does not measure it again.
+    ``auth``: a ``mrtr_transports.auth.ResourceAuth``: every request at the path needs a
+    token its verifier accepts, the metadata is published (``gate.py``, ``docs/auth.md``).
     """
 
     def __init__(
@@ -196,6 +206,7 @@ class McpAsgi:
         server_checks_head: bool = False,
         max_websockets: int = DEFAULT_MAX_WEBSOCKETS,
         max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
+        auth: ResourceAuth | None = None,
         **connection_options: Any,
     ) -> None:
         check_bounds(
@@ -226,6 +237,8 @@ class McpAsgi:
         )
         self.app = app
         self.path = path
+        #: The authorization gate (``gate.py``): ``None`` serves whoever reaches the path.
+        self.auth = auth
         self.policy = AccessPolicy(allowed_hosts, allowed_origins, trusted_proxies)
         self.max_body_size = max_body_size
         self.max_header_size = max_header_size
@@ -278,6 +291,7 @@ class McpAsgi:
             connection_options={**common, "versions": tuple(versions)},
             max_websockets=max_websockets,
             max_websockets_per_client=max_websockets_per_client,
+            auth=auth,
         )
         #: Plain HTTP at the path is refused (400): ``mrtr serve --ws``.
         self.websocket_only = websocket_only
@@ -367,6 +381,8 @@ class McpAsgi:
         # ``post`` is not POST, RFC 9110 9.1).
         method = str(scope.get("method", "GET"))
         head_only = method == "HEAD"
+        # (a kept-alive connection's next request may run in the same task: reset)
+        CURRENT_IDENTITY.set(None)
 
         async def refuse(
             status: int,
@@ -415,6 +431,21 @@ class McpAsgi:
             message = "not a WebSocket upgrade: MCP is served over WebSocket here"
             await refuse(400, message, extra=close)
             return
+        if self.auth is not None:
+            try:
+                identity = await self.auth.authenticate(headers.get_all("authorization"))
+            except AuthFailure as failure:
+                code = failure_code(failure)
+                await refuse(failure.status, failure.message, code, failure_headers(failure))
+                return
+            # Who is calling: the principal of everything bound to one, and its share.
+            CURRENT_IDENTITY.set(identity)
+            client = client_key(identity.principal, self.policy.client_of(headers, peer))
+            CURRENT_CLIENT.set(client)
+            if self._foreign_session(headers, client):
+                # Another principal's 2025 session reads as one this server does not hold.
+                await refuse(404, "unknown or expired session: send initialize to start one")
+                return
         if method in ("GET", "DELETE") and headers.get_all("mcp-session-id"):
             if method == "GET":  # a 2025-era session's stream
                 _, sse_ok = m.http._headers.accepted_media(headers.get_all("accept"))
@@ -467,6 +498,13 @@ class McpAsgi:
     ) -> None:
         message = m.http._post.parse_posted(body)  # once: the headers, then the connection
         note_message(scope, message)  # (for the host's access line, if it writes one)
+        identity = CURRENT_IDENTITY.get()
+        if self.auth is not None and identity is not None:
+            refused_call = call_refusal(self.auth, self.app, message, identity)
+            if refused_call is not None:
+                body = m.http._post.error_body(refused_call.message, failure_code(refused_call))
+                await send_whole(send, 403, body, extra=failure_headers(refused_call))
+                return
         if m.http.is_legacy_message(headers.fields, message):  # a session's: sessions.py
             assert isinstance(message, Mapping)
             client = CURRENT_CLIENT.get()  # (set by _http, for this request)
@@ -513,6 +551,13 @@ class McpAsgi:
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
 
+    def _foreign_session(self, headers: Headers, client: str) -> bool:
+        """Whether the request names a 2025 session that another principal started (its
+        owner is the ``client_key`` of its ``initialize``: the principal's, with auth)."""
+        named = headers.get_all("mcp-session-id")
+        owner = self.sessions.owners.get(named[0]) if len(named) == 1 else None
+        return owner is not None and owner != client
+
     async def _side_route(
         self, scope: Scope, method: str, path: str, headers: Headers, peer: str | None
     ) -> Page | None:
@@ -520,6 +565,8 @@ class McpAsgi:
         ``None`` for the endpoint's own; sets the callback URL the request's handlers see."""
         if path == self.health_path:
             return health_page(method, self.closing)
+        if self.auth is not None and path in self.auth.metadata_paths:
+            return metadata_page(self.auth, method)
         if self.callback is None:
             return None
         if path == self.callback.path:
@@ -568,7 +615,7 @@ class McpAsgi:
     ) -> None:
         """A ``subscriptions/listen`` stream: a place in the pool, or a refusal that says
         when to retry; the stream ends gracefully at the pool's lifetime."""
-        client = self.policy.client_of(headers, peer)
+        client = CURRENT_CLIENT.get()  # (set by _http: the principal's, else the peer's)
         lease: Lease | ListenRefusal = ListenRefusal(503, 1, "the server is shutting down")
         if not self.closing:
             lease = self.listens.admit(client, anyio.current_time())
@@ -583,8 +630,14 @@ class McpAsgi:
             retry = [(b"retry-after", str(lease.retry_after).encode())]
             await send_whole(send, lease.status, data, extra=retry)
             return
+        deadline = lease.deadline
+        identity = CURRENT_IDENTITY.get()
+        if identity is not None and identity.expires_at is not None:
+            # A stream lasts no longer than the token that opened it (its graceful end:
+            # the client listens again, with a fresh token).
+            deadline = min(deadline, anyio.current_time() + identity.expires_at - time.time())
         try:
-            await self._answer(conn, request, answer, deadline=lease.deadline)
+            await self._answer(conn, request, answer, deadline=deadline)
         finally:
             self.listens.release(lease)
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,9 +63,12 @@ from mrtr_core.websocket import (
 )
 
 from .._shares import CURRENT_CLIENT, ClientShares, client_key
+from ..auth.identity import CURRENT_IDENTITY, Identity
+from ..auth.resource import AuthFailure, ResourceAuth
 from ..server.app import Outlet, ServerApp, tool_header_params
 from ..server.driver import _StreamDriver
 from .answer import Receive, Scope, Send
+from .gate import failure_headers
 from .policy import AccessPolicy, Headers
 
 __all__ = ["DEFAULT_MAX_WEBSOCKETS", "DEFAULT_MAX_WEBSOCKETS_PER_CLIENT", "WebSocketSide"]
@@ -94,8 +98,11 @@ class WebSocketSide:
         connection_options: Mapping[str, Any],
         max_websockets: int = DEFAULT_MAX_WEBSOCKETS,
         max_websockets_per_client: int = DEFAULT_MAX_WEBSOCKETS_PER_CLIENT,
+        auth: ResourceAuth | None = None,
     ) -> None:
         self.app = app
+        #: The endpoint's authorization gate: the upgrade's ``Authorization`` header.
+        self.auth = auth
         self.path = path
         self.policy = policy
         self.max_message_size = max_message_size
@@ -130,8 +137,13 @@ class WebSocketSide:
         peer = str(client[0]) if client else None
         denial = (scope.get("extensions") or {}).get(DENIAL_EXTENSION) is not None
 
-        async def refuse(status: int, message: str, retry_after: int | None = None) -> None:
-            await _refuse(send, denial, status, message, retry_after)
+        async def refuse(
+            status: int,
+            message: str,
+            retry_after: int | None = None,
+            extra: list[tuple[bytes, bytes]] | None = None,
+        ) -> None:
+            await _refuse(send, denial, status, message, retry_after, extra)
 
         if len(headers.get_all("host")) > 1:
             await refuse(400, "multiple Host headers: a request names one host")
@@ -156,19 +168,33 @@ class WebSocketSide:
                 f"(Sec-WebSocket-Protocol: mcp); offered: {', '.join(offered) or 'none'}",
             )
             return
-        client = client_key(None, self.policy.client_of(headers, peer))
+        identity: Identity | None = None
+        if self.auth is not None:
+            try:
+                identity = await self.auth.authenticate(headers.get_all("authorization"))
+            except AuthFailure as failure:
+                await refuse(failure.status, failure.message, extra=failure_headers(failure))
+                return
+        principal = identity.principal if identity is not None else None
+        client = client_key(principal, self.policy.client_of(headers, peer))
         refused = self.shares.admit(client)
         if refused is not None:
             log.warning("refused a WebSocket from %s: %s", client, refused.message)
             await refuse(refused.status, refused.message, retry_after=1)
             return
         try:
-            await self._converse(client, peer, subprotocol, receive, send)
+            await self._converse(client, peer, subprotocol, receive, send, identity)
         finally:
             self.shares.release(client)
 
     async def _converse(
-        self, client: str, peer: str | None, subprotocol: str, receive: Receive, send: Send
+        self,
+        client: str,
+        peer: str | None,
+        subprotocol: str,
+        receive: Receive,
+        send: Send,
+        identity: Identity | None = None,
     ) -> None:
         try:
             await send({"type": "websocket.accept", "subprotocol": subprotocol})
@@ -177,16 +203,35 @@ class WebSocketSide:
         # The conversation's tasks (started below) inherit it: whose share their
         # handlers fill in the app's stores.
         CURRENT_CLIENT.set(client)
+        CURRENT_IDENTITY.set(identity)  # (the whole conversation is the upgrade's caller)
         conversation = Conversation(self, peer, receive, send)
         self.conversations.add(conversation)
         try:
-            await conversation.run()
+            async with anyio.create_task_group() as watch:
+                if identity is not None and identity.expires_at is not None:
+                    watch.start_soon(_end_when_expired, conversation, identity.expires_at)
+                await conversation.run()
+                watch.cancel_scope.cancel()
         finally:
             self.conversations.discard(conversation)
 
 
+async def _end_when_expired(conversation: Conversation, expires_at: float) -> None:
+    """A conversation lasts no longer than the token of its upgrade: then it takes no
+    more requests, what runs gets the drain, and it closes 1008 (the client reconnects
+    with a fresh token)."""
+    await anyio.sleep(max(0.0, expires_at - time.time()))
+    conversation.ending = (Fault.POLICY, "the token expired: connect again with a fresh one")
+    conversation.stop_reading(None)
+
+
 async def _refuse(
-    send: Send, denial: bool, status: int, message: str, retry_after: int | None
+    send: Send,
+    denial: bool,
+    status: int,
+    message: str,
+    retry_after: int | None,
+    extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Refuse the handshake: ``status`` with a JSON-RPC error body and ``Connection: close``
     (an upgrade refused is no HTTP connection to keep); without the denial extension the
@@ -203,6 +248,7 @@ async def _refuse(
     ]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
+    headers += extra or []
     await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})
 
@@ -222,6 +268,8 @@ class Conversation:
         self.stopping = False
         self.read_scope: anyio.CancelScope | None = None
         self.driver: _StreamDriver | None = None
+        #: How it closes once its input ends on our side (``stop_reading``).
+        self.ending = (Fault.SHUTDOWN, "the server is shutting down")
 
     async def run(self) -> None:
         side = self.side
@@ -237,7 +285,7 @@ class Conversation:
         if side.stopping:  # (the drain began while it was accepted)
             self.stop_reading(None)
         await driver.serve(_MessageReceiver(self))
-        await self.close(Fault.SHUTDOWN, "the server is shutting down")  # (if still open)
+        await self.close(*self.ending)  # (if still open)
 
     def stop_reading(self, grace: float | None) -> None:
         self.stopping = True
