@@ -404,7 +404,9 @@ async def test_a_client_past_its_listen_share_is_refused_and_others_are_not() ->
                     await acknowledged(other, 7)
                     # ... until the pool is full: then a 503 for everyone.
                     assert (await open_listen(third_client, 8)).status_code == 503
-                    assert server.listens.held_by("127.0.0.2") == 1
+                    assert (
+                        server.listens.held_by("peer:127.0.0.2") == 1
+                    )  # (client_key: the peer, no auth)
                 # A stream closed by its client gives its place back.
                 while len(server.listens) > 2:
                     await trio.sleep(0.01)
