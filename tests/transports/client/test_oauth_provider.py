@@ -1,0 +1,367 @@
+"""The OAuth provider (``mrtr_transports.client.oauth``) against a real HTTP server on
+127.0.0.1: a scripted resource and authorization server (h11 on anyio sockets) that
+records every request, so a test can say both what the client refused and that no
+code or token went anywhere it should not.  The suite's mock servers run the happy
+paths through the conformance scenarios (``test_conformance_client_auth.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import h11
+import pytest
+from mrtr_transports.client.oauth import (
+    AuthorizationFailed,
+    FetchFailed,
+    FileTokenStore,
+    MemoryTokenStore,
+    OAuthProvider,
+    headless_user_agent,
+)
+from mrtr_transports.client.oauth.fetch import fetch
+
+from mrtr_core.auth import BearerChallenge
+from mrtr_core.auth._client import ClientCredentials, Tokens, pkce_challenge
+
+#: Every test on trio and on asyncio (the provider is anyio code).
+pytestmark = pytest.mark.anyio
+
+REDIRECT = "http://127.0.0.1:9/callback"
+Reply = tuple[int, list[tuple[str, str]], bytes]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+    def form(self) -> dict[str, str]:
+        return {k: v[0] for k, v in parse_qs(self.body.decode()).items()}
+
+
+@dataclass
+class Server:
+    """Routes by path; each handler gets the request and returns (status, headers, body)."""
+
+    routes: dict[str, Callable[[Seen], Awaitable[Reply]]] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+    base: str = ""
+
+    def paths(self) -> list[str]:
+        return [s.path for s in self.seen]
+
+    async def handle(self, stream: Any) -> None:
+        conn = h11.Connection(h11.SERVER)
+        request: Any = None
+        body = b""
+        async with stream:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        conn.receive_data(await stream.receive(65536))
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                    continue
+                if isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+            parts = urlsplit(request.target.decode())
+            seen = Seen(
+                request.method.decode(),
+                parts.path,
+                {k: v[0] for k, v in parse_qs(parts.query).items()},
+                {k.decode(): v.decode() for k, v in request.headers},
+                body,
+            )
+            self.seen.append(seen)
+            route = self.routes.get(parts.path)
+            status, headers, payload = (404, [], b"") if route is None else await route(seen)
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.send(
+                    conn.send(
+                        h11.Response(
+                            status_code=status,
+                            headers=[*headers, ("Content-Length", str(len(payload)))],
+                        )
+                    )
+                    + conn.send(h11.Data(data=payload))
+                    + conn.send(h11.EndOfMessage())
+                )
+
+
+def json_reply(value: Any, status: int = 200) -> Reply:
+    return status, [("Content-Type", "application/json")], json.dumps(value).encode()
+
+
+@asynccontextmanager
+async def serving(server: Server):
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    server.base = f"http://127.0.0.1:{port}"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, server.handle)
+        try:
+            yield server
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def oauth_server(**overrides: Any) -> Server:
+    """A resource at /mcp and its authorization server at the root, as the spec has them."""
+    server = Server()
+
+    async def prm(seen: Seen) -> Reply:
+        return json_reply(
+            overrides.get("prm")
+            or {
+                "resource": f"{server.base}/mcp",
+                "authorization_servers": [server.base],
+                "scopes_supported": ["files:read"],
+            }
+        )
+
+    async def as_metadata(seen: Seen) -> Reply:
+        return json_reply(
+            {
+                "issuer": overrides.get("issuer", server.base),
+                "authorization_endpoint": f"{server.base}/authorize",
+                "token_endpoint": f"{server.base}/token",
+                "registration_endpoint": f"{server.base}/register",
+                "scopes_supported": ["files:read", "files:write", "offline_access"],
+                "authorization_response_iss_parameter_supported": True,
+            }
+        )
+
+    async def register(seen: Seen) -> Reply:
+        return json_reply({"client_id": "dyn-client"}, 201)
+
+    async def authorize(seen: Seen) -> Reply:
+        target = seen.query["redirect_uri"]
+        location = f"{target}?code=the-code&state={seen.query['state']}&iss={server.base}"
+        return 302, [("Location", location)], b""
+
+    counter = iter(range(1, 100))
+
+    async def token(seen: Seen) -> Reply:
+        form = seen.form()
+        if form["grant_type"] == "authorization_code":
+            assert pkce_challenge(form["code_verifier"]) == authorize_seen(server)["code_challenge"]
+        n = next(counter)
+        return json_reply(
+            overrides.get("token")
+            or {
+                "access_token": f"access-{n}",
+                "token_type": "Bearer",
+                "expires_in": 3600,
+                "refresh_token": f"refresh-{n}",
+            }
+        )
+
+    server.routes.update(
+        {
+            "/.well-known/oauth-protected-resource/mcp": overrides.get("prm_route", prm),
+            "/.well-known/oauth-authorization-server": as_metadata,
+            "/register": register,
+            "/authorize": authorize,
+            "/token": token,
+        }
+    )
+    return server
+
+
+def authorize_seen(server: Server) -> dict[str, str]:
+    return [s for s in server.seen if s.path == "/authorize"][-1].query
+
+
+def provider(server: Server, **options: Any) -> OAuthProvider:
+    options.setdefault("user_agent", headless_user_agent)
+    return OAuthProvider(f"{server.base}/mcp", redirect_uri=REDIRECT, **options)
+
+
+def challenge(server: Server, **fields: Any) -> list[str]:
+    prm = f"{server.base}/.well-known/oauth-protected-resource/mcp"
+    return [BearerChallenge(resource_metadata=prm, **fields).to_header()]
+
+
+async def test_a_401_runs_the_flow_and_the_token_is_presented():
+    async with serving(oauth_server()) as server:
+        auth = provider(server)
+        assert await auth.authorization() is None
+        assert await auth.challenged(401, challenge(server), None)
+        assert await auth.authorization() == ("Authorization", "Bearer access-1")
+        assert server.paths() == [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/register",
+            "/authorize",
+            "/token",
+        ]
+        query = authorize_seen(server)
+        assert query["resource"] == f"{server.base}/mcp"
+        assert query["scope"] == "files:read offline_access"
+        assert query["code_challenge_method"] == "S256"
+        form = server.seen[-1].form()
+        assert form["resource"] == f"{server.base}/mcp" and form["client_id"] == "dyn-client"
+        # metadata, registration and the token endpoint never see a bearer token
+        assert all("authorization" not in s.headers for s in server.seen)
+        assert "access-1" not in repr(auth) and "access-1" not in repr(auth.store)
+
+
+async def test_a_request_that_saw_an_older_token_just_goes_again():
+    async with serving(oauth_server()) as server:
+        auth = provider(server)
+        assert await auth.challenged(401, challenge(server), None)
+        count = len(server.seen)
+        assert await auth.challenged(401, challenge(server), None)  # (raced the first)
+        assert len(server.seen) == count
+
+
+async def test_step_up_keeps_the_granted_scopes():
+    async with serving(oauth_server()) as server:
+        auth = provider(server)
+        await auth.challenged(401, challenge(server), None)
+        sent = await auth.authorization()
+        more = challenge(server, error="insufficient_scope", scope=("files:write",))
+        assert await auth.challenged(403, more, sent)
+        assert authorize_seen(server)["scope"] == "files:read offline_access files:write"
+        assert await auth.authorization() == ("Authorization", "Bearer access-2")
+        assert auth.authorizations == 2
+        # a 403 for another reason: no new token would help
+        assert not await auth.challenged(403, challenge(server, error="invalid_request"), sent)
+
+
+async def test_an_expired_token_is_refreshed_before_use():
+    now = [1000.0]
+    async with serving(oauth_server()) as server:
+        auth = provider(server, clock=lambda: now[0])
+        await auth.challenged(401, challenge(server), None)
+        now[0] += 3600
+        assert await auth.authorization() == ("Authorization", "Bearer access-2")
+        refresh = server.seen[-1].form()
+        assert refresh["grant_type"] == "refresh_token" and refresh["refresh_token"] == "refresh-1"
+        assert refresh["resource"] == f"{server.base}/mcp"
+        assert auth.authorizations == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (
+            {
+                "prm": {
+                    "resource": "https://evil.example.com/mcp",
+                    "authorization_servers": ["https://evil.example.com"],
+                }
+            },
+            "is for the resource",
+        ),
+        ({"issuer": "https://attacker.example.com"}, "is not"),
+    ],
+)
+async def test_metadata_for_another_identity_is_refused(overrides, match):
+    async with serving(oauth_server(**overrides)) as server:
+        auth = provider(server)
+        with pytest.raises(AuthorizationFailed, match=match):
+            await auth.challenged(401, challenge(server), None)
+        assert not {"/register", "/authorize", "/token"} & set(server.paths())
+        assert await auth.authorization() is None
+
+
+async def test_a_redirect_to_an_unregistered_uri_is_refused_and_no_code_is_sent():
+    async def elsewhere(url: str) -> str:
+        await headless_user_agent(url)
+        return "https://evil.example.com/callback?code=the-code&state=x"
+
+    async with serving(oauth_server()) as server:
+        auth = provider(server, user_agent=elsewhere)
+        with pytest.raises(AuthorizationFailed, match="another URI"):
+            await auth.challenged(401, challenge(server), None)
+        assert "/token" not in server.paths()
+
+
+async def test_oversized_and_slow_metadata_are_refused():
+    async def huge(seen: Seen) -> Reply:
+        return json_reply({"resource": "x" * 300_000})
+
+    async def slow(seen: Seen) -> Reply:
+        await anyio.sleep(5)
+        return json_reply({})
+
+    for route, options, match in [
+        (huge, {}, "passed 262144 bytes"),
+        (slow, {"timeout": 0.3}, "took more than 0.3 s"),
+    ]:
+        async with serving(oauth_server(prm_route=route)) as server:
+            auth = provider(server, **options)
+            with pytest.raises(AuthorizationFailed, match=match):
+                await auth.challenged(401, challenge(server), None)
+            assert "/authorize" not in server.paths()
+
+
+async def test_a_token_error_is_refused_without_quoting_secrets():
+    token = {"error": "invalid_grant", "error_description": "code used"}
+    async with serving(oauth_server(token=token)) as server:
+        auth = provider(server, client_id="pre", client_secret="hunter2")
+        with pytest.raises(AuthorizationFailed) as caught:
+            await auth.challenged(401, challenge(server), None)
+        assert "invalid_grant" in str(caught.value) and "code used" in str(caught.value)
+        assert "hunter2" not in str(caught.value) and "the-code" not in str(caught.value)
+        assert "/register" not in server.paths()  # pre-registered: no registration
+        assert server.seen[-1].headers["authorization"].startswith("Basic ")
+
+
+async def test_fetch_follows_no_redirect_and_names_no_query():
+    async def moved(seen: Seen) -> Reply:
+        return 302, [("Location", "http://127.0.0.1:9/elsewhere")], b""
+
+    server = Server(routes={"/moved": moved})
+    async with serving(server):
+        fetched = await fetch(f"{server.base}/moved?code=secret")
+        assert fetched.status == 302 and fetched.header("location").endswith("/elsewhere")
+        with pytest.raises(FetchFailed) as caught:
+            await fetch("http://127.0.0.1:9/x?code=secret", timeout=2)
+        assert "secret" not in str(caught.value)
+
+
+async def test_file_store_is_owner_only_and_round_trips(tmp_path):
+    path = tmp_path / "state" / "tokens.json"
+    store = FileTokenStore(path)
+    tokens = Tokens(access_token="at", expires_at=5.0, refresh_token="rt", scopes=("a",))
+    await store.save_tokens("https://r/mcp", "https://as", tokens)
+    await store.save_client("https://as", ClientCredentials(client_id="c", client_secret="s"))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    again = FileTokenStore(path)
+    assert await again.tokens("https://r/mcp", "https://as") == tokens
+    assert await again.tokens("https://r/mcp", "https://other") is None
+    assert (await again.client("https://as")) == ClientCredentials(client_id="c", client_secret="s")
+    assert await again.client("https://other") is None
+    await again.save_tokens("https://r/mcp", "https://as", None)
+    assert await again.tokens("https://r/mcp", "https://as") is None
+    assert repr(again) == f"FileTokenStore({str(path)!r})"  # (no token in it)
+
+
+async def test_memory_store_keys_by_resource_and_issuer():
+    store = MemoryTokenStore()
+    tokens = Tokens(access_token="at")
+    await store.save_tokens("r", "as1", tokens)
+    assert await store.tokens("r", "as1") == tokens
+    assert await store.tokens("r", "as2") is None
+    await store.save_tokens("r", "as1", None)
+    assert await store.tokens("r", "as1") is None
+    assert repr(store) == "MemoryTokenStore(0 tokens)"
