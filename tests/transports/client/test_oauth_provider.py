@@ -29,8 +29,8 @@ from mrtr_transports.client.oauth import (
 )
 from mrtr_transports.client.oauth.fetch import fetch
 
-from mrtr_core.auth import BearerChallenge
-from mrtr_core.auth._client import ClientCredentials, Tokens, pkce_challenge
+from mrtr_core.auth import BearerChallenge, ClientCredentials, Tokens
+from mrtr_core.auth._client import pkce_challenge
 
 #: Every test on trio and on asyncio (the provider is anyio code).
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from mrtr_core.auth._client import ClientCredentials, Tokens
+from mrtr_core.auth import ClientCredentials, Tokens
 
 __all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore"]
 
