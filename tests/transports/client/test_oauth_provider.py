@@ -365,3 +365,31 @@ async def test_memory_store_keys_by_resource_and_issuer():
     await store.save_tokens("r", "as1", None)
     assert await store.tokens("r", "as1") is None
     assert repr(store) == "MemoryTokenStore(0 tokens)"
+
+
+async def test_a_later_run_reuses_the_stored_token(tmp_path):
+    store = FileTokenStore(tmp_path / "tokens.json")
+    async with serving(oauth_server()) as server:
+        first = provider(server, store=store)
+        await first.challenged(401, challenge(server), None)
+        # a new process: its first request goes without a token and gets a 401
+        later = provider(server, store=FileTokenStore(tmp_path / "tokens.json"))
+        assert await later.challenged(401, challenge(server), None)
+        assert await later.authorization() == ("Authorization", "Bearer access-1")
+        assert later.authorizations == 0
+        assert server.paths().count("/authorize") == 1 and server.paths().count("/token") == 1
+
+
+async def test_a_refused_token_is_refreshed_once_then_authorized_again():
+    async with serving(oauth_server()) as server:
+        auth = provider(server)
+        await auth.challenged(401, challenge(server), None)
+        sent = await auth.authorization()
+        assert await auth.challenged(401, challenge(server), sent)  # refused: refresh
+        assert server.seen[-1].form()["grant_type"] == "refresh_token"
+        assert auth.authorizations == 1
+        refreshed = await auth.authorization()
+        assert refreshed == ("Authorization", "Bearer access-2")
+        assert await auth.challenged(401, challenge(server), refreshed)  # refused again
+        assert auth.authorizations == 2  # a new authorization, not another refresh
+        assert server.seen[-1].form()["grant_type"] == "authorization_code"

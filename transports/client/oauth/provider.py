@@ -107,6 +107,9 @@ class OAuthProvider:
         self._lock = anyio.Lock()
         self._found: _Discovered | None = None
         self._scopes: tuple[str, ...] = ()
+        #: The header of a token refreshed because its predecessor got a 401: if it gets
+        #: one too, the next step is a new authorization, not another refresh.
+        self._refreshed_after_401: tuple[str, str] | None = None
         #: How many authorizations ran (the tests' and the suite's measure).
         self.authorizations = 0
 
@@ -154,7 +157,7 @@ class OAuthProvider:
             if current is not None and current != sent:
                 return True  # another request got a new token meanwhile: try that one
             try:
-                await self._authorize(status, challenge, step_up=step_up)
+                await self._authorize(status, challenge, sent, step_up=step_up)
             except (MrtrError, FetchFailed) as exc:
                 message = exc.message if isinstance(exc, MrtrError) else str(exc)
                 raise self._failed(status, message) from None
@@ -187,20 +190,29 @@ class OAuthProvider:
         )
 
     async def _authorize(
-        self, status: int, challenge: BearerChallenge | None, *, step_up: bool
+        self,
+        status: int,
+        challenge: BearerChallenge | None,
+        sent: tuple[str, str] | None,
+        *,
+        step_up: bool,
     ) -> None:
         previous = self._found
         found = await self._discover(challenge)
         self._found = found
         resource, issuer = found.resource.resource, found.server.issuer
-        tokens = await self.store.tokens(resource, issuer)
-        await self.store.save_tokens(resource, issuer, None)
         same = previous is not None and previous.server.issuer == issuer
-        refreshable = tokens is not None and tokens.refresh_token is not None
-        if not step_up and same and refreshable:
-            assert tokens is not None
-            if await self._refresh(found, tokens) is not None:
-                return
+        tokens = await self.store.tokens(resource, issuer)
+        if tokens is not None and not step_up:
+            if tokens.header() != sent and tokens.usable(self.clock()):
+                return  # a stored token this request did not carry (an earlier run's)
+            # The token was refused: a refreshed one may not be (unless it was one).
+            if tokens.refresh_token is not None and sent != self._refreshed_after_401:
+                fresh = await self._refresh(found, tokens)
+                if fresh is not None:
+                    self._refreshed_after_401 = fresh.header()
+                    return
+        await self.store.save_tokens(resource, issuer, None)
         client = await self._client_for(found.server)
         scopes = rules.select_scopes(
             challenge,
