@@ -1,8 +1,9 @@
-"""The OAuth provider (``mrtr_transports.client.oauth``) against a real HTTP server on
-127.0.0.1: a scripted resource and authorization server (h11 on anyio sockets) that
-records every request, so a test can say both what the client refused and that no
-code or token went anywhere it should not.  The suite's mock servers run the happy
-paths through the conformance scenarios (``test_conformance_client_auth.py``)."""
+"""The OAuth provider (``mrtr_transports.client.oauth``), and the HTTP link using it,
+against real HTTP servers on 127.0.0.1: a scripted resource and authorization server
+(h11 on anyio sockets) and a peer MCP endpoint that wants a Bearer token, each
+recording every request, so a test can say both what the client refused and that no
+code or token went anywhere it should not.  The suite's mock servers run the same
+flows through the conformance scenarios (``test_conformance_client_auth.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import h11
 import pytest
+import support.peer_http_server as peer
+import trio
+from mrtr_transports.client.errors import TransportError
+from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.oauth import (
     AuthorizationFailed,
     FetchFailed,
@@ -30,10 +35,7 @@ from mrtr_transports.client.oauth import (
 from mrtr_transports.client.oauth.fetch import fetch
 
 from mrtr_core.auth import BearerChallenge, ClientCredentials, Tokens
-from mrtr_core.auth._client import pkce_challenge
-
-#: Every test on trio and on asyncio (the provider is anyio code).
-pytestmark = pytest.mark.anyio
+from mrtr_core.auth._client import MAX_AUTHORIZATIONS_PER_REQUEST, pkce_challenge
 
 REDIRECT = "http://127.0.0.1:9/callback"
 Reply = tuple[int, list[tuple[str, str]], bytes]
@@ -199,6 +201,7 @@ def challenge(server: Server, **fields: Any) -> list[str]:
     return [BearerChallenge(resource_metadata=prm, **fields).to_header()]
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_401_runs_the_flow_and_the_token_is_presented():
     async with serving(oauth_server()) as server:
         auth = provider(server)
@@ -223,6 +226,7 @@ async def test_a_401_runs_the_flow_and_the_token_is_presented():
         assert "access-1" not in repr(auth) and "access-1" not in repr(auth.store)
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_request_that_saw_an_older_token_just_goes_again():
     async with serving(oauth_server()) as server:
         auth = provider(server)
@@ -232,6 +236,7 @@ async def test_a_request_that_saw_an_older_token_just_goes_again():
         assert len(server.seen) == count
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_step_up_keeps_the_granted_scopes():
     async with serving(oauth_server()) as server:
         auth = provider(server)
@@ -246,6 +251,7 @@ async def test_step_up_keeps_the_granted_scopes():
         assert not await auth.challenged(403, challenge(server, error="invalid_request"), sent)
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_an_expired_token_is_refreshed_before_use():
     now = [1000.0]
     async with serving(oauth_server()) as server:
@@ -259,6 +265,7 @@ async def test_an_expired_token_is_refreshed_before_use():
         assert auth.authorizations == 1
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
@@ -283,6 +290,7 @@ async def test_metadata_for_another_identity_is_refused(overrides, match):
         assert await auth.authorization() is None
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_redirect_to_an_unregistered_uri_is_refused_and_no_code_is_sent():
     async def elsewhere(url: str) -> str:
         await headless_user_agent(url)
@@ -295,6 +303,7 @@ async def test_a_redirect_to_an_unregistered_uri_is_refused_and_no_code_is_sent(
         assert "/token" not in server.paths()
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_oversized_and_slow_metadata_are_refused():
     async def huge(seen: Seen) -> Reply:
         return json_reply({"resource": "x" * 300_000})
@@ -314,6 +323,7 @@ async def test_oversized_and_slow_metadata_are_refused():
             assert "/authorize" not in server.paths()
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_token_error_is_refused_without_quoting_secrets():
     token = {"error": "invalid_grant", "error_description": "code used"}
     async with serving(oauth_server(token=token)) as server:
@@ -326,6 +336,7 @@ async def test_a_token_error_is_refused_without_quoting_secrets():
         assert server.seen[-1].headers["authorization"].startswith("Basic ")
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_fetch_follows_no_redirect_and_names_no_query():
     async def moved(seen: Seen) -> Reply:
         return 302, [("Location", "http://127.0.0.1:9/elsewhere")], b""
@@ -339,6 +350,7 @@ async def test_fetch_follows_no_redirect_and_names_no_query():
         assert "secret" not in str(caught.value)
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_file_store_is_owner_only_and_round_trips(tmp_path):
     path = tmp_path / "state" / "tokens.json"
     store = FileTokenStore(path)
@@ -356,6 +368,7 @@ async def test_file_store_is_owner_only_and_round_trips(tmp_path):
     assert repr(again) == f"FileTokenStore({str(path)!r})"  # (no token in it)
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_memory_store_keys_by_resource_and_issuer():
     store = MemoryTokenStore()
     tokens = Tokens(access_token="at")
@@ -367,6 +380,7 @@ async def test_memory_store_keys_by_resource_and_issuer():
     assert repr(store) == "MemoryTokenStore(0 tokens)"
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_later_run_reuses_the_stored_token(tmp_path):
     store = FileTokenStore(tmp_path / "tokens.json")
     async with serving(oauth_server()) as server:
@@ -380,6 +394,7 @@ async def test_a_later_run_reuses_the_stored_token(tmp_path):
         assert server.paths().count("/authorize") == 1 and server.paths().count("/token") == 1
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_refused_token_is_refreshed_once_then_authorized_again():
     async with serving(oauth_server()) as server:
         auth = provider(server)
@@ -393,3 +408,89 @@ async def test_a_refused_token_is_refreshed_once_then_authorized_again():
         assert await auth.challenged(401, challenge(server), refreshed)  # refused again
         assert auth.authorizations == 2  # a new authorization, not another refresh
         assert server.seen[-1].form()["grant_type"] == "authorization_code"
+
+
+# --- The HTTP link with the provider (trio: the peer MCP server is trio's) -------------
+
+
+def guarded_mcp(oauth: Server, *, required: str = "files:read", forever_403: bool = False):
+    """An MCP endpoint (``PeerHttpServer``) that wants a Bearer token: 401 without one,
+    403 ``insufficient_scope`` for ``tools/call`` until a token of the second
+    authorization comes (or ever, with ``forever_403``)."""
+
+    async def handler(seen: peer.Seen) -> peer.Reply:
+        prm = f"{oauth.base}/.well-known/oauth-protected-resource/mcp"
+        token = seen.headers.get("authorization", "")
+        if not token.startswith("Bearer "):
+            header = BearerChallenge(resource_metadata=prm, scope=(required,)).to_header()
+            return peer.Reply(401, [("WWW-Authenticate", header)], [b""])
+        if seen.rpc_method == "tools/call" and (forever_403 or token == "Bearer access-1"):
+            header = BearerChallenge(
+                resource_metadata=prm, scope=("files:write",), error="insufficient_scope"
+            ).to_header()
+            return peer.Reply(403, [("WWW-Authenticate", header)], [b""])
+        if seen.rpc_method == "server/discover":
+            return peer.json_reply(peer.result(seen, peer.DISCOVER))
+        if seen.rpc_method == "tools/list":
+            return peer.json_reply(
+                peer.result(seen, {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+            )
+        return peer.json_reply(
+            peer.result(seen, {"content": [{"type": "text", "text": token[7:]}]})
+        )
+
+    return handler
+
+
+@asynccontextmanager
+async def guarded(**options: Any):
+    """The OAuth server and the MCP endpoint whose metadata names it, both on 127.0.0.1."""
+    oauth = oauth_server()
+    mcp = peer.PeerHttpServer(guarded_mcp(oauth, **options))
+    async with serving(oauth), trio.open_nursery() as nursery:
+        url = await nursery.start(mcp.run)
+        oauth_prm = {"resource": url, "authorization_servers": [oauth.base]}
+        oauth.routes["/.well-known/oauth-protected-resource/mcp"] = lambda seen: _json(oauth_prm)
+        yield oauth, mcp, url
+        nursery.cancel_scope.cancel()
+
+
+async def _json(value: Any) -> Reply:
+    return json_reply(value)
+
+
+async def test_the_link_authorizes_on_401_and_steps_up_on_403():
+    with trio.fail_after(10):
+        async with guarded() as (oauth, mcp, url):
+            auth = OAuthProvider(url, user_agent=headless_user_agent, redirect_uri=REDIRECT)
+            async with open_http_client(url, auth=auth) as client:
+                assert [t["name"] for t in await client.list_tools()] == ["t"]
+                answer = await client.call_tool("t", {})
+            assert answer["content"][0]["text"] == "access-2"  # the stepped-up token
+            assert auth.authorizations == 2
+            assert authorize_seen(oauth)["scope"] == "files:read offline_access files:write"
+            # the MCP endpoint saw the tokens; the OAuth server never saw one
+            assert {s.headers.get("authorization") for s in mcp.seen} >= {
+                None,
+                "Bearer access-1",
+                "Bearer access-2",
+            }
+            assert all(
+                "bearer" not in s.headers.get("authorization", "").lower() for s in oauth.seen
+            )
+
+
+async def test_the_link_stops_after_three_authorizations():
+    with trio.fail_after(10):
+        async with guarded(forever_403=True) as (_, mcp, url):
+            auth = OAuthProvider(url, user_agent=headless_user_agent, redirect_uri=REDIRECT)
+            async with open_http_client(url, auth=auth) as client:
+                await client.list_tools()
+                with pytest.raises(TransportError) as caught:
+                    await client.call_tool("t", {})
+            assert caught.value.status == 403
+            # one for the first request's 401, then the call's own three step-ups
+            assert auth.authorizations == 1 + MAX_AUTHORIZATIONS_PER_REQUEST
+            calls = [s for s in mcp.seen if s.rpc_method == "tools/call"]
+            assert len(calls) == 1 + MAX_AUTHORIZATIONS_PER_REQUEST
+            assert "access-" not in str(caught.value)
