@@ -145,8 +145,9 @@ class TransportError(ClientError):
         self.status = status
 
     def copy(self) -> TransportError:
-        """A fresh exception with the same facts (one failure is raised by many calls)."""
-        return TransportError(
+        """A fresh exception with the same facts and type (one failure is raised by many
+        calls; an ``AuthorizationFailed`` stays one)."""
+        return type(self)(
             self.message,
             list(self.stderr_tail) if self.stderr_tail is not None else None,
             kind=self.kind,

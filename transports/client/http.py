@@ -334,9 +334,12 @@ class HttpLink:
                 return
             except Challenged as refused:
                 status = refused.status
-                retry = authorizations < MAX_AUTHORIZATIONS_PER_REQUEST and await auth.challenged(
-                    status, refused.challenges, sent
-                )
+                try:
+                    retry = authorizations < MAX_AUTHORIZATIONS_PER_REQUEST and (
+                        await auth.challenged(status, refused.challenges, sent)
+                    )
+                except TransportError as failure:  # (AuthorizationFailed, FetchFailed)
+                    raise Failed(failure, broken=False) from None
                 if not retry:
                     raise Failed(
                         self._status_error(out, status, refused.body), broken=False

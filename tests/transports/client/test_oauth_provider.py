@@ -494,3 +494,19 @@ async def test_the_link_stops_after_three_authorizations():
             calls = [s for s in mcp.seen if s.rpc_method == "tools/call"]
             assert len(calls) == 1 + MAX_AUTHORIZATIONS_PER_REQUEST
             assert "access-" not in str(caught.value)
+
+
+async def test_a_refused_authorization_fails_the_request_and_sends_no_code():
+    async def elsewhere(url: str) -> str:
+        await headless_user_agent(url)
+        return "https://evil.example.com/callback?code=the-code&state=x"
+
+    with trio.fail_after(10):
+        async with guarded() as (oauth, mcp, url):
+            auth = OAuthProvider(url, user_agent=elsewhere, redirect_uri=REDIRECT)
+            with pytest.raises(AuthorizationFailed, match="another URI") as caught:
+                async with open_http_client(url, auth=auth) as client:
+                    await client.list_tools()
+            assert caught.value.status == 401
+            assert "/token" not in oauth.paths()
+            assert all("authorization" not in s.headers for s in mcp.seen)

@@ -327,9 +327,9 @@ class OAuthProvider:
         resource, issuer = found.resource.resource, found.server.issuer
         fresh: rules.Tokens | None = None
         if tokens.refresh_token:
-            client = await self._client_for(found.server)
             grant = rules.refresh_grant(refresh_token=tokens.refresh_token, resource=resource)
             try:
+                client = await self._client_for(found.server)
                 fresh = await self._token_request(found.server, client, grant, tokens)
             except (MrtrError, FetchFailed) as exc:
                 logger.info("refresh at %s failed: %s", shown_url(issuer), exc)
