@@ -327,6 +327,15 @@ def refresh_grant(*, refresh_token: str, resource: str) -> dict[str, str]:
     return {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
 
 
+def client_credentials_grant(*, resource: str, scopes: tuple[str, ...] | None) -> dict[str, str]:
+    """The client credentials grant's parameters (a machine client, no user: the MCP
+    extension ``io.modelcontextprotocol/oauth-client-credentials``)."""
+    grant = {"grant_type": "client_credentials", "resource": resource}
+    if scopes:
+        grant["scope"] = " ".join(scopes)
+    return grant
+
+
 @attrs.frozen(kw_only=True)
 class Tokens:
     """What a token response granted; the tokens never shown (``repr`` leaves them out).

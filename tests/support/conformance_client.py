@@ -212,6 +212,10 @@ REDIRECT_URI = "http://localhost:3000/callback"
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
+def scenario_name() -> str:
+    return os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+
+
 async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
     """List the tools and call each through an OAuth provider (see the docstring)."""
     auth = OAuthProvider(
@@ -223,6 +227,8 @@ async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
         issuer=context.get("issuer"),
         client_metadata_url=CLIENT_METADATA_URL,
         client_name=CLIENT_INFO["name"],
+        client_credentials=context.get("client_credentials", False)
+        or scenario_name().startswith("auth/client-credentials-"),
     )
     async with open_client(url, auth=auth) as client:
         for tool in await client.list_tools():

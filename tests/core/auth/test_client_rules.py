@@ -378,6 +378,15 @@ def test_token_request_client_authentication():
     assert refresh == {"grant_type": "refresh_token", "refresh_token": "r", "resource": ENDPOINT}
 
 
+def test_client_credentials_grant():
+    assert rules.client_credentials_grant(resource=ENDPOINT, scopes=("a", "b")) == {
+        "grant_type": "client_credentials",
+        "resource": ENDPOINT,
+        "scope": "a b",
+    }
+    assert "scope" not in rules.client_credentials_grant(resource=ENDPOINT, scopes=None)
+
+
 def test_token_response():
     tokens = rules.read_token_response(
         200,

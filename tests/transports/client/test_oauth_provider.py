@@ -510,3 +510,32 @@ async def test_a_refused_authorization_fails_the_request_and_sends_no_code():
             assert caught.value.status == 401
             assert "/token" not in oauth.paths()
             assert all("authorization" not in s.headers for s in mcp.seen)
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_machine_client_uses_its_credentials_and_no_user_agent():
+    async def no_person(url: str) -> str:
+        raise AssertionError("a machine client has no user agent step")
+
+    with pytest.raises(ValueError, match="client_id and client_secret"):
+        OAuthProvider(
+            "http://127.0.0.1:9/mcp",
+            user_agent=no_person,
+            redirect_uri=REDIRECT,
+            client_credentials=True,
+        )
+    async with serving(oauth_server()) as server:
+        auth = provider(
+            server,
+            user_agent=no_person,
+            client_id="m2m",
+            client_secret="s",
+            client_credentials=True,
+        )
+        assert await auth.challenged(401, challenge(server), None)
+        assert "/authorize" not in server.paths() and "/register" not in server.paths()
+        form = server.seen[-1].form()
+        assert form["grant_type"] == "client_credentials"
+        assert form["resource"] == f"{server.base}/mcp"
+        assert server.seen[-1].headers["authorization"].startswith("Basic ")
+        assert await auth.authorization() == ("Authorization", "Bearer access-1")

@@ -65,7 +65,9 @@ class OAuthProvider:
     ``client_id``/``client_secret``: pre-registered credentials (used at any issuer;
     ``issuer`` limits them to one).  ``client_metadata_url``: the client's Client ID
     Metadata Document, used where the server takes one.  ``offline``: ask for
-    ``offline_access`` where the server offers it (a refresh token).  ``clock``: the
+    ``offline_access`` where the server offers it (a refresh token).
+    ``client_credentials``: a machine client (the client credentials extension): the
+    pre-registered credentials get the token, no user agent is involved.  ``clock``: the
     tokens' clock (wall time: a store outlives the process).
     """
 
@@ -82,6 +84,7 @@ class OAuthProvider:
         client_metadata_url: str | None = None,
         client_name: str = "mrtr",
         offline: bool = True,
+        client_credentials: bool = False,
         clock: Callable[[], float] = time.time,
         timeout: float = 10.0,
         max_bytes: int = 256 * 1024,
@@ -100,6 +103,9 @@ class OAuthProvider:
         self.client_metadata_url = client_metadata_url
         self.client_name = client_name
         self.offline = offline
+        if client_credentials and (client_id is None or client_secret is None):
+            raise ValueError("client_credentials=True needs client_id and client_secret")
+        self.client_credentials = client_credentials
         self.clock = clock
         self._timeout = timeout
         self._max_bytes = max_bytes
@@ -222,6 +228,12 @@ class OAuthProvider:
             offline=self.offline,
         )
         self._scopes = scopes or ()
+        if self.client_credentials:
+            grant = rules.client_credentials_grant(resource=resource, scopes=scopes)
+            self.authorizations += 1
+            tokens = await self._token_request(found.server, client, grant, None)
+            await self.store.save_tokens(resource, issuer, tokens)
+            return
         verifier = secrets.token_urlsafe(64)  # 86 characters: RFC 7636's 43 to 128
         state = secrets.token_urlsafe(24)
         url = rules.authorization_url(
