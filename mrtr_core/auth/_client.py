@@ -41,7 +41,11 @@ EXPIRY_SKEW: Final = 30.0
 OFFLINE_ACCESS: Final = "offline_access"
 #: RFC 7636, section 4.1: 43 to 128 unreserved characters.
 _VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
-AuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
+AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+#: RFC 7523, section 2.2: a JWT that authenticates the client.
+JWT_BEARER_ASSERTION: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: How long a client assertion is good for (seconds): one token request.
+ASSERTION_LIFETIME: Final = 60
 _SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
 RegistrationChoice = Literal["preregistered", "metadata_document", "dynamic"]
 
@@ -288,17 +292,42 @@ def read_callback(
 # --- The token request and its answer ----------------------------------------------------
 
 
+def client_assertion_claims(
+    *, client_id: str, audience: str, now: float, jti: str
+) -> dict[str, Any]:
+    """The claims of a ``private_key_jwt`` client assertion (RFC 7523, section 3): the
+    client is issuer and subject, the authorization server's issuer the audience;
+    short-lived, unique (``jti``: random, from the caller).  The caller signs them."""
+    issued = int(now)
+    return {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": issued,
+        "exp": issued + ASSERTION_LIFETIME,
+        "jti": jti,
+    }
+
+
 def token_request(
     server: AuthorizationServerMetadata,
     client: ClientCredentials,
     grant: Mapping[str, str],
+    *,
+    assertion: str | None = None,
 ) -> tuple[list[tuple[str, str]], dict[str, str]]:
     """The token request's extra headers and form for ``grant`` (see
-    :func:`code_grant`, :func:`refresh_grant`), with the client's authentication."""
+    :func:`code_grant`, :func:`refresh_grant`), with the client's authentication
+    (``assertion``: the signed :func:`client_assertion_claims`, for ``private_key_jwt``)."""
     method = auth_method(server, client)
     form = dict(grant)
     headers: list[tuple[str, str]] = []
-    if method == "client_secret_basic" and client.client_secret is not None:
+    if method == "private_key_jwt":
+        if assertion is None:
+            raise LocalProtocolError("private_key_jwt needs the signed client assertion")
+        form["client_assertion_type"] = JWT_BEARER_ASSERTION
+        form["client_assertion"] = assertion
+    elif method == "client_secret_basic" and client.client_secret is not None:
         # RFC 6749, section 2.3.1: each part form-encoded before Base64.
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode()).decode()))

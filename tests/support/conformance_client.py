@@ -37,7 +37,9 @@ here.  The scenarios:
     fetches the authorization URL and reads the redirect (the mock authorization
     server asks no one); the context's ``client_id``/``client_secret`` are
     pre-registered credentials, and the client offers a Client ID Metadata Document
-    URL where the server takes one.  A scenario that expects a refusal (a resource
+    URL where the server takes one; ``auth/client-credentials-*`` run it as a machine
+    client (the context's secret, or its ``private_key_pem`` for a signed JWT).
+    A scenario that expects a refusal (a resource
     or issuer mismatch, a bad ``iss``) ends with exit status 1, as the suite allows.
 
 Exit status 0 when every step succeeded; otherwise 1 with the reason on stderr.
@@ -227,8 +229,9 @@ async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
         issuer=context.get("issuer"),
         client_metadata_url=CLIENT_METADATA_URL,
         client_name=CLIENT_INFO["name"],
-        client_credentials=context.get("client_credentials", False)
-        or scenario_name().startswith("auth/client-credentials-"),
+        client_credentials=scenario_name().startswith("auth/client-credentials-"),
+        private_key_pem=context.get("private_key_pem"),
+        signing_algorithm=context.get("signing_algorithm", "ES256"),
     )
     async with open_client(url, auth=auth) as client:
         for tool in await client.list_tools():

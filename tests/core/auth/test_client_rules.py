@@ -378,6 +378,29 @@ def test_token_request_client_authentication():
     assert refresh == {"grant_type": "refresh_token", "refresh_token": "r", "resource": ENDPOINT}
 
 
+def test_private_key_jwt_assertion():
+    claims = rules.client_assertion_claims(client_id="m2m", audience=ISSUER, now=1000.9, jti="j1")
+    assert claims == {
+        "iss": "m2m",
+        "sub": "m2m",
+        "aud": ISSUER,
+        "iat": 1000,
+        "exp": 1000 + rules.ASSERTION_LIFETIME,
+        "jti": "j1",
+    }
+    client = ClientCredentials(client_id="m2m", token_endpoint_auth_method="private_key_jwt")
+    grant = rules.client_credentials_grant(resource=ENDPOINT, scopes=None)
+    headers, form = rules.token_request(server(), client, grant, assertion="a.b.c")
+    assert headers == []
+    assert form == {
+        **grant,
+        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        "client_assertion": "a.b.c",
+    }
+    with pytest.raises(LocalProtocolError, match="assertion"):
+        rules.token_request(server(), client, grant)
+
+
 def test_client_credentials_grant():
     assert rules.client_credentials_grant(resource=ENDPOINT, scopes=("a", "b")) == {
         "grant_type": "client_credentials",

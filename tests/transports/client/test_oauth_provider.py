@@ -539,3 +539,31 @@ async def test_a_machine_client_uses_its_credentials_and_no_user_agent():
         assert form["resource"] == f"{server.base}/mcp"
         assert server.seen[-1].headers["authorization"].startswith("Basic ")
         assert await auth.authorization() == ("Authorization", "Bearer access-1")
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_machine_client_with_a_key_signs_a_client_assertion():
+    from joserfc import jwt
+    from joserfc.jwk import ECKey
+
+    key = ECKey.generate_key("P-256")
+    pem = key.as_pem(private=True).decode()
+    async with serving(oauth_server()) as server:
+        auth = provider(server, client_id="m2m", private_key_pem=pem, client_credentials=True)
+        assert await auth.challenged(401, challenge(server), None)
+        form = server.seen[-1].form()
+        assert (
+            form["client_assertion_type"]
+            == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        )
+        assert "client_secret" not in form and "authorization" not in server.seen[-1].headers
+        public = ECKey.import_key(key.as_pem(private=False))
+        token = jwt.decode(form["client_assertion"], public, algorithms=["ES256"])
+        claims = token.claims
+        assert (claims["iss"], claims["sub"], claims["aud"]) == ("m2m", "m2m", server.base)
+        assert claims["exp"] - claims["iat"] == 60 and claims["jti"]
+        assert pem not in repr(auth)
+    with pytest.raises(ValueError, match="algorithm"):
+        from mrtr_transports.client.oauth.assertion import sign_client_assertion
+
+        sign_client_assertion({}, pem, "HS256")  # (no shared-secret algorithms)

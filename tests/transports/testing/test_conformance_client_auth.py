@@ -9,9 +9,9 @@ migration, the six RFC 9207 ``iss`` cases and a metadata issuer mismatch.  The l
 comes from the suite's own ``list`` (every ``auth/`` client scenario of 2026-07-28),
 so one added to the pinned suite is run too.  Goal: zero failures, zero warnings,
 and the suite's own verdict (its exit status) a pass.  Of the extension scenarios,
-``auth/client-credentials-basic`` passes (a machine client); the others (JWT client
-authentication, DPoP, enterprise-managed authorization, workload identity) need
-JOSE and flows the provider does not have yet.
+the two client credentials ones pass (a machine client, by secret or by signed JWT);
+the others (DPoP, enterprise-managed authorization, workload identity) need flows
+the provider does not have yet.
 """
 
 from __future__ import annotations
@@ -132,9 +132,16 @@ def test_every_2026_auth_client_scenario(tmp_path):
         assert run.count("SUCCESS") > 0, f"{name}: no check passed"
 
 
-def test_the_client_credentials_extension_scenario(tmp_path):
-    run = run_client("auth/client-credentials-basic", tmp_path, extension=True)
+@pytest.mark.parametrize(
+    ("scenario", "check"),
+    [
+        ("auth/client-credentials-basic", "client-credentials-basic-auth"),
+        ("auth/client-credentials-jwt", "client-credentials-jwt-verified"),
+    ],
+)
+def test_the_client_credentials_extension_scenarios(scenario, check, tmp_path):
+    run = run_client(scenario, tmp_path, extension=True)
     assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-2500:]
     succeeded = {c["id"] for c in run.checks if c["status"] == "SUCCESS"}
-    assert "client-credentials-basic-auth" in succeeded, run.stderr[-2500:]
+    assert check in succeeded, run.stderr[-2500:]
     assert run.returncode == 0, run.stderr[-2500:]

@@ -35,6 +35,7 @@ from mrtr_core.auth import (
 from mrtr_core.auth import _client as rules
 
 from ..errors import TransportError
+from .assertion import sign_client_assertion
 from .fetch import Fetched, FetchFailed, fetch, read_json, shown_url
 from .store import MemoryTokenStore, TokenStore
 from .user_agent import UserAgent
@@ -67,7 +68,9 @@ class OAuthProvider:
     Metadata Document, used where the server takes one.  ``offline``: ask for
     ``offline_access`` where the server offers it (a refresh token).
     ``client_credentials``: a machine client (the client credentials extension): the
-    pre-registered credentials get the token, no user agent is involved.  ``clock``: the
+    pre-registered credentials get the token, no user agent is involved; with
+    ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
+    (``private_key_jwt``) instead of a secret.  ``clock``: the
     tokens' clock (wall time: a store outlives the process).
     """
 
@@ -85,6 +88,8 @@ class OAuthProvider:
         client_name: str = "mrtr",
         offline: bool = True,
         client_credentials: bool = False,
+        private_key_pem: str | None = None,
+        signing_algorithm: str = "ES256",
         clock: Callable[[], float] = time.time,
         timeout: float = 10.0,
         max_bytes: int = 256 * 1024,
@@ -97,14 +102,22 @@ class OAuthProvider:
         self._preregistered = (
             None
             if client_id is None
-            else rules.ClientCredentials(client_id=client_id, client_secret=client_secret)
+            else rules.ClientCredentials(
+                client_id=client_id,
+                client_secret=client_secret,
+                token_endpoint_auth_method=None if private_key_pem is None else "private_key_jwt",
+            )
         )
+        self._private_key_pem = private_key_pem
+        self._signing_algorithm = signing_algorithm
         self._preregistered_issuer = issuer
         self.client_metadata_url = client_metadata_url
         self.client_name = client_name
         self.offline = offline
-        if client_credentials and (client_id is None or client_secret is None):
-            raise ValueError("client_credentials=True needs client_id and client_secret")
+        if client_credentials and (client_id is None or (client_secret or private_key_pem) is None):
+            raise ValueError(
+                "client_credentials=True needs client_id and client_secret (or private_key_pem)"
+            )
         self.client_credentials = client_credentials
         self.clock = clock
         self._timeout = timeout
@@ -323,7 +336,20 @@ class OAuthProvider:
     ) -> rules.Tokens:
         if server.token_endpoint is None:
             raise rules.AuthorizationRefused(f"{shown_url(server.issuer)} has no token_endpoint")
-        headers, form = rules.token_request(server, client, grant)
+        assertion = None
+        if rules.auth_method(server, client) == "private_key_jwt":
+            if self._private_key_pem is None:
+                raise rules.AuthorizationRefused("private_key_jwt needs the client's private key")
+            claims = rules.client_assertion_claims(
+                client_id=client.client_id,
+                audience=server.issuer,
+                now=self.clock(),
+                jti=secrets.token_urlsafe(16),
+            )
+            assertion = sign_client_assertion(
+                claims, self._private_key_pem, self._signing_algorithm
+            )
+        headers, form = rules.token_request(server, client, grant, assertion=assertion)
         fetched = await self._fetch(
             server.token_endpoint, method="POST", form=form, headers=headers
         )
