@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import stat
 from collections.abc import Awaitable, Callable
@@ -567,3 +568,26 @@ async def test_a_machine_client_with_a_key_signs_a_client_assertion():
         from mrtr_transports.client.oauth.assertion import sign_client_assertion
 
         sign_client_assertion({}, pem, "HS256")  # (no shared-secret algorithms)
+
+
+async def test_no_token_code_or_secret_in_the_logs(caplog):
+    caplog.set_level(logging.DEBUG)
+    now = [0.0]
+    with trio.fail_after(10):
+        async with guarded() as (_, _mcp, url):
+            auth = OAuthProvider(
+                url,
+                user_agent=headless_user_agent,
+                redirect_uri=REDIRECT,
+                client_id="pre",
+                client_secret="hunter2",
+                clock=lambda: now[0],
+            )
+            async with open_http_client(url, auth=auth) as client:
+                await client.call_tool("t", {})
+                now[0] += 7200  # expired: refreshed before the next request
+                await client.list_tools()
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "authorizing at" in logged  # (the flow did log)
+    for secret in ("access-1", "access-2", "refresh-1", "the-code", "hunter2"):
+        assert secret not in logged
