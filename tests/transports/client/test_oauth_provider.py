@@ -591,3 +591,14 @@ async def test_no_token_code_or_secret_in_the_logs(caplog):
     assert "authorizing at" in logged  # (the flow did log)
     for secret in ("access-1", "access-2", "refresh-1", "the-code", "hunter2"):
         assert secret not in logged
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_key_that_cannot_sign_is_a_refusal_that_quotes_no_key():
+    pem = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n"
+    async with serving(oauth_server()) as server:
+        auth = provider(server, client_id="m2m", private_key_pem=pem, client_credentials=True)
+        with pytest.raises(AuthorizationFailed, match="could not be signed") as caught:
+            await auth.challenged(401, challenge(server), None)
+        assert "bm90IGEga2V5" not in str(caught.value)
+        assert "/token" not in server.paths()

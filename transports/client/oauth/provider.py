@@ -346,9 +346,14 @@ class OAuthProvider:
                 now=self.clock(),
                 jti=secrets.token_urlsafe(16),
             )
-            assertion = sign_client_assertion(
-                claims, self._private_key_pem, self._signing_algorithm
-            )
+            try:
+                assertion = sign_client_assertion(
+                    claims, self._private_key_pem, self._signing_algorithm
+                )
+            except ValueError as exc:  # (its message may quote the key: not shown)
+                raise rules.AuthorizationRefused(
+                    f"the client assertion could not be signed ({type(exc).__name__})"
+                ) from None
         headers, form = rules.token_request(server, client, grant, assertion=assertion)
         fetched = await self._fetch(
             server.token_endpoint, method="POST", form=form, headers=headers
