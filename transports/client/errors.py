@@ -13,6 +13,7 @@ class                 exit  meaning
 ``RoundCapExceeded``  5     the server asked for more rounds than ``max_rounds`` (or
                             ``max_state_only_legs``) allows
 ``TransportError``    6     the link failed: a child process died, a socket or HTTP failure
+                            (``AuthorizationFailed``: no token the server accepts, a 401/403)
 ``InputUnavailable``  7     no answer for an input request (none available, declined to
                             answer, or the question was withdrawn)
 ``TaskCancelled``     3     the server cancelled the task the call became (SEP-2663)
@@ -154,6 +155,12 @@ class TransportError(ClientError):
             exit_status=self.exit_status,
             status=self.status,
         )
+
+
+class AuthorizationFailed(TransportError):
+    """The OAuth client could not get a token the server accepts (the reason in the
+    message, which never quotes a token, code or secret; the 401 or 403 as ``status``).
+    Final: a client opening a session does not try another era after it."""
 
 
 class InputUnavailable(ClientError):

@@ -510,6 +510,9 @@ async def test_a_refused_authorization_fails_the_request_and_sends_no_code():
                     await client.list_tools()
             assert caught.value.status == 401
             assert "/token" not in oauth.paths()
+            # final: no second attempt in another era (a 2025 initialize)
+            assert oauth.paths().count("/authorize") == 1
+            assert [s.rpc_method for s in mcp.seen] == ["server/discover"]
             assert all("authorization" not in s.headers for s in mcp.seen)
 
 

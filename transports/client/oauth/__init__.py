@@ -3,8 +3,9 @@ link uses (:class:`OAuthProvider`), the token stores, the user agent of the
 authorization step and the bounded fetch they share.  See ``docs/client.md``,
 "Authorization"."""
 
+from ..errors import AuthorizationFailed
 from .fetch import FetchFailed
-from .provider import AuthorizationFailed, OAuthProvider
+from .provider import OAuthProvider
 from .store import FileTokenStore, MemoryTokenStore, TokenStore
 from .user_agent import UserAgent, headless_user_agent
 

@@ -34,20 +34,15 @@ from mrtr_core.auth import (
 )
 from mrtr_core.auth import _client as rules
 
-from ..errors import TransportError
+from ..errors import AuthorizationFailed
 from .assertion import sign_client_assertion
 from .fetch import Fetched, FetchFailed, fetch, read_json, shown_url
 from .store import MemoryTokenStore, TokenStore
 from .user_agent import UserAgent
 
-__all__ = ["AuthorizationFailed", "OAuthProvider"]
+__all__ = ["OAuthProvider"]
 
 logger = logging.getLogger("mrtr.client.oauth")
-
-
-class AuthorizationFailed(TransportError):
-    """The client could not get a token the server accepts (the reason in the message,
-    which never quotes a token)."""
 
 
 class _Discovered:
