@@ -46,6 +46,7 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
 #: The legs of the official conformance suite (a Node program run against us).
 CONFORMANCE_LEGS = (
     "transports/testing/test_conformance_client.py",
+    "transports/testing/test_conformance_client_auth.py",
     "transports/testing/test_conformance_server.py",
     "transports/asgi/test_asgi_conformance.py",
 )

@@ -6,11 +6,14 @@ authorization server is (:class:`ResourceMetadata`, RFC 9728;
 :class:`AuthorizationServerMetadata`, RFC 8414) with the well-known URLs a client
 tries, in the specification's order.  A malformed challenge is
 :class:`InvalidChallenge`, a document that breaks its rules or names another
-identity :class:`InvalidMetadata` (both ``RemoteProtocolError``).  See
+identity :class:`InvalidMetadata` (both ``RemoteProtocolError``).  An OAuth
+client keeps what it gets as :class:`Tokens` and :class:`ClientCredentials` (the
+client's other rules are ``_client``'s, used by the transports).  See
 ``docs/core.md``, "Authorization".
 """
 
 from ._challenge import BearerChallenge, InvalidChallenge
+from ._client import ClientCredentials, Tokens
 from ._metadata import (
     AuthorizationServerMetadata,
     InvalidMetadata,
@@ -29,4 +32,6 @@ __all__ = [
     "canonical_resource",
     "resource_metadata_urls",
     "authorization_server_metadata_urls",
+    "Tokens",
+    "ClientCredentials",
 ]

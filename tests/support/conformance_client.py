@@ -31,6 +31,16 @@ here.  The scenarios:
 ``json-schema-2020-12-preservation``
     Echoes the focal tool's input schema back, untouched, through
     ``json_schema_echo``.
+``auth/*``
+    The same tool calls through an OAuth provider
+    (:class:`~mrtr_transports.client.oauth.OAuthProvider`): its headless user agent
+    fetches the authorization URL and reads the redirect (the mock authorization
+    server asks no one); the context's ``client_id``/``client_secret`` are
+    pre-registered credentials, and the client offers a Client ID Metadata Document
+    URL where the server takes one; ``auth/client-credentials-*`` run it as a machine
+    client (the context's secret, or its ``private_key_pem`` for a signed JWT).
+    A scenario that expects a refusal (a resource
+    or issuer mismatch, a bad ``iss``) ends with exit status 1, as the suite allows.
 
 Exit status 0 when every step succeeded; otherwise 1 with the reason on stderr.
 """
@@ -46,6 +56,7 @@ from typing import Any
 import trio
 from mrtr_transports.client.errors import ClientError
 from mrtr_transports.client.http import open_http_client
+from mrtr_transports.client.oauth import OAuthProvider, headless_user_agent
 
 import mrtr_core as m
 
@@ -197,6 +208,36 @@ async def schema_preservation(url: str, context: Mapping[str, Any]) -> None:
         await client.call_tool("json_schema_echo", {"schema": focal["inputSchema"]})
 
 
+#: Where the mock authorization server sends the headless user agent back (never fetched).
+REDIRECT_URI = "http://localhost:3000/callback"
+#: The Client ID Metadata Document URL the suite's ``auth/basic-cimd`` expects.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def scenario_name() -> str:
+    return os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+
+
+async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
+    """List the tools and call each through an OAuth provider (see the docstring)."""
+    auth = OAuthProvider(
+        url,
+        user_agent=headless_user_agent,
+        redirect_uri=REDIRECT_URI,
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name=CLIENT_INFO["name"],
+        client_credentials=scenario_name().startswith("auth/client-credentials-"),
+        private_key_pem=context.get("private_key_pem"),
+        signing_algorithm=context.get("signing_algorithm", "ES256"),
+    )
+    async with open_client(url, auth=auth) as client:
+        for tool in await client.list_tools():
+            await client.call_tool(tool["name"], arguments_for(tool))
+
+
 SCENARIOS: Mapping[str, Scenario] = {
     "sep-2322-client-request-state": request_state,
     "request-metadata": request_metadata,
@@ -211,7 +252,8 @@ SCENARIOS: Mapping[str, Scenario] = {
 
 async def run(url: str, scenario: str, context: Mapping[str, Any]) -> None:
     with trio.fail_after(RUN_TIMEOUT):
-        await SCENARIOS.get(scenario, tool_calls)(url, context)
+        default = authorized_calls if scenario.startswith("auth/") else tool_calls
+        await SCENARIOS.get(scenario, default)(url, context)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -70,7 +70,7 @@ from .._loop import LoopTools
 from . import listen as listening
 from .cache import CacheMode, ResponseCache, ResponseCacheStore, flow_fetch, plain_fetch
 from .era import EraControl, Verdict
-from .errors import CallError, CallTimeout, ClientError, TransportError
+from .errors import AuthorizationFailed, CallError, CallTimeout, ClientError, TransportError
 from .flows import CallLimits, Flow, FlowContext, run_flow
 from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
@@ -612,7 +612,11 @@ class Client:
             self._fail_flow(out, error)
         elif out.kind == "plain":
             self._requests.fail(out.request_id, error)
-        elif out.method == "server/discover" and error.kind == "http":
+        elif (
+            out.method == "server/discover"
+            and error.kind == "http"
+            and not isinstance(error, AuthorizationFailed)  # (final: no other era)
+        ):
             # A 400/404/405 without a recognised modern error: the dual-era fallback signal.
             self._conn.handshake_timed_out()
             self._pump()

@@ -13,6 +13,7 @@ class                 exit  meaning
 ``RoundCapExceeded``  5     the server asked for more rounds than ``max_rounds`` (or
                             ``max_state_only_legs``) allows
 ``TransportError``    6     the link failed: a child process died, a socket or HTTP failure
+                            (``AuthorizationFailed``: no token the server accepts, a 401/403)
 ``InputUnavailable``  7     no answer for an input request (none available, declined to
                             answer, or the question was withdrawn)
 ``TaskCancelled``     3     the server cancelled the task the call became (SEP-2663)
@@ -145,14 +146,21 @@ class TransportError(ClientError):
         self.status = status
 
     def copy(self) -> TransportError:
-        """A fresh exception with the same facts (one failure is raised by many calls)."""
-        return TransportError(
+        """A fresh exception with the same facts and type (one failure is raised by many
+        calls; an ``AuthorizationFailed`` stays one)."""
+        return type(self)(
             self.message,
             list(self.stderr_tail) if self.stderr_tail is not None else None,
             kind=self.kind,
             exit_status=self.exit_status,
             status=self.status,
         )
+
+
+class AuthorizationFailed(TransportError):
+    """The OAuth client could not get a token the server accepts (the reason in the
+    message, which never quotes a token, code or secret; the 401 or 403 as ``status``).
+    Final: a client opening a session does not try another era after it."""
 
 
 class InputUnavailable(ClientError):

@@ -79,6 +79,7 @@ import h11
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
+from mrtr_core.auth._client import MAX_AUTHORIZATIONS_PER_REQUEST
 from mrtr_core.http import InvalidHeaderAnnotation, request_headers, schema_header_params
 from mrtr_core.http._headers import called_tool
 
@@ -99,6 +100,7 @@ from .http_endpoint import Endpoint
 from .http_sessions import HttpSession
 from .http_streams import SseSink, read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
+from .oauth.provider import OAuthProvider
 from .opening import open_client
 from .tcp import connect, connect_failure
 
@@ -108,6 +110,16 @@ MAX_ERROR_BODY = 64 * 1024
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
+
+
+class Challenged(Exception):
+    """A 401 or 403 on a link with an OAuth provider: the provider decides what next."""
+
+    def __init__(self, status: int, challenges: list[str], body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.challenges = challenges
+        self.body = body
 
 
 class HttpLink:
@@ -130,7 +142,10 @@ class HttpLink:
         ssl_context: ssl.SSLContext | None = None,
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
+        auth: OAuthProvider | None = None,
     ) -> None:
+        #: The OAuth client that gives each POST its token and answers 401/403 (or None).
+        self.auth = auth
         #: Where the POSTs go and what each carries (``ValueError`` for a bad URL).
         self.endpoint = Endpoint.parse(url, headers, connect_timeout)
         if not isinstance(retry_attempts, int) or retry_attempts < 1:
@@ -301,8 +316,38 @@ class HttpLink:
                     del self._streams[out.request_id]
 
     async def _post(self, out: Outbound) -> None:
+        """Send ``out`` with the token the ``auth`` provider gives (if any); after a 401
+        or 403 it may answer with a new one, then ``out`` goes again (a bounded number of
+        times: ``MAX_AUTHORIZATIONS_PER_REQUEST``)."""
+        auth = self.auth
+        if auth is None:
+            await self._post_once(out, self.request_headers(out))
+            return
+        authorizations = 0
+        while True:
+            sent = await auth.authorization()
+            headers = self.request_headers(out)
+            if sent is not None:
+                headers.append(sent)
+            try:
+                await self._post_once(out, headers)
+                return
+            except Challenged as refused:
+                status = refused.status
+                try:
+                    retry = authorizations < MAX_AUTHORIZATIONS_PER_REQUEST and (
+                        await auth.challenged(status, refused.challenges, sent)
+                    )
+                except TransportError as failure:  # (AuthorizationFailed, FetchFailed)
+                    raise Failed(failure, broken=False) from None
+                if not retry:
+                    raise Failed(
+                        self._status_error(out, status, refused.body), broken=False
+                    ) from None
+                authorizations += 1
+
+    async def _post_once(self, out: Outbound, headers: list[tuple[str, str]]) -> None:
         """Send ``out`` and read its response, retrying what the server did not process."""
-        headers = self.request_headers(out)
         assert self.loop is not None
         now = self.loop.now
         attempt = stale = 0
@@ -465,6 +510,14 @@ class HttpLink:
         for name, value in response.headers:
             if name == b"content-type":
                 content_type = value.decode("latin-1").split(";")[0].strip().lower()
+        if self.auth is not None and status in (401, 403):
+            body = await self._body(conn, MAX_ERROR_BODY)
+            challenges = [
+                value.decode("latin-1")
+                for name, value in response.headers
+                if name == b"www-authenticate"
+            ]
+            raise Challenged(status, challenges, body or b"")
         session = self._session
         if session is not None:
             session.took_response(out.method, status, response.headers)
@@ -563,6 +616,7 @@ async def open_http_client(
     ssl_context: ssl.SSLContext | None = None,
     retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
     retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY,
+    auth: OAuthProvider | None = None,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """A :class:`~mrtr_transports.client.client.Client` for the Streamable HTTP endpoint ``url``,
@@ -570,6 +624,8 @@ async def open_http_client(
     ``client.link`` is the :class:`HttpLink`.  ``retry_attempts`` (3; 1: none) bounds the
     attempts at a POST the server did not process (a stale kept-alive connection, a 503
     ``SERVER_BUSY`` refusal), ``retry_max_delay`` (5 s) the ``Retry-After`` honoured.
+    ``auth``: an :class:`~mrtr_transports.client.oauth.OAuthProvider` (OAuth 2.1 as the
+    specification's "Authorization" says: a 401 runs its flow, then the request goes again).
     Other options go to the ``Client``
     (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``, ``capabilities``, ...)."""
     link = HttpLink(
@@ -583,6 +639,7 @@ async def open_http_client(
         ssl_context=ssl_context,
         retry_attempts=retry_attempts,
         retry_max_delay=retry_max_delay,
+        auth=auth,
     )
     async with open_client(link, **client_options) as client:
         yield client

@@ -1,0 +1,147 @@
+"""The official conformance suite's client ``auth/`` scenarios against our conformance
+client and its OAuth provider (``mrtr_transports.client.oauth``).
+
+Each scenario starts a mock MCP server and a mock authorization server and judges
+what our client sent: discovery (four metadata layouts), CIMD, scope selection and
+step-up with its retry limit, the three token endpoint auth methods,
+pre-registration, a resource mismatch, offline access, an authorization-server
+migration, the six RFC 9207 ``iss`` cases and a metadata issuer mismatch.  The list
+comes from the suite's own ``list`` (every ``auth/`` client scenario of 2026-07-28),
+so one added to the pinned suite is run too.  Goal: zero failures, zero warnings,
+and the suite's own verdict (its exit status) a pass.  Of the extension scenarios,
+the two client credentials ones pass (a machine client, by secret or by signed JWT);
+the others (DPoP, enterprise-managed authorization, workload identity) need flows
+the provider does not have yet.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from support.conformance_suite import (
+    CLIENT_SCRIPT,
+    NODE,
+    ROOT,
+    SPEC_VERSION,
+    SuiteRun,
+    require_suite,
+    run_suite,
+)
+
+pytestmark = [pytest.mark.conformance, pytest.mark.subprocess]
+
+#: The 25 the issue counts; the suite's list must contain at least these.
+NAMED = {
+    f"auth/{name}"
+    for name in (
+        "metadata-default",
+        "metadata-var1",
+        "metadata-var2",
+        "metadata-var3",
+        "basic-cimd",
+        "scope-from-www-authenticate",
+        "scope-from-scopes-supported",
+        "scope-omitted-when-undefined",
+        "scope-step-up",
+        "scope-retry-limit",
+        "token-endpoint-auth-basic",
+        "token-endpoint-auth-post",
+        "token-endpoint-auth-none",
+        "pre-registration",
+        "resource-mismatch",
+        "offline-access-scope",
+        "offline-access-not-supported",
+        "authorization-server-migration",
+        "iss-supported",
+        "iss-not-advertised",
+        "iss-supported-missing",
+        "iss-wrong-issuer",
+        "iss-unexpected",
+        "iss-normalized",
+        "metadata-issuer-mismatch",
+    )
+}
+#: The check each refusal scenario must pass: the client stopped before it should not go on.
+REFUSALS = {
+    "auth/resource-mismatch": "resource-mismatch-rejected",
+    "auth/iss-supported-missing": "sep-2468-client-reject-missing-iss",
+    "auth/iss-wrong-issuer": "sep-2468-client-compare-iss-supported",
+    "auth/iss-unexpected": "sep-2468-client-compare-iss-unadvertised",
+    "auth/iss-normalized": "sep-2468-client-no-normalization",
+    "auth/metadata-issuer-mismatch": "sep-2468-client-validate-metadata-issuer",
+}
+
+
+COMMAND = f"{sys.executable} {CLIENT_SCRIPT}"
+
+
+def run_client(scenario: str, output_dir, *, extension: bool = False) -> SuiteRun:
+    args = ["client", "--command", COMMAND, "--scenario", scenario]
+    version = [] if extension else ["--spec-version", SPEC_VERSION]
+    return run_suite([*args, *version], output_dir, timeout=120)
+
+
+def summary(runs: list[SuiteRun]) -> str:
+    passed = sum(run.count("SUCCESS") for run in runs)
+    failed = sum(run.count("FAILURE") for run in runs)
+    warnings = sum(run.count("WARNING") for run in runs)
+    return f"client auth leg: {passed} passed, {failed} failed, {warnings} warnings"
+
+
+def auth_scenarios() -> list[str]:
+    listing = subprocess.run(
+        [str(NODE), str(require_suite()), "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    section = listing.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
+    found = re.findall(r"^\s+- (\S+) \[([^\]]*)\]", section, re.MULTILINE)
+    return [
+        name
+        for name, versions in found
+        if name.startswith("auth/") and SPEC_VERSION in versions.split(",")
+    ]
+
+
+def test_every_2026_auth_client_scenario(tmp_path):
+    scenarios = auth_scenarios()
+    assert set(scenarios) >= NAMED, sorted(NAMED - set(scenarios))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = list(pool.map(lambda name: run_client(name, tmp_path / name), scenarios))
+    line = summary(runs)
+    print(line)
+    problems = [p for run in runs for p in run.problems()]
+    failed = [
+        f"{name}: suite exit {run.returncode}\n{run.stderr[-2500:]}"
+        for name, run in zip(scenarios, runs, strict=True)
+        if run.returncode != 0
+    ]
+    assert problems == [] and failed == [], "\n".join([line, *problems, *failed])
+    by_name = dict(zip(scenarios, runs, strict=True))
+    for name, check in REFUSALS.items():
+        statuses = {c["status"] for c in by_name[name].checks if c.get("id") == check}
+        assert statuses == {"SUCCESS"}, (name, check, statuses)
+    for name, run in by_name.items():
+        assert run.count("SUCCESS") > 0, f"{name}: no check passed"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "check"),
+    [
+        ("auth/client-credentials-basic", "client-credentials-basic-auth"),
+        ("auth/client-credentials-jwt", "client-credentials-jwt-verified"),
+    ],
+)
+def test_the_client_credentials_extension_scenarios(scenario, check, tmp_path):
+    run = run_client(scenario, tmp_path, extension=True)
+    assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-2500:]
+    succeeded = {c["id"] for c in run.checks if c["status"] == "SUCCESS"}
+    assert check in succeeded, run.stderr[-2500:]
+    assert run.returncode == 0, run.stderr[-2500:]

@@ -1,0 +1,153 @@
+"""Where the OAuth client keeps what it got: tokens and client registrations, each
+under a key that names the resource and the authorization server (a token or a
+``client_id`` of one authorization server is never presented to another).
+
+:class:`MemoryTokenStore` is the default; :class:`FileTokenStore` keeps them in one
+JSON file written with owner-only permissions (0600, replaced atomically), for a
+command-line client that runs again later (``mrtr call``).  A store is any object
+with the four methods of :class:`TokenStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from mrtr_core.auth import ClientCredentials, Tokens
+
+__all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore"]
+
+
+class TokenStore(Protocol):
+    async def tokens(self, resource: str, issuer: str) -> Tokens | None: ...
+    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None: ...
+    async def client(self, issuer: str) -> ClientCredentials | None: ...
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None: ...
+
+
+class MemoryTokenStore:
+    """Tokens and registrations for the life of the process."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[tuple[str, str], Tokens] = {}
+        self._clients: dict[str, ClientCredentials] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryTokenStore({len(self._tokens)} tokens)"
+
+    async def tokens(self, resource: str, issuer: str) -> Tokens | None:
+        return self._tokens.get((resource, issuer))
+
+    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None:
+        if tokens is None:
+            self._tokens.pop((resource, issuer), None)
+        else:
+            self._tokens[(resource, issuer)] = tokens
+
+    async def client(self, issuer: str) -> ClientCredentials | None:
+        return self._clients.get(issuer)
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        self._clients[issuer] = client
+
+
+def _tokens_json(tokens: Tokens) -> dict[str, Any]:
+    return {
+        "access_token": tokens.access_token,
+        "token_type": tokens.token_type,
+        "expires_at": tokens.expires_at,
+        "refresh_token": tokens.refresh_token,
+        "scopes": None if tokens.scopes is None else list(tokens.scopes),
+    }
+
+
+def _tokens_from(raw: dict[str, Any]) -> Tokens:
+    scopes = raw.get("scopes")
+    return Tokens(
+        access_token=raw["access_token"],
+        token_type=raw.get("token_type", "Bearer"),
+        expires_at=raw.get("expires_at"),
+        refresh_token=raw.get("refresh_token"),
+        scopes=None if scopes is None else tuple(scopes),
+    )
+
+
+class FileTokenStore:
+    """One JSON file, owner-only (0600), rewritten whole through a temporary file of
+    the same permissions and an atomic rename.  The wall clock is the tokens' clock
+    (their ``expires_at`` outlives the process)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileTokenStore({str(self.path)!r})"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"tokens": {}, "clients": {}}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{self.path} is not a token store")
+        raw.setdefault("tokens", {})
+        raw.setdefault("clients", {})
+        return raw
+
+    def _write(self, raw: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # (an older file of that name keeps its mode otherwise)
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                fd = -1
+                json.dump(raw, file)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        os.replace(temporary, self.path)
+
+    @staticmethod
+    def _key(resource: str, issuer: str) -> str:
+        return json.dumps([resource, issuer])
+
+    async def tokens(self, resource: str, issuer: str) -> Tokens | None:
+        async with self._lock:
+            found = self._read()["tokens"].get(self._key(resource, issuer))
+        return None if found is None else _tokens_from(found)
+
+    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None:
+        async with self._lock:
+            raw = self._read()
+            if tokens is None:
+                raw["tokens"].pop(self._key(resource, issuer), None)
+            else:
+                raw["tokens"][self._key(resource, issuer)] = _tokens_json(tokens)
+            self._write(raw)
+
+    async def client(self, issuer: str) -> ClientCredentials | None:
+        async with self._lock:
+            found = self._read()["clients"].get(issuer)
+        if found is None:
+            return None
+        return ClientCredentials(
+            client_id=found["client_id"],
+            client_secret=found.get("client_secret"),
+            token_endpoint_auth_method=found.get("token_endpoint_auth_method"),
+        )
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        async with self._lock:
+            raw = self._read()
+            raw["clients"][issuer] = {
+                "client_id": client.client_id,
+                "client_secret": client.client_secret,
+                "token_endpoint_auth_method": client.token_endpoint_auth_method,
+            }
+            self._write(raw)
