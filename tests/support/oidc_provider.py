@@ -462,7 +462,7 @@ def require_provider() -> None:
     """Fail (never skip) when the package is not installed."""
     manifest = PROJECT / "node_modules" / "oidc-provider" / "package.json"
     if not manifest.is_file():
-        raise AssertionError(f"{manifest} is missing: run `make node-peers`")
+        raise AssertionError(f"{manifest} is missing: run `make oidc-provider`")
     assert NODE.is_file(), f"no node binary at {NODE}: reinstall the venv"
 
 

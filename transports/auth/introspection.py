@@ -26,7 +26,7 @@ import anyio
 
 from mrtr_core.auth import canonical_resource
 
-from .fetch import FetchFailed, fetch
+from ..client.fetch import FetchFailed, fetch
 from .identity import Identity
 from .jwt_verifier import MAX_TOKEN_LENGTH, identity_of, names_audience
 from .refusals import TokenRefused, VerifierUnavailable

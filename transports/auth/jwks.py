@@ -35,7 +35,7 @@ from mrtr_core.auth import (
     authorization_server_metadata_urls,
 )
 
-from .fetch import FetchFailed, fetch
+from ..client.fetch import FetchFailed, fetch
 from .refusals import TokenRefused, VerifierUnavailable
 
 __all__ = ["JwksKeys"]

@@ -1,11 +1,6 @@
-"""One bounded HTTP/1.1 exchange for the OAuth flow: metadata, registration, tokens,
-and the headless user agent's authorization request.
-
-Every fetch is bounded in size (``max_bytes``), time (``timeout``, the whole exchange)
-and redirects (none are followed: a caller that wants the ``Location`` reads it), on
-the project's own connection machinery (``tcp.connect`` and h11, as the MCP link).
-A failure is :class:`FetchFailed`, whose message names the URL without its query
-(a query may carry a code or state) and never a request header.
+"""The OAuth flow's requests: form and JSON bodies, JSON answers, over the one bounded
+exchange (``mrtr_transports.client.fetch``: size, time, no redirect followed; a
+failure's message names the URL without its query and never a request header).
 """
 
 from __future__ import annotations
@@ -13,47 +8,13 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
-import anyio
-import h11
+from .. import fetch as exchange
+from ..fetch import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Fetched, FetchFailed, shown_url
 
-from ..errors import TransportError
-from ..tcp import STREAM_FAILURES, connect
-
-__all__ = ["FetchFailed", "Fetched", "fetch", "fetch_json", "shown_url"]
-
-#: A metadata document, a registration or a token response is a few KiB.
-DEFAULT_MAX_BYTES = 256 * 1024
-DEFAULT_TIMEOUT = 10.0
-_READ = 65536
-
-
-class FetchFailed(TransportError):
-    """An OAuth fetch that failed: the connection, the time or size bound, bad HTTP."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fetched:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-    def header(self, name: str) -> str | None:
-        name = name.lower()
-        return next((v for k, v in self.headers if k == name), None)
-
-    def all(self, name: str) -> list[str]:
-        name = name.lower()
-        return [v for k, v in self.headers if k == name]
-
-
-def shown_url(url: str) -> str:
-    """``url`` as an error shows it: no query, no fragment, no credentials."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+__all__ = ["FetchFailed", "Fetched", "fetch", "fetch_json", "read_json", "shown_url"]
 
 
 async def fetch(
@@ -67,88 +28,23 @@ async def fetch(
     timeout: float = DEFAULT_TIMEOUT,
     ssl_context: ssl.SSLContext | None = None,
 ) -> Fetched:
-    """One request to ``url`` and its whole response (see the module docstring)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchFailed(f"not an http(s) URL: {shown_url(url)!r}")
-    https = parts.scheme == "https"
+    """One request to ``url`` (a form or a JSON body) and its whole response."""
     body = b""
-    head = [
-        ("Host", parts.netloc.rpartition("@")[2]),
-        ("User-Agent", "mrtr"),
-        ("Accept", "application/json"),
-    ]
+    fields = list(headers)
     if form is not None:
         body = urlencode(form).encode()
-        head.append(("Content-Type", "application/x-www-form-urlencoded"))
+        fields.insert(0, ("content-type", "application/x-www-form-urlencoded"))
     elif json_body is not None:
         body = json.dumps(json_body).encode()
-        head.append(("Content-Type", "application/json"))
-    if method != "GET":
-        head.append(("Content-Length", str(len(body))))
-    head += list(headers)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    where = shown_url(url)
-    try:
-        with anyio.fail_after(timeout):
-            tls = (ssl_context or ssl.create_default_context()) if https else None
-            stream = await connect(parts.hostname, parts.port or (443 if https else 80), tls=tls)
-            try:
-                return await _exchange(stream, method, target, head, body, max_bytes, where)
-            finally:
-                await anyio.aclose_forcefully(stream)
-    except TimeoutError:
-        raise FetchFailed(
-            f"{method} {where} took more than {timeout:g} s", kind="timeout"
-        ) from None
-    except (*STREAM_FAILURES, h11.ProtocolError) as exc:
-        raise FetchFailed(
-            f"{method} {where} failed: {type(exc).__name__}", kind="connect"
-        ) from None
-
-
-async def _exchange(
-    stream: Any,
-    method: str,
-    target: str,
-    head: list[tuple[str, str]],
-    body: bytes,
-    max_bytes: int,
-    where: str,
-) -> Fetched:
-    conn = h11.Connection(h11.CLIENT)
-    data = conn.send(h11.Request(method=method, target=target, headers=head))
-    if body:
-        data += conn.send(h11.Data(data=body))
-    data += conn.send(h11.EndOfMessage())
-    await stream.send(data)
-    response: Any = None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            try:
-                received = await stream.receive(_READ)
-            except anyio.EndOfStream:
-                received = b""
-            conn.receive_data(received)
-            continue
-        if isinstance(event, h11.Response):
-            response = event
-        elif isinstance(event, h11.Data):
-            size += len(event.data)
-            if size > max_bytes:
-                raise FetchFailed(f"{method} {where}: the response passed {max_bytes} bytes")
-            chunks.append(bytes(event.data))
-        elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-            break
-    if response is None:
-        raise FetchFailed(f"{method} {where}: no response")
-    return Fetched(
-        status=response.status_code,
-        headers=[(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.headers],
-        body=b"".join(chunks),
+        fields.insert(0, ("content-type", "application/json"))
+    return await exchange.fetch(
+        url,
+        method=method,
+        body=body,
+        headers=fields,
+        max_bytes=max_bytes,
+        timeout=timeout,
+        tls=ssl_context,
     )
 
 
