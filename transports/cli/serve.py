@@ -225,13 +225,7 @@ async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) 
         http_options["callback_path"] = options.callback_path
     http_options["health_path"] = options.health_path
     if options.auth is not None:
-        from ..auth import JwtVerifier, ResourceAuth
-
-        issuer, jwks, audience = options.auth
-        verifier = JwtVerifier(issuer=issuer, audience=audience, jwks=jwks)
-        http_options["auth"] = ResourceAuth(
-            verifier, resource=audience, authorization_servers=[issuer]
-        )
+        http_options["auth"] = options.auth.resource_auth(app)
     server = HttpServer(app, **http_options)
     async with _shared_state(app, options), anyio.create_task_group() as tasks:
         started = await tasks.start(server.serve, options.host, options.port)

@@ -17,11 +17,14 @@ import math
 import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..server.driver import DEFAULT_DRAIN_TIMEOUT
 from ..stores.keys import StateKeys, StateKeysError, load_state_keys
 from .serve_bounds import HTTP_BOUNDS, WS_BOUNDS
+
+if TYPE_CHECKING:
+    from .serve_auth import AuthOptions
 
 __all__ = [
     "DEFAULT_APP",
@@ -172,24 +175,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP, with --task-store: seconds a worker's claim on a task it runs lasts "
         "unrenewed; a killed worker's tasks fail that long after (default 15)",
     )
-    parser.add_argument(
-        "--auth-issuer",
-        metavar="URL",
-        help="HTTP: require OAuth bearer tokens (JWT) of this authorization server "
-        "(their iss); needs --auth-audience or --public-url. See docs/auth.md",
-    )
-    parser.add_argument(
-        "--auth-jwks",
-        metavar="URL",
-        help="HTTP, with --auth-issuer: the authorization server's key set (default: the "
-        "jwks_uri of the issuer's metadata)",
-    )
-    parser.add_argument(
-        "--auth-audience",
-        metavar="URL",
-        help="HTTP, with --auth-issuer: the endpoint's public URL, which tokens must name "
-        "as their audience (default: --public-url)",
-    )
+    from .serve_auth import add_auth_arguments  # (it imports UsageError from here)
+
+    add_auth_arguments(parser)
     parser.add_argument(
         "--task-id-prefix",
         metavar="NAME",
@@ -229,9 +217,8 @@ class ServeOptions:
     http_bounds: tuple[tuple[str, float], ...] = ()
     #: The WebSocket bounds given on the command line, as ``WsServer`` keywords.
     ws_bounds: tuple[tuple[str, float], ...] = ()
-    #: ``--auth-issuer``, ``--auth-jwks``, the audience (``--auth-audience`` or
-    #: ``--public-url``): tokens required (``None``: no authorization).
-    auth: tuple[str, str | None, str] | None = None
+    #: The ``--auth-*`` flags: tokens required (``None``: no authorization).
+    auth: AuthOptions | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeOptions:
@@ -309,7 +296,9 @@ class ServeOptions:
             shortest = LOOKS_PER_LEASE * DEFAULT_CHECK_INTERVAL
             if not (lease >= shortest and math.isfinite(lease)):
                 raise UsageError(f"--task-lease must be at least {shortest:g} seconds")
-        auth = _auth_of(args, transport)
+        from .serve_auth import AuthOptions  # (it imports UsageError from here)
+
+        auth = AuthOptions.from_args(args, transport)
         task_id_prefix = None
         if args.task_id_prefix is not None:
             task_id_prefix = read_task_id_prefix(args.task_id_prefix)
@@ -338,31 +327,6 @@ class ServeOptions:
             ws_bounds=tuple((b.option, value) for b, value in ws_given),
             auth=auth,
         )
-
-
-def _auth_of(args: argparse.Namespace, transport: Transport) -> tuple[str, str | None, str] | None:
-    """``(issuer, jwks, audience)`` of the ``--auth-*`` flags, checked, or ``None``."""
-    given = (args.auth_issuer, args.auth_jwks, args.auth_audience)
-    if all(value is None for value in given):
-        return None
-    if transport != "http":
-        raise UsageError("--auth-issuer, --auth-jwks and --auth-audience only apply to --http")
-    audience = args.auth_audience or args.public_url
-    if args.auth_issuer is None or audience is None:
-        raise UsageError(
-            "--auth-jwks and --auth-audience need --auth-issuer, and --auth-issuer the "
-            "audience (--auth-audience or --public-url)"
-        )
-    for flag, url in (("--auth-issuer", args.auth_issuer), ("--auth-jwks", args.auth_jwks)):
-        if url is None:
-            continue
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise UsageError(f"{flag} {url!r}: an absolute http(s) URL")
-    parts = urllib.parse.urlsplit(audience)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"--auth-audience {audience!r}: the endpoint's absolute http(s) URL")
-    return args.auth_issuer, args.auth_jwks, audience
 
 
 def _default_drain(transport: Transport) -> float:

@@ -1,0 +1,242 @@
+"""``mrtr serve``'s ``--auth-*`` flags: the endpoint as an OAuth resource server.
+
+:func:`add_auth_arguments` puts them on the parser; :meth:`AuthOptions.from_args`
+reads them back, checked together (:class:`~.serve_options.UsageError`), and
+:meth:`AuthOptions.resource_auth` builds the endpoint's
+:class:`~mrtr_transports.auth.ResourceAuth`.  Tokens are checked one of two ways:
+
+* as JWTs (the default): the issuer's signature (``--auth-jwks``, else the ``jwks_uri``
+  of the issuer's metadata), ``iss``, ``aud``, expiry;
+* by asking the authorization server (``--auth-introspection URL``, RFC 7662), for
+  opaque tokens: the server authenticates there as the client ``--auth-client-id``,
+  with the secret ``--auth-client-secret FILE|env:NAME`` names.  The secret itself
+  never goes on the command line, where any user of the machine reads it
+  (``/proc/PID/cmdline``), and never into the options' ``repr``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .serve_options import UsageError
+
+if TYPE_CHECKING:
+    from ..auth import ResourceAuth
+    from ..server.app import ServerApp
+
+__all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
+
+#: A client secret is a line of text, not a document: more than this is a wrong file.
+MAX_SECRET_BYTES = 4096
+#: The clock skew a verifier may allow (``JwtVerifier``'s own bound).
+MAX_LEEWAY = 300.0
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--auth-*`` options of ``mrtr serve`` on ``parser``."""
+    parser.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="HTTP: require OAuth bearer tokens of this authorization server (their "
+        "iss; JWTs unless --auth-introspection); needs --auth-audience or --public-url. "
+        "See docs/auth.md",
+    )
+    parser.add_argument(
+        "--auth-jwks",
+        metavar="URL",
+        help="HTTP, with --auth-issuer: the authorization server's key set (default: the "
+        "jwks_uri of the issuer's metadata)",
+    )
+    parser.add_argument(
+        "--auth-audience",
+        metavar="URL",
+        help="HTTP, with --auth-issuer: the endpoint's public URL, which tokens must name "
+        "as their audience (default: --public-url)",
+    )
+    parser.add_argument(
+        "--auth-introspection",
+        metavar="URL",
+        help="HTTP, with --auth-issuer: check each token at this token introspection "
+        "endpoint (RFC 7662; opaque tokens) instead of as a JWT; needs --auth-client-id "
+        "and --auth-client-secret",
+    )
+    parser.add_argument(
+        "--auth-client-id",
+        metavar="ID",
+        help="HTTP, with --auth-introspection: this server's client id at the authorization server",
+    )
+    parser.add_argument(
+        "--auth-client-secret",
+        metavar="FILE|env:NAME",
+        help="HTTP, with --auth-introspection: the file, or the environment variable "
+        "NAME, that holds this server's client secret (never the secret itself)",
+    )
+    parser.add_argument(
+        "--auth-scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="HTTP, with --auth-issuer: a scope every request's token needs (repeatable); "
+        "the 401 challenge names these, the metadata publishes them with the tools' scopes",
+    )
+    parser.add_argument(
+        "--auth-leeway",
+        type=float,
+        metavar="SEC",
+        help=f"HTTP, with --auth-issuer: the clock skew allowed on a token's exp, nbf and "
+        f"iat (default 60, at most {MAX_LEEWAY:g})",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AuthOptions:
+    """The checked ``--auth-*`` options: tokens of ``issuer`` for ``audience`` required."""
+
+    issuer: str
+    #: The endpoint's public URL (``--auth-audience``, else ``--public-url``).
+    audience: str
+    jwks: str | None = None
+    #: The RFC 7662 endpoint, or ``None``: tokens are JWTs.
+    introspection: str | None = None
+    client_id: str | None = None
+    #: Read from the file or the environment variable ``--auth-client-secret`` names.
+    client_secret: str | None = field(default=None, repr=False)
+    #: Scopes every request's token needs (``--auth-scope``).
+    scopes: tuple[str, ...] = ()
+    #: ``--auth-leeway``, or ``None``: the verifier's default.
+    leeway: float | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, transport: str) -> AuthOptions | None:
+        """The options the ``--auth-*`` flags of ``args`` give, or ``None`` when none
+        is given; :class:`~.serve_options.UsageError` when they do not fit."""
+        introspection_flags = (args.auth_introspection, args.auth_client_id)
+        given = (args.auth_issuer, args.auth_jwks, args.auth_audience, *introspection_flags)
+        given += (args.auth_client_secret, args.auth_leeway, *args.auth_scope)
+        if all(value is None for value in given):
+            return None
+        if transport != "http":
+            raise UsageError("--auth-issuer and the other --auth-* flags only apply to --http")
+        audience = args.auth_audience or args.public_url
+        if args.auth_issuer is None or audience is None:
+            raise UsageError(
+                "--auth-jwks, --auth-audience and the other --auth-* flags need "
+                "--auth-issuer, and --auth-issuer the audience (--auth-audience or "
+                "--public-url)"
+            )
+        for flag, url in (
+            ("--auth-issuer", args.auth_issuer),
+            ("--auth-jwks", args.auth_jwks),
+            ("--auth-introspection", args.auth_introspection),
+        ):
+            if url is not None and not _is_http_url(url):
+                raise UsageError(f"{flag} {url!r}: an absolute http(s) URL")
+        if not _is_http_url(audience):
+            raise UsageError(f"--auth-audience {audience!r}: the endpoint's absolute http(s) URL")
+        secret = _introspection_credentials(args)
+        for scope in args.auth_scope:
+            if not scope or any(c <= " " or c in '"\\' or c > "~" for c in scope):
+                raise UsageError(f"--auth-scope {scope!r}: one scope token (RFC 6749 3.3)")
+        leeway = args.auth_leeway
+        if leeway is not None and not (0 <= leeway <= MAX_LEEWAY and math.isfinite(leeway)):
+            raise UsageError(f"--auth-leeway must be 0 to {MAX_LEEWAY:g} seconds")
+        return cls(
+            issuer=args.auth_issuer,
+            audience=audience,
+            jwks=args.auth_jwks,
+            introspection=args.auth_introspection,
+            client_id=args.auth_client_id,
+            client_secret=secret,
+            scopes=tuple(dict.fromkeys(args.auth_scope)),
+            leeway=leeway,
+        )
+
+    def resource_auth(self, app: ServerApp) -> ResourceAuth:
+        """The endpoint's :class:`~mrtr_transports.auth.ResourceAuth` for ``app``: its
+        metadata names the issuer and publishes the required scopes with every scope a
+        tool of ``app`` asks for (what a client asks the authorization server for)."""
+        from ..auth import IntrospectionVerifier, JwtVerifier, ResourceAuth
+        from ..auth.verifier import TokenVerifier
+
+        leeway: dict[str, Any] = {} if self.leeway is None else {"leeway": self.leeway}
+        verifier: TokenVerifier
+        if self.introspection is not None:
+            assert self.client_id is not None and self.client_secret is not None
+            verifier = IntrospectionVerifier(
+                endpoint=self.introspection,
+                client_id=self.client_id,
+                client_secret=self.client_secret,
+                audience=self.audience,
+                issuer=self.issuer,
+                **leeway,
+            )
+        else:
+            verifier = JwtVerifier(
+                issuer=self.issuer, audience=self.audience, jwks=self.jwks, **leeway
+            )
+        return ResourceAuth(
+            verifier,
+            resource=self.audience,
+            authorization_servers=[self.issuer],
+            scopes=self.scopes,
+            scopes_supported=[*dict.fromkeys([*self.scopes, *_tool_scopes(app)])] or None,
+        )
+
+
+def _introspection_credentials(args: argparse.Namespace) -> str | None:
+    """The client secret of ``--auth-introspection``'s flags (checked), or ``None``."""
+    if args.auth_introspection is None:
+        if args.auth_client_id is not None or args.auth_client_secret is not None:
+            raise UsageError("--auth-client-id and --auth-client-secret need --auth-introspection")
+        return None
+    if args.auth_jwks is not None:
+        raise UsageError("--auth-jwks and --auth-introspection: tokens are checked one way")
+    if args.auth_client_id is None or args.auth_client_secret is None:
+        raise UsageError("--auth-introspection needs --auth-client-id and --auth-client-secret")
+    return read_client_secret(args.auth_client_secret)
+
+
+def read_client_secret(source: str) -> str:
+    """The secret in file ``source``, or in the environment variable ``NAME`` for
+    ``env:NAME`` (one line: surrounding whitespace and the final newline dropped);
+    :class:`~.serve_options.UsageError` saying which and why, never quoting it."""
+    where = f"--auth-client-secret {source!r}"
+    if source.startswith("env:"):
+        text = os.environ.get(source[4:])
+        if text is None:
+            raise UsageError(f"{where}: the environment variable {source[4:]!r} is not set")
+    else:
+        try:
+            with open(source, "rb") as file:
+                raw = file.read(MAX_SECRET_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+        if len(raw) > MAX_SECRET_BYTES:
+            raise UsageError(f"{where}: more than {MAX_SECRET_BYTES} bytes, not a secret")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"{where}: not UTF-8 text") from None
+    secret = text.strip()
+    if not secret or "\n" in secret:
+        raise UsageError(f"{where}: one line, the secret")
+    return secret
+
+
+def _is_http_url(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _tool_scopes(app: ServerApp) -> list[str]:
+    """Every scope a tool of ``app`` asks for (an ``McpApp``; none for another app)."""
+    from ..apps.mcp_app import McpApp
+
+    if not isinstance(app, McpApp):
+        return []
+    return [scope for tool in app.tools.values() for scope in tool.scopes]
