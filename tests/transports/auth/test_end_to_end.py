@@ -221,9 +221,12 @@ async def test_an_expired_token_is_refused(provider: OidcProvider, server: Serve
     assert "expired" in (challenge.error_description or ""), challenge
 
 
+@pytest.mark.parametrize("client_id", [PUBLIC_CLIENT_ID, None], ids=["registered", "dynamic"])
 async def test_our_client_runs_the_whole_flow_and_steps_up(
-    provider: OidcProvider, server: Served
+    provider: OidcProvider, server: Served, client_id: str | None
 ) -> None:
+    """Pre-registered, or registered dynamically (RFC 7591: with no ``scope``, so the
+    provider lets it step up to any of the resource's scopes)."""
     browser = provider.browser()
     authorizations: list[str] = []
 
@@ -235,7 +238,7 @@ async def test_our_client_runs_the_whole_flow_and_steps_up(
         server.url,
         user_agent=ada_in_her_browser,
         redirect_uri="http://127.0.0.1:51235/callback",
-        client_id=PUBLIC_CLIENT_ID,
+        client_id=client_id,
         offline=False,
     )
 
@@ -253,6 +256,10 @@ async def test_our_client_runs_the_whole_flow_and_steps_up(
         deployed = await client.call_tool("deploy", {"target": "prod"})
         assert deployed["content"][0]["text"] == "deployed prod for ada"
     assert len(authorizations) == 2
+    # both authorizations by one client: the pre-registered one, or the one registered
+    registered = said["client_id"] if client_id is None else client_id
+    assert (registered == PUBLIC_CLIENT_ID) == (client_id is not None)
+    assert {_query(url)["client_id"] for url in authorizations} == {registered}
     scopes = [_query(url)["scope"].split() for url in authorizations]
     assert scopes == [["tools:read"], ["tools:read", "tools:deploy"]]
     assert {_query(url)["resource"] for url in authorizations} == {server.url}
