@@ -10,9 +10,10 @@ no clock skew (``--auth-leeway 0``), so an expired token is refused within secon
 What is checked: no token is 401 with the challenge naming the metadata and the scope;
 the scopes each tool needs (403 ``insufficient_scope`` naming ``tools:deploy``); a second
 user (bob) can neither redeem the first user's (ada's) sealed ``requestState`` nor read or
-cancel her task; an expired token is refused; the project's own ``Client`` with an
-``OAuthProvider`` runs the whole flow against the provider, the step-up to
-``tools:deploy`` included; no token is in the server's log.
+cancel her task; an expired token and a token for another server are refused; the
+project's own ``Client`` with an ``OAuthProvider`` (pre-registered or registered
+dynamically) runs the whole flow against the provider, the step-up to ``tools:deploy``
+included; no token is in the server's log.
 """
 
 from __future__ import annotations
@@ -150,6 +151,22 @@ async def test_each_tool_s_scopes(provider: OidcProvider, server: Served) -> Non
     lacking = await post(server.port, call("deploy"), deployer)
     assert lacking.status == 403
     assert challenge_of(lacking).scope == ("tools:read",)
+
+
+async def test_a_token_for_another_server_is_refused(
+    provider: OidcProvider, server: Served
+) -> None:
+    """A token ada got for another MCP server (its ``aud``) does not open this one: a
+    server that received it cannot replay it here."""
+    elsewhere = f"http://127.0.0.1:{server.port % 65535 + 1}/mcp"  # (another port)
+    tokens = await user_tokens(
+        provider, provider.browser(), "ada", resource=elsewhere, scope="tools:read"
+    )
+    refused = await post(server.port, call("whoami"), tokens["access_token"])
+    assert refused.status == 401
+    challenge = challenge_of(refused)
+    assert challenge.error == "invalid_token"
+    assert challenge.error_description == "the token is for another resource (aud)"
 
 
 async def test_bob_cannot_redeem_ada_s_sealed_state(provider: OidcProvider, server: Served) -> None:
