@@ -45,6 +45,11 @@ or by the worker that holds them when the load balancer routes the task methods
 by their ``Mcp-Name`` header (``--task-id-prefix NAME``: task ids start with
 ``NAME.``).
 
+Authorization (HTTP only; ``docs/auth.md``): ``--auth-issuer URL`` with the endpoint's
+public URL (``--public-url`` or ``--auth-audience``) makes the endpoint an OAuth
+resource server that requires that authorization server's tokens, checked as JWTs or
+at its introspection endpoint (:mod:`~mrtr_transports.cli.serve_auth`).
+
 Stopping (one meaning for every transport): the first SIGTERM or Ctrl-C stops
 taking new work (stdio stops reading stdin; HTTP and WebSocket answer newcomers
 503 with ``Connection: close``, the health check included) and lets the requests
