@@ -170,8 +170,14 @@ def _reason(exc: Exception) -> str:
 
 def identity_of(claims: dict[str, Any], *, issuer: str) -> Identity:
     """The :class:`Identity` of verified ``claims`` (a JWT's, or an introspection
-    answer's): ``scope`` (space-separated, RFC 8693/9068) or ``scp`` (a list)."""
-    subject = claims.get("sub")
+    answer's): ``scope`` (space-separated, RFC 8693/9068) or ``scp`` (a list).
+
+    A token with no ``sub`` that names its client (an introspection answer for a client
+    credentials token) is that client's: RFC 9068 (section 2.2) makes ``sub`` the client
+    id for such tokens, so the machine has the same principal whichever verifier saw it.
+    """
+    client_id = claims.get("client_id", claims.get("azp"))
+    subject = claims.get("sub", client_id)
     if not isinstance(subject, str) or not subject:
         raise TokenRefused("the token names no subject (sub)")
     scope = claims.get("scope")
@@ -186,7 +192,6 @@ def identity_of(claims: dict[str, Any], *, issuer: str) -> Identity:
         )
     aud = claims.get("aud")
     audience = (aud,) if isinstance(aud, str) else tuple(a for a in aud or () if isinstance(a, str))
-    client_id = claims.get("client_id", claims.get("azp"))
     exp = claims.get("exp")
     return Identity(
         subject=subject,

@@ -20,11 +20,13 @@ import pytest
 from authserver_kit import Reply, post
 from support.auth_e2e import (
     Served,
+    machine_tokens,
     provider_for_module,
     serving_with_tokens,
     user_tokens,
 )
 from support.oidc_provider import (
+    CONFIDENTIAL_CLIENT_ID,
     PUBLIC_CLIENT_ID,
     RESOURCE_SERVER_CLIENT_ID,
     OidcProvider,
@@ -38,8 +40,7 @@ pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
 
 SECRET_VARIABLE = "MRTR_TEST_RESOURCE_SERVER_SECRET"
 #: Every access token lives this long (seconds): each test uses its tokens at once, and
-#: the expiry test waits one out.  (The provider's client credentials tokens would not
-#: do: their introspection answer names no ``sub``, which the verifier requires.)
+#: the expiry test waits one out.
 TOKEN_TTL = 4
 
 
@@ -112,6 +113,18 @@ async def test_an_opaque_token_is_checked_at_the_provider(
     assert scoped.status == 403
     assert challenge_of(scoped).scope == ("tools:deploy",)
     assert token not in server.log()
+
+
+async def test_a_machine_token_is_its_client(provider: OidcProvider, server: Served) -> None:
+    # the provider's introspection answer for a client credentials token names no sub:
+    # the client is the caller (RFC 9068's sub for such tokens), not a refusal
+    tokens = await machine_tokens(provider, resource=server.url, scope="tools:read")
+    said = json.loads(text_of(await post(server.port, call("whoami"), tokens["access_token"])))
+    assert said == {
+        "sub": CONFIDENTIAL_CLIENT_ID,
+        "client_id": CONFIDENTIAL_CLIENT_ID,
+        "scopes": ["tools:read"],
+    }
 
 
 async def test_no_token_and_a_made_up_one_are_401(provider: OidcProvider, server: Served) -> None:
