@@ -61,6 +61,15 @@ class AuthorizationRefused(RemoteProtocolError):
 # --- Discovery ---------------------------------------------------------------------------
 
 
+def resource_endpoint(endpoint: str) -> str:
+    """The URL an endpoint is protected as: its own, or for a WebSocket's
+    (``ws://``, ``wss://``) the ``http(s)://`` URL of the same place (the upgrade is an
+    HTTP request to it; a resource and its metadata are named by http(s) URLs)."""
+    scheme, colon, rest = endpoint.partition(":")
+    secure = {"ws": "http", "wss": "https"}.get(scheme.lower())
+    return endpoint if secure is None or not colon else f"{secure}:{rest}"
+
+
 def metadata_urls_after_401(challenge: BearerChallenge | None, endpoint: str) -> list[str]:
     """Where to fetch the resource's metadata after a 401 from ``endpoint``: the
     challenge's ``resource_metadata`` when it names one, else the well-known URLs in

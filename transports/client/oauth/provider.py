@@ -91,6 +91,9 @@ class OAuthProvider:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.endpoint = endpoint
+        #: What discovery matches the resource's metadata against (a WebSocket's
+        #: ``ws://`` endpoint is protected as its ``http://`` URL).
+        self._resource_endpoint = rules.resource_endpoint(endpoint)
         self.user_agent = user_agent
         self.redirect_uri = redirect_uri
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
@@ -268,12 +271,12 @@ class OAuthProvider:
     async def _discover(self, challenge: BearerChallenge | None) -> _Discovered:
         resource: ResourceMetadata | None = None
         tried: list[str] = []
-        for url in rules.metadata_urls_after_401(challenge, self.endpoint):
+        for url in rules.metadata_urls_after_401(challenge, self._resource_endpoint):
             fetched = await self._fetch(url)
             tried.append(shown_url(url))
             if fetched.status == 200:
                 resource = rules.read_resource_metadata(
-                    read_json(fetched, url), endpoint=self.endpoint
+                    read_json(fetched, url), endpoint=self._resource_endpoint
                 )
                 break
         if resource is None:
