@@ -232,6 +232,7 @@ async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
         client_credentials=scenario_name().startswith("auth/client-credentials-"),
         private_key_pem=context.get("private_key_pem"),
         signing_algorithm=context.get("signing_algorithm", "ES256"),
+        dpop=True,  # (DPoP-bound tokens where the authorization server offers them)
     )
     async with open_client(url, auth=auth) as client:
         for tool in await client.list_tools():

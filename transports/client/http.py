@@ -314,14 +314,11 @@ class HttpLink:
             await self._post_once(out, self.request_headers(out))
             return
 
-        async def with_token(sent: tuple[str, str] | None) -> None:
-            headers = self.request_headers(out)
-            if sent is not None:
-                headers.append(sent)
-            await self._post_once(out, headers)
+        async def with_token(authorization: list[tuple[str, str]]) -> None:
+            await self._post_once(out, [*self.request_headers(out), *authorization])
 
         try:
-            await send_authorized(auth, with_token)
+            await send_authorized(auth, with_token, method="POST", url=self.url)
         except Challenged as refused:
             error = self._status_error(out, refused.status, refused.body)
             raise Failed(error, broken=False) from None
@@ -494,12 +491,7 @@ class HttpLink:
                 content_type = value.decode("latin-1").split(";")[0].strip().lower()
         if self.auth is not None and status in (401, 403):
             body = await self._body(conn, MAX_ERROR_BODY)
-            challenges = [
-                value.decode("latin-1")
-                for name, value in response.headers
-                if name == b"www-authenticate"
-            ]
-            raise Challenged(status, challenges, body or b"")
+            raise Challenged.from_response(status, response.headers, body or b"")
         session = self._session
         if session is not None:
             session.took_response(out.method, status, response.headers)

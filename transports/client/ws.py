@@ -59,6 +59,7 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError as WsHandshakeError
 
 import mrtr_core as m
+from mrtr_core.auth._client import resource_endpoint
 from mrtr_core.websocket import (
     SUBPROTOCOL,
     Fault,
@@ -147,24 +148,25 @@ class WsLink:
     async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
         if self.auth is None:
-            self._stream = await self._open(None)
+            self._stream = await self._open()
         else:
             try:
-                self._stream = await send_authorized(self.auth, self._open)
+                self._stream = await send_authorized(
+                    self.auth, self._open, method="GET", url=resource_endpoint(self.url)
+                )
             except Challenged as refused:  # (no new token would help)
                 raise self._refused(refused.status, refused.body) from None
         self._conversing = True
         task_group.start_soon(self._write)
         task_group.start_soon(self._read)
 
-    async def _open(self, authorization: tuple[str, str] | None) -> ByteStream:
-        """A TCP connection upgraded to the WebSocket, the request carrying
-        ``authorization`` when given (within ``connect_timeout``; each try of an OAuth
+    async def _open(self, authorization: Sequence[tuple[str, str]] = ()) -> ByteStream:
+        """A TCP connection upgraded to the WebSocket, the request carrying the
+        ``authorization`` headers (within ``connect_timeout``; each try of an OAuth
         flow gets its own, the flow itself, a person's browser included, none)."""
         self.ws = WSConnection(ConnectionType.CLIENT)  # (a refused try used the last one)
         headers = list(self.headers)
-        if authorization is not None:
-            name, value = authorization
+        for name, value in authorization:
             headers.append((name.encode("latin-1"), value.encode("latin-1")))
         stream: ByteStream | None = None
         with anyio.move_on_after(self.connect_timeout) as connecting:
@@ -195,7 +197,7 @@ class WsLink:
             extra_headers=headers,
         )
         status: int | None = None
-        challenges: list[str] = []
+        head: list[tuple[bytes, bytes]] = []
         body = b""
         try:
             await stream.send(self.ws.send(request))
@@ -229,29 +231,27 @@ class WsLink:
                     return
                 if isinstance(event, RejectConnection):
                     status = event.status_code
-                    challenges = [
-                        value.decode("latin-1")
-                        for name, value in event.headers
-                        if name.lower() == b"www-authenticate"
-                    ]
+                    head = list(event.headers)
                     if not event.has_body:
-                        raise self._rejected(status, challenges, body)
+                        raise self._rejected(status, head, body)
                 elif isinstance(event, RejectData):
                     if len(body) < MAX_REFUSAL_BODY:
                         body += event.data[: MAX_REFUSAL_BODY - len(body)]
                     if event.body_finished:
-                        raise self._rejected(status, challenges, body)
+                        raise self._rejected(status, head, body)
             if not data:
                 raise TransportError(
                     f"{self.url}: the server closed the connection during the upgrade",
                     kind="disconnect",
                 )
 
-    def _rejected(self, status: int | None, challenges: list[str], body: bytes) -> Exception:
+    def _rejected(
+        self, status: int | None, head: list[tuple[bytes, bytes]], body: bytes
+    ) -> Exception:
         """A refused upgrade: for the OAuth provider to answer when it is a 401/403 and
         there is one (``Challenged``), else the refusal (``_refused``)."""
         if self.auth is not None and status in (401, 403):
-            return Challenged(status, challenges, body)
+            return Challenged.from_response(status, head, body)
         return self._refused(status, body)
 
     def _broke_in_upgrade(self, exc: Exception) -> TransportError:

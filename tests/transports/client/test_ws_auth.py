@@ -102,10 +102,14 @@ class Provider(OAuthProvider):
         self.challenges: list[int] = []
 
     async def challenged(
-        self, status: int, www_authenticate: Sequence[str], sent: tuple[str, str] | None
+        self,
+        status: int,
+        www_authenticate: Sequence[str],
+        sent: tuple[str, str] | None,
+        **options: Any,
     ) -> bool:
         self.challenges.append(status)
-        return await super().challenged(status, www_authenticate, sent)
+        return await super().challenged(status, www_authenticate, sent, **options)
 
 
 async def whoami(url: str, auth: OAuthProvider) -> dict[str, Any]:

@@ -30,12 +30,15 @@ from mrtr_core.auth import (
     AuthorizationServerMetadata,
     BearerChallenge,
     ResourceMetadata,
+    _dpop,
     authorization_server_metadata_urls,
 )
 from mrtr_core.auth import _client as rules
 
 from ..errors import AuthorizationFailed
 from .assertion import sign_client_assertion
+from .dpop import ALGORITHMS as DPOP_ALGORITHMS
+from .dpop import DpopKey
 from .fetch import Fetched, FetchFailed, fetch, read_json, shown_url
 from .store import MemoryTokenStore, TokenStore
 from .user_agent import UserAgent
@@ -43,6 +46,8 @@ from .user_agent import UserAgent
 __all__ = ["OAuthProvider"]
 
 logger = logging.getLogger("mrtr.client.oauth")
+#: Where the resource's DPoP nonce is kept among the authorization servers' (by issuer).
+_RESOURCE_NONCE = ""
 
 
 class _Discovered:
@@ -65,7 +70,9 @@ class OAuthProvider:
     ``client_credentials``: a machine client (the client credentials extension): the
     pre-registered credentials get the token, no user agent is involved; with
     ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
-    (``private_key_jwt``) instead of a secret.  ``clock``: the
+    (``private_key_jwt``) instead of a secret.  ``dpop``: ask for DPoP-bound tokens
+    (RFC 9449) where the authorization server offers them, and prove the key on each
+    request (``proof_headers``; a server's nonce honoured).  ``clock``: the
     tokens' clock (wall time: a store outlives the process).
     """
 
@@ -85,6 +92,7 @@ class OAuthProvider:
         client_credentials: bool = False,
         private_key_pem: str | None = None,
         signing_algorithm: str = "ES256",
+        dpop: bool = False,
         clock: Callable[[], float] = time.time,
         timeout: float = 10.0,
         max_bytes: int = 256 * 1024,
@@ -117,6 +125,12 @@ class OAuthProvider:
                 "client_credentials=True needs client_id and client_secret (or private_key_pem)"
             )
         self.client_credentials = client_credentials
+        #: The DPoP key (RFC 9449) when ``dpop``: tokens bound to it where the
+        #: authorization server takes DPoP proofs, each request with a proof.
+        self._dpop_key = DpopKey() if dpop else None
+        #: The nonce each server asked proofs to carry (the authorization server's
+        #: by issuer; the resource's): the last one it sent.
+        self._dpop_nonces: dict[str, str] = {}
         self.clock = clock
         self._timeout = timeout
         self._max_bytes = max_bytes
@@ -154,18 +168,43 @@ class OAuthProvider:
                 return None
         return tokens.header()
 
+    def proof_headers(self, method: str, url: str, sent: tuple[str, str]) -> list[tuple[str, str]]:
+        """The ``DPoP`` proof to send beside ``sent`` to ``method`` ``url``, for a
+        DPoP-bound token (none for a Bearer one)."""
+        key = self._dpop_key
+        scheme, _, token = sent[1].partition(" ")
+        if key is None or scheme != _dpop.SCHEME:
+            return []
+        nonce = self._dpop_nonces.get(_RESOURCE_NONCE)
+        proof = key.proof(method, url, now=self.clock(), nonce=nonce, access_token=token)
+        return [("DPoP", proof)]
+
     async def challenged(
-        self, status: int, www_authenticate: Sequence[str], sent: tuple[str, str] | None
+        self,
+        status: int,
+        www_authenticate: Sequence[str],
+        sent: tuple[str, str] | None,
+        *,
+        dpop_nonce: str | None = None,
     ) -> bool:
         """The server refused a request that carried ``sent`` (``None``: no token) with
-        ``status`` and these ``WWW-Authenticate`` values: get a (better) token and
-        return True to send it again, or False when no token would help (a 403 that
+        ``status`` and these ``WWW-Authenticate`` values: get a (better) token, or the
+        nonce its DPoP proofs must carry (``dpop_nonce``, the ``DPoP-Nonce`` header),
+        and return True to send it again, or False when nothing would help (a 403 that
         is not ``insufficient_scope``).  ``AuthorizationFailed`` when the flow fails."""
         try:
-            challenge = BearerChallenge.from_headers(list(www_authenticate))
+            values = list(www_authenticate)
+            challenge = BearerChallenge.from_headers(values)
+            dpop = BearerChallenge.from_headers(values, scheme=_dpop.SCHEME)
         except MrtrError as exc:
             why = f"the server's challenge is malformed: {exc.message}"
             raise self._failed(status, why) from None
+        if sent is not None and sent[1].startswith(f"{_dpop.SCHEME} "):
+            nonce = _dpop.requested_nonce(status, dpop_nonce, challenge=dpop)
+            if nonce is not None and nonce != self._dpop_nonces.get(_RESOURCE_NONCE):
+                self._dpop_nonces[_RESOURCE_NONCE] = nonce
+                return True  # the same token, its proof with the server's nonce
+        challenge = challenge or dpop  # (a DPoP challenge names the metadata too)
         step_up = rules.is_step_up(status, challenge)
         if status != 401 and not step_up:
             return False
@@ -353,14 +392,26 @@ class OAuthProvider:
                     f"the client assertion could not be signed ({type(exc).__name__})"
                 ) from None
         headers, form = rules.token_request(server, client, grant, assertion=assertion)
-        fetched = await self._fetch(
-            server.token_endpoint, method="POST", form=form, headers=headers
-        )
+        endpoint = server.token_endpoint
+        key = self._dpop_key
+        dpop = key is not None and _dpop.signing_algorithm(server, DPOP_ALGORITHMS) is not None
+        for _ in range(2):  # (a second time with the nonce a use_dpop_nonce answer named)
+            proof: list[tuple[str, str]] = []
+            if dpop:
+                assert key is not None
+                nonce = self._dpop_nonces.get(server.issuer)
+                proof = [("DPoP", key.proof("POST", endpoint, now=self.clock(), nonce=nonce))]
+            fetched = await self._fetch(
+                endpoint, method="POST", form=form, headers=[*headers, *proof]
+            )
+            answer = read_json(fetched, endpoint)
+            error = answer.get("error") if isinstance(answer, dict) else None
+            nonce = _dpop.requested_nonce(fetched.status, fetched.header("dpop-nonce"), error=error)
+            if not dpop or nonce is None or nonce == self._dpop_nonces.get(server.issuer):
+                break
+            self._dpop_nonces[server.issuer] = nonce
         return rules.read_token_response(
-            fetched.status,
-            read_json(fetched, server.token_endpoint),
-            now=self.clock(),
-            previous=previous,
+            fetched.status, answer, now=self.clock(), previous=previous, dpop=dpop
         )
 
     async def _refresh(self, found: _Discovered, tokens: rules.Tokens) -> rules.Tokens | None:
