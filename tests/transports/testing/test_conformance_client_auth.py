@@ -10,8 +10,10 @@ comes from the suite's own ``list`` (every ``auth/`` client scenario of 2026-07-
 so one added to the pinned suite is run too.  Goal: zero failures, zero warnings,
 and the suite's own verdict (its exit status) a pass.  Of the extension scenarios,
 the two client credentials ones pass (a machine client, by secret or by signed JWT),
-and the two DPoP ones (RFC 9449: a DPoP-bound token, a fresh proof on each request,
-the authorization server's and the resource's nonces).
+the two DPoP ones (RFC 9449: a DPoP-bound token, a fresh proof on each request,
+the authorization server's and the resource's nonces), workload identity (a JWT-bearer
+grant with the workload's JWT) and enterprise-managed authorization (an ID-JAG from
+the identity provider's token exchange, then the JWT-bearer grant).
 """
 
 from __future__ import annotations
@@ -137,9 +139,11 @@ def test_every_2026_auth_client_scenario(tmp_path):
     [
         ("auth/client-credentials-basic", "client-credentials-basic-auth"),
         ("auth/client-credentials-jwt", "client-credentials-jwt-verified"),
+        ("auth/wif-jwt-bearer", "wif-assertion-verified"),
+        ("auth/enterprise-managed-authorization", "complete-flow-jwt-bearer"),
     ],
 )
-def test_the_client_credentials_extension_scenarios(scenario, check, tmp_path):
+def test_the_machine_client_extension_scenarios(scenario, check, tmp_path):
     run = run_client(scenario, tmp_path, extension=True)
     assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-2500:]
     succeeded = {c["id"] for c in run.checks if c["status"] == "SUCCESS"}

@@ -34,12 +34,14 @@ from mrtr_core.auth import (
     authorization_server_metadata_urls,
 )
 from mrtr_core.auth import _client as rules
+from mrtr_core.auth import _grants as grants
 
 from ..errors import AuthorizationFailed
 from .assertion import sign_client_assertion
 from .dpop import ALGORITHMS as DPOP_ALGORITHMS
 from .dpop import DpopKey
 from .fetch import Fetched, FetchFailed, fetch, read_json, shown_url
+from .grants import AssertionSource
 from .store import MemoryTokenStore, TokenStore
 from .user_agent import UserAgent
 
@@ -72,7 +74,10 @@ class OAuthProvider:
     ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
     (``private_key_jwt``) instead of a secret.  ``dpop``: ask for DPoP-bound tokens
     (RFC 9449) where the authorization server offers them, and prove the key on each
-    request (``proof_headers``; a server's nonce honoured).  ``clock``: the
+    request (``proof_headers``; a server's nonce honoured).  ``jwt_bearer``: get
+    tokens by the JWT-bearer grant with the JWT this source gives (``grants``: a
+    workload's identity, an enterprise ID-JAG), no user agent involved; its
+    refusal is final.  ``clock``: the
     tokens' clock (wall time: a store outlives the process).
     """
 
@@ -93,6 +98,7 @@ class OAuthProvider:
         private_key_pem: str | None = None,
         signing_algorithm: str = "ES256",
         dpop: bool = False,
+        jwt_bearer: AssertionSource | None = None,
         clock: Callable[[], float] = time.time,
         timeout: float = 10.0,
         max_bytes: int = 256 * 1024,
@@ -125,6 +131,7 @@ class OAuthProvider:
                 "client_credentials=True needs client_id and client_secret (or private_key_pem)"
             )
         self.client_credentials = client_credentials
+        self._jwt_bearer = jwt_bearer
         #: The DPoP key (RFC 9449) when ``dpop``: tokens bound to it where the
         #: authorization server takes DPoP proofs, each request with a proof.
         self._dpop_key = DpopKey() if dpop else None
@@ -278,6 +285,13 @@ class OAuthProvider:
             offline=self.offline,
         )
         self._scopes = scopes or ()
+        if self._jwt_bearer is not None:
+            assertion = await self._jwt_bearer(found.server, resource, scopes)
+            grant = grants.jwt_bearer_grant(assertion=assertion, resource=resource, scopes=scopes)
+            self.authorizations += 1
+            tokens = await self._token_request(found.server, client, grant, None)
+            await self.store.save_tokens(resource, issuer, tokens)
+            return
         if self.client_credentials:
             grant = rules.client_credentials_grant(resource=resource, scopes=scopes)
             self.authorizations += 1
