@@ -13,6 +13,7 @@ from typing import Any
 
 import jwt
 import pytest
+from mrtr_transports.client.oauth.authorized import Challenged, send_authorized
 from test_oauth_provider import (
     Reply,
     Seen,
@@ -25,6 +26,7 @@ from test_oauth_provider import (
 )
 
 from mrtr_core.auth import BearerChallenge
+from mrtr_core.auth._client import MAX_AUTHORIZATIONS_PER_REQUEST
 from mrtr_core.auth._dpop import access_token_hash
 
 pytestmark = pytest.mark.anyio
@@ -148,3 +150,25 @@ async def test_without_dpop_no_proof_is_sent() -> None:
         await auth.challenged(401, challenge(server), None)
         assert proofs(server) == []
         assert await auth.authorization() == ("Authorization", "Bearer plain")
+
+
+async def test_a_resource_that_keeps_asking_for_new_nonces_is_bounded() -> None:
+    """``send_authorized`` (the links' one rule) with a resource whose every answer is
+    401 ``use_dpop_nonce`` with a new nonce: each honoured, until the bound."""
+    async with serving(dpop_server()) as server:
+        auth = provider(server, dpop=True)
+        await auth.challenged(401, challenge(server), None)
+        asked = [BearerChallenge(error="use_dpop_nonce").to_header().replace("Bearer", "DPoP")]
+        nonces: list[str | None] = []
+        resource = f"{server.base}/mcp"
+
+        async def attempt(headers: list[tuple[str, str]]) -> None:
+            proof = dict(headers)["DPoP"]
+            nonces.append(verify_proof(proof, "POST", resource)[1].get("nonce"))
+            raise Challenged(401, asked, dpop_nonce=f"nonce-{len(nonces)}")
+
+        with pytest.raises(Challenged):
+            await send_authorized(auth, attempt, method="POST", url=resource)
+        assert nonces == [None, "nonce-1", "nonce-2", "nonce-3"]
+        assert nonces[1:] == [f"nonce-{n}" for n in range(1, MAX_AUTHORIZATIONS_PER_REQUEST + 1)]
+        assert auth.authorizations == 1  # the same token throughout

@@ -48,8 +48,6 @@ from .user_agent import UserAgent
 __all__ = ["OAuthProvider"]
 
 logger = logging.getLogger("mrtr.client.oauth")
-#: Where the resource's DPoP nonce is kept among the authorization servers' (by issuer).
-_RESOURCE_NONCE = ""
 
 
 class _Discovered:
@@ -137,7 +135,8 @@ class OAuthProvider:
         self._dpop_key = DpopKey() if dpop else None
         #: The nonce each server asked proofs to carry (the authorization server's
         #: by issuer; the resource's): the last one it sent.
-        self._dpop_nonces: dict[str, str] = {}
+        self._issuer_nonces: dict[str, str] = {}
+        self._resource_nonce: str | None = None
         self.clock = clock
         self._timeout = timeout
         self._max_bytes = max_bytes
@@ -182,7 +181,7 @@ class OAuthProvider:
         scheme, _, token = sent[1].partition(" ")
         if key is None or scheme != _dpop.SCHEME:
             return []
-        nonce = self._dpop_nonces.get(_RESOURCE_NONCE)
+        nonce = self._resource_nonce
         proof = key.proof(method, url, now=self.clock(), nonce=nonce, access_token=token)
         return [("DPoP", proof)]
 
@@ -208,8 +207,8 @@ class OAuthProvider:
             raise self._failed(status, why) from None
         if sent is not None and sent[1].startswith(f"{_dpop.SCHEME} "):
             nonce = _dpop.requested_nonce(status, dpop_nonce, challenge=dpop)
-            if nonce is not None and nonce != self._dpop_nonces.get(_RESOURCE_NONCE):
-                self._dpop_nonces[_RESOURCE_NONCE] = nonce
+            if nonce is not None and nonce != self._resource_nonce:
+                self._resource_nonce = nonce
                 return True  # the same token, its proof with the server's nonce
         challenge = challenge or dpop  # (a DPoP challenge names the metadata too)
         step_up = rules.is_step_up(status, challenge)
@@ -413,7 +412,7 @@ class OAuthProvider:
             proof: list[tuple[str, str]] = []
             if dpop:
                 assert key is not None
-                nonce = self._dpop_nonces.get(server.issuer)
+                nonce = self._issuer_nonces.get(server.issuer)
                 proof = [("DPoP", key.proof("POST", endpoint, now=self.clock(), nonce=nonce))]
             fetched = await self._fetch(
                 endpoint, method="POST", form=form, headers=[*headers, *proof]
@@ -421,9 +420,9 @@ class OAuthProvider:
             answer = read_json(fetched, endpoint)
             error = answer.get("error") if isinstance(answer, dict) else None
             nonce = _dpop.requested_nonce(fetched.status, fetched.header("dpop-nonce"), error=error)
-            if not dpop or nonce is None or nonce == self._dpop_nonces.get(server.issuer):
+            if not dpop or nonce is None or nonce == self._issuer_nonces.get(server.issuer):
                 break
-            self._dpop_nonces[server.issuer] = nonce
+            self._issuer_nonces[server.issuer] = nonce
         return rules.read_token_response(
             fetched.status, answer, now=self.clock(), previous=previous, dpop=dpop
         )
