@@ -172,3 +172,28 @@ async def test_a_resource_that_keeps_asking_for_new_nonces_is_bounded() -> None:
         assert nonces == [None, "nonce-1", "nonce-2", "nonce-3"]
         assert nonces[1:] == [f"nonce-{n}" for n in range(1, MAX_AUTHORIZATIONS_PER_REQUEST + 1)]
         assert auth.authorizations == 1  # the same token throughout
+
+
+async def test_the_nonce_retry_signs_a_new_client_assertion() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    async with serving(dpop_server(nonce="as-nonce-1")) as server:
+        auth = provider(server, dpop=True, client_id="signed-client", private_key_pem=pem)
+        await auth.challenged(401, challenge(server), None)
+        forms = [s.form() for s in server.seen if s.path == "/token"]
+        assert len(forms) == 2
+        jtis = {
+            jwt.decode(f["client_assertion"], options={"verify_signature": False})["jti"]
+            for f in forms
+        }
+        assert len(jtis) == 2  # (an authorization server may refuse a jti seen before)

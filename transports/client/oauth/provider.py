@@ -386,37 +386,19 @@ class OAuthProvider:
     ) -> rules.Tokens:
         if server.token_endpoint is None:
             raise rules.AuthorizationRefused(f"{shown_url(server.issuer)} has no token_endpoint")
-        assertion = None
-        if rules.auth_method(server, client) == "private_key_jwt":
-            if self._private_key_pem is None:
-                raise rules.AuthorizationRefused("private_key_jwt needs the client's private key")
-            claims = rules.client_assertion_claims(
-                client_id=client.client_id,
-                audience=server.issuer,
-                now=self.clock(),
-                jti=secrets.token_urlsafe(16),
-            )
-            try:
-                assertion = sign_client_assertion(
-                    claims, self._private_key_pem, self._signing_algorithm
-                )
-            except ValueError as exc:  # (its message may quote the key: not shown)
-                raise rules.AuthorizationRefused(
-                    f"the client assertion could not be signed ({type(exc).__name__})"
-                ) from None
-        headers, form = rules.token_request(server, client, grant, assertion=assertion)
         endpoint = server.token_endpoint
         key = self._dpop_key
         dpop = key is not None and _dpop.signing_algorithm(server, DPOP_ALGORITHMS) is not None
         for _ in range(2):  # (a second time with the nonce a use_dpop_nonce answer named)
-            proof: list[tuple[str, str]] = []
+            # Each try its own client assertion (a ``jti`` is used once) and proof.
+            assertion = self._client_assertion(server, client)
+            headers, form = rules.token_request(server, client, grant, assertion=assertion)
             if dpop:
                 assert key is not None
                 nonce = self._issuer_nonces.get(server.issuer)
-                proof = [("DPoP", key.proof("POST", endpoint, now=self.clock(), nonce=nonce))]
-            fetched = await self._fetch(
-                endpoint, method="POST", form=form, headers=[*headers, *proof]
-            )
+                proof = key.proof("POST", endpoint, now=self.clock(), nonce=nonce)
+                headers.append(("DPoP", proof))
+            fetched = await self._fetch(endpoint, method="POST", form=form, headers=headers)
             answer = read_json(fetched, endpoint)
             error = answer.get("error") if isinstance(answer, dict) else None
             nonce = _dpop.requested_nonce(fetched.status, fetched.header("dpop-nonce"), error=error)
@@ -426,6 +408,27 @@ class OAuthProvider:
         return rules.read_token_response(
             fetched.status, answer, now=self.clock(), previous=previous, dpop=dpop
         )
+
+    def _client_assertion(
+        self, server: AuthorizationServerMetadata, client: rules.ClientCredentials
+    ) -> str | None:
+        """The signed ``private_key_jwt`` assertion, where the client authenticates so."""
+        if rules.auth_method(server, client) != "private_key_jwt":
+            return None
+        if self._private_key_pem is None:
+            raise rules.AuthorizationRefused("private_key_jwt needs the client's private key")
+        claims = rules.client_assertion_claims(
+            client_id=client.client_id,
+            audience=server.issuer,
+            now=self.clock(),
+            jti=secrets.token_urlsafe(16),
+        )
+        try:
+            return sign_client_assertion(claims, self._private_key_pem, self._signing_algorithm)
+        except ValueError as exc:  # (its message may quote the key: not shown)
+            raise rules.AuthorizationRefused(
+                f"the client assertion could not be signed ({type(exc).__name__})"
+            ) from None
 
     async def _refresh(self, found: _Discovered, tokens: rules.Tokens) -> rules.Tokens | None:
         """New tokens by ``tokens``' refresh token (saved), or None (the old ones dropped)."""
