@@ -8,7 +8,8 @@ tries, in the specification's order.  A malformed challenge is
 :class:`InvalidChallenge`, a document that breaks its rules or names another
 identity :class:`InvalidMetadata` (both ``RemoteProtocolError``).  An OAuth
 client keeps what it gets as :class:`Tokens` and :class:`ClientCredentials` (the
-client's other rules are ``_client``'s, used by the transports).  See
+client's other rules are ``_client``'s, used by the transports; the resource
+server's scope rule is ``_scopes``', its JOSE header reader ``_jose``').  See
 ``docs/core.md``, "Authorization".
 """
 

@@ -115,20 +115,24 @@ class BearerChallenge:
     extra: Mapping[str, str] = attrs.field(factory=dict)
 
     @classmethod
-    def from_headers(cls, values: str | Iterable[str]) -> BearerChallenge | None:
+    def from_headers(
+        cls, values: str | Iterable[str], *, scheme: str = "Bearer"
+    ) -> BearerChallenge | None:
         """The Bearer challenge among a response's ``WWW-Authenticate`` values (one
         string, or each field's value), or ``None`` when there is none.  Raises
-        ``InvalidChallenge`` for a malformed header or two Bearer challenges."""
+        ``InvalidChallenge`` for a malformed header or two Bearer challenges.
+        ``scheme="DPoP"``: the DPoP challenge (RFC 9449, section 7.1: the same
+        parameters, ``algs`` among the extra ones)."""
         found: list[Challenge] = []
         for value in [values] if isinstance(values, str) else list(values):
-            found += [c for c in parse_challenges(value) if c.scheme.lower() == "bearer"]
+            found += [c for c in parse_challenges(value) if c.scheme.lower() == scheme.lower()]
         if not found:
             return None
         if len(found) > 1:
-            raise InvalidChallenge("more than one Bearer challenge")
+            raise InvalidChallenge(f"more than one {scheme} challenge")
         (bearer,) = found
         if bearer.token68 is not None:
-            raise InvalidChallenge("a Bearer challenge carries parameters, not a token68")
+            raise InvalidChallenge(f"a {scheme} challenge carries parameters, not a token68")
         params = dict(bearer.params)
         scope = params.pop("scope", None)
         known = {name: params.pop(name, None) for name in _KNOWN if name != "scope"}

@@ -61,6 +61,15 @@ class AuthorizationRefused(RemoteProtocolError):
 # --- Discovery ---------------------------------------------------------------------------
 
 
+def resource_endpoint(endpoint: str) -> str:
+    """The URL an endpoint is protected as: its own, or for a WebSocket's
+    (``ws://``, ``wss://``) the ``http(s)://`` URL of the same place (the upgrade is an
+    HTTP request to it; a resource and its metadata are named by http(s) URLs)."""
+    scheme, colon, rest = endpoint.partition(":")
+    secure = {"ws": "http", "wss": "https"}.get(scheme.lower())
+    return endpoint if secure is None or not colon else f"{secure}:{rest}"
+
+
 def metadata_urls_after_401(challenge: BearerChallenge | None, endpoint: str) -> list[str]:
     """Where to fetch the resource's metadata after a 401 from ``endpoint``: the
     challenge's ``resource_metadata`` when it names one, else the well-known URLs in
@@ -380,17 +389,25 @@ class Tokens:
         """Not expired, nor about to be (``EXPIRY_SKEW``)."""
         return self.expires_at is None or now < self.expires_at - EXPIRY_SKEW
 
+    @property
+    def dpop_bound(self) -> bool:
+        """Whether the token is bound to the client's DPoP key (RFC 9449)."""
+        return self.token_type.lower() == "dpop"
+
     def header(self) -> tuple[str, str]:
-        """The ``Authorization`` header that presents the access token."""
-        return ("Authorization", f"Bearer {self.access_token}")
+        """The ``Authorization`` header that presents the access token (scheme
+        ``DPoP`` for a DPoP-bound one, with a proof beside it)."""
+        scheme = "DPoP" if self.dpop_bound else "Bearer"
+        return ("Authorization", f"{scheme} {self.access_token}")
 
 
 def read_token_response(
-    status: int, raw: Any, *, now: float, previous: Tokens | None = None
+    status: int, raw: Any, *, now: float, previous: Tokens | None = None, dpop: bool = False
 ) -> Tokens:
     """The tokens of a token endpoint's answer (``status`` and its JSON body), or
     ``AuthorizationRefused`` with the server's ``error`` (RFC 6749, sections 5.1-5.2).
-    A refresh answer without a new ``refresh_token`` keeps ``previous``'s."""
+    A refresh answer without a new ``refresh_token`` keeps ``previous``'s.  ``dpop``:
+    the request carried a DPoP proof, so a ``DPoP`` token is one too (RFC 9449, 5)."""
     if not isinstance(raw, Mapping):
         raise AuthorizationRefused(
             f"the token endpoint answered HTTP {status} with {describe(raw)}, not an object"
@@ -406,7 +423,8 @@ def read_token_response(
     if not isinstance(access, str) or not access or any(c in access for c in "\r\n "):
         raise AuthorizationRefused("the token response has no usable access_token")
     token_type = raw.get("token_type")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+    accepted = ("bearer", "dpop") if dpop else ("bearer",)
+    if not isinstance(token_type, str) or token_type.lower() not in accepted:
         raise AuthorizationRefused(f"unsupported token_type {clip(token_type)!r}")
     expires_in = raw.get("expires_in")
     if expires_in is not None and (
@@ -423,6 +441,7 @@ def read_token_response(
         refresh = previous.refresh_token
     return Tokens(
         access_token=access,
+        token_type="DPoP" if token_type.lower() == "dpop" else "Bearer",
         expires_at=None if expires_in is None else now + expires_in,
         refresh_token=refresh,
         scopes=tuple(scope.split()) if scope is not None else None,

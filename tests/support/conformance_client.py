@@ -38,7 +38,11 @@ here.  The scenarios:
     server asks no one); the context's ``client_id``/``client_secret`` are
     pre-registered credentials, and the client offers a Client ID Metadata Document
     URL where the server takes one; ``auth/client-credentials-*`` run it as a machine
-    client (the context's secret, or its ``private_key_pem`` for a signed JWT).
+    client (the context's secret, or its ``private_key_pem`` for a signed JWT);
+    the provider asks for DPoP-bound tokens where the server offers them
+    (``auth/dpop*``); ``auth/wif-jwt-bearer`` presents the context's workload JWT
+    in the JWT-bearer grant, ``auth/enterprise-managed-authorization`` exchanges
+    its ID token at its identity provider for an ID-JAG and presents that.
     A scenario that expects a refusal (a resource
     or issuer mismatch, a bad ``iss``) ends with exit status 1, as the suite allows.
 
@@ -57,6 +61,11 @@ import trio
 from mrtr_transports.client.errors import ClientError
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.oauth import OAuthProvider, headless_user_agent
+from mrtr_transports.client.oauth.grants import (
+    AssertionSource,
+    enterprise_identity,
+    workload_identity,
+)
 
 import mrtr_core as m
 
@@ -218,6 +227,20 @@ def scenario_name() -> str:
     return os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
 
 
+def assertion_source(context: Mapping[str, Any]) -> AssertionSource | None:
+    """The JWT-bearer grant's source the scenario asks for (see the docstring)."""
+    scenario = scenario_name()
+    if scenario == "auth/wif-jwt-bearer":
+        return workload_identity(context["valid_jwt"])
+    if scenario == "auth/enterprise-managed-authorization":
+        return enterprise_identity(
+            token_endpoint=context["idp_token_endpoint"],
+            id_token=context["idp_id_token"],
+            client_id=context["idp_client_id"],
+        )
+    return None
+
+
 async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
     """List the tools and call each through an OAuth provider (see the docstring)."""
     auth = OAuthProvider(
@@ -232,6 +255,8 @@ async def authorized_calls(url: str, context: Mapping[str, Any]) -> None:
         client_credentials=scenario_name().startswith("auth/client-credentials-"),
         private_key_pem=context.get("private_key_pem"),
         signing_algorithm=context.get("signing_algorithm", "ES256"),
+        dpop=True,  # (DPoP-bound tokens where the authorization server offers them)
+        jwt_bearer=assertion_source(context),
     )
     async with open_client(url, auth=auth) as client:
         for tool in await client.list_tools():

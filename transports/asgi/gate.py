@@ -11,7 +11,7 @@ ASGI side of ``mrtr_transports.auth.resource``.
   403 with ``error="insufficient_scope", scope="<the tool's scopes>"`` before the app
   runs (``call_refusal``).  The app checks the same rule again
   (``InsufficientScope``, a JSON-RPC error) for transports that have no status to
-  say it with (a WebSocket conversation): one rule, ``refusals.missing_scopes``.
+  say it with (a WebSocket conversation): one rule, ``mrtr_core.auth._scopes``.
 * The health check and the URL-elicitation callback stay outside the gate: a probe
   and a person's browser carry no token (the callback is bound by its own state).
 """
@@ -24,7 +24,7 @@ from typing import Any
 import mrtr_core as m
 
 from ..auth.identity import Identity
-from ..auth.refusals import FORBIDDEN, missing_scopes
+from ..auth.refusals import FORBIDDEN
 from ..auth.resource import AuthFailure, ResourceAuth
 from .routes import Page
 
@@ -71,9 +71,10 @@ def call_refusal(
     name = params.get("name") if isinstance(params, Mapping) else None
     if not isinstance(name, str):
         return None
-    needed = tool_scopes(app, name)
-    missing = missing_scopes(needed, identity.scopes)
-    if not missing:
+    shortfall = auth.check_scopes(tool_scopes(app, name), identity)
+    if shortfall is None:
         return None
-    challenge = auth.challenge("insufficient_scope", scope=needed)
-    return AuthFailure(403, challenge, f"this call needs the scope(s) {' '.join(missing)}")
+    missing = " ".join(shortfall.missing)
+    return AuthFailure(
+        403, shortfall.challenge.to_header(), f"this call needs the scope(s) {missing}"
+    )

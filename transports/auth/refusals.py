@@ -11,6 +11,9 @@ from collections.abc import Iterable
 
 import mrtr_core as m
 
+# The scope rule's home is the core; the apps import it from here.
+from mrtr_core.auth._scopes import missing_scopes as missing_scopes
+
 __all__ = ["FORBIDDEN", "InsufficientScope", "TokenRefused", "VerifierUnavailable"]
 
 #: The JSON-RPC code of a call refused for its scopes where no HTTP status can say it
@@ -45,10 +48,3 @@ class InsufficientScope(m.MrtrError):
             code=FORBIDDEN,
             data={"reason": "insufficient_scope", "scopes": list(self.needed)},
         )
-
-
-def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
-    """The scopes of ``needed`` that ``granted`` lacks (the one rule both the endpoint
-    and the app check a call's scopes with)."""
-    have = set(granted)
-    return tuple(s for s in needed if s not in have)

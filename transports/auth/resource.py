@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from mrtr_core.auth import BearerChallenge, ResourceMetadata, resource_metadata_urls
+from mrtr_core.auth._scopes import ScopeShortfall, check_scopes
 
 from .identity import Identity
 from .refusals import TokenRefused, VerifierUnavailable
@@ -122,8 +123,15 @@ class ResourceAuth:
             log.info("token refused: %s", exc.reason)
             challenge = self.challenge("invalid_token", description=exc.reason)
             raise AuthFailure(401, challenge, exc.reason) from None
-        missing = [s for s in self.scopes if s not in identity.scopes]
-        if missing:
-            challenge = self.challenge("insufficient_scope", scope=self.scopes)
-            raise AuthFailure(403, challenge, f"the token lacks the scope(s) {' '.join(missing)}")
+        shortfall = self.check_scopes(self.scopes, identity)
+        if shortfall is not None:
+            raise AuthFailure(
+                403,
+                shortfall.challenge.to_header(),
+                f"the token lacks the scope(s) {' '.join(shortfall.missing)}",
+            )
         return identity
+
+    def check_scopes(self, needed: Sequence[str], identity: Identity) -> ScopeShortfall | None:
+        """``mrtr_core.auth._scopes.check_scopes`` for this resource's challenge."""
+        return check_scopes(needed, identity.scopes, resource_metadata=self.metadata_url)

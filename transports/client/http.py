@@ -79,7 +79,6 @@ import h11
 from anyio.abc import TaskGroup
 
 import mrtr_core as m
-from mrtr_core.auth._client import MAX_AUTHORIZATIONS_PER_REQUEST
 from mrtr_core.http import InvalidHeaderAnnotation, request_headers, schema_header_params
 from mrtr_core.http._headers import called_tool
 
@@ -100,6 +99,7 @@ from .http_endpoint import Endpoint
 from .http_sessions import HttpSession
 from .http_streams import SseSink, read_answer_stream
 from .link import ClientOptions, LinkClient, Outbound
+from .oauth.authorized import Challenged, send_authorized
 from .oauth.provider import OAuthProvider
 from .opening import open_client
 from .tcp import connect, connect_failure
@@ -110,16 +110,6 @@ MAX_ERROR_BODY = 64 * 1024
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_RETRY_MAX_DELAY = 5.0
 _ACCEPT = "application/json, text/event-stream"
-
-
-class Challenged(Exception):
-    """A 401 or 403 on a link with an OAuth provider: the provider decides what next."""
-
-    def __init__(self, status: int, challenges: list[str], body: bytes) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.challenges = challenges
-        self.body = body
 
 
 class HttpLink:
@@ -323,28 +313,17 @@ class HttpLink:
         if auth is None:
             await self._post_once(out, self.request_headers(out))
             return
-        authorizations = 0
-        while True:
-            sent = await auth.authorization()
-            headers = self.request_headers(out)
-            if sent is not None:
-                headers.append(sent)
-            try:
-                await self._post_once(out, headers)
-                return
-            except Challenged as refused:
-                status = refused.status
-                try:
-                    retry = authorizations < MAX_AUTHORIZATIONS_PER_REQUEST and (
-                        await auth.challenged(status, refused.challenges, sent)
-                    )
-                except TransportError as failure:  # (AuthorizationFailed, FetchFailed)
-                    raise Failed(failure, broken=False) from None
-                if not retry:
-                    raise Failed(
-                        self._status_error(out, status, refused.body), broken=False
-                    ) from None
-                authorizations += 1
+
+        async def with_token(authorization: list[tuple[str, str]]) -> None:
+            await self._post_once(out, [*self.request_headers(out), *authorization])
+
+        try:
+            await send_authorized(auth, with_token, method="POST", url=self.url)
+        except Challenged as refused:
+            error = self._status_error(out, refused.status, refused.body)
+            raise Failed(error, broken=False) from None
+        except TransportError as failure:  # (the provider's: AuthorizationFailed, FetchFailed)
+            raise Failed(failure, broken=False) from None
 
     async def _post_once(self, out: Outbound, headers: list[tuple[str, str]]) -> None:
         """Send ``out`` and read its response, retrying what the server did not process."""
@@ -512,12 +491,7 @@ class HttpLink:
                 content_type = value.decode("latin-1").split(";")[0].strip().lower()
         if self.auth is not None and status in (401, 403):
             body = await self._body(conn, MAX_ERROR_BODY)
-            challenges = [
-                value.decode("latin-1")
-                for name, value in response.headers
-                if name == b"www-authenticate"
-            ]
-            raise Challenged(status, challenges, body or b"")
+            raise Challenged.from_response(status, response.headers, body or b"")
         session = self._session
         if session is not None:
             session.took_response(out.method, status, response.headers)

@@ -24,6 +24,11 @@ The server pings (keep-alive); the client answers every ping and sends none
 of its own.  Shutdown (``aclose``): what is queued is sent, then our close
 (1000); the server's answer is awaited for at most ``close_timeout``.
 
+With ``auth`` (an ``OAuthProvider``) the upgrade request carries its token; a
+401 (or 403 ``insufficient_scope``) to the upgrade runs the provider's flow and
+the upgrade goes again on a new connection (``oauth.authorized``: the rule
+HTTP's POSTs follow, bounded the same way).
+
 Out of scope: ``wss://`` (TLS).
 """
 
@@ -54,6 +59,7 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError as WsHandshakeError
 
 import mrtr_core as m
+from mrtr_core.auth._client import resource_endpoint
 from mrtr_core.websocket import (
     SUBPROTOCOL,
     Fault,
@@ -69,6 +75,8 @@ from .client import Client
 from .errors import TransportError
 from .http_connection import error_body_text
 from .link import ClientOptions, LinkClient, Outbound
+from .oauth.authorized import Challenged, send_authorized
+from .oauth.provider import OAuthProvider
 from .opening import open_client
 from .tcp import STREAM_FAILURES, connect, connect_failure
 
@@ -97,6 +105,7 @@ class WsLink:
         close_timeout: float = 2.0,
         max_message_size: int = m._connection._options.DEFAULT_MAX_MESSAGE_SIZE,
         max_queued: int = 4096,
+        auth: OAuthProvider | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme == "wss":
@@ -117,6 +126,8 @@ class WsLink:
         ]
         self.connect_timeout = connect_timeout
         self.close_timeout = close_timeout
+        #: The OAuth client that gives the upgrade its token and answers a 401/403 to it.
+        self.auth = auth
         self.assembler = MessageAssembler(max_message_size=max_message_size)
         self.frames = FrameLengths(max_message_size)
         self._frames_behind_upgrade = b""  # what came after the 101: the first frames
@@ -136,36 +147,57 @@ class WsLink:
 
     async def start(self, client: LinkClient, task_group: TaskGroup) -> None:
         self._client = client
+        if self.auth is None:
+            self._stream = await self._open()
+        else:
+            try:
+                self._stream = await send_authorized(
+                    self.auth, self._open, method="GET", url=resource_endpoint(self.url)
+                )
+            except Challenged as refused:  # (no new token would help)
+                raise self._refused(refused.status, refused.body) from None
+        self._conversing = True
+        task_group.start_soon(self._write)
+        task_group.start_soon(self._read)
+
+    async def _open(self, authorization: Sequence[tuple[str, str]] = ()) -> ByteStream:
+        """A TCP connection upgraded to the WebSocket, the request carrying the
+        ``authorization`` headers (within ``connect_timeout``; each try of an OAuth
+        flow gets its own, the flow itself, a person's browser included, none)."""
+        self.ws = WSConnection(ConnectionType.CLIENT)  # (a refused try used the last one)
+        headers = list(self.headers)
+        for name, value in authorization:
+            headers.append((name.encode("latin-1"), value.encode("latin-1")))
+        stream: ByteStream | None = None
         with anyio.move_on_after(self.connect_timeout) as connecting:
             try:
-                self._stream = await connect(self.host, self.port)
+                stream = await connect(self.host, self.port)
             except OSError as exc:
                 raise TransportError(
                     f"could not connect to {self.url}: {connect_failure(exc)}", kind="connect"
                 ) from exc
             try:
-                await self._upgrade(self._stream)
+                await self._upgrade(stream, headers)
             except BaseException:
-                await anyio.aclose_forcefully(self._stream)
+                await anyio.aclose_forcefully(stream)
                 raise
-        if connecting.cancelled_caught:
-            if self._stream is not None:
-                await anyio.aclose_forcefully(self._stream)
+        if connecting.cancelled_caught or stream is None:
+            if stream is not None:
+                await anyio.aclose_forcefully(stream)
             raise TransportError(
                 f"no WebSocket to {self.url} within {self.connect_timeout:g} s", kind="timeout"
             )
-        self._conversing = True
-        task_group.start_soon(self._write)
-        task_group.start_soon(self._read)
+        return stream
 
-    async def _upgrade(self, stream: ByteStream) -> None:
+    async def _upgrade(self, stream: ByteStream, headers: list[tuple[bytes, bytes]]) -> None:
         request = Request(
             host=self.authority,
             target=self.target,
             subprotocols=[SUBPROTOCOL],
-            extra_headers=self.headers,
+            extra_headers=headers,
         )
         status: int | None = None
+        head: list[tuple[bytes, bytes]] = []
         body = b""
         try:
             await stream.send(self.ws.send(request))
@@ -199,18 +231,28 @@ class WsLink:
                     return
                 if isinstance(event, RejectConnection):
                     status = event.status_code
+                    head = list(event.headers)
                     if not event.has_body:
-                        raise self._refused(status, body)
+                        raise self._rejected(status, head, body)
                 elif isinstance(event, RejectData):
                     if len(body) < MAX_REFUSAL_BODY:
                         body += event.data[: MAX_REFUSAL_BODY - len(body)]
                     if event.body_finished:
-                        raise self._refused(status, body)
+                        raise self._rejected(status, head, body)
             if not data:
                 raise TransportError(
                     f"{self.url}: the server closed the connection during the upgrade",
                     kind="disconnect",
                 )
+
+    def _rejected(
+        self, status: int | None, head: list[tuple[bytes, bytes]], body: bytes
+    ) -> Exception:
+        """A refused upgrade: for the OAuth provider to answer when it is a 401/403 and
+        there is one (``Challenged``), else the refusal (``_refused``)."""
+        if self.auth is not None and status in (401, 403):
+            return Challenged.from_response(status, head, body)
+        return self._refused(status, body)
 
     def _broke_in_upgrade(self, exc: Exception) -> TransportError:
         return TransportError(
@@ -356,18 +398,24 @@ async def open_ws_client(
     headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     connect_timeout: float = 10.0,
     close_timeout: float = 2.0,
+    auth: OAuthProvider | None = None,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """A :class:`~mrtr_transports.client.client.Client` over a WebSocket to ``url``
     (``ws://HOST:PORT/PATH``), its era settled on entry.  ``headers`` go on the
     upgrade request (``Origin``, ``Authorization``); ``client.link`` is the
-    :class:`WsLink`.  Other options go to the ``Client``
-    (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``, ``era``, ...)."""
+    :class:`WsLink`.  ``auth``: an :class:`~mrtr_transports.client.oauth.OAuthProvider`
+    for the endpoint (its ``ws://`` URL; protected as its ``http://`` one): its token on
+    the upgrade request; a 401 (or 403 ``insufficient_scope``) to the upgrade runs its
+    flow, then the upgrade goes again on a new connection.  Other options go to the
+    ``Client`` (:class:`~mrtr_transports.client.client.ClientOptions`: ``answer``,
+    ``era``, ...)."""
     link = WsLink(
         url,
         headers=headers,
         connect_timeout=connect_timeout,
         close_timeout=close_timeout,
+        auth=auth,
         max_message_size=client_options.get(
             "max_message_size", m._connection._options.DEFAULT_MAX_MESSAGE_SIZE
         ),

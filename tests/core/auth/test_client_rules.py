@@ -51,6 +51,20 @@ def resource(**fields: Any) -> ResourceMetadata:
 # --- Discovery -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "resource"),
+    [
+        ("ws://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp"),
+        ("WSS://mcp.example.com/mcp?x=1", "https://mcp.example.com/mcp?x=1"),
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+        ("http://127.0.0.1/mcp", "http://127.0.0.1/mcp"),
+        ("ws", "ws"),  # (no scheme: left as it is, for the metadata reader to refuse)
+    ],
+)
+def test_a_websocket_endpoint_is_protected_as_its_http_url(endpoint, resource):
+    assert rules.resource_endpoint(endpoint) == resource
+
+
 def test_metadata_urls_after_401_prefer_the_challenge():
     prm = "https://mcp.example.com/custom/prm.json"
     assert rules.metadata_urls_after_401(BearerChallenge(resource_metadata=prm), ENDPOINT) == [prm]

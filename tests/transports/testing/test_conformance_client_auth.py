@@ -9,9 +9,11 @@ migration, the six RFC 9207 ``iss`` cases and a metadata issuer mismatch.  The l
 comes from the suite's own ``list`` (every ``auth/`` client scenario of 2026-07-28),
 so one added to the pinned suite is run too.  Goal: zero failures, zero warnings,
 and the suite's own verdict (its exit status) a pass.  Of the extension scenarios,
-the two client credentials ones pass (a machine client, by secret or by signed JWT);
-the others (DPoP, enterprise-managed authorization, workload identity) need flows
-the provider does not have yet.
+the two client credentials ones pass (a machine client, by secret or by signed JWT),
+the two DPoP ones (RFC 9449: a DPoP-bound token, a fresh proof on each request,
+the authorization server's and the resource's nonces), workload identity (a JWT-bearer
+grant with the workload's JWT) and enterprise-managed authorization (an ID-JAG from
+the identity provider's token exchange, then the JWT-bearer grant).
 """
 
 from __future__ import annotations
@@ -137,11 +139,35 @@ def test_every_2026_auth_client_scenario(tmp_path):
     [
         ("auth/client-credentials-basic", "client-credentials-basic-auth"),
         ("auth/client-credentials-jwt", "client-credentials-jwt-verified"),
+        ("auth/wif-jwt-bearer", "wif-assertion-verified"),
+        ("auth/enterprise-managed-authorization", "complete-flow-jwt-bearer"),
     ],
 )
-def test_the_client_credentials_extension_scenarios(scenario, check, tmp_path):
+def test_the_machine_client_extension_scenarios(scenario, check, tmp_path):
     run = run_client(scenario, tmp_path, extension=True)
     assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-2500:]
     succeeded = {c["id"] for c in run.checks if c["status"] == "SUCCESS"}
     assert check in succeeded, run.stderr[-2500:]
+    assert run.returncode == 0, run.stderr[-2500:]
+
+
+DPOP_CHECKS = {
+    "sep-1932-client-token-request-proof",
+    "sep-1932-client-dpop-auth-scheme",
+    "sep-1932-client-fresh-proof",
+}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "checks"),
+    [
+        ("auth/dpop", DPOP_CHECKS),
+        ("auth/dpop-nonce", DPOP_CHECKS | {"sep-1932-client-as-nonce", "sep-1932-client-rs-nonce"}),
+    ],
+)
+def test_the_dpop_extension_scenarios(scenario, checks, tmp_path):
+    run = run_client(scenario, tmp_path, extension=True)
+    assert run.problems() == [], "\n".join(run.problems()) + "\n" + run.stderr[-2500:]
+    succeeded = {c["id"] for c in run.checks if c["status"] == "SUCCESS"}
+    assert checks <= succeeded, (checks - succeeded, run.stderr[-2500:])
     assert run.returncode == 0, run.stderr[-2500:]

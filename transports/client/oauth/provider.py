@@ -30,13 +30,18 @@ from mrtr_core.auth import (
     AuthorizationServerMetadata,
     BearerChallenge,
     ResourceMetadata,
+    _dpop,
     authorization_server_metadata_urls,
 )
 from mrtr_core.auth import _client as rules
+from mrtr_core.auth import _grants as grants
 
 from ..errors import AuthorizationFailed
 from .assertion import sign_client_assertion
+from .dpop import ALGORITHMS as DPOP_ALGORITHMS
+from .dpop import DpopKey
 from .fetch import Fetched, FetchFailed, fetch, read_json, shown_url
+from .grants import AssertionSource
 from .store import MemoryTokenStore, TokenStore
 from .user_agent import UserAgent
 
@@ -65,7 +70,12 @@ class OAuthProvider:
     ``client_credentials``: a machine client (the client credentials extension): the
     pre-registered credentials get the token, no user agent is involved; with
     ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
-    (``private_key_jwt``) instead of a secret.  ``clock``: the
+    (``private_key_jwt``) instead of a secret.  ``dpop``: ask for DPoP-bound tokens
+    (RFC 9449) where the authorization server offers them, and prove the key on each
+    request (``proof_headers``; a server's nonce honoured).  ``jwt_bearer``: get
+    tokens by the JWT-bearer grant with the JWT this source gives (``grants``: a
+    workload's identity, an enterprise ID-JAG), no user agent involved; its
+    refusal is final.  ``clock``: the
     tokens' clock (wall time: a store outlives the process).
     """
 
@@ -85,12 +95,17 @@ class OAuthProvider:
         client_credentials: bool = False,
         private_key_pem: str | None = None,
         signing_algorithm: str = "ES256",
+        dpop: bool = False,
+        jwt_bearer: AssertionSource | None = None,
         clock: Callable[[], float] = time.time,
         timeout: float = 10.0,
         max_bytes: int = 256 * 1024,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.endpoint = endpoint
+        #: What discovery matches the resource's metadata against (a WebSocket's
+        #: ``ws://`` endpoint is protected as its ``http://`` URL).
+        self._resource_endpoint = rules.resource_endpoint(endpoint)
         self.user_agent = user_agent
         self.redirect_uri = redirect_uri
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
@@ -114,6 +129,14 @@ class OAuthProvider:
                 "client_credentials=True needs client_id and client_secret (or private_key_pem)"
             )
         self.client_credentials = client_credentials
+        self._jwt_bearer = jwt_bearer
+        #: The DPoP key (RFC 9449) when ``dpop``: tokens bound to it where the
+        #: authorization server takes DPoP proofs, each request with a proof.
+        self._dpop_key = DpopKey() if dpop else None
+        #: The nonce each server asked proofs to carry (the authorization server's
+        #: by issuer; the resource's): the last one it sent.
+        self._issuer_nonces: dict[str, str] = {}
+        self._resource_nonce: str | None = None
         self.clock = clock
         self._timeout = timeout
         self._max_bytes = max_bytes
@@ -151,18 +174,43 @@ class OAuthProvider:
                 return None
         return tokens.header()
 
+    def proof_headers(self, method: str, url: str, sent: tuple[str, str]) -> list[tuple[str, str]]:
+        """The ``DPoP`` proof to send beside ``sent`` to ``method`` ``url``, for a
+        DPoP-bound token (none for a Bearer one)."""
+        key = self._dpop_key
+        scheme, _, token = sent[1].partition(" ")
+        if key is None or scheme != _dpop.SCHEME:
+            return []
+        nonce = self._resource_nonce
+        proof = key.proof(method, url, now=self.clock(), nonce=nonce, access_token=token)
+        return [("DPoP", proof)]
+
     async def challenged(
-        self, status: int, www_authenticate: Sequence[str], sent: tuple[str, str] | None
+        self,
+        status: int,
+        www_authenticate: Sequence[str],
+        sent: tuple[str, str] | None,
+        *,
+        dpop_nonce: str | None = None,
     ) -> bool:
         """The server refused a request that carried ``sent`` (``None``: no token) with
-        ``status`` and these ``WWW-Authenticate`` values: get a (better) token and
-        return True to send it again, or False when no token would help (a 403 that
+        ``status`` and these ``WWW-Authenticate`` values: get a (better) token, or the
+        nonce its DPoP proofs must carry (``dpop_nonce``, the ``DPoP-Nonce`` header),
+        and return True to send it again, or False when nothing would help (a 403 that
         is not ``insufficient_scope``).  ``AuthorizationFailed`` when the flow fails."""
         try:
-            challenge = BearerChallenge.from_headers(list(www_authenticate))
+            values = list(www_authenticate)
+            challenge = BearerChallenge.from_headers(values)
+            dpop = BearerChallenge.from_headers(values, scheme=_dpop.SCHEME)
         except MrtrError as exc:
             why = f"the server's challenge is malformed: {exc.message}"
             raise self._failed(status, why) from None
+        if sent is not None and sent[1].startswith(f"{_dpop.SCHEME} "):
+            nonce = _dpop.requested_nonce(status, dpop_nonce, challenge=dpop)
+            if nonce is not None and nonce != self._resource_nonce:
+                self._resource_nonce = nonce
+                return True  # the same token, its proof with the server's nonce
+        challenge = challenge or dpop  # (a DPoP challenge names the metadata too)
         step_up = rules.is_step_up(status, challenge)
         if status != 401 and not step_up:
             return False
@@ -236,6 +284,13 @@ class OAuthProvider:
             offline=self.offline,
         )
         self._scopes = scopes or ()
+        if self._jwt_bearer is not None:
+            assertion = await self._jwt_bearer(found.server, resource, scopes)
+            grant = grants.jwt_bearer_grant(assertion=assertion, resource=resource, scopes=scopes)
+            self.authorizations += 1
+            tokens = await self._token_request(found.server, client, grant, None)
+            await self.store.save_tokens(resource, issuer, tokens)
+            return
         if self.client_credentials:
             grant = rules.client_credentials_grant(resource=resource, scopes=scopes)
             self.authorizations += 1
@@ -268,12 +323,12 @@ class OAuthProvider:
     async def _discover(self, challenge: BearerChallenge | None) -> _Discovered:
         resource: ResourceMetadata | None = None
         tried: list[str] = []
-        for url in rules.metadata_urls_after_401(challenge, self.endpoint):
+        for url in rules.metadata_urls_after_401(challenge, self._resource_endpoint):
             fetched = await self._fetch(url)
             tried.append(shown_url(url))
             if fetched.status == 200:
                 resource = rules.read_resource_metadata(
-                    read_json(fetched, url), endpoint=self.endpoint
+                    read_json(fetched, url), endpoint=self._resource_endpoint
                 )
                 break
         if resource is None:
@@ -331,34 +386,49 @@ class OAuthProvider:
     ) -> rules.Tokens:
         if server.token_endpoint is None:
             raise rules.AuthorizationRefused(f"{shown_url(server.issuer)} has no token_endpoint")
-        assertion = None
-        if rules.auth_method(server, client) == "private_key_jwt":
-            if self._private_key_pem is None:
-                raise rules.AuthorizationRefused("private_key_jwt needs the client's private key")
-            claims = rules.client_assertion_claims(
-                client_id=client.client_id,
-                audience=server.issuer,
-                now=self.clock(),
-                jti=secrets.token_urlsafe(16),
-            )
-            try:
-                assertion = sign_client_assertion(
-                    claims, self._private_key_pem, self._signing_algorithm
-                )
-            except ValueError as exc:  # (its message may quote the key: not shown)
-                raise rules.AuthorizationRefused(
-                    f"the client assertion could not be signed ({type(exc).__name__})"
-                ) from None
-        headers, form = rules.token_request(server, client, grant, assertion=assertion)
-        fetched = await self._fetch(
-            server.token_endpoint, method="POST", form=form, headers=headers
-        )
+        endpoint = server.token_endpoint
+        key = self._dpop_key
+        dpop = key is not None and _dpop.signing_algorithm(server, DPOP_ALGORITHMS) is not None
+        for _ in range(2):  # (a second time with the nonce a use_dpop_nonce answer named)
+            # Each try its own client assertion (a ``jti`` is used once) and proof.
+            assertion = self._client_assertion(server, client)
+            headers, form = rules.token_request(server, client, grant, assertion=assertion)
+            if dpop:
+                assert key is not None
+                nonce = self._issuer_nonces.get(server.issuer)
+                proof = key.proof("POST", endpoint, now=self.clock(), nonce=nonce)
+                headers.append(("DPoP", proof))
+            fetched = await self._fetch(endpoint, method="POST", form=form, headers=headers)
+            answer = read_json(fetched, endpoint)
+            error = answer.get("error") if isinstance(answer, dict) else None
+            nonce = _dpop.requested_nonce(fetched.status, fetched.header("dpop-nonce"), error=error)
+            if not dpop or nonce is None or nonce == self._issuer_nonces.get(server.issuer):
+                break
+            self._issuer_nonces[server.issuer] = nonce
         return rules.read_token_response(
-            fetched.status,
-            read_json(fetched, server.token_endpoint),
-            now=self.clock(),
-            previous=previous,
+            fetched.status, answer, now=self.clock(), previous=previous, dpop=dpop
         )
+
+    def _client_assertion(
+        self, server: AuthorizationServerMetadata, client: rules.ClientCredentials
+    ) -> str | None:
+        """The signed ``private_key_jwt`` assertion, where the client authenticates so."""
+        if rules.auth_method(server, client) != "private_key_jwt":
+            return None
+        if self._private_key_pem is None:
+            raise rules.AuthorizationRefused("private_key_jwt needs the client's private key")
+        claims = rules.client_assertion_claims(
+            client_id=client.client_id,
+            audience=server.issuer,
+            now=self.clock(),
+            jti=secrets.token_urlsafe(16),
+        )
+        try:
+            return sign_client_assertion(claims, self._private_key_pem, self._signing_algorithm)
+        except ValueError as exc:  # (its message may quote the key: not shown)
+            raise rules.AuthorizationRefused(
+                f"the client assertion could not be signed ({type(exc).__name__})"
+            ) from None
 
     async def _refresh(self, found: _Discovered, tokens: rules.Tokens) -> rules.Tokens | None:
         """New tokens by ``tokens``' refresh token (saved), or None (the old ones dropped)."""
