@@ -7,9 +7,6 @@ eras (2026-07-28 and a 2025-11-25 session), and the WebSocket.  A plain
 from __future__ import annotations
 
 import asyncio
-import re
-import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,13 +23,14 @@ from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
 from mrtr_transports.client.ws import open_ws_client
 from support.cli_run import MRTR, TESTS_ON_PATH
+from support.serve_subprocess import mrtr_serve
 
 import mrtr_core as m
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SERVE = [*MRTR, "serve", "--app", "support.loops_app:app"]
-LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")
+APP = ["--app", "support.loops_app:app"]
+SERVE = [*MRTR, "serve", *APP]
 #: stdio, HTTP (2026-07-28), HTTP (a 2025-11-25 session), WebSocket.
 TRANSPORTS = ["stdio", "http", "http-2025", "ws"]
 #: The app's questions (a 2025 session keys them by method, not by name: go by the text).
@@ -55,34 +53,6 @@ def same_loop() -> list[str]:
 
 
 @asynccontextmanager
-async def serving(flag: str, log: Path) -> AsyncIterator[str]:
-    """``mrtr serve FLAG 127.0.0.1:0`` (its stderr to ``log``): its URL, then SIGINT."""
-    with log.open("wb") as stderr:
-        process = await anyio.open_process(
-            [*SERVE, *same_loop(), flag, "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=TESTS_ON_PATH,
-        )
-    try:
-        with anyio.fail_after(20):
-            while (found := LISTENING.search(log.read_text())) is None:
-                assert process.returncode is None, log.read_text()
-                await anyio.sleep(0.05)
-        yield found.group(1)
-    finally:
-        with anyio.CancelScope(shield=True):
-            process.send_signal(signal.SIGINT)
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            await process.aclose()
-
-
-@asynccontextmanager
 async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     """A client of the app over ``transport`` (see :data:`TRANSPORTS`)."""
     if transport == "stdio":
@@ -91,7 +61,7 @@ async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIter
             yield client
         return
     flag = "--ws" if transport == "ws" else "--http"
-    async with serving(flag, tmp_path / "serve.log") as url:
+    async with mrtr_serve([*APP, flag, "127.0.0.1:0"], tmp_path / "serve.log") as url:
         if transport == "ws":
             async with open_ws_client(url, **options) as client:
                 yield client
