@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _pytest.nodeid import NodeId
 from hypothesis import HealthCheck, settings
 from support.budget import FULL_EXAMPLES
 from support.marker_logic import never_true
@@ -104,6 +105,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _run_async_under_trio(item)
         if xdist and not _one_at_a_time_if_serial(item):
             _keep_shared_fixtures_on_one_worker(item)
+        if getattr(config.option, "loadgroup", False):  # (an xdist worker, --dist loadgroup)
+            _name_its_group(item)
 
 
 def _mark_by_folder(item: pytest.Item) -> None:
@@ -165,9 +168,28 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
             if fixturedef.scope == scope:
                 group = item.nodeid.split("::")[0] if scope == "module" else fixturedef.baseid
                 if fixturedef.params is not None and callspec is not None:
-                    group += f"[{callspec.indices.get(fixturedef.argname, '')}]"
+                    # (no "]" in a group name: xdist reads NODEID@GROUP only when "@" is last)
+                    group += f"#{callspec.indices.get(fixturedef.argname, '')}"
                 item.add_marker(pytest.mark.xdist_group(group))
                 return
+
+
+def _name_its_group(item: pytest.Item) -> None:
+    """Tell ``--dist loadgroup`` the item's ``xdist_group``, as pytest-xdist means to.
+
+    pytest-xdist (3.8) tells its scheduler an item's group by renaming the item
+    ``NODEID@GROUP`` through ``item._nodeid``, which pytest 9 no longer reads (a node's
+    id is ``item._id``): every group was silently spread over the workers, each worker
+    building its own copy of every shared fixture (a cluster of nginx and redis, a
+    server per loop) and the ``serial`` tests running side by side.  Renamed here, in
+    the id pytest reads; xdist's own renaming then changes nothing.
+    """
+    groups = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
 
 
 #: A skip reason that holds this is a whole kind of test not run (the scale-out tests
