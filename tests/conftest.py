@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 
 import pytest
-from _pytest.nodeid import NodeId
 from hypothesis import HealthCheck, settings
 from support.budget import FULL_EXAMPLES
 from support.marker_logic import never_true
+from support.xdist_groups import name_its_group
 
 #: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
 #: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
@@ -105,8 +105,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _run_async_under_trio(item)
         if xdist and not _one_at_a_time_if_serial(item):
             _keep_shared_fixtures_on_one_worker(item)
-        if getattr(config.option, "loadgroup", False):  # (an xdist worker, --dist loadgroup)
-            _name_its_group(item)
+        if getattr(config.option, "loadgroup", False):  # (an xdist worker, --dist loadgroup:
+            # support/xdist_groups.py says why this is ours to do)
+            name_its_group(item)
 
 
 def _mark_by_folder(item: pytest.Item) -> None:
@@ -172,24 +173,6 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
                     group += f"#{callspec.indices.get(fixturedef.argname, '')}"
                 item.add_marker(pytest.mark.xdist_group(group))
                 return
-
-
-def _name_its_group(item: pytest.Item) -> None:
-    """Tell ``--dist loadgroup`` the item's ``xdist_group``, as pytest-xdist means to.
-
-    pytest-xdist (3.8) tells its scheduler an item's group by renaming the item
-    ``NODEID@GROUP`` through ``item._nodeid``, which pytest 9 no longer reads (a node's
-    id is ``item._id``): every group was silently spread over the workers, each worker
-    building its own copy of every shared fixture (a cluster of nginx and redis, a
-    server per loop) and the ``serial`` tests running side by side.  Renamed here, in
-    the id pytest reads; xdist's own renaming then changes nothing.
-    """
-    groups = {
-        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-        for mark in item.iter_markers("xdist_group")
-    }
-    if groups and "@" not in item.nodeid and hasattr(item, "_id"):
-        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
 
 
 #: A skip reason that holds this is a whole kind of test not run (the scale-out tests
