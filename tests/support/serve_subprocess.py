@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -43,9 +44,14 @@ _LOOK_EVERY = 0.02
 
 
 @asynccontextmanager
-async def mrtr_serve(args: Sequence[str], log: Path) -> AsyncIterator[str]:
+async def mrtr_serve(args: Sequence[str], log: Path | None = None) -> AsyncIterator[str]:
     """``mrtr serve ARGS``, once listening: its URL; then SIGINT (a kill past
-    :data:`STOP_TIMEOUT`)."""
+    :data:`STOP_TIMEOUT`).  Its stderr goes to ``log`` (a temporary file by default)."""
+    if log is None:
+        with tempfile.TemporaryDirectory(prefix="mrtr-serve-") as folder:
+            async with mrtr_serve(args, Path(folder) / "serve.log") as url:
+                yield url
+        return
     with log.open("wb") as stderr:
         process = await anyio.open_process(
             _on_this_loop(args),
