@@ -49,12 +49,17 @@ def test_one_of_many(shared, n):
 """
 
 
+#: The temporary project's settings (pytest-asyncio, installed here, asks for this one).
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
 def _run(pytester: pytest.Pytester, group_of: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen = pytester.path / "seen.txt"
     monkeypatch.setenv("SEEN", str(seen))
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
     )
+    pytester.makeini(INI)
     pytester.makeconftest(CONFTEST.replace("GROUP_OF(item)", group_of))
     pytester.makepyfile(test_groups=TESTS_OF_TWO_GROUPS)
     result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2", "--dist", "loadgroup")
@@ -76,6 +81,7 @@ def test_a_group_runs_on_one_worker_and_builds_its_fixture_once(
 
 @pytest.mark.parametrize("name", ["module[0]", "a@b"])
 def test_a_group_name_xdist_would_not_see_is_refused(pytester: pytest.Pytester, name: str) -> None:
+    pytester.makeini(INI)
     item = pytester.getitem("def test_func(): pass")
     item.add_marker(pytest.mark.xdist_group(name))
     with pytest.raises(pytest.UsageError, match="xdist would not see the group"):
@@ -83,6 +89,7 @@ def test_a_group_name_xdist_would_not_see_is_refused(pytester: pytest.Pytester, 
 
 
 def test_the_group_is_named_in_the_id_pytest_reads(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
     item = pytester.getitem("def test_func(): pass")
     name_its_group(item)  # no group: unchanged
     assert item.nodeid.endswith("::test_func")
