@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from support.budget import FULL_EXAMPLES
 from support.marker_logic import never_true
+from support.xdist_groups import name_its_group
 
 #: Both profiles: "input generation is slow" is a wall-clock guess, and on parallel workers
 #: sharing two cores it fails tests whose inputs are fine (seen at a load of 11).
@@ -104,6 +105,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _run_async_under_trio(item)
         if xdist and not _one_at_a_time_if_serial(item):
             _keep_shared_fixtures_on_one_worker(item)
+        if getattr(config.option, "loadgroup", False):  # (an xdist worker, --dist loadgroup:
+            # support/xdist_groups.py says why this is ours to do)
+            name_its_group(item)
 
 
 def _mark_by_folder(item: pytest.Item) -> None:
@@ -165,7 +169,8 @@ def _keep_shared_fixtures_on_one_worker(item: pytest.Item) -> None:
             if fixturedef.scope == scope:
                 group = item.nodeid.split("::")[0] if scope == "module" else fixturedef.baseid
                 if fixturedef.params is not None and callspec is not None:
-                    group += f"[{callspec.indices.get(fixturedef.argname, '')}]"
+                    # (no "]" in a group name: xdist reads NODEID@GROUP only when "@" is last)
+                    group += f"#{callspec.indices.get(fixturedef.argname, '')}"
                 item.add_marker(pytest.mark.xdist_group(group))
                 return
 

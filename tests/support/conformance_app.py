@@ -39,6 +39,7 @@ from mrtr_transports.apps.context import Context
 from mrtr_transports.apps.mcp_app import McpApp
 from mrtr_transports.apps.results import tool_error
 from mrtr_transports.apps.task_runs import TaskContext
+from mrtr_transports.apps.task_store import MemoryTaskStore
 
 import mrtr_core as m
 
@@ -74,6 +75,8 @@ else:
 __all__ = ["DEPRECATED", "JSON_SCHEMA_2020_12", "build_conformance_app", "fixtures", "watched"]
 
 fixtures = FixtureSet()
+#: Seconds the fixtures' tasks tell clients to wait between polls.
+TASK_POLL_INTERVAL = 0.1
 
 
 def build_conformance_app() -> McpApp:
@@ -90,6 +93,10 @@ def build_conformance_app() -> McpApp:
         # (a listChanged notification invalidates them sooner).
         cache_ttl_ms=60_000,
         cache_scope="public",
+        # Clients poll a task every pollIntervalMs: a tenth of a second, not the default
+        # second, so that a test (or the suite's tasks scenarios) waits on the task, not
+        # on the interval.
+        tasks=MemoryTaskStore(poll_interval=TASK_POLL_INTERVAL),
     )
     fixtures.add_to(app)
     conformance_2025.fixtures.add_to(app)

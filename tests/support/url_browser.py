@@ -7,8 +7,6 @@ navigation would; ``callback_of`` is where a provider redirects the browser
 
 from __future__ import annotations
 
-import re
-import subprocess
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -16,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import h11
 import trio
 
-from support.cli_run import MRTR
+from support.serve_subprocess import mrtr_serve
 
 
 class Page:
@@ -62,26 +60,5 @@ def callback_of(shown_url: str, **params: str) -> str:
 @asynccontextmanager
 async def mrtr_serve_http(*flags: str) -> AsyncIterator[str]:
     """``mrtr serve --http 127.0.0.1:0 FLAGS`` (the example app): its endpoint URL."""
-    server = await trio.lowlevel.open_process(
-        [*MRTR, "serve", "--http", "127.0.0.1:0", *flags],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert server.stderr is not None
-        seen = b""
-        with trio.fail_after(20):
-            while b"listening on" not in seen or not seen.endswith(b"\n"):
-                chunk = await server.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        found = re.search(rb"listening on (http://127\.0\.0\.1:\d+/mcp)", seen)
-        assert found, seen
-        yield found.group(1).decode()
-    finally:
-        server.terminate()
-        with trio.move_on_after(10):
-            await server.wait()
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+    async with mrtr_serve(["--http", "127.0.0.1:0", *flags]) as url:
+        yield url

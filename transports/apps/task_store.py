@@ -141,30 +141,29 @@ class TaskRecord:
 
     def created(self) -> CreateTaskResult:
         """The ``tools/call`` answer that hands this task to the client."""
-        return CreateTaskResult(
-            task_id=self.task_id,
-            status=self.status,
-            created_at=self.created_at,
-            last_updated_at=self.updated_at,
-            ttl_ms=self._ms(self.ttl),
-            poll_interval_ms=self._ms(self.poll_interval),
-            status_message=self.message,
-        )
+        return CreateTaskResult(**self._task_fields())
 
     def detailed(self) -> DetailedTask:
-        """The task as ``tasks/get`` answers it and ``notifications/tasks`` pushes it."""
+        """The task as ``tasks/get`` answers it and ``notifications/tasks`` pushes it: the
+        fields of :meth:`created`, and what its status carries."""
         return DetailedTask(
-            task_id=self.task_id,
-            status=self.status,
-            created_at=self.created_at,
-            last_updated_at=self.updated_at,
-            ttl_ms=self._ms(self.ttl),
-            poll_interval_ms=self._ms(self.poll_interval),
-            status_message=self.message,
+            **self._task_fields(),
             input_requests=dict(self.pending) if self.status == "input_required" else None,
             result=self.result if self.status == "completed" else None,
             error=self.error if self.status == "failed" else None,
         )
+
+    def _task_fields(self) -> dict[str, Any]:
+        """The task's own fields, as every shape of it on the wire carries them."""
+        return {
+            "task_id": self.task_id,
+            "status": self.status,
+            "created_at": self.created_at,
+            "last_updated_at": self.updated_at,
+            "ttl_ms": self._ms(self.ttl),
+            "poll_interval_ms": self._ms(self.poll_interval),
+            "status_message": self.message,
+        }
 
     def _wake(self) -> None:
         self.changed.set()

@@ -4,6 +4,8 @@
 (``mrtr serve --state-keys``).  ``redis``: :class:`~mrtr_transports.stores.redis.RedisSingleUse`,
 a single-use store on a Redis server (``pip install 'mrtr[redis]'``).  ``redis_tasks``:
 :class:`~mrtr_transports.stores.redis_tasks.RedisTaskStore`, the tasks of every worker on
-a Redis server (``mrtr serve --task-store``).  Each is imported from its module, so
-that this package needs no Redis client.
+a Redis server (``mrtr serve --task-store``), with what it stores in ``task_codec``
+(a task's record as JSON) and ``task_scripts`` (the keys, and the Lua scripts that
+change them).  Each is imported from its module, so that this package needs no Redis
+client.
 """

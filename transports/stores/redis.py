@@ -54,6 +54,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 import anyio
+import attrs
 import coredis
 import coredis.exceptions
 import coredis.retry
@@ -145,6 +146,14 @@ class RedisSingleUse:
             max_connections=max_connections,
         )
         self._spend = self._client.register_script(_SPEND)
+        self._redis = FailClosed(
+            self.url,
+            "the single-use store",
+            "the leg",
+            SingleUseStoreUnavailable,
+            self.timeout,
+            log,
+        )
         self._open = False
 
     def __repr__(self) -> str:
@@ -154,7 +163,7 @@ class RedisSingleUse:
         try:
             await self._client.__aenter__()
         except (coredis.exceptions.RedisError, OSError) as exc:
-            raise SingleUseStoreUnavailable(self._unavailable(exc)) from exc
+            raise self._redis.unavailable(exc) from exc
         self._open = True
         return self
 
@@ -190,11 +199,9 @@ class RedisSingleUse:
         expires_ms = max(1, math.ceil((expires_at + self.clock_skew) * 1000))
         key = self.prefix + nonce
         client = client if client is not None else CURRENT_CLIENT.get()
-        if len(client) > _MAX_CLIENT_CHARS:
-            client = "sha256:" + hashlib.sha256(client.encode()).hexdigest()
-        keys = [key, f"{self.prefix}client:{client}"]
+        keys = [key, f"{self.prefix}client:{client_key_part(client)}"]
         spend: Awaitable[int] = self._spend(keys=keys, args=[expires_ms, self.max_per_client])
-        answer = await self._answer(spend)
+        answer = await self._redis.answer(spend)
         if answer == -1:
             share = self.max_per_client
             refused = ShareRefusal.for_own_share(share, ENTRIES, PER_CLIENT_SETTING, share)
@@ -205,21 +212,45 @@ class RedisSingleUse:
         """Ask Redis for a PONG; :class:`SingleUseStoreUnavailable` when it cannot answer."""
         if not self._open:
             raise m.LocalProtocolError("RedisSingleUse is used inside `async with store:`")
-        await self._answer(self._client.ping())
+        await self._redis.answer(self._client.ping())
 
-    async def _answer(self, command: Awaitable[T]) -> T:
+
+@attrs.frozen
+class FailClosed:
+    """A Redis command's answer within ``timeout``, or the store's refusal: one rule for
+    every store on Redis (:class:`RedisSingleUse`, ``RedisTaskStore``).
+
+    ``store`` names the store and ``refusing`` what it refuses, in the message of the
+    ``error`` raised; that message may reach the client (as a -32603's message), so it
+    names no host: ``log`` gets the address and the cause.
+    """
+
+    url: str
+    store: str
+    refusing: str
+    error: type[Exception]
+    timeout: float
+    log: logging.Logger
+
+    async def answer(self, command: Awaitable[T]) -> T:
         """What Redis answered to ``command``, within ``timeout``, or fail closed."""
         try:
             with anyio.fail_after(self.timeout):
                 return await command
         except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
-            raise SingleUseStoreUnavailable(self._unavailable(exc)) from exc
+            raise self.unavailable(exc) from exc
 
-    def _unavailable(self, exc: BaseException) -> str:
-        # The message may reach the client (as the -32603's message): it names no host.
-        # The server's log gets the details.
-        log.warning("the single-use store %s did not answer: %r", redacted(self.url), exc)
-        return "the single-use store did not answer: refusing the leg (fail closed)"
+    def unavailable(self, exc: BaseException) -> Exception:
+        """The refusal for ``exc`` (to raise ``from`` it), logged with its details."""
+        self.log.warning("%s %s did not answer: %r", self.store, redacted(self.url), exc)
+        return self.error(f"{self.store} did not answer: refusing {self.refusing} (fail closed)")
+
+
+def client_key_part(client: str) -> str:
+    """A client key as it goes into a Redis key: itself, or its digest when it is long."""
+    if len(client) > _MAX_CLIENT_CHARS:
+        return "sha256:" + hashlib.sha256(client.encode()).hexdigest()
+    return client
 
 
 def redacted(url: str) -> str:

@@ -23,6 +23,10 @@ What lives where:
   ``max_tasks`` / ``max_tasks_per_client`` semantics as the memory store's
   ``ClientShares``, checked and taken in one Lua script with the record's creation.
 
+The key names and the Lua scripts are :mod:`~mrtr_transports.stores.task_scripts`'s;
+the record's JSON is :mod:`~mrtr_transports.stores.task_codec`'s; this module is the
+store: the changes, the leases and the running worker's loop.
+
 Every change is one atomic step through the memory store's own rules: read the
 record, apply the change with a one-record ``MemoryTaskStore`` (its statuses move
 only by ``mrtr_core.tasks.next_status``; its bounds on pending inputs and result
@@ -81,7 +85,6 @@ Use::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -99,7 +102,6 @@ import coredis.retry
 
 import mrtr_core as m
 from mrtr_core.tasks import TaskEvent, UnknownTask
-from mrtr_core.wire._convert import unstructure_input_request
 
 from .._shares import LOCAL_CLIENT, ShareRefusal
 from ..apps.task_store import (
@@ -117,7 +119,9 @@ from ..apps.task_store import (
     check_id_prefix,
     new_task_id,
 )
-from .redis import _MAX_CLIENT_CHARS, SCHEMES, _leaves, redacted
+from .redis import SCHEMES, FailClosed, _leaves, redacted
+from .task_codec import decode_task, encode_task
+from .task_scripts import CREATE, RENEW, SWAP, TaskKeys
 
 __all__ = [
     "DEFAULT_CHECK_INTERVAL",
@@ -147,66 +151,6 @@ _MAX_ATTEMPTS = 64
 _MAX_TASK_ID_CHARS = 128
 
 T = TypeVar("T")
-
-_KEEP = """
-local function keep(key, now)
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if last[2] then redis.call('PEXPIRE', key, math.max(1, tonumber(last[2]) - now)) end
-end
-"""
-
-#: KEYS: the record, the lease, the pool, the client's set.  ARGV: the record, its
-#: expiry (ms from now), when it goes (ms, app clock), now (ms, app clock), the client's
-#: share, the pool's bound, the task id, the lease (ms).
-#: {1, held}: created; {-1, held}: the client holds its share; {-2, held}: the pool is full.
-_CREATE = (
-    _KEEP
-    + """
-local now = tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-local held = redis.call('ZCARD', KEYS[4])
-if held >= tonumber(ARGV[5]) then return {-1, held} end
-if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[6]) then return {-2, held} end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[8])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[7])
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[7])
-keep(KEYS[3], now)
-keep(KEYS[4], now)
-return {1, held + 1}
-"""
-)
-
-#: KEYS: the record, the lease, the pool, the client's set.  ARGV: the record as read,
-#: the record to write, its expiry (ms from now; "keep": unchanged), when it goes (ms,
-#: app clock), now (ms, app clock), "1" if terminal (the lease goes), "1" if the write
-#: needs the lease absent, the task id.  1: written; 0: the record (or lease) changed.
-_SWAP = (
-    _KEEP
-    + """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if ARGV[7] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if ARGV[3] == 'keep' then
-  redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-  return 1
-end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-if ARGV[6] == '1' then redis.call('DEL', KEYS[2]) end
-local now = tonumber(ARGV[5])
-for i = 3, 4 do
-  redis.call('ZADD', KEYS[i], 'XX', ARGV[4], ARGV[8])
-  keep(KEYS[i], now)
-end
-return 1
-"""
-)
-
-#: KEYS: leases to renew.  ARGV[1]: the lease (ms).
-_RENEW = """
-for _, key in ipairs(KEYS) do redis.call('SET', key, '1', 'PX', ARGV[1]) end
-return #KEYS
-"""
 
 
 class TaskStoreUnavailable(m.MrtrError):
@@ -289,9 +233,13 @@ class RedisTaskStore:
             pool_timeout=self.timeout,
             max_connections=max_connections,
         )
-        self._create = self._client.register_script(_CREATE)
-        self._swap = self._client.register_script(_SWAP)
-        self._renew = self._client.register_script(_RENEW)
+        self._keys = TaskKeys(prefix)
+        self._create = self._client.register_script(CREATE)
+        self._swap = self._client.register_script(SWAP)
+        self._renew = self._client.register_script(RENEW)
+        self._redis = FailClosed(
+            self.url, "the task store", "the request", TaskStoreUnavailable, self.timeout, log
+        )
         self._open = False
         #: Closed after use (the server stopped): works still ending record nothing.
         self._closed = False
@@ -312,7 +260,7 @@ class RedisTaskStore:
         try:
             await self._client.__aenter__()
         except (coredis.exceptions.RedisError, OSError) as exc:
-            raise TaskStoreUnavailable(self._unavailable(exc)) from exc
+            raise self._redis.unavailable(exc) from exc
         self._tasks = anyio.create_task_group()
         await self._tasks.__aenter__()
         self._tasks.start_soon(self._tend)
@@ -341,7 +289,7 @@ class RedisTaskStore:
 
     async def check(self) -> None:
         """Ask Redis for a PONG; :class:`TaskStoreUnavailable` when it cannot answer."""
-        await self._answer(self._usable().ping())
+        await self._redis.answer(self._usable().ping())
 
     def __len__(self) -> int:
         """The tasks whose work runs in this process."""
@@ -366,9 +314,9 @@ class RedisTaskStore:
         share = self.max_tasks + 1 if client == LOCAL_CLIENT else self.max_tasks_per_client
         expiry = self._expiry_ms(record, now)
         created: Awaitable[list[int]] = self._usable_script(self._create)(
-            keys=self._keys(record),
+            keys=self._keys.of(record),
             args=[
-                _encode(record),
+                encode_task(record),
                 expiry,
                 _ms(now) + expiry,
                 _ms(now),
@@ -378,7 +326,7 @@ class RedisTaskStore:
                 _ms(self.lease),
             ],
         )
-        outcome, held = await self._answer(created)
+        outcome, held = await self._redis.answer(created)
         if outcome == -1:
             refused = ShareRefusal.for_own_share(int(held), "tasks", "max_tasks_per_client", share)
             raise refused.error(TooManyTasks)
@@ -533,8 +481,8 @@ class RedisTaskStore:
 
     async def _read(self, task_id: str) -> tuple[str | None, bool]:
         """The record as stored, and whether a worker holds its lease."""
-        raw, lease = await self._answer(
-            self._usable().mget([self._record_key(task_id), self._lease_key(task_id)])
+        raw, lease = await self._redis.answer(
+            self._usable().mget([self._keys.record(task_id), self._keys.lease(task_id)])
         )
         return raw, lease is not None
 
@@ -553,7 +501,7 @@ class RedisTaskStore:
             raw, leased = await self._read(task_id)
             if raw is None:
                 return None
-            record = _decode(raw)
+            record = decode_task(raw)
             changed: list[TaskRecord] = []
             one = MemoryTaskStore(
                 max_tasks=1,
@@ -566,7 +514,7 @@ class RedisTaskStore:
             one._records[task_id] = record
             one.watch(changed.append)
             unleased = await apply(one, record, leased)
-            written = _encode(record)
+            written = encode_task(record)
             if written == raw:
                 return record
             if now is None:
@@ -576,7 +524,7 @@ class RedisTaskStore:
                 expiry = self._expiry_ms(record, now)
                 goes = _ms(now) + expiry
             swapped: Awaitable[int] = self._usable_script(self._swap)(
-                keys=self._keys(record),
+                keys=self._keys.of(record),
                 args=[
                     raw,
                     written,
@@ -588,7 +536,7 @@ class RedisTaskStore:
                     task_id,
                 ],
             )
-            if await self._answer(swapped) == 1:
+            if await self._redis.answer(swapped) == 1:
                 if changed:
                     await self._announce(record)
                 return record
@@ -619,9 +567,11 @@ class RedisTaskStore:
         running = list(self._running)
         if not running:
             return
-        raws = await self._answer(self._usable().mget([self._record_key(t) for t in running]))
+        raws = await self._redis.answer(
+            self._usable().mget([self._keys.record(t) for t in running])
+        )
         for task_id, raw in zip(running, raws, strict=True):
-            record = None if raw is None else _decode(raw)
+            record = None if raw is None else decode_task(raw)
             if record is None or record.terminal:
                 cancel_work = self._running.pop(task_id, None)
                 if cancel_work is not None:
@@ -629,9 +579,11 @@ class RedisTaskStore:
             elif record.answered:
                 self._wake(task_id)
         now = anyio.current_time()
-        live = [self._lease_key(t) for t in running if t in self._running]
+        live = [self._keys.lease(t) for t in running if t in self._running]
         if live and now - self._renewed_at >= self.lease / 3:
-            await self._answer(self._usable_script(self._renew)(keys=live, args=[_ms(self.lease)]))
+            await self._redis.answer(
+                self._usable_script(self._renew)(keys=live, args=[_ms(self.lease)])
+            )
             self._renewed_at = now
 
     def _wake(self, task_id: str) -> None:
@@ -642,10 +594,10 @@ class RedisTaskStore:
     async def _announce(self, record: TaskRecord) -> None:
         """A status change: this process's watchers now, the others' by pub/sub."""
         self._tell(record)
-        message = json.dumps({"origin": self.origin, "record": _encode(record)})
+        message = json.dumps({"origin": self.origin, "record": encode_task(record)})
         # (on failure, logged: the change is written; only other workers' listeners miss it)
         with contextlib.suppress(TaskStoreUnavailable):
-            await self._answer(self._usable().publish(self.prefix + "events", message))
+            await self._redis.answer(self._usable().publish(self._keys.events, message))
 
     def _tell(self, record: TaskRecord) -> None:
         for watcher in list(self._watchers):
@@ -656,7 +608,7 @@ class RedisTaskStore:
         while True:
             try:
                 async with self._client.pubsub(
-                    channels=[self.prefix + "events"], ignore_subscribe_messages=True
+                    channels=[self._keys.events], ignore_subscribe_messages=True
                 ) as pubsub:
                     async for message in pubsub:
                         self._heard(message.get("data"))
@@ -669,30 +621,13 @@ class RedisTaskStore:
             message = json.loads(data)
             if message["origin"] == self.origin:
                 return  # told already
-            record = _decode(message["record"])
+            record = decode_task(message["record"])
         except Exception as exc:  # (another deployment's, or a damaged message: not ours)
             log.warning("the task store's channel carried something else: %r", exc)
             return
         self._tell(record)
 
     # --- inside: Redis -----------------------------------------------------------------
-
-    def _record_key(self, task_id: str) -> str:
-        return f"{self.prefix}task:{task_id}"
-
-    def _lease_key(self, task_id: str) -> str:
-        return f"{self.prefix}lease:{task_id}"
-
-    def _keys(self, record: TaskRecord) -> list[str]:
-        client = record.client
-        if len(client) > _MAX_CLIENT_CHARS:
-            client = "sha256:" + hashlib.sha256(client.encode()).hexdigest()
-        return [
-            self._record_key(record.task_id),
-            self._lease_key(record.task_id),
-            f"{self.prefix}pool",
-            f"{self.prefix}client:{client}",
-        ]
 
     def _usable(self) -> coredis.Redis[str]:
         if self._closed:  # (a request still in flight as the server stops: fail closed)
@@ -705,72 +640,6 @@ class RedisTaskStore:
         self._usable()
         return script
 
-    async def _answer(self, command: Awaitable[T]) -> T:
-        """What Redis answered to ``command``, within ``timeout``, or fail closed."""
-        try:
-            with anyio.fail_after(self.timeout):
-                return await command
-        except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
-            raise TaskStoreUnavailable(self._unavailable(exc)) from exc
-
-    def _unavailable(self, exc: BaseException) -> str:
-        # The message may reach the client (as the -32603's message): it names no host.
-        log.warning("the task store %s did not answer: %r", redacted(self.url), exc)
-        return "the task store did not answer: refusing the request (fail closed)"
-
 
 def _ms(seconds: float) -> int:
     return math.ceil(seconds * 1000)
-
-
-def _encode(record: TaskRecord) -> str:
-    """The record as stored: canonical JSON (the same record gives the same text, which
-    is what the compare-and-set compares)."""
-    error = record.error
-    return json.dumps(
-        {
-            "id": record.task_id,
-            "principal": record.principal,
-            "client": record.client,
-            "created": record.created_at,
-            "updated": record.updated_at,
-            "ttl": record.ttl,
-            "poll": record.poll_interval,
-            "status": record.status,
-            "message": record.message,
-            "pending": {key: unstructure_input_request(ask) for key, ask in record.pending.items()},
-            "answered": record.answered,
-            "used": sorted(record.used_keys),
-            "result": record.result,
-            "error": None
-            if error is None
-            else {"code": error.code, "message": error.message, "data": error.data},
-            "cancel": record.cancel_requested,
-            "keep": record.keep_until,
-        },
-        separators=(",", ":"),
-        sort_keys=True,
-    )
-
-
-def _decode(raw: str) -> TaskRecord:
-    data = json.loads(raw)
-    error = data["error"]
-    return TaskRecord(
-        task_id=data["id"],
-        principal=data["principal"],
-        client=data["client"],
-        created_at=data["created"],
-        updated_at=data["updated"],
-        ttl=data["ttl"],
-        poll_interval=data["poll"],
-        status=data["status"],
-        message=data["message"],
-        pending={key: m.wire.structure_input_request(ask) for key, ask in data["pending"].items()},
-        answered=data["answered"],
-        used_keys=set(data["used"]),
-        result=data["result"],
-        error=None if error is None else m.ErrorObject(**error),
-        cancel_requested=data["cancel"],
-        keep_until=data["keep"],
-    )

@@ -13,9 +13,6 @@ server by ``tasks/get``.
 
 from __future__ import annotations
 
-import re
-import signal
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,13 +28,14 @@ from mrtr_transports.client.stdio import open_stdio_client
 from mrtr_transports.client.ws import open_ws_client
 from support.cli_run import MRTR, TESTS_ON_PATH
 from support.conformance_suite import FIXTURES_APP
+from support.serve_subprocess import mrtr_serve
 
 import mrtr_core as m
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SERVE = [*MRTR, "serve", "--app", FIXTURES_APP]
-LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")
+APP = ["--app", FIXTURES_APP]
+SERVE = [*MRTR, "serve", *APP]
 TRANSPORTS = ["stdio", "http", "ws"]
 
 
@@ -67,33 +65,11 @@ async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIter
         ) as client:
             yield client
         return
-    log = tmp_path / "serve.log"
     flag = "--ws" if transport == "ws" else "--http"
-    with log.open("wb") as stderr:
-        process = await anyio.open_process(
-            [*SERVE, *loop, flag, "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=TESTS_ON_PATH,
-        )
-    try:
-        with anyio.fail_after(20):
-            while (found := LISTENING.search(log.read_text())) is None:
-                assert process.returncode is None, log.read_text()
-                await anyio.sleep(0.05)
+    async with mrtr_serve([*APP, flag, "127.0.0.1:0"], tmp_path / "serve.log") as url:
         opener = open_ws_client if transport == "ws" else open_http_client
-        async with opener(found.group(1), **options) as client:
+        async with opener(url, **options) as client:
             yield client
-    finally:
-        with anyio.CancelScope(shield=True):
-            process.send_signal(signal.SIGINT)
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            await process.aclose()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

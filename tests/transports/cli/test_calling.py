@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
-import signal
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
@@ -21,7 +18,8 @@ from importlib.metadata import version
 import pytest
 import trio
 from support.calling_app import STDIO_TARGET
-from support.cli_run import MRTR, TESTS_ON_PATH, mrtr, mrtr_all
+from support.cli_run import mrtr, mrtr_all
+from support.serve_subprocess import mrtr_serve
 
 pytestmark = pytest.mark.subprocess
 
@@ -40,28 +38,8 @@ BUSY_LINES = [
 @asynccontextmanager
 async def serving(transport: str) -> AsyncIterator[str]:
     """``mrtr serve --http|--ws 127.0.0.1:0`` of the calling app; its URL."""
-    server = await trio.lowlevel.open_process(
-        [*MRTR, "serve", f"--{transport}", "127.0.0.1:0", "--app", APP],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=TESTS_ON_PATH,
-    )
-    try:
-        assert server.stderr is not None
-        seen = b""
-        with trio.fail_after(15):
-            while not (found := re.search(rb"listening on (\S+)\n", seen)):
-                chunk = await server.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        yield found.group(1).decode()
-    finally:
-        server.send_signal(signal.SIGINT)
-        with trio.move_on_after(5):
-            await server.wait()
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+    async with mrtr_serve([f"--{transport}", "127.0.0.1:0", "--app", APP]) as url:
+        yield url
 
 
 @pytest.fixture

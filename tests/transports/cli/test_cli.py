@@ -30,6 +30,7 @@ from support.cli_run import (
     mrtr_all,
     python_target,
 )
+from support.serve_subprocess import mrtr_serve
 
 import mrtr_core as m
 
@@ -376,20 +377,7 @@ CONFIRMED = 'confirm={"action": "accept", "content": {"confirm": true}}'
 
 async def test_serve_http_on_a_free_port_and_call_it(answers_file, tmp_path):
     trace = tmp_path / "http-trace.ndjson"
-    server = await trio.lowlevel.open_process(
-        [*MRTR, "serve", "--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        assert server.stderr is not None
-        seen = b""
-        with trio.fail_after(10):
-            while b"listening on" not in seen or not seen.endswith(b"\n"):
-                chunk = await server.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        url = re.search(rb"listening on (http://127\.0\.0\.1:\d+/mcp)", seen)
-        assert url is not None, seen
-        target = url.group(1).decode()
+    async with mrtr_serve(["--http", "127.0.0.1:0"], tmp_path / "serve.log") as target:
         simple, weather, rounds = await mrtr_all(
             [
                 ["call", "--answer", CONFIRMED, target, "deploy"],
@@ -408,13 +396,6 @@ async def test_serve_http_on_a_free_port_and_call_it(answers_file, tmp_path):
             if r["dir"] == "send" and "requestState" in r["msg"].get("params", {})
         ]
         assert len(retries) == 2 and all("warning" not in r for r in records)
-    finally:
-        server.send_signal(signal.SIGINT)
-        with trio.move_on_after(5):
-            await server.wait()
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
 
 
 async def test_an_unreachable_http_server_is_a_transport_failure():

@@ -7,13 +7,9 @@ eras (2026-07-28 and a 2025-11-25 session), and the WebSocket.  A plain
 from __future__ import annotations
 
 import asyncio
-import re
-import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,13 +22,14 @@ from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
 from mrtr_transports.client.ws import open_ws_client
 from support.cli_run import MRTR, TESTS_ON_PATH
+from support.serve_subprocess import SharedServers
 
 import mrtr_core as m
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SERVE = [*MRTR, "serve", "--app", "support.loops_app:app"]
-LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")
+APP = ["--app", "support.loops_app:app"]
+SERVE = [*MRTR, "serve", *APP]
 #: stdio, HTTP (2026-07-28), HTTP (a 2025-11-25 session), WebSocket.
 TRANSPORTS = ["stdio", "http", "http-2025", "ws"]
 #: The app's questions (a 2025 session keys them by method, not by name: go by the text).
@@ -54,36 +51,21 @@ def same_loop() -> list[str]:
     return ["--loop", sniffio.current_async_library()]
 
 
-@asynccontextmanager
-async def serving(flag: str, log: Path) -> AsyncIterator[str]:
-    """``mrtr serve FLAG 127.0.0.1:0`` (its stderr to ``log``): its URL, then SIGINT."""
-    with log.open("wb") as stderr:
-        process = await anyio.open_process(
-            [*SERVE, *same_loop(), flag, "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=TESTS_ON_PATH,
-        )
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    """The module's HTTP and WebSocket servers: one per transport and loop, not per test
+    (a call, a timeout or a listen stream leaves nothing the next test could see)."""
+    shared = SharedServers(tmp_path_factory.mktemp("serve"))
     try:
-        with anyio.fail_after(20):
-            while (found := LISTENING.search(log.read_text())) is None:
-                assert process.returncode is None, log.read_text()
-                await anyio.sleep(0.05)
-        yield found.group(1)
+        yield shared
     finally:
-        with anyio.CancelScope(shield=True):
-            process.send_signal(signal.SIGINT)
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            await process.aclose()
+        shared.close()
 
 
 @asynccontextmanager
-async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
+async def connected(
+    transport: str, servers: SharedServers, **options: Any
+) -> AsyncIterator[Client]:
     """A client of the app over ``transport`` (see :data:`TRANSPORTS`)."""
     if transport == "stdio":
         argv = [*SERVE, *same_loop(), "--stdio"]
@@ -91,18 +73,18 @@ async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIter
             yield client
         return
     flag = "--ws" if transport == "ws" else "--http"
-    async with serving(flag, tmp_path / "serve.log") as url:
-        if transport == "ws":
-            async with open_ws_client(url, **options) as client:
-                yield client
-        else:
-            era = "legacy" if transport == "http-2025" else "modern"
-            async with open_http_client(url, era=era, **options) as client:
-                yield client
+    url = await servers.url([*APP, flag, "127.0.0.1:0"])
+    if transport == "ws":
+        async with open_ws_client(url, **options) as client:
+            yield client
+    else:
+        era = "legacy" if transport == "http-2025" else "modern"
+        async with open_http_client(url, era=era, **options) as client:
+            yield client
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_call_of_two_input_rounds(transport: str, tmp_path: Path) -> None:
+async def test_a_call_of_two_input_rounds(transport: str, servers: SharedServers) -> None:
     asked: list[str] = []
 
     async def answering(key: str, request: m.wire.InputRequest) -> Any:
@@ -111,7 +93,7 @@ async def test_a_call_of_two_input_rounds(transport: str, tmp_path: Path) -> Non
         return await answer(key, request)
 
     with anyio.fail_after(30):
-        async with connected(transport, tmp_path, answer=answering) as client:
+        async with connected(transport, servers, answer=answering) as client:
             assert client.era == ("legacy" if transport == "http-2025" else "modern")
             assert text(await client.call_tool("trip")) == "Ada in Paris"
             assert asked == ["Your name?", "Which city?"]
@@ -119,9 +101,9 @@ async def test_a_call_of_two_input_rounds(transport: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_call_times_out_on_the_loops_clock(transport: str, tmp_path: Path) -> None:
+async def test_a_call_times_out_on_the_loops_clock(transport: str, servers: SharedServers) -> None:
     with anyio.fail_after(30):
-        async with connected(transport, tmp_path) as client:
+        async with connected(transport, servers) as client:
             started = anyio.current_time()
             with pytest.raises(CallTimeout) as caught:
                 await client.call_tool("nap", {"seconds": 30}, timeout=0.3)
@@ -132,9 +114,9 @@ async def test_a_call_times_out_on_the_loops_clock(transport: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_listen_stream(transport: str, tmp_path: Path) -> None:
+async def test_a_listen_stream(transport: str, servers: SharedServers) -> None:
     with anyio.fail_after(30):
-        async with connected(transport, tmp_path) as client:
+        async with connected(transport, servers) as client:
             if client.era == "legacy":  # a 2025 session has no listen streams
                 with pytest.raises(CallError) as refused:
                     async with client.listen(tools=True):
@@ -166,7 +148,7 @@ async def test_a_stdio_server_that_cannot_start_or_dies() -> None:
     assert caught.value.stderr_tail == ["out of cheese"]
 
 
-def test_a_plain_asyncio_program(tmp_path: Path) -> None:
+def test_a_plain_asyncio_program(servers: SharedServers) -> None:
     # No anyio at the top: asyncio.run, asyncio.wait_for, and an input handler that
     # awaits asyncio itself (as one using an asyncio-only library would).
     async def asyncio_answer(key: str, request: m.wire.InputRequest) -> Any:
@@ -177,7 +159,7 @@ def test_a_plain_asyncio_program(tmp_path: Path) -> None:
     async def main() -> list[str]:
         texts = []
         for transport in ("stdio", "http", "ws"):
-            async with connected(transport, tmp_path, answer=asyncio_answer) as client:
+            async with connected(transport, servers, answer=asyncio_answer) as client:
                 texts.append(text(await asyncio.wait_for(client.call_tool("trip"), 30)))
         return texts
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,13 +30,14 @@ from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.stdio import open_stdio_client
 from mrtr_transports.client.ws import open_ws_client
 from support.cli_run import MRTR, TESTS_ON_PATH
+from support.serve_subprocess import mrtr_serve
 
 import mrtr_core as m
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SERVE = [*MRTR, "serve", "--app", "support.task_peer:app"]
-LISTENING = re.compile(r"listening on ((?:http|ws)://127\.0\.0\.1:\d+/mcp)")
+APP = ["--app", "support.task_peer:app"]
+SERVE = [*MRTR, "serve", *APP]
 TRANSPORTS = ["stdio", "http", "ws"]
 TASKS = m.tasks.TASKS_EXTENSION
 
@@ -57,35 +56,6 @@ def text(result: dict[str, Any]) -> str:
 
 
 @asynccontextmanager
-async def serving(flag: str, log: Path) -> AsyncIterator[str]:
-    """``mrtr serve FLAG 127.0.0.1:0`` on this test's loop: its URL, then SIGINT."""
-    loop = ["--loop", sniffio.current_async_library()]
-    with log.open("wb") as stderr:
-        process = await anyio.open_process(
-            [*SERVE, *loop, flag, "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=TESTS_ON_PATH,
-        )
-    try:
-        with anyio.fail_after(20):
-            while (found := LISTENING.search(log.read_text())) is None:
-                assert process.returncode is None, log.read_text()
-                await anyio.sleep(0.05)
-        yield found.group(1)
-    finally:
-        with anyio.CancelScope(shield=True):
-            process.send_signal(signal.SIGINT)
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            await process.aclose()
-
-
-@asynccontextmanager
 async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIterator[Client]:
     options.setdefault("answer", answer)
     if transport == "stdio":
@@ -94,7 +64,7 @@ async def connected(transport: str, tmp_path: Path, **options: Any) -> AsyncIter
             yield client
         return
     flag = "--ws" if transport == "ws" else "--http"
-    async with serving(flag, tmp_path / "serve.log") as url:
+    async with mrtr_serve([*APP, flag, "127.0.0.1:0"], tmp_path / "serve.log") as url:
         opener = open_ws_client if transport == "ws" else open_http_client
         async with opener(url, **options) as client:
             yield client

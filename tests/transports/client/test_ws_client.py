@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
-import re
-import signal
 import struct
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,7 +18,8 @@ from mrtr_transports.client.errors import CallTimeout, TransportError
 from mrtr_transports.client.ws import WsLink, open_ws_client
 from mrtr_transports.server.ws import WsServer
 from support import srv_apps
-from support.cli_run import MRTR, mrtr_all
+from support.cli_run import mrtr_all
+from support.serve_subprocess import mrtr_serve
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
     AcceptConnection,
@@ -257,22 +255,8 @@ async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> No
         )
     )
     trace = tmp_path / "ws-trace.ndjson"
-    server = await trio.lowlevel.open_process(
-        [*MRTR, "serve", "--ws", "127.0.0.1:0", "--ping-interval", "5"],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert server.stderr is not None
-        seen = b""
-        with trio.fail_after(20):  # (the startup budget of the other subprocess tests)
-            while b"listening on" not in seen or not seen.endswith(b"\n"):
-                chunk = await server.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        found = re.search(rb"mrtr serve: listening on (ws://127\.0\.0\.1:\d+/mcp)", seen)
-        assert found is not None, seen
-        target = found.group(1).decode()
+    serve = ["--ws", "127.0.0.1:0", "--ping-interval", "5"]
+    async with mrtr_serve(serve, tmp_path / "serve.log") as target:
         simple, weather, rounds, nowhere = await mrtr_all(
             [
                 ["call", "--answer", CONFIRMED, target, "deploy"],
@@ -293,13 +277,6 @@ async def test_mrtr_call_over_websocket_against_mrtr_serve(tmp_path: Path) -> No
             if r["dir"] == "send" and "requestState" in r["msg"].get("params", {})
         ]
         assert len(retries) == 2
-    finally:
-        server.send_signal(signal.SIGINT)
-        with trio.move_on_after(5):
-            await server.wait()
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
 
 
 @pytest.mark.parametrize("length", [2**63, 2**63 - 1, 5000])

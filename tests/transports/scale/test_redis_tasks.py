@@ -266,6 +266,16 @@ async def two_workers(
         yield a, b
 
 
+async def subscribed(server: RedisServer, stores: int) -> None:
+    """Until ``stores`` stores listen on the task channel (each subscribes as it opens,
+    in its own task): a wait on Redis's count, not a guess at how long that takes."""
+    channel = f"{DEFAULT_TASK_PREFIX}events"
+    async with coredis.Redis.from_url(server.url, decode_responses=True) as raw:
+        with anyio.fail_after(10):
+            while (await raw.pubsub_numsub(channel)).get(channel, 0) < stores:
+                await anyio.sleep(0.01)
+
+
 async def test_a_task_made_on_one_worker_is_answered_and_cancelled_on_another(
     redis_server: RedisServer,
 ) -> None:
@@ -305,7 +315,7 @@ async def test_workers_racing_to_settle_one_task_settle_it_once(redis_server: Re
         for store in (a, b):
             store.watch(lambda r: seen.append(r.status))
         outcomes: list[str] = []
-        await anyio.sleep(0.3)  # (the subscriptions are up)
+        await subscribed(redis_server, 2)
 
         async def settle(store: RedisTaskStore, i: int) -> None:
             if i % 3 == 0:
@@ -360,7 +370,7 @@ async def test_a_listener_on_another_worker_hears_status_changes(redis_server: R
         b.watch(
             lambda r: heard.append((r.task_id, r.detailed().to_notification_params()["status"]))
         )
-        await anyio.sleep(0.2)  # (b's subscription is up)
+        await subscribed(redis_server, 2)  # (b's subscription is up)
         record = await a.create(principal=None, client="c", now=0.0)
         await a.ask(record.task_id, {"name": NAME}, 1.0)
         await a.change(record.task_id, "completed", 2.0, result={"content": []})
@@ -417,7 +427,7 @@ async def test_the_channel_ignores_what_is_not_a_task_change(redis_server: Redis
     async with RedisTaskStore(redis_server.url, check_interval=0.05) as store:
         heard: list[str] = []
         store.watch(lambda record: heard.append(record.task_id))
-        await anyio.sleep(0.3)  # (subscribed)
+        await subscribed(redis_server, 1)
         async with coredis.Redis.from_url(redis_server.url) as raw:
             channel = f"{DEFAULT_TASK_PREFIX}events"
             for junk in ("not json", "{}", '{"origin": "x", "record": "{}"}', "[1]"):

@@ -130,11 +130,14 @@ SKIPPED_BY_THE_SUITE = frozenset({"tasks-status-notifications"})
 LISTENING = re.compile(r"listening on (http://\S+)")
 
 
-@pytest.fixture(params=["trio", "asyncio"])
-def server_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module", params=["trio", "asyncio"])
+def server_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """``mrtr serve --http 127.0.0.1:0 --app FIXTURES_APP --loop LOOP`` as a subprocess;
-    its URL once it listens."""
-    log_path = tmp_path / "server.stderr"
+    its URL once it listens.  One server per loop serves every leg of this module, as
+    one deployment would (a server per test started six where two do)."""
+    log_path = tmp_path_factory.mktemp(f"server-{request.param}") / "server.stderr"
     serve = [sys.executable, "-m", "mrtr_transports.cli.main", "serve", "--app", FIXTURES_APP]
     with log_path.open("w") as log:
         process = subprocess.Popen(
