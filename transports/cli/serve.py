@@ -230,7 +230,10 @@ async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) 
         issuer, jwks, audience = options.auth
         verifier = JwtVerifier(issuer=issuer, audience=audience, jwks=jwks)
         http_options["auth"] = ResourceAuth(
-            verifier, resource=audience, authorization_servers=[issuer]
+            verifier,
+            resource=audience,
+            authorization_servers=[issuer],
+            scopes_supported=_tool_scopes(app),
         )
     server = HttpServer(app, **http_options)
     async with _shared_state(app, options), anyio.create_task_group() as tasks:
@@ -241,6 +244,18 @@ async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) 
         await (await stop.event()).wait()
         await server.aclose(grace=options.drain_timeout)
     return ExitCode.RESULT
+
+
+def _tool_scopes(app: ServerApp) -> list[str] | None:
+    """Every scope the app's tools ask for (``@app.tool(scopes=...)``), for the metadata's
+    ``scopes_supported``: a client asks for the scopes a server lists (the spec's scope
+    selection), and one that asks for none may be granted nothing (``offline_access``
+    alone is refused by oidc-provider)."""
+    tools, scopes_of = getattr(app, "tools", None), getattr(app, "tool_scopes", None)
+    if tools is None or scopes_of is None:
+        return None
+    found = dict.fromkeys(scope for name in tools for scope in scopes_of(name) or ())
+    return list(found) or None
 
 
 async def _serve_ws(app: ServerApp, options: ServeOptions, stop: StopRequest) -> int:
