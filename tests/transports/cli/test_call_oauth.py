@@ -19,6 +19,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 import anyio
 import pytest
 from support.cli_run import MRTR, TESTS_ON_PATH
-from support.oidc_provider import TestBrowser, oidc_provider
+from support.oidc_provider import CONFIDENTIAL_CLIENT_ID, TestBrowser, oidc_provider
 
 pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
 
@@ -297,3 +298,68 @@ async def test_token_from_stdin_a_file_or_the_environment_never_argv(tmp_path: P
         assert wrong.returncode == 3, wrong.stderr  # (the handshake refused, as the client says)
         assert "the token is not a well-formed JWT" in wrong.stderr, wrong.stderr
         assert wrong.urls == [] and "not-a-jwt" not in wrong.stderr
+
+
+async def test_the_browser_opens_on_the_sign_in_url_by_the_webbrowser_module(
+    tmp_path: Path,
+) -> None:
+    """Without ``--no-browser``, ``mrtr call`` opens the URL with ``webbrowser`` (here the
+    ``BROWSER`` a person may set: a script that records the URL it is given)."""
+    opened = tmp_path / "opened-url"
+    script = tmp_path / "browser"
+    script.write_text(
+        f"#!{sys.executable}\nimport pathlib, sys\n"
+        f"pathlib.Path({str(opened)!r}).write_text(sys.argv[1])\n"
+    )
+    script.chmod(0o700)
+    env = environment(tmp_path / "config", BROWSER=str(script))
+    async with oidc_provider() as provider, serving(provider.issuer, env) as url:
+        result: list[Ran] = []
+
+        async def call() -> None:
+            result.append(await mrtr(["call", url, "whoami"], env, issuer=provider.issuer))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            with anyio.fail_after(HUNG):
+                while not opened.exists() or not opened.read_text():
+                    await anyio.sleep(0.05)
+            response = await provider.browser().authorize(opened.read_text(), user="ada")
+            await provider.browser().deliver(response)
+        [ran] = result
+        assert ran.returncode == 0, ran.stderr
+        assert ran.json()["content"][0]["text"] == "ada"
+        assert "your browser opens it, or open it yourself" in ran.stderr
+        assert ran.urls == [opened.read_text()]  # (printed too, whole, on its own line)
+
+
+async def test_a_preregistered_confidential_client_with_its_secret_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "config"
+    async with oidc_provider() as provider:
+        secret = provider.client_secret(CONFIDENTIAL_CLIENT_ID)
+        env = environment(home, MRTR_CLIENT_SECRET=secret)
+        async with serving(provider.issuer, env) as url:
+            ran = await mrtr(
+                ["call", "--no-browser", "--client-id", CONFIDENTIAL_CLIENT_ID, url, "whoami"],
+                env,
+                issuer=provider.issuer,
+                browser=provider.browser(),
+            )
+            assert ran.returncode == 0, ran.stderr
+            assert ran.json()["content"][0]["text"] == "ada"
+            assert f"client_id={CONFIDENTIAL_CLIENT_ID}" in ran.urls[0]
+            assert secret not in ran.stderr + ran.stdout and secret.encode() not in ran.cmdline
+            # (a pre-registered client is the command line's, not stored as a registration)
+            assert stored(home)["clients"] == {}
+            # A wrong secret: the token endpoint refuses, a clear failure, still no secret shown.
+            wrong = await mrtr(
+                ["call", "--no-browser", "--client-id", CONFIDENTIAL_CLIENT_ID, url, "whoami"],
+                environment(tmp_path / "other", MRTR_CLIENT_SECRET="wrong-secret"),
+                issuer=provider.issuer,
+                browser=provider.browser(),
+            )
+            assert wrong.returncode == 6, wrong.stderr
+            assert "authorization for http://127.0.0.1:" in wrong.stderr
+            assert "wrong-secret" not in wrong.stderr
