@@ -11,13 +11,13 @@ a :class:`~mrtr_transports.client.oauth.FileTokenStore` (owner-only, 0600) at
 the token, refreshed when it is about to expire, and signs in again only when the
 server refuses it.
 
-Before the client opens, one unauthenticated ``GET`` of the endpoint
+Before the client opens, one unauthenticated ``server/discover`` ``POST``
 (:func:`_preflight`) asks whether the server wants a token: a 401 runs discovery
 and, when the store has no usable token, the sign-in, here, timed by
 ``--login-timeout`` alone (minutes: a person is typing a password), not by the
-handshake's or a leg's bound (seconds: a server's time).  A server that answers
-the ``GET`` otherwise (405, 406: no auth, or auth only on ``POST``) still gets the
-flow in band on its first 401.
+handshake's or a leg's bound (seconds: a server's time).  Any other answer is
+dropped (the client then speaks to the server as always); a server that asks for a
+token only later (a 403 ``insufficient_scope`` on a tool) gets the flow in band.
 
 ``--token SOURCE`` (``-``, ``@PATH``, ``env:NAME``: :mod:`.secrets_input`)
 sends a token given by hand instead, and no flow runs; so does an
@@ -28,6 +28,7 @@ provider (yet): over ``ws://`` only ``--token`` and ``--header`` authenticate.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+from mrtr_core import MODERN_VERSIONS
+from mrtr_core._meta import META_PROTOCOL_VERSION
+from mrtr_core.http import Header
 
 from ..client.errors import AuthorizationFailed
 from ..client.fetch import FetchFailed, fetch, shown_url
@@ -48,7 +53,8 @@ from .terminal_text import one_line
 
 __all__ = ["SignIn", "default_token_store", "sign_in_plan", "signed_in"]
 
-#: The pre-flight ``GET``'s bounds: a refusal is a few hundred bytes, at once.
+#: The pre-flight ``GET``'s bounds: a refusal is a few hundred bytes, at once (the time:
+#: the handshake's, and no more than ``--timeout``).
 PREFLIGHT_SECONDS = 10.0
 PREFLIGHT_MAX_BYTES = 64 * 1024
 #: What the pre-flight tells the provider it sent: no token.  Not ``None``: the provider
@@ -79,6 +85,7 @@ class SignIn:
     client_metadata_url: str | None = None
     open_browser: bool = True
     login_timeout: float | None = None
+    preflight_timeout: float = PREFLIGHT_SECONDS
 
     def headers(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """``headers`` and the ``Authorization`` of the token given by hand, if any."""
@@ -113,6 +120,7 @@ def sign_in_plan(
         client_metadata_url=args.client_metadata_url,
         open_browser=not args.no_browser,
         login_timeout=args.login_timeout,
+        preflight_timeout=min(PREFLIGHT_SECONDS, args.timeout or PREFLIGHT_SECONDS),
     )
 
 
@@ -143,16 +151,37 @@ async def signed_in(
             client_metadata_url=plan.client_metadata_url,
             client_name="mrtr",
         )
-        await _preflight(provider, endpoint)
+        await _preflight(provider, endpoint, plan.preflight_timeout)
         yield provider
 
 
-async def _preflight(provider: OAuthProvider, endpoint: str) -> None:
-    """One unauthenticated ``GET`` of ``endpoint``: on a 401, discovery and (without a
-    usable stored token) the sign-in, before any MCP bound starts ticking.  A failure to
-    reach the server is left for the client to report."""
+async def _preflight(provider: OAuthProvider, endpoint: str, timeout: float) -> None:
+    """One unauthenticated ``server/discover`` to ``endpoint`` (the request the client
+    starts with, read-only: a ``GET`` would open a 2025 server's stream): on a 401,
+    discovery and (without a usable stored token) the sign-in, before any MCP bound starts
+    ticking.  Any other answer is dropped; a failure to reach the server is left for the
+    client to report."""
+    version = MODERN_VERSIONS[0]
+    probe = {
+        "jsonrpc": "2.0",
+        "id": "mrtr-sign-in",
+        "method": "server/discover",
+        "params": {"_meta": {META_PROTOCOL_VERSION: version}},
+    }
+    headers = [
+        ("content-type", "application/json"),
+        (Header.PROTOCOL_VERSION, version),
+        (Header.METHOD, "server/discover"),
+    ]
     try:
-        answer = await fetch(endpoint, timeout=PREFLIGHT_SECONDS, max_bytes=PREFLIGHT_MAX_BYTES)
+        answer = await fetch(
+            endpoint,
+            method="POST",
+            body=json.dumps(probe).encode(),
+            headers=headers,
+            timeout=timeout,
+            max_bytes=PREFLIGHT_MAX_BYTES,
+        )
     except FetchFailed:
         return
     if answer.status == 401:
