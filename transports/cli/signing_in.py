@@ -111,9 +111,16 @@ def sign_in_plan(
         )
     token = None if args.token is None else read_token(args.token, stdin)
     store = Path(args.token_store) if args.token_store else default_token_store()
+    oauth = kind == "http" and token is None and not given_authorization
+    if oauth:
+        try:  # (a broken store is the person's to fix, before anything is sent)
+            FileTokenStore(store)._read()
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise UsageError(f"the token store {store} cannot be read ({reason})") from None
     return SignIn(
         token=token,
-        oauth=kind == "http" and token is None and not given_authorization,
+        oauth=oauth,
         store=store,
         client_id=args.client_id,
         client_secret=client_secret(args.client_secret_env) if args.client_id else None,

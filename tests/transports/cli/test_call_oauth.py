@@ -214,6 +214,9 @@ async def test_mrtr_call_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -
         assert second.json()["content"][0]["text"] == "ada"
         assert second.urls == []
         assert stored(home)["tokens"] == after_first["tokens"]
+        listed = await mrtr(["list", url], env, issuer=issuer)  # (every client command)
+        assert listed.returncode == 0, listed.stderr
+        assert "deploy" in listed.stdout and listed.urls == []
 
         # 3. An expired token is refreshed (the refresh token rotates), still no URL.
         expired = stored(home)
@@ -248,7 +251,7 @@ async def test_mrtr_call_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -
     # No secret anywhere a person or another user could see it.
     every_secret = [*secrets_of(after_first), refreshed["access_token"]]
     every_secret += [refreshed["refresh_token"], *first.codes]
-    shown = [first, second, third, listing, forgot, asked]
+    shown = [first, second, listed, third, listing, forgot, asked]
     for ran in shown:
         for secret in every_secret:
             assert secret not in ran.stdout and secret not in ran.stderr

@@ -21,6 +21,12 @@ from support.cli_run import mrtr
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJl"
 
 
+@pytest.fixture(autouse=True)
+def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test here reads the machine's own token store."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 def plan(*argv: str, stdin: str = "", kind: str = "http") -> object:
     args = build_parser().parse_args(["call", *argv, "http://127.0.0.1:9/mcp", "tool"])
     headers = [tuple(h.split(":", 1)) for h in args.header]
@@ -175,3 +181,14 @@ async def test_a_literal_token_on_the_command_line_is_refused_before_anything(
     assert ran.returncode == 2
     assert "--token takes where the token is, not the token" in ran.stderr
     assert TOKEN not in ran.stderr
+
+
+async def test_a_token_store_that_is_no_store_is_a_usage_error_before_anything(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "tokens.json"
+    store.write_text("{not json")
+    ran = await mrtr("call", "--token-store", str(store), "http://127.0.0.1:9/mcp", "tool")
+    assert ran.returncode == 2, ran.stderr
+    assert f"the token store {store} cannot be read (JSONDecodeError)" in ran.stderr
+    assert "Traceback" not in ran.stderr

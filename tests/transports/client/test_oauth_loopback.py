@@ -2,7 +2,7 @@
 127.0.0.1, on trio and asyncio: the callback's answer comes back to the caller, and every
 other request (another path or method, a foreign ``Host``, another ``state``, an oversized
 or a slow request) is refused while the agent waits on; no answer in time is
-``AuthorizationTimedOut``; the listener is closed after the block."""
+``AuthorizationTimedOut``; one listener per flow, on the same port, closed after it."""
 
 from __future__ import annotations
 
@@ -176,16 +176,27 @@ async def test_show_may_refuse_the_url_before_any_browser_opens() -> None:
     assert opened == []
 
 
-async def test_the_listener_is_loopback_only_and_closed_after_the_block() -> None:
+async def test_the_listener_is_closed_after_the_block_when_no_flow_ran() -> None:
     async with loopback_user_agent(show=lambda url: None) as agent:
         port = agent.port
         with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass  # listening on the loopback
+            pass  # listening on the loopback before any flow: the port is the redirect's
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
 
 
-async def test_a_second_flow_on_the_same_listener_takes_its_own_state() -> None:
+async def test_one_listener_per_flow_nothing_listens_between_flows() -> None:
+    async with loopback_user_agent(show=lambda url: None) as agent:
+
+        async def browser(port: int) -> None:
+            await send_raw(port, get(callback(code="one", state=STATE), port))
+
+        assert "code=one" in await run_flow(agent, browser)
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", agent.port), 5):
+            pass
+
+
+async def test_a_second_flow_listens_on_the_same_port_with_its_own_state() -> None:
     async with loopback_user_agent(show=lambda url: None) as agent:
 
         async def first(port: int) -> None:
@@ -201,6 +212,12 @@ async def test_a_second_flow_on_the_same_listener_takes_its_own_state() -> None:
 
             group.start_soon(wait)
             with anyio.fail_after(15):
+                while True:  # (the second flow binds the port again: until it listens)
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", agent.port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.01)
                 # the first flow's state is no longer the one waited for
                 stale = await send_raw(agent.port, get(callback(code="x", state=STATE), agent.port))
                 assert stale.startswith(b"HTTP/1.1 400")

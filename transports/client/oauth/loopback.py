@@ -17,9 +17,11 @@ to it): each connection is bounded in size (:data:`MAX_REQUEST_BYTES`) and time
 (more are closed unanswered); a request that is not a ``GET`` of the callback
 path (405, 404), whose ``Host`` is not the listener's (a DNS-rebinding page,
 400), or whose ``state`` is not the one of the authorization under way (400) is
-refused and the agent waits on.  The page never echoes the request.  The
-listener lives as long as the agent's ``async with`` block (one per command and
-its flows), and serves only while an authorization waits.
+refused and the agent waits on.  The page never echoes the request.
+
+One listener per flow, closed after it: the first is bound when the agent is made
+(its port goes into the ``redirect_uri``), a later flow of the same agent (a
+step-up) binds the same port again, and between flows nothing listens.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class LoopbackUserAgent:
 
     def __init__(
         self,
-        listener: anyio.abc.Listener[anyio.abc.SocketStream],
+        listener: anyio.abc.Listener[anyio.abc.SocketStream] | None,
         port: int,
         *,
         show: Callable[[str], None],
@@ -100,12 +102,35 @@ class LoopbackUserAgent:
         query = dict(parse_qsl(urlsplit(authorization_url).query))
         self._state = query.get("state")
         self._answer = None
-        self._show(authorization_url)
-        if self._open_browser is not None:
-            self._open_browser(authorization_url)
+        listener = self._listener or await self._bind_again()
+        self._listener = None
+        async with listener:
+            self._show(authorization_url)
+            if self._open_browser is not None:
+                self._open_browser(authorization_url)
+            await self._wait(listener)
+        if self._answer is None:
+            raise AuthorizationTimedOut(
+                f"no authorization response came back to {self.redirect_uri} "
+                f"within {self._timeout:g} s",
+                kind="timeout",
+            )
+        return self._answer
+
+    async def _bind_again(self) -> anyio.abc.Listener[anyio.abc.SocketStream]:
+        """This agent's port once more (its ``redirect_uri`` names it)."""
+        try:
+            return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
+        except OSError as exc:
+            raise AuthorizationFailed(
+                f"cannot listen on {self.redirect_uri} again ({exc.strerror or exc})",
+                kind="connect",
+            ) from None
+
+    async def _wait(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
+        """Serve ``listener`` until the authorization response came, or the time is up."""
         limiter = anyio.CapacityLimiter(MAX_CONNECTIONS)
-        timeout = math.inf if self._timeout is None else self._timeout
-        with anyio.move_on_after(timeout) as waited:
+        with anyio.move_on_after(math.inf if self._timeout is None else self._timeout):
             async with anyio.create_task_group() as group:
 
                 async def serve(stream: anyio.abc.SocketStream) -> None:
@@ -121,13 +146,7 @@ class LoopbackUserAgent:
                     if self._answer is not None:
                         group.cancel_scope.cancel()
 
-                group.start_soon(self._listener.serve, serve, group)
-        if waited.cancelled_caught or self._answer is None:
-            raise AuthorizationTimedOut(
-                f"no authorization response came back to {self.redirect_uri} within {timeout:g} s",
-                kind="timeout",
-            )
-        return self._answer
+                group.start_soon(listener.serve, serve, group)
 
     async def _serve(self, stream: anyio.abc.SocketStream) -> None:
         """One connection: read one request (bounded), answer it, close."""
@@ -225,10 +244,10 @@ async def loopback_user_agent(
     it); ``open_browser(url)`` opens a browser on it (``None``: the person does);
     ``timeout``: seconds to wait for the authorization response (``None``: no bound)."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(SocketAttribute.local_port)
+    agent = LoopbackUserAgent(listener, port, show=show, open_browser=open_browser, timeout=timeout)
     try:
-        port = listener.extra(SocketAttribute.local_port)
-        yield LoopbackUserAgent(
-            listener, port, show=show, open_browser=open_browser, timeout=timeout
-        )
+        yield agent
     finally:
-        await listener.aclose()
+        if agent._listener is not None:  # (no flow ran: the first listener is still open)
+            await agent._listener.aclose()
