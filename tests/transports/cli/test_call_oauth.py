@@ -200,6 +200,8 @@ async def test_mrtr_call_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -
         assert len(first.urls) == 1, first.stderr
         assert b"you can close this window" in first.pages[0]
         assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in first.urls[0]
+        # (the scopes `mrtr serve` publishes for its tools: scopes_supported)
+        assert "&scope=tools%3Adeploy%20offline_access" in first.urls[0]
         token_file = home / "mrtr" / "tokens.json"
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         after_first = stored(home)

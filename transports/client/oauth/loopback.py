@@ -109,7 +109,7 @@ class LoopbackUserAgent:
             if self._open_browser is not None:
                 self._open_browser(authorization_url)
             await self._wait(listener)
-        if self._answer is None:
+        if self._answer is None:  # (only with a timeout: without one, the wait ends by an answer)
             raise AuthorizationTimedOut(
                 f"no authorization response came back to {self.redirect_uri} "
                 f"within {self._timeout:g} s",
