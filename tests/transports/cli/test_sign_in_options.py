@@ -9,13 +9,16 @@ import io
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
+import trio
 from mrtr_transports.cli.connecting import UsageError
 from mrtr_transports.cli.main import build_parser
 from mrtr_transports.cli.secrets_input import MAX_TOKEN_BYTES, read_token
-from mrtr_transports.cli.signing_in import default_token_store, sign_in_plan
+from mrtr_transports.cli.signing_in import _show_sign_in, default_token_store, sign_in_plan
+from mrtr_transports.client.errors import AuthorizationFailed
 from support.cli_run import mrtr
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJl"
@@ -192,3 +195,42 @@ async def test_a_token_store_that_is_no_store_is_a_usage_error_before_anything(
     assert ran.returncode == 2, ran.stderr
     assert f"the token store {store} cannot be read (JSONDecodeError)" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("https://as.example/authorize?x=\u202e1", "hidden or control character"),
+        ("javascript:alert(1)", "javascript: URLs are refused"),
+        ("https://bank.example@evil.example/authorize", "carries credentials"),
+    ],
+)
+def test_a_sign_in_url_a_person_should_not_open_is_refused_unshown(url: str, says: str) -> None:
+    err = io.StringIO()
+    sign_in = plan("--no-browser")
+    with pytest.raises(AuthorizationFailed, match=says):
+        _show_sign_in(err, "mrtr call", "https://mcp.example/mcp", url, sign_in)  # type: ignore[arg-type]
+    assert err.getvalue() == ""
+
+
+def test_the_sign_in_url_is_shown_whole_on_its_own_line() -> None:
+    err = io.StringIO()
+    url = "http://as.example/authorize?state=s&scope=a%20b"
+    _show_sign_in(err, "mrtr call", "http://mcp.example/mcp", url, plan())  # type: ignore[arg-type]
+    first, shown, end = err.getvalue().split("\n")
+    assert first.startswith("mrtr call: http://mcp.example/mcp needs you to sign in (not https)")
+    assert shown == url and end == ""
+
+
+async def test_no_browser_found_says_so_and_opens_nothing(tmp_path: Path) -> None:
+    """A machine with no browser at all (no ``BROWSER``, no display, nothing on ``PATH``)."""
+    code = (
+        "import sys; from mrtr_transports.cli.signing_in import _open_browser; "
+        "_open_browser(sys.stderr)('https://as.example/authorize')"
+    )
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    done = await trio.run_process(
+        [sys.executable, "-c", code], env=env, capture_stderr=True, check=False
+    )
+    assert done.returncode == 0
+    assert b"no browser found: open the URL above yourself" in done.stderr
