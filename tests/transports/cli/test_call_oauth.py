@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -368,3 +369,34 @@ async def test_a_preregistered_confidential_client_with_its_secret_from_the_envi
             assert wrong.returncode == 6, wrong.stderr
             assert "authorization for http://127.0.0.1:" in wrong.stderr
             assert "wrong-secret" not in wrong.stderr
+
+
+async def test_ctrl_c_while_waiting_for_the_browser_is_exit_130_and_the_port_is_closed(
+    tmp_path: Path,
+) -> None:
+    env = environment(tmp_path / "config")
+    async with oidc_provider() as provider, serving(provider.issuer, env) as url:
+        process = await anyio.open_process(
+            [*MRTR, "call", "--no-browser", url, "whoami"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        async with process:
+            assert process.stderr is not None and process.stdout is not None
+            seen = b""
+            with anyio.fail_after(HUNG):
+                while provider.issuer.encode() + b"/" not in seen or not seen.endswith(b"\n"):
+                    seen += await process.stderr.receive()
+            sign_in_url = seen.decode().splitlines()[-1]
+            port = int(sign_in_url.split("127.0.0.1%3A", 1)[1].split("%2F", 1)[0])
+            process.send_signal(signal.SIGINT)
+            with anyio.fail_after(HUNG):
+                code = await process.wait()
+                rest = b"".join([chunk async for chunk in process.stderr])
+        assert code == 130, seen + rest
+        assert rest.decode().strip().endswith("interrupted"), rest
+        assert b"Traceback" not in rest
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), 5):
+            pass
