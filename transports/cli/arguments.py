@@ -130,8 +130,9 @@ def _add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     http(s) TARGET that asks for it, or a token given by hand."""
     group = parser.add_argument_group(
         "authorization",
-        "an http(s) TARGET that answers 401 gets an OAuth sign-in in your browser; the "
-        "token is stored (--token-store) and reused by later commands",
+        "an http(s) TARGET that answers 401 gets an OAuth sign-in in your browser;\n"
+        "the token is stored (--token-store) and reused by later commands\n"
+        "(mrtr auth list, mrtr auth forget; docs/auth.md)",
     )
     group.add_argument(
         "--token",
