@@ -1,7 +1,8 @@
 """OAuth for the HTTP client (the specification's "Authorization"): the provider the
-link uses (:class:`OAuthProvider`), the token stores, the user agent of the
-authorization step and the bounded fetch they share.  See ``docs/client.md``,
-"Authorization"."""
+link uses (:class:`OAuthProvider`), the token stores, the user agents of the
+authorization step (a person's browser and a loopback listener,
+:func:`loopback_user_agent`; or :func:`headless_user_agent`) and the bounded fetch
+they share.  See ``docs/auth.md`` and ``docs/client.md``, "Authorization"."""
 
 from ..errors import AuthorizationFailed
 from .fetch import FetchFailed
