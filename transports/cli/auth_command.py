@@ -5,8 +5,9 @@ server, and the client registrations, per authorization server, in one owner-onl
 file (:func:`~.signing_in.default_token_store`, or ``--token-store PATH``).  ``list``
 shows each token's resource, issuer, expiry, scopes and whether it can be refreshed,
 and each registration's issuer and client id (public by design); no access token,
-refresh token or client secret is ever printed.  ``forget URL`` drops the tokens of
-the resource URL names (the next command signs in again); ``forget --all`` empties
+refresh token or client secret is ever printed.  ``forget URL`` drops the tokens a
+command on URL would use (their resource is URL, or a parent of it on the same origin,
+the client's own rule), so the next command signs in again; ``forget --all`` empties
 the store, registrations included.  Exit 0, or 2 (usage) for a URL with nothing
 stored or a store that cannot be read.
 
@@ -19,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from mrtr_core import MrtrError
+from mrtr_core.auth import _client as rules
 from mrtr_core.auth import canonical_resource
 
 from ..client.oauth import FileTokenStore
@@ -82,8 +86,11 @@ def run_auth(
         raw = {"tokens": {}, "clients": {}}
         dropped = "every token and registration"
     else:
+        if not re.match(r"(?i)https?://[^/\s]", args.url):
+            err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL\n")
+            return ExitCode.USAGE
         wanted = canonical_resource(args.url)
-        kept = {k: v for k, v in raw["tokens"].items() if _resource(k) != wanted}
+        kept = {k: v for k, v in raw["tokens"].items() if not _used_for(k, args.url)}
         if len(kept) == len(raw["tokens"]):
             err.write(
                 f"{prog}: no token stored for {one_line(wanted, 200)} "
@@ -97,8 +104,17 @@ def run_auth(
     return ExitCode.RESULT
 
 
-def _resource(key: str) -> str:
-    return str(json.loads(key)[0])
+def _used_for(key: str, url: str) -> bool:
+    """Whether the tokens stored under ``key`` are the ones a command on ``url`` uses:
+    their resource is ``url``'s, or a parent of it on the same origin (the client's own
+    rule for a server's metadata, ``read_resource_metadata``)."""
+    resource, issuer = json.loads(key)
+    document = {"resource": resource, "authorization_servers": [issuer]}
+    try:
+        rules.read_resource_metadata(document, endpoint=url)
+    except MrtrError:
+        return False
+    return True
 
 
 def _listing(raw: dict[str, Any], path: Path) -> list[str]:

@@ -234,3 +234,25 @@ async def test_no_browser_found_says_so_and_opens_nothing(tmp_path: Path) -> Non
     )
     assert done.returncode == 0
     assert b"no browser found: open the URL above yourself" in done.stderr
+
+
+async def test_auth_forget_takes_the_tokens_a_command_on_the_url_uses(tmp_path: Path) -> None:
+    """A resource may be the endpoint's origin (or another parent): forgetting the endpoint
+    forgets those tokens too, as the client would use them there; never another origin's."""
+    store = tmp_path / "tokens.json"
+    tokens = {"access_token": "AT", "token_type": "Bearer"}
+    raw = {
+        "tokens": {
+            json.dumps(["https://notes.example", "https://as.example"]): tokens,
+            json.dumps(["https://notes.example.evil", "https://as.example"]): tokens,
+            json.dumps(["https://notes.example/other", "https://as.example"]): tokens,
+        },
+        "clients": {},
+    }
+    store.write_text(json.dumps(raw))
+    ran = await mrtr("auth", "forget", "--token-store", str(store), "https://notes.example/mcp")
+    assert ran.returncode == 0, ran.stderr
+    left = sorted(json.loads(k)[0] for k in json.loads(store.read_text())["tokens"])
+    assert left == ["https://notes.example.evil", "https://notes.example/other"]
+    bad = await mrtr("auth", "forget", "--token-store", str(store), "notes.example")
+    assert bad.returncode == 2 and "is not an http(s) URL" in bad.stderr
