@@ -1,7 +1,7 @@
 """The sign-in options of the client commands, without a server: where ``--token`` reads
 from (and that a literal token is refused, saying why), which combinations are usage
 errors, the token store's default path, and ``mrtr auth list``/``forget`` on a store file
-(real ``mrtr`` subprocesses: what they print never holds a token or a secret)."""
+(real ``mrtr`` subprocesses, marked: what they print never holds a token or a secret)."""
 
 from __future__ import annotations
 
@@ -133,6 +133,7 @@ def write_store(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
+@pytest.mark.subprocess
 async def test_auth_list_shows_endpoints_issuers_expiry_never_a_secret(tmp_path: Path) -> None:
     store = tmp_path / "tokens.json"
     write_store(store)
@@ -151,6 +152,7 @@ async def test_auth_list_shows_endpoints_issuers_expiry_never_a_secret(tmp_path:
     assert empty.returncode == 0 and "(empty)" in empty.stdout
 
 
+@pytest.mark.subprocess
 async def test_auth_forget_one_endpoint_then_all(tmp_path: Path) -> None:
     store = tmp_path / "tokens.json"
     write_store(store)
@@ -170,6 +172,7 @@ async def test_auth_forget_one_endpoint_then_all(tmp_path: Path) -> None:
     assert json.loads(store.read_text()) == {"tokens": {}, "clients": {}}
 
 
+@pytest.mark.subprocess
 async def test_auth_on_a_store_that_is_not_one(tmp_path: Path) -> None:
     store = tmp_path / "tokens.json"
     store.write_text("[1, 2]")
@@ -177,6 +180,7 @@ async def test_auth_on_a_store_that_is_not_one(tmp_path: Path) -> None:
     assert ran.returncode == 2 and "cannot read it" in ran.stderr
 
 
+@pytest.mark.subprocess
 async def test_a_literal_token_on_the_command_line_is_refused_before_anything(
     tmp_path: Path,
 ) -> None:
@@ -186,6 +190,7 @@ async def test_a_literal_token_on_the_command_line_is_refused_before_anything(
     assert TOKEN not in ran.stderr
 
 
+@pytest.mark.subprocess
 async def test_a_token_store_that_is_no_store_is_a_usage_error_before_anything(
     tmp_path: Path,
 ) -> None:
@@ -222,6 +227,7 @@ def test_the_sign_in_url_is_shown_whole_on_its_own_line() -> None:
     assert shown == url and end == ""
 
 
+@pytest.mark.subprocess
 async def test_no_browser_found_says_so_and_opens_nothing(tmp_path: Path) -> None:
     """A machine with no browser at all (no ``BROWSER``, no display, nothing on ``PATH``)."""
     code = (
@@ -236,6 +242,7 @@ async def test_no_browser_found_says_so_and_opens_nothing(tmp_path: Path) -> Non
     assert b"no browser found: open the URL above yourself" in done.stderr
 
 
+@pytest.mark.subprocess
 async def test_auth_forget_takes_the_tokens_a_command_on_the_url_uses(tmp_path: Path) -> None:
     """A resource may be the endpoint's origin (or another parent): forgetting the endpoint
     forgets those tokens too, as the client would use them there; never another origin's."""
