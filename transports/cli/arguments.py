@@ -14,7 +14,9 @@ from mrtr_core import LEGACY_VERSIONS, MODERN_VERSIONS
 from mrtr_core._meta import LOG_LEVELS
 from mrtr_core.engine._engine import DEFAULT_URL_WAIT
 
+from ..client.oauth.loopback import DEFAULT_LOGIN_TIMEOUT
 from .exit_codes import ExitCode
+from .secrets_input import DEFAULT_CLIENT_SECRET_ENV
 
 __all__ = [
     "ANSWERS_HELP",
@@ -102,7 +104,7 @@ def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME:VALUE",
         help="an HTTP header for every request, or for the WebSocket handshake "
-        "(repeatable; e.g. 'Authorization: Bearer TOKEN')",
+        "(repeatable; e.g. 'X-Tenant: blue'; a token goes in --token)",
     )
     parser.add_argument(
         "--era",
@@ -119,6 +121,62 @@ def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long to wait for the server at each step: the handshake (at most 10 s), "
         "each request and each leg of the call; the time you spend at a prompt is not "
         f"counted (default {DEFAULT_TIMEOUT:g}; 0 or none: no deadline)",
+    )
+    _add_auth_arguments(parser)
+
+
+def _add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """How to authenticate (docs/auth.md, "The command line"): OAuth by default on an
+    http(s) TARGET that asks for it, or a token given by hand."""
+    group = parser.add_argument_group(
+        "authorization",
+        "an http(s) TARGET that answers 401 gets an OAuth sign-in in your browser;\n"
+        "the token is stored (--token-store) and reused by later commands\n"
+        "(mrtr auth list, mrtr auth forget; docs/auth.md)",
+    )
+    group.add_argument(
+        "--token",
+        metavar="-|@FILE|env:NAME",
+        help="send this bearer token (read from stdin, a file or an environment variable; "
+        "never given as a value: command lines are visible to every user) and sign in no more",
+    )
+    group.add_argument(
+        "--token-store",
+        metavar="PATH",
+        help="where tokens and client registrations are kept (owner-only; default "
+        "$XDG_CONFIG_HOME/mrtr/tokens.json or ~/.config/mrtr/tokens.json)",
+    )
+    group.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="print the sign-in URL only; open it yourself",
+    )
+    group.add_argument(
+        "--login-timeout",
+        type=deadline_seconds,
+        default=DEFAULT_LOGIN_TIMEOUT,
+        metavar="SEC",
+        help="how long to wait for the browser to come back after the sign-in "
+        f"(default {DEFAULT_LOGIN_TIMEOUT:g}; 0 or none: no deadline)",
+    )
+    group.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="a client id registered with the authorization server (its secret, if any, "
+        "in the environment: --client-secret-env)",
+    )
+    group.add_argument(
+        "--client-secret-env",
+        metavar="NAME",
+        default=DEFAULT_CLIENT_SECRET_ENV,
+        help=f"the environment variable holding --client-id's secret "
+        f"(default {DEFAULT_CLIENT_SECRET_ENV})",
+    )
+    group.add_argument(
+        "--client-metadata-url",
+        metavar="URL",
+        help="this client's Client ID Metadata Document (https), used as its client id "
+        "where the authorization server takes one",
     )
 
 

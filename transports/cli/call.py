@@ -41,11 +41,13 @@ from mrtr_core import Verdict
 from ..client import errors
 from ..client.client import DEFAULT_HANDSHAKE_TIMEOUT
 from ..client.errors import ClientError, exit_code_of
+from ..client.oauth.loopback import AuthorizationTimedOut
 from . import json_text
 from .connecting import UsageError, open_target, parse_headers, parse_target
 from .exit_codes import ExitCode
 from .interrupts import is_interrupt
 from .notices import Notices
+from .signing_in import sign_in_plan, signed_in
 from .terminal_text import one_line, shown
 from .verdicts import VerdictFile
 
@@ -110,6 +112,10 @@ def describe_error(exc: BaseException) -> str:
         if exc.data is not None:
             text += f"\n  data: {one_line(json_text.dumps(exc.data, indent=None, default=str))}"
         return text
+    if isinstance(exc, AuthorizationTimedOut):
+        return f"timed out: {one_line(exc.message)} (--login-timeout)"
+    if isinstance(exc, errors.AuthorizationFailed):
+        return one_line(exc.message)  # ("authorization for URL failed: why")
     if isinstance(exc, errors.TransportError):
         text = f"transport failure: {one_line(exc.message)}"
         tail = list(exc.stderr_tail or [])[-STDERR_TAIL_SHOWN:]
@@ -239,6 +245,8 @@ async def run_call(
     try:
         kind, where = parse_target(args.target)
         headers = parse_headers(args.header, kind)
+        sign_in = sign_in_plan(args, kind, headers, sys.stdin)
+        headers = sign_in.headers(headers)
         params = call_params(args)
         book = AnswerBook.load(args.answers, args.answer, args.root)
     except (UsageError, AnswersError) as exc:
@@ -259,24 +267,27 @@ async def run_call(
     on_task_status = None if args.quiet else notices.on_task_status
     learned: Verdict | None = None
     try:
-        async with open_target(kind, where, headers, options) as client:
-            try:
-                # --timeout is the server's time on each leg (and the tools/list before
-                # it): a person's time at a prompt falls between legs, never in one.
-                # Ctrl-C cancels the call alone first (stop), the client still up.
-                with (stop or CallStop()).calling() as call_scope:
-                    result = await client.call(
-                        kind_of_call.method,
-                        params,
-                        leg_timeout=args.timeout,
-                        max_rounds=args.max_rounds,
-                        max_state_only_legs=args.max_state_only_legs,
-                        url_wait_timeout=args.url_wait_timeout,
-                        on_progress=on_progress,
-                        on_task_status=on_task_status,
-                    )
-            finally:
-                learned = client.verdict  # (a wrong prior re-probes on the first request)
+        async with signed_in(sign_in, args.target, err, f"mrtr {args.command}") as auth:
+            if auth is not None:
+                options["auth"] = auth
+            async with open_target(kind, where, headers, options) as client:
+                try:
+                    # --timeout is the server's time on each leg (and the tools/list before
+                    # it): a person's time at a prompt falls between legs, never in one.
+                    # Ctrl-C cancels the call alone first (stop), the client still up.
+                    with (stop or CallStop()).calling() as call_scope:
+                        result = await client.call(
+                            kind_of_call.method,
+                            params,
+                            leg_timeout=args.timeout,
+                            max_rounds=args.max_rounds,
+                            max_state_only_legs=args.max_state_only_legs,
+                            url_wait_timeout=args.url_wait_timeout,
+                            on_progress=on_progress,
+                            on_task_status=on_task_status,
+                        )
+                finally:
+                    learned = client.verdict  # (a wrong prior re-probes on the first request)
         if call_scope.cancelled_caught:
             return ExitCode.INTERRUPTED  # (run_stoppable says so: "interrupted", 130)
     except BaseException as exc:  # sorted below; the rest re-raised

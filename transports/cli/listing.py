@@ -42,6 +42,7 @@ from .call import (
 from .connecting import UsageError, open_target, parse_headers
 from .exit_codes import ExitCode
 from .notices import Notices
+from .signing_in import sign_in_plan, signed_in
 from .terminal_text import one_line, shown
 
 __all__ = ["KINDS", "MAX_PAGES", "describe_schema", "run_list", "show_entries"]
@@ -200,12 +201,17 @@ async def run_list(
     try:
         kind, where = parse_target(args.target)
         headers = parse_headers(args.header, kind)
+        sign_in = sign_in_plan(args, kind, headers, sys.stdin)
+        headers = sign_in.headers(headers)
     except UsageError as exc:
         return fail(ExitCode.USAGE, str(exc))
     options = client_options(args, None, Notices(err))
     try:
-        async with open_target(kind, where, headers, options) as client:
-            entries = await fetch_entries(client, args.what, args.timeout)
+        async with signed_in(sign_in, args.target, err, "mrtr list") as auth:
+            if auth is not None:
+                options["auth"] = auth
+            async with open_target(kind, where, headers, options) as client:
+                entries = await fetch_entries(client, args.what, args.timeout)
     except BaseException as exc:  # sorted below; the rest re-raised
         code = client_failure(exc)
         if code is None:

@@ -12,11 +12,16 @@ Commands (each in its own module; docs/cli.md describes them)::
               [--trace FILE] [--max-rounds N] [--max-state-only-legs N] [--timeout SEC]
               [--url-wait-timeout SEC] [--header NAME:VALUE ...] [--quiet]
               [--log-level LEVEL] [--era ERA] [--verdicts FILE]
+              [--token -|@FILE|env:NAME] [--token-store PATH] [--no-browser]
+              [--login-timeout SEC] [--client-id ID] [--client-secret-env NAME]
+              [--client-metadata-url URL]
               TARGET TOOL [ARGS_JSON]
     mrtr get-prompt [the options of call] TARGET NAME [ARGS_JSON]
     mrtr read [the options of call] TARGET URI
     mrtr list [--header NAME:VALUE ...] [--era ERA] [--timeout SEC] [--json]
               TARGET [tools|prompts|resources|templates]
+    mrtr auth list [--token-store PATH]
+    mrtr auth forget [--token-store PATH] (URL | --all)
     mrtr state inspect [--state-keys FILE|env:NAME] [--key [ID:]SECRET ...] [--key-id ID]
               [--method M] [--params JSON] [--principal P] [--now SECONDS] TOKEN
     mrtr --version
@@ -34,6 +39,10 @@ Commands (each in its own module; docs/cli.md describes them)::
   :class:`mrtr_transports.client.errors.ExitCode`: 0 a result, 1 a tool error,
   2 usage, each client error's own ``exit_code`` (3 protocol, 4 timeout,
   5 round cap, 6 transport, 7 no answer), and 130 for Ctrl-C;
+* an ``http(s)://`` TARGET that answers 401 gets an OAuth sign-in in the
+  person's browser (:mod:`mrtr_transports.cli.signing_in`); ``mrtr auth list``
+  and ``mrtr auth forget`` are :mod:`mrtr_transports.cli.auth_command` (exit 0,
+  or 2 on usage errors);
 * ``mrtr state inspect`` is :mod:`mrtr_transports.cli.state`: exit 0 when
   the token passes every check it could make, 1 when one fails, 2 on usage
   errors.
@@ -62,6 +71,7 @@ from .arguments import (
     add_list_arguments,
     version_text,
 )
+from .auth_command import add_auth_arguments, run_auth
 from .call import CALLS, CallStop, package_version, run_call
 from .exit_codes import ExitCode
 from .interrupts import interrupted, run_stoppable
@@ -140,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_list_arguments(listing)
 
+    auth = commands.add_parser(
+        "auth",
+        help="list or forget the tokens mrtr call stored",
+        description="The token store of the client commands (docs/auth.md).",
+    )
+    add_auth_arguments(auth, _Parser)
+
     state = commands.add_parser(
         "state",
         help="work with sealed requestState tokens",
@@ -214,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .listing import run_list
 
             return run_stoppable(prog, functools.partial(run_list, args))
+        if args.command == "auth":
+            return run_auth(args)
         return run_state_inspect(args)
     except KeyboardInterrupt:  # outside the run: e.g. while importing what a command needs
         return interrupted(prog)

@@ -35,8 +35,15 @@ the messages as they were, before redaction.
   message, including the answers the user typed into a form;
 * ``Bearer``/``Basic`` credentials inside any string;
 * the password of ``scheme://user:password@host`` URLs, and the values of
-  ``access_token``, ``token``, ``api_key``, ``apikey``, ``key``, ``password``,
-  ``secret``, ``client_secret`` and ``code`` query parameters in any string.
+  ``access_token``, ``refresh_token``, ``id_token``, ``token``, ``api_key``,
+  ``apikey``, ``key``, ``password``, ``secret``, ``client_secret``,
+  ``client_assertion``, ``assertion``, ``code`` and ``code_verifier`` parameters
+  in any string (a URL's query or fragment, a form body): an OAuth authorization
+  response, token request or token response pasted into a message shows none of
+  its secrets (``code_verifier`` and ``client_assertion`` are credential names too).
+
+The trace holds MCP messages only: the HTTP requests of the OAuth flow (where the
+``Authorization`` header, the code and the tokens travel) are never traced.
 
 Each is replaced by ``"[REDACTED]"``.  Names such as ``progressToken`` and
 ``maxTokens`` are not credentials and are kept; ``requestState`` is kept
@@ -87,6 +94,8 @@ _CREDENTIAL_NAMES = frozenset(
         "privatekey",
         "credential",
         "credentials",
+        "codeverifier",
+        "clientassertion",
     }
 )
 _CREDENTIAL_SUFFIXES = (
@@ -102,12 +111,20 @@ _CREDENTIAL_SUFFIXES = (
     "sessiontoken",
     "privatekey",
     "credentials",
+    "codeverifier",
 )
 _SCHEME_CREDENTIAL = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@")
 _QUERY_CREDENTIAL = re.compile(
-    r"([?&](?:access_token|token|api_key|apikey|key|password|secret|client_secret|code)=)"
+    r"([?&#](?:access_token|refresh_token|id_token|token|api_key|apikey|key|password|secret"
+    r"|client_secret|client_assertion|assertion|code|code_verifier)=)"
     r"[^&#\s]+",
+    re.IGNORECASE,
+)
+#: A form body that starts with a credential (``code=...&state=...``: no ``?`` before it).
+_LEADING_CREDENTIAL = re.compile(
+    r"^((?:access_token|refresh_token|id_token|client_secret|client_assertion|code"
+    r"|code_verifier)=)[^&#\s]+",
     re.IGNORECASE,
 )
 
@@ -122,6 +139,7 @@ def redact_text(text: str) -> str:
     """``text`` with bearer/basic credentials, URL passwords and credential query values hidden."""
     text = _SCHEME_CREDENTIAL.sub(lambda mt: f"{mt.group(1)} {REDACTED}", text)
     text = _URL_PASSWORD.sub(lambda mt: f"{mt.group(1)}{REDACTED}@", text)
+    text = _LEADING_CREDENTIAL.sub(lambda mt: f"{mt.group(1)}{REDACTED}", text)
     return _QUERY_CREDENTIAL.sub(lambda mt: f"{mt.group(1)}{REDACTED}", text)
 
 

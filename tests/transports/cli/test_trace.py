@@ -199,3 +199,38 @@ def test_credential_names():
         assert tr.is_credential_name(name), name
     for name in ("progressToken", "maxTokens", "requestState", "keyboard", "author", "tokens"):
         assert not tr.is_credential_name(name), name
+
+
+def test_oauth_secrets_are_redacted_wherever_a_message_carries_them():
+    """A token response, an authorization response, a token request's form and an
+    ``Authorization`` header, pasted into a message, show none of their secrets."""
+    out = io.StringIO()
+    tracer = tr.NdjsonTracer(out, start=0.0)
+    message = leg(
+        1,
+        arguments={
+            "response": {
+                "access_token": "AT-1",
+                "token_type": "Bearer",
+                "refresh_token": "RT-1",
+                "id_token": "IT-1",
+                "expires_in": 3600,
+            },
+            "redirect": "http://127.0.0.1:5000/callback?code=CODE-1&state=st&iss=https://as",
+            "fragment": "http://127.0.0.1:5000/callback#code=CODE-2&state=st",
+            "form": "code=CODE-3&code_verifier=VER-1&client_secret=CS-1&grant_type=x",
+            "refresh": "grant_type=refresh_token&refresh_token=RT-2&client_assertion=CA-1",
+            "header": "Authorization: Bearer AT-2",
+            "pkce": {"code_verifier": "VER-2", "client_assertion": "CA-2"},
+        },
+    )
+    tracer(Record("send", 0.1, None, None, message))
+    written = out.getvalue()
+    for secret in ("AT-1", "RT-1", "IT-1", "CODE-1", "CODE-2", "CODE-3", "VER-1", "CS-1"):
+        assert secret not in written, secret
+    for secret in ("RT-2", "CA-1", "AT-2", "VER-2", "CA-2"):
+        assert secret not in written, secret
+    args = lines(out)[0]["msg"]["params"]["arguments"]
+    assert args["response"]["token_type"] == "Bearer" and args["response"]["expires_in"] == 3600
+    assert args["redirect"].endswith("state=st&iss=https://as")  # (state and iss are no secrets)
+    assert args["form"].endswith("&grant_type=x")

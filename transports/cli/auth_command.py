@@ -1,0 +1,142 @@
+"""``mrtr auth list`` and ``mrtr auth forget``: what the token store holds, never a secret.
+
+The model: ``mrtr call`` keeps the tokens it got, per resource and authorization
+server, and the client registrations, per authorization server, in one owner-only
+file (:func:`~.signing_in.default_token_store`, or ``--token-store PATH``).  ``list``
+shows each token's resource, issuer, expiry, scopes and whether it can be refreshed,
+and each registration's issuer and client id (public by design); no access token,
+refresh token or client secret is ever printed.  ``forget URL`` drops the tokens a
+command on URL would use (their resource is URL, or a parent of it on the same origin,
+the client's own rule), so the next command signs in again; ``forget --all`` empties
+the store, registrations included.  Exit 0, or 2 (usage) for a URL with nothing
+stored or a store that cannot be read.
+
+The file is :class:`~mrtr_transports.client.oauth.FileTokenStore`'s, read and
+rewritten through it (its private ``_read``/``_write``: one home for the format and
+its permissions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from mrtr_core import MrtrError
+from mrtr_core.auth import _client as rules
+from mrtr_core.auth import canonical_resource
+
+from ..client.oauth import FileTokenStore
+from .exit_codes import ExitCode
+from .signing_in import default_token_store
+from .terminal_text import one_line
+
+__all__ = ["add_auth_arguments", "run_auth"]
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser, parser_class: Any) -> None:
+    """The ``auth`` command's subcommands (``list``, ``forget``)."""
+    commands = parser.add_subparsers(
+        dest="auth_command", metavar="SUBCOMMAND", parser_class=parser_class
+    )
+    commands.required = True
+    store_help = "the token store (default $XDG_CONFIG_HOME/mrtr/tokens.json or ~/.config/...)"
+    listing = commands.add_parser(
+        "list",
+        help="show the stored tokens (endpoint, issuer, expiry; never a token)",
+        description="Show what the token store holds: each token's resource, authorization "
+        "server, expiry and scopes, and each client registration. No token or secret is shown.",
+    )
+    listing.add_argument("--token-store", metavar="PATH", help=store_help)
+    forget = commands.add_parser(
+        "forget",
+        help="forget the tokens stored for an endpoint (or --all)",
+        description="Drop the stored tokens of the resource URL names: the next command "
+        "signs in again. --all empties the store, client registrations included.",
+    )
+    forget.add_argument("--token-store", metavar="PATH", help=store_help)
+    forget.add_argument("--all", action="store_true", help="forget every token and registration")
+    forget.add_argument("url", metavar="URL", nargs="?", help="the endpoint (its resource)")
+
+
+def run_auth(
+    args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """``mrtr auth list`` or ``mrtr auth forget``; the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    prog = f"mrtr auth {args.auth_command}"
+    store = FileTokenStore(Path(args.token_store) if args.token_store else default_token_store())
+    try:
+        raw = store._read()
+    except (OSError, ValueError) as exc:
+        err.write(f"{prog}: {store.path}: cannot read it ({one_line(str(exc), 200)})\n")
+        return ExitCode.USAGE
+    if args.auth_command == "list":
+        out.write("\n".join(_listing(raw, store.path)) + "\n")
+        return ExitCode.RESULT
+    if args.all == (args.url is not None):
+        err.write(f"{prog}: give one URL, or --all\n")
+        return ExitCode.USAGE
+    if args.all:
+        raw = {"tokens": {}, "clients": {}}
+        dropped = "every token and registration"
+    else:
+        if not re.match(r"(?i)https?://[^/\s]", args.url):
+            err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL\n")
+            return ExitCode.USAGE
+        wanted = canonical_resource(args.url)
+        kept = {k: v for k, v in raw["tokens"].items() if not _used_for(k, args.url)}
+        if len(kept) == len(raw["tokens"]):
+            err.write(
+                f"{prog}: no token stored for {one_line(wanted, 200)} "
+                "(mrtr auth list shows what is)\n"
+            )
+            return ExitCode.USAGE
+        dropped = f"{len(raw['tokens']) - len(kept)} token(s) of {one_line(wanted, 200)}"
+        raw["tokens"] = kept
+    store._write(raw)
+    out.write(f"forgot {dropped}\n")
+    return ExitCode.RESULT
+
+
+def _used_for(key: str, url: str) -> bool:
+    """Whether the tokens stored under ``key`` are the ones a command on ``url`` uses:
+    their resource is ``url``'s, or a parent of it on the same origin (the client's own
+    rule for a server's metadata, ``read_resource_metadata``)."""
+    resource, issuer = json.loads(key)
+    document = {"resource": resource, "authorization_servers": [issuer]}
+    try:
+        rules.read_resource_metadata(document, endpoint=url)
+    except MrtrError:
+        return False
+    return True
+
+
+def _listing(raw: dict[str, Any], path: Path) -> list[str]:
+    lines = [f"token store: {path}"]
+    if not raw["tokens"] and not raw["clients"]:
+        return [*lines, "  (empty)"]
+    now = time.time()
+    for key, tokens in raw["tokens"].items():
+        resource, issuer = json.loads(key)
+        expires = tokens.get("expires_at")
+        if expires is None:
+            when = "no expiry given"
+        else:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+            when = f"expires {stamp}" + (" (expired)" if expires <= now else "")
+        scopes = tokens.get("scopes")
+        facts = [f"issuer {issuer}", when]
+        if scopes:
+            facts.append("scopes " + " ".join(scopes))
+        if tokens.get("refresh_token"):
+            facts.append("refreshable")
+        lines.append(one_line(f"{resource}: " + "; ".join(facts)))
+    for issuer, client in raw["clients"].items():
+        lines.append(one_line(f"client {client.get('client_id')} registered at {issuer}"))
+    return lines

@@ -1,0 +1,242 @@
+"""How the client commands sign in to an HTTP server that requires OAuth.
+
+The model: ``mrtr call`` (and ``get-prompt``, ``read``, ``list``) is an OAuth
+client acting for the person at the terminal.  On an ``http(s)://`` TARGET it
+carries an :class:`~mrtr_transports.client.oauth.OAuthProvider` whose user agent
+is the person's browser and a loopback listener
+(:mod:`mrtr_transports.client.oauth.loopback`, bound before the provider is built:
+its port is in the ``redirect_uri``).  Tokens and client registrations are kept in
+a :class:`~mrtr_transports.client.oauth.FileTokenStore` (owner-only, 0600) at
+:func:`default_token_store` or ``--token-store PATH``, so a later command reuses
+the token, refreshed when it is about to expire, and signs in again only when the
+server refuses it.
+
+Before the client opens, one unauthenticated ``server/discover`` ``POST``
+(:func:`_preflight`) asks whether the server wants a token: a 401 runs discovery
+and, when the store has no usable token, the sign-in, here, timed by
+``--login-timeout`` alone (minutes: a person is typing a password), not by the
+handshake's or a leg's bound (seconds: a server's time).  Any other answer is
+dropped (the client then speaks to the server as always); a server that asks for a
+token only later (a 403 ``insufficient_scope`` on a tool) gets the flow in band.
+
+``--token SOURCE`` (``-``, ``@PATH``, ``env:NAME``: :mod:`.secrets_input`)
+sends a token given by hand instead, and no flow runs; so does an
+``Authorization`` given with ``--header``.  The WebSocket client has no OAuth
+provider (yet): over ``ws://`` only ``--token`` and ``--header`` authenticate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import webbrowser
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from mrtr_core import MODERN_VERSIONS
+from mrtr_core._meta import META_PROTOCOL_VERSION
+from mrtr_core.http import Header
+
+from ..client.errors import AuthorizationFailed
+from ..client.fetch import FetchFailed, fetch, shown_url
+from ..client.oauth import FileTokenStore, OAuthProvider, loopback_user_agent
+from . import url_consent
+from .connecting import UsageError
+from .secrets_input import client_secret, read_token
+from .terminal_text import one_line
+
+__all__ = ["SignIn", "default_token_store", "sign_in_plan", "signed_in"]
+
+#: The pre-flight ``GET``'s bounds: a refusal is a few hundred bytes, at once (the time:
+#: the handshake's, and no more than ``--timeout``).
+PREFLIGHT_SECONDS = 10.0
+PREFLIGHT_MAX_BYTES = 64 * 1024
+#: What the pre-flight tells the provider it sent: no token.  Not ``None``: the provider
+#: (``OAuthProvider._authorize``, as of this writing) compares what was sent with the
+#: last token it refreshed, also ``None`` before any refresh, and would take the match
+#: for "the refreshed token was refused": a new sign-in instead of a refresh.
+_SENT_NO_TOKEN = ("Authorization", "")
+
+
+def default_token_store() -> Path:
+    """``$XDG_CONFIG_HOME/mrtr/tokens.json``, else ``~/.config/mrtr/tokens.json`` (the
+    XDG base directory rule: a relative ``XDG_CONFIG_HOME`` is ignored)."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".config"
+    return root / "mrtr" / "tokens.json"
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """How a command authenticates: a ``token`` given by hand, the OAuth flow
+    (``oauth``), or neither (a stdio TARGET, an ``Authorization`` ``--header``)."""
+
+    token: str | None = field(default=None, repr=False)
+    oauth: bool = False
+    store: Path = field(default_factory=default_token_store)
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    client_metadata_url: str | None = None
+    open_browser: bool = True
+    login_timeout: float | None = None
+    preflight_timeout: float = PREFLIGHT_SECONDS
+
+    def headers(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``headers`` and the ``Authorization`` of the token given by hand, if any."""
+        if self.token is None:
+            return list(headers)
+        return [*headers, ("Authorization", f"Bearer {self.token}")]
+
+
+def sign_in_plan(
+    args: argparse.Namespace, kind: str, headers: Sequence[tuple[str, str]], stdin: TextIO
+) -> SignIn:
+    """The :class:`SignIn` of the command line (``UsageError`` for a mistake)."""
+    given_authorization = any(name.lower() == "authorization" for name, _ in headers)
+    oauth_flags = args.client_id is not None or args.client_metadata_url is not None
+    if kind == "stdio" and (args.token is not None or oauth_flags):
+        raise UsageError("--token, --client-id, --client-metadata-url: a stdio TARGET has none")
+    if args.token is not None and given_authorization:
+        raise UsageError("--token and --header Authorization: give one of them")
+    if oauth_flags and kind != "http":
+        raise UsageError(
+            "--client-id, --client-metadata-url: the OAuth sign-in is for http(s) TARGETs "
+            "(over ws://, give --token)"
+        )
+    token = None if args.token is None else read_token(args.token, stdin)
+    store = Path(args.token_store) if args.token_store else default_token_store()
+    oauth = kind == "http" and token is None and not given_authorization
+    if oauth:
+        try:  # (a broken store is the person's to fix, before anything is sent)
+            FileTokenStore(store)._read()
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise UsageError(f"the token store {store} cannot be read ({reason})") from None
+    return SignIn(
+        token=token,
+        oauth=oauth,
+        store=store,
+        client_id=args.client_id,
+        client_secret=client_secret(args.client_secret_env) if args.client_id else None,
+        client_metadata_url=args.client_metadata_url,
+        open_browser=not args.no_browser,
+        login_timeout=args.login_timeout,
+        preflight_timeout=min(PREFLIGHT_SECONDS, args.timeout or PREFLIGHT_SECONDS),
+    )
+
+
+@asynccontextmanager
+async def signed_in(
+    plan: SignIn, endpoint: str, err: TextIO, prog: str
+) -> AsyncIterator[OAuthProvider | None]:
+    """The provider the HTTP client takes (``auth=``) for the block, already signed in
+    when the server asked at once; ``None`` when ``plan`` runs no OAuth."""
+    if not plan.oauth:
+        yield None
+        return
+
+    def show(url: str) -> None:
+        _show_sign_in(err, prog, endpoint, url, plan)
+
+    opener = _open_browser(err) if plan.open_browser else None
+    async with loopback_user_agent(
+        show=show, open_browser=opener, timeout=plan.login_timeout
+    ) as agent:
+        provider = OAuthProvider(
+            endpoint,
+            user_agent=agent,
+            redirect_uri=agent.redirect_uri,
+            store=FileTokenStore(plan.store),
+            client_id=plan.client_id,
+            client_secret=plan.client_secret,
+            client_metadata_url=plan.client_metadata_url,
+            client_name="mrtr",
+        )
+        await _preflight(provider, endpoint, plan.preflight_timeout)
+        yield provider
+
+
+async def _preflight(provider: OAuthProvider, endpoint: str, timeout: float) -> None:
+    """One unauthenticated ``server/discover`` to ``endpoint`` (the request the client
+    starts with, read-only: a ``GET`` would open a 2025 server's stream): on a 401,
+    discovery and (without a usable stored token) the sign-in, before any MCP bound starts
+    ticking.  Any other answer is dropped; a failure to reach the server is left for the
+    client to report."""
+    version = MODERN_VERSIONS[0]
+    probe = {
+        "jsonrpc": "2.0",
+        "id": "mrtr-sign-in",
+        "method": "server/discover",
+        "params": {"_meta": {META_PROTOCOL_VERSION: version}},
+    }
+    headers = [
+        ("content-type", "application/json"),
+        (Header.PROTOCOL_VERSION, version),
+        (Header.METHOD, "server/discover"),
+    ]
+    try:
+        answer = await fetch(
+            endpoint,
+            method="POST",
+            body=json.dumps(probe).encode(),
+            headers=headers,
+            timeout=timeout,
+            max_bytes=PREFLIGHT_MAX_BYTES,
+        )
+    except FetchFailed:
+        return
+    if answer.status == 401:
+        await provider.challenged(401, answer.all("www-authenticate"), _SENT_NO_TOKEN)
+
+
+def _show_sign_in(err: TextIO, prog: str, endpoint: str, url: str, plan: SignIn) -> None:
+    """The sign-in URL, whole and alone on its line (``url_consent``'s rule: one that
+    would need escaping is refused instead); nothing is opened when it is refused."""
+    refusal = url_consent.refusal(url)
+    if refusal is not None:
+        raise AuthorizationFailed(
+            f"the authorization server's sign-in URL is refused: {refusal}", kind="http"
+        )
+    marks = " (not https)" if url_consent.warning(url) else ""
+    wait = "" if plan.login_timeout is None else f"; waiting up to {plan.login_timeout:g} s"
+    opening = "your browser opens it, or open it yourself" if plan.open_browser else "open it"
+    err.write(
+        f"{prog}: {one_line(shown_url(endpoint))} needs you to sign in{marks}: "
+        f"{opening}{wait}:\n{url}\n"
+    )
+    err.flush()
+
+
+def _open_browser(err: TextIO) -> Callable[[str], None]:
+    """``open_browser(url)``: the person's browser, by the standard ``webbrowser`` module,
+    in a process of its own (a browser's chatter never reaches our stdout, the result's,
+    and a browser that runs in the terminal cannot take it over)."""
+
+    def open_browser(url: str) -> None:
+        try:
+            webbrowser.get()
+        except webbrowser.Error:
+            err.write("(no browser found: open the URL above yourself)\n")
+            err.flush()
+            return
+        _launched.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "webbrowser", "-t", url],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+
+    return open_browser
+
+
+#: The browser launchers started (kept, so none is reaped as garbage while it runs).
+_launched: list[subprocess.Popen[bytes]] = []
