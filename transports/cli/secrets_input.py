@@ -19,6 +19,7 @@ import os
 import re
 from typing import TextIO
 
+from .._secret_source import SecretSourceError, is_secret_source, read_secret_source
 from .connecting import UsageError
 
 __all__ = ["DEFAULT_CLIENT_SECRET_ENV", "MAX_TOKEN_BYTES", "client_secret", "read_token"]
@@ -35,34 +36,18 @@ _WHY = (
 
 def read_token(source: str, stdin: TextIO) -> str:
     """The bearer token ``--token SOURCE`` names (``-``, ``@PATH``, ``env:NAME``)."""
-    if source == "-":
-        text = stdin.read(MAX_TOKEN_BYTES + 1)
-        where = "standard input"
-    elif source.startswith("@"):
-        path = source[1:]
-        try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read(MAX_TOKEN_BYTES + 1)
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or type(exc).__name__
-            raise UsageError(f"--token @{path}: cannot read it ({reason})") from None
-        where = path
-    elif source.startswith("env:"):
-        name = source[4:]
-        found = os.environ.get(name)
-        if not found:
-            raise UsageError(f"--token env:{name}: the variable is not set or empty")
-        text, where = found, f"${name}"
-    else:
+    if not is_secret_source(source):
         raise UsageError(f"--token takes where the token is, not the token: {_WHY}")
-    if len(text) > MAX_TOKEN_BYTES:
-        raise UsageError(f"--token: {where} holds more than {MAX_TOKEN_BYTES} bytes")
+    try:
+        text = read_secret_source(source, flag="--token", max_bytes=MAX_TOKEN_BYTES, stdin=stdin)
+    except SecretSourceError as exc:
+        raise UsageError(str(exc)) from None
     token = text.strip()
     if token[:7].lower() == "bearer ":
         token = token[7:].strip()
     if not _B64TOKEN.fullmatch(token):
         raise UsageError(
-            f"--token: {where} does not hold one bearer token (letters, digits and "
+            f"--token {source}: does not hold one bearer token (letters, digits and "
             "-._~+/ then any =; no spaces or control characters)"
         )
     return token

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._secret_source import SecretSourceError, read_secret_source
 from .serve_options import UsageError
 
 if TYPE_CHECKING:
@@ -202,29 +202,16 @@ def _introspection_credentials(args: argparse.Namespace) -> str | None:
 
 
 def read_client_secret(source: str) -> str:
-    """The secret in file ``source``, or in the environment variable ``NAME`` for
-    ``env:NAME`` (one line: surrounding whitespace and the final newline dropped);
-    :class:`~.serve_options.UsageError` saying which and why, never quoting it."""
-    where = f"--auth-client-secret {source!r}"
-    if source.startswith("env:"):
-        text = os.environ.get(source[4:])
-        if text is None:
-            raise UsageError(f"{where}: the environment variable {source[4:]!r} is not set")
-    else:
-        try:
-            with open(source, "rb") as file:
-                raw = file.read(MAX_SECRET_BYTES + 1)
-        except OSError as exc:
-            raise UsageError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-        if len(raw) > MAX_SECRET_BYTES:
-            raise UsageError(f"{where}: more than {MAX_SECRET_BYTES} bytes, not a secret")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError(f"{where}: not UTF-8 text") from None
-    secret = text.strip()
+    """The secret in file ``source`` (or ``@PATH``), or in the environment variable
+    ``NAME`` for ``env:NAME`` (one line: surrounding whitespace and the final newline
+    dropped); :class:`~.serve_options.UsageError` saying which and why, never quoting it."""
+    flag = "--auth-client-secret"
+    try:
+        secret = read_secret_source(source, flag=flag, max_bytes=MAX_SECRET_BYTES).strip()
+    except SecretSourceError as exc:
+        raise UsageError(str(exc)) from None
     if not secret or "\n" in secret:
-        raise UsageError(f"{where}: one line, the secret")
+        raise UsageError(f"{flag} {source}: one line, the secret")
     return secret
 
 

@@ -27,12 +27,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import re
 import secrets
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from .._secret_source import SecretSourceError, read_secret_source
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -89,22 +90,17 @@ def parse_state_keys(text: str | bytes) -> StateKeys:
 
 
 def load_state_keys(source: str) -> StateKeys:
-    """The keys of the document in file ``source``, or in the environment variable
-    ``NAME`` for ``source`` ``env:NAME``; :class:`StateKeysError` saying which and why."""
-    where = f"--state-keys {source!r}"
+    """The keys of the document in file ``source`` (or ``@PATH``), or in the environment
+    variable ``NAME`` for ``source`` ``env:NAME``; :class:`StateKeysError` saying which
+    and why."""
+    where = f"--state-keys {source}"
     try:
-        if source.startswith("env:"):
-            text = os.environ.get(source[4:])
-            if text is None:
-                raise StateKeysError(f"{where}: the environment variable {source[4:]!r} is not set")
-            return parse_state_keys(text)
-        with open(source, "rb") as file:
-            return parse_state_keys(file.read(MAX_DOCUMENT_BYTES + 1))
-    except OSError as exc:
-        raise StateKeysError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+        text = read_secret_source(source, flag="--state-keys", max_bytes=MAX_DOCUMENT_BYTES)
+    except SecretSourceError as exc:
+        raise StateKeysError(str(exc)) from exc
+    try:
+        return parse_state_keys(text)
     except StateKeysError as exc:
-        if str(exc).startswith(where):
-            raise
         raise StateKeysError(f"{where}: {exc}") from exc
 
 
