@@ -48,6 +48,7 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
 CONFORMANCE_LEGS = (
     "transports/testing/test_conformance_client.py",
     "transports/testing/test_conformance_client_auth.py",
+    "transports/cli/test_call_conformance_auth.py",
     "transports/testing/test_conformance_server.py",
     "transports/asgi/test_asgi_conformance.py",
 )
@@ -56,8 +57,14 @@ _LEG_MARKERS = ("conformance", "subprocess")
 #: Files marked as a folder would be, where the rest of their folder is not: the auth tests
 #: that run the OpenID provider (a Node process, like the interop peers) beside auth tests
 #: that run none.
+_WITH_THE_PROVIDER = ("interop", "subprocess")
 FILE_MARKERS: dict[str, tuple[str, ...]] = {
-    "transports/auth/test_oidc_provider.py": ("interop", "subprocess"),
+    "transports/auth/test_oidc_provider.py": _WITH_THE_PROVIDER,
+    "transports/auth/test_end_to_end.py": _WITH_THE_PROVIDER,
+    "transports/auth/test_sdk_clients_auth.py": _WITH_THE_PROVIDER,
+    "transports/auth/test_serve_introspection.py": _WITH_THE_PROVIDER,
+    "transports/cli/test_call_oauth.py": _WITH_THE_PROVIDER,
+    "transports/client/test_ws_auth.py": _WITH_THE_PROVIDER,
 }
 
 

@@ -60,10 +60,11 @@ from typing import Any
 import trio
 from mrtr_transports.client.errors import ClientError
 from mrtr_transports.client.http import open_http_client
-from mrtr_transports.client.oauth import OAuthProvider, headless_user_agent
-from mrtr_transports.client.oauth.grants import (
+from mrtr_transports.client.oauth import (
     AssertionSource,
+    OAuthProvider,
     enterprise_identity,
+    headless_user_agent,
     workload_identity,
 )
 

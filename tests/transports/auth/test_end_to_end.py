@@ -47,8 +47,6 @@ from support.oidc_provider import (
 import mrtr_core as m
 from mrtr_core.auth import BearerChallenge
 
-pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
-
 VERSION = "2026-07-28"
 USERS = {**DEFAULT_USERS, "bob": User("bob-password", {"name": "Bob"})}
 #: A client credentials token lives this long (seconds): the expiry test waits it out.

@@ -31,8 +31,6 @@ from support.oidc_provider import PUBLIC_CLIENT_ID, OidcProvider
 from support.ts_peers import PROJECT as TS_PROJECT
 from support.ts_peers import node
 
-pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
-
 TS_CLIENT = TS_PROJECT / "oauth_client.mjs"
 #: The loopback redirect each SDK registers (dynamic registration: any port is its own).
 PY_REDIRECT = "http://127.0.0.1:51240/callback"

@@ -36,8 +36,6 @@ from support.oidc_provider import (
 import mrtr_core as m
 from mrtr_core.auth import BearerChallenge
 
-pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
-
 SECRET_VARIABLE = "MRTR_TEST_RESOURCE_SERVER_SECRET"
 #: Every access token lives this long (seconds): each test uses its tokens at once, and
 #: the expiry test waits one out.

@@ -24,10 +24,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 from support.conformance_suite import SPEC_VERSION, SuiteRun, run_suite
-
-pytestmark = [pytest.mark.conformance, pytest.mark.subprocess]
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = [

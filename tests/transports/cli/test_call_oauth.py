@@ -32,8 +32,6 @@ import pytest
 from support.cli_run import MRTR, TESTS_ON_PATH
 from support.oidc_provider import CONFIDENTIAL_CLIENT_ID, TestBrowser, oidc_provider
 
-pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
-
 HERE = Path(__file__).resolve().parent
 HUNG = 60.0
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from mrtr_transports.client.oauth import AuthorizationFailed
-from mrtr_transports.client.oauth.grants import enterprise_identity, workload_identity
+from mrtr_transports.client.oauth import AuthorizationFailed, enterprise_identity, workload_identity
 from test_oauth_provider import (
     Reply,
     Seen,
