@@ -75,6 +75,7 @@ from .flows import CallLimits, Flow, FlowContext, run_flow
 from .handshaking import LinkState, Opening, Wire
 from .inputs import InputHandler, answer_server_request
 from .link import ClientOptions, Link, Outbound, OutboundKind
+from .person_time import PersonTime
 from .requests import PlainRequests, all_tools
 from .tasks import TaskHandle, TaskStatusHandler, drive
 from .tracing import TraceBook, Tracer, TraceRecord
@@ -141,6 +142,8 @@ class Client:
         self.link = link
         self._task_group = task_group
         self._loop = LoopTools()  # (made on the loop that runs the client)
+        #: A person signing in for the link (its OAuth provider's): not the server's time.
+        self._person: PersonTime | None = getattr(link, "person_time", None)
         self._answer = answer
         self._capabilities = capabilities
         # Declare the tasks extension on tools/call (SEP-2663): this client handles
@@ -171,6 +174,7 @@ class Client:
             pump=self._pump,
             reconnect=self._reconnect,
             idle=self._idle_but_one,
+            person=self._person,
         )
         self._requests = PlainRequests(self._withdraw)
         self._connection_options: dict[str, Any] = {
@@ -211,6 +215,7 @@ class Client:
             lost=lambda: self._state.lost,
             answer=self._answer,
             loop=self._loop,
+            person=self._person,
         )
 
     # --- What the session settled ---------------------------------------------------

@@ -60,6 +60,7 @@ from .errors import (
 )
 from .inputs import InputHandler, answer_problem
 from .link import Outbound
+from .person_time import PersonTime, server_sleep
 
 __all__ = ["CallLimits", "Flow", "FlowContext", "InOrder", "Waiter", "run_flow"]
 
@@ -133,6 +134,8 @@ class FlowContext:
     answer: InputHandler | None
     #: The loop's clock, events and cancel scopes (looked up once per client).
     loop: LoopTools
+    #: The link's person at work (an OAuth sign-in), whose time the timers do not count.
+    person: PersonTime | None = None
 
 
 async def run_flow(
@@ -494,7 +497,7 @@ class Flow:
         return self.spawn(self._timer, delay, fire)
 
     async def _timer(self, delay: float, fire: Callable[[], None]) -> None:
-        await anyio.sleep(max(delay, 0.0))
+        await server_sleep(self.ctx.person, delay)
         if not self.finished:
             fire()
 
@@ -517,7 +520,7 @@ class Flow:
 
     async def total_timer(self, budget: float) -> None:
         """The caller's whole-flow budget."""
-        await anyio.sleep(budget)
+        await server_sleep(self.ctx.person, budget)
         # Usually the engine's own leg or input timer (capped by the budget) ends the
         # flow first; this one covers the gaps (a retry's delay, the session opening).
         elapsed = self.ctx.loop.now() - self.total_started

@@ -27,6 +27,7 @@ import mrtr_core as m
 from .._loop import LoopTools
 from .era import EraControl, Verdict
 from .errors import CallError, CallTimeout, ClientError, TransportError
+from .person_time import PersonTime, server_sleep
 
 __all__ = ["LinkState", "Opening", "Wire"]
 
@@ -82,8 +83,10 @@ class Opening:
         pump: Callable[[], None],
         reconnect: Callable[[], Awaitable[None]],
         idle: Callable[[], bool],
+        person: PersonTime | None = None,
     ) -> None:
         self.control = control
+        self._person = person
         self._timeout = timeout
         self._loop = loop
         self._task_group = task_group
@@ -140,7 +143,7 @@ class Opening:
 
     async def _time_out(self, scope: anyio.CancelScope, conn: m.Connection) -> None:
         with scope:
-            await anyio.sleep(self._timeout)
+            await server_sleep(self._person, self._timeout)
             self.timed_out = True
             conn.handshake_timed_out()
             self._pump()

@@ -102,6 +102,7 @@ from .link import ClientOptions, LinkClient, Outbound
 from .oauth.authorized import Challenged, send_authorized
 from .oauth.provider import OAuthProvider
 from .opening import open_client
+from .person_time import PersonTime
 from .tcp import connect, connect_failure
 
 logger = logging.getLogger("mrtr.client.http")
@@ -172,6 +173,12 @@ class HttpLink:
         self._session = None
         self._discover_failure = None
         await self.start(client, task_group)
+
+    @property
+    def person_time(self) -> PersonTime | None:
+        """The OAuth provider's person at work, whose time the client's timers do not
+        count (``None``: no provider)."""
+        return None if self.auth is None else self.auth.person_time
 
     @property
     def url(self) -> str:

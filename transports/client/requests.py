@@ -16,10 +16,13 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
+
 import mrtr_core as m
 
 from .errors import CallError, CallTimeout, ClientError, TransportError
 from .flows import FlowContext, Waiter
+from .person_time import PersonTime
 
 __all__ = ["MAX_TOOL_PAGES", "PlainRequests", "all_tools"]
 
@@ -62,9 +65,12 @@ class PlainRequests:
             except m.LocalProtocolError as exc:
                 raise ClientError(f"cannot send {method}: {exc}") from exc
             ctx.send_out(out)
-            deadline = math.inf if timeout is None else started + timeout
-            with loop.cancel_scope(deadline=deadline):
-                await waiter.event.wait()
+            if ctx.person is None:
+                deadline = math.inf if timeout is None else started + timeout
+                with loop.cancel_scope(deadline=deadline):
+                    await waiter.event.wait()
+            else:  # (a sign-in may come in between: the person's time is not counted)
+                await _wait_server_time(ctx.person, waiter.event, timeout)
         finally:
             self.waiters.pop(request_id, None)
             if not waiter.event.is_set():
@@ -127,3 +133,18 @@ async def all_tools(
         if not isinstance(cursor, str) or not cursor:
             break
     return tools
+
+
+async def _wait_server_time(
+    person: PersonTime, answered: anyio.Event, timeout: float | None
+) -> None:
+    """Until ``answered``, or ``timeout`` seconds of the server's time went by."""
+    async with anyio.create_task_group() as waiting:
+
+        async def time_out() -> None:
+            await person.server_sleep(math.inf if timeout is None else timeout)
+            waiting.cancel_scope.cancel()
+
+        waiting.start_soon(time_out)
+        await answered.wait()
+        waiting.cancel_scope.cancel()

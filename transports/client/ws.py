@@ -78,6 +78,7 @@ from .link import ClientOptions, LinkClient, Outbound
 from .oauth.authorized import Challenged, send_authorized
 from .oauth.provider import OAuthProvider
 from .opening import open_client
+from .person_time import PersonTime
 from .tcp import STREAM_FAILURES, connect, connect_failure
 
 __all__ = ["WsLink", "open_ws_client"]
@@ -244,6 +245,12 @@ class WsLink:
                     f"{self.url}: the server closed the connection during the upgrade",
                     kind="disconnect",
                 )
+
+    @property
+    def person_time(self) -> PersonTime | None:
+        """The OAuth provider's person at work, whose time the client's timers do not
+        count (``None``: no provider)."""
+        return None if self.auth is None else self.auth.person_time
 
     def _rejected(
         self, status: int | None, head: list[tuple[bytes, bytes]], body: bytes

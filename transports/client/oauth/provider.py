@@ -37,6 +37,7 @@ from mrtr_core.auth import _client as rules
 from mrtr_core.auth import _grants as grants
 
 from ..errors import AuthorizationFailed
+from ..person_time import PersonTime
 from .assertion import sign_client_assertion
 from .dpop import ALGORITHMS as DPOP_ALGORITHMS
 from .dpop import DpopKey
@@ -107,6 +108,8 @@ class OAuthProvider:
         #: ``ws://`` endpoint is protected as its ``http://`` URL).
         self._resource_endpoint = rules.resource_endpoint(endpoint)
         self.user_agent = user_agent
+        #: The person's time at the user agent, which the client's timers do not count.
+        self.person_time = PersonTime()
         self.redirect_uri = redirect_uri
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self._preregistered = (
@@ -310,7 +313,8 @@ class OAuthProvider:
         )
         self.authorizations += 1
         logger.info("authorizing at %s", shown_url(issuer))
-        redirect = await self.user_agent(url)
+        with self.person_time.at_work():
+            redirect = await self.user_agent(url)
         code = rules.read_callback(
             redirect, redirect_uri=self.redirect_uri, state=state, server=found.server
         )
