@@ -57,11 +57,6 @@ __all__ = ["SignIn", "default_token_store", "sign_in_plan", "signed_in"]
 #: the handshake's, and no more than ``--timeout``).
 PREFLIGHT_SECONDS = 10.0
 PREFLIGHT_MAX_BYTES = 64 * 1024
-#: What the pre-flight tells the provider it sent: no token.  Not ``None``: the provider
-#: (``OAuthProvider._authorize``, as of this writing) compares what was sent with the
-#: last token it refreshed, also ``None`` before any refresh, and would take the match
-#: for "the refreshed token was refused": a new sign-in instead of a refresh.
-_SENT_NO_TOKEN = ("Authorization", "")
 
 
 def default_token_store() -> Path:
@@ -192,7 +187,7 @@ async def _preflight(provider: OAuthProvider, endpoint: str, timeout: float) -> 
     except FetchFailed:
         return
     if answer.status == 401:
-        await provider.challenged(401, answer.all("www-authenticate"), _SENT_NO_TOKEN)
+        await provider.challenged(401, answer.all("www-authenticate"), None)
 
 
 def _show_sign_in(err: TextIO, prog: str, endpoint: str, url: str, plan: SignIn) -> None:

@@ -411,6 +411,25 @@ async def test_a_refused_token_is_refreshed_once_then_authorized_again():
         assert server.seen[-1].form()["grant_type"] == "authorization_code"
 
 
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_later_run_refreshes_an_expired_stored_token_instead_of_signing_in(tmp_path):
+    now = [1000.0]
+    store = FileTokenStore(tmp_path / "tokens.json")
+    async with serving(oauth_server()) as server:
+        first = provider(server, store=store, clock=lambda: now[0])
+        await first.challenged(401, challenge(server), None)
+        now[0] += 7200  # the stored token expired meanwhile (it has a refresh token)
+        # a new process: its first request goes without a token (``sent`` None), 401
+        later = provider(
+            server, store=FileTokenStore(tmp_path / "tokens.json"), clock=lambda: now[0]
+        )
+        assert await later.challenged(401, challenge(server), None)
+        assert later.authorizations == 0  # refreshed, no new sign-in
+        assert server.seen[-1].form()["grant_type"] == "refresh_token"
+        assert await later.authorization() == ("Authorization", "Bearer access-2")
+        assert server.paths().count("/authorize") == 1
+
+
 # --- The HTTP link with the provider (trio: the peer MCP server is trio's) -------------
 
 

@@ -268,8 +268,10 @@ class OAuthProvider:
         if tokens is not None and not step_up:
             if tokens.header() != sent and tokens.usable(self.clock()):
                 return  # a stored token this request did not carry (an earlier run's)
-            # The token was refused: a refreshed one may not be (unless it was one).
-            if tokens.refresh_token is not None and sent != self._refreshed_after_401:
+            # The token was refused, or expired before a new process sent it (``sent``
+            # None): a refreshed one may not be, unless it was one itself.
+            refused_refreshed = sent is not None and sent == self._refreshed_after_401
+            if tokens.refresh_token is not None and not refused_refreshed:
                 fresh = await self._refresh(found, tokens)
                 if fresh is not None:
                     self._refreshed_after_401 = fresh.header()
