@@ -109,7 +109,7 @@ def sign_in_plan(
     oauth = kind == "http" and token is None and not given_authorization
     if oauth:
         try:  # (a broken store is the person's to fix, before anything is sent)
-            FileTokenStore(store)._read()
+            FileTokenStore(store).entries()
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
             raise UsageError(f"the token store {store} cannot be read ({reason})") from None

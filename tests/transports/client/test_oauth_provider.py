@@ -382,6 +382,67 @@ async def test_memory_store_keys_by_resource_and_issuer():
 
 
 @pytest.mark.anyio  # (anyio code: on trio and asyncio)
+@pytest.mark.parametrize("kind", ["memory", "file"])
+async def test_a_store_lists_forgets_and_clears_what_it_holds(tmp_path, kind):
+    store = MemoryTokenStore() if kind == "memory" else FileTokenStore(tmp_path / "t.json")
+    assert store.entries() == ({}, {})
+    notes = Tokens(access_token="at1", expires_at=5.0, refresh_token="rt1", scopes=("a", "b"))
+    mail = Tokens(access_token="at2")
+    await store.save_tokens("https://notes/mcp", "https://as1", notes)
+    await store.save_tokens("https://mail/mcp", "https://as1", mail)
+    client = ClientCredentials(client_id="c1", client_secret="s1")
+    await store.save_client("https://as1", client)
+    held = store.entries()
+    assert held.tokens == {
+        ("https://notes/mcp", "https://as1"): notes,
+        ("https://mail/mcp", "https://as1"): mail,
+    }
+    assert held.clients == {"https://as1": client}
+    seen: list[tuple[str, str]] = []
+
+    def notes_only(resource: str, issuer: str) -> bool:
+        seen.append((resource, issuer))
+        return resource == "https://notes/mcp"
+
+    assert store.forget(notes_only) == 1
+    assert sorted(seen) == [
+        ("https://mail/mcp", "https://as1"),
+        ("https://notes/mcp", "https://as1"),
+    ]
+    assert await store.tokens("https://notes/mcp", "https://as1") is None
+    assert await store.tokens("https://mail/mcp", "https://as1") == mail
+    assert store.forget(notes_only) == 0
+    assert await store.client("https://as1") == client  # (registrations are not tokens)
+    store.clear()
+    assert store.entries() == ({}, {})
+    assert await store.client("https://as1") is None
+    if isinstance(store, FileTokenStore):
+        assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1, 2]",
+        "{not json",
+        '{"tokens": {"x": {}}}',
+        '{"tokens": {"[1, 2]": {"access_token": "a"}}}',
+        '{"tokens": [], "clients": {}}',
+        '{"clients": {"https://as": {}}}',
+    ],
+)
+def test_a_file_that_is_no_token_store_is_refused_and_left_alone(tmp_path, text):
+    path = tmp_path / "tokens.json"
+    path.write_text(text)
+    store = FileTokenStore(path)
+    with pytest.raises(ValueError):
+        store.entries()
+    with pytest.raises(ValueError):
+        store.forget(lambda resource, issuer: True)
+    assert path.read_text() == text
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_later_run_reuses_the_stored_token(tmp_path):
     store = FileTokenStore(tmp_path / "tokens.json")
     async with serving(oauth_server()) as server:
