@@ -7,7 +7,8 @@ shows each token's resource, issuer, expiry, scopes and whether it can be refres
 and each registration's issuer and client id (public by design); no access token,
 refresh token or client secret is ever printed.  ``forget URL`` drops the tokens a
 command on URL would use (their resource is URL, or a parent of it on the same origin,
-the client's own rule), so the next command signs in again; ``forget --all`` empties
+the client's own rule; a ``ws(s)://`` URL's are its ``http(s)`` URL's), so the next
+command signs in again; ``forget --all`` empties
 the store, registrations included.  Exit 0, or 2 (usage) for a URL with nothing
 stored or a store that cannot be read.
 
@@ -86,11 +87,12 @@ def run_auth(
         store.clear()
         out.write("forgot every token and registration\n")
         return ExitCode.RESULT
-    if not re.match(r"(?i)https?://[^/\s]", args.url):
-        err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL\n")
+    if not re.match(r"(?i)(https?|wss?)://[^/\s]", args.url):
+        err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL or a ws(s) one\n")
         return ExitCode.USAGE
-    wanted = one_line(canonical_resource(args.url), 200)
-    dropped = store.forget(lambda resource, issuer: _used_for(resource, issuer, args.url))
+    endpoint = rules.resource_endpoint(args.url)  # (a WebSocket's tokens: its http URL's)
+    wanted = one_line(canonical_resource(endpoint), 200)
+    dropped = store.forget(lambda resource, issuer: _used_for(resource, issuer, endpoint))
     if not dropped:
         err.write(f"{prog}: no token stored for {wanted} (mrtr auth list shows what is)\n")
         return ExitCode.USAGE
