@@ -253,6 +253,43 @@ async def test_step_up_keeps_the_granted_scopes():
 
 
 @pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_step_up_in_a_new_process_keeps_the_scopes_stored_with_the_token(tmp_path):
+    path = tmp_path / "tokens.json"
+    async with serving(oauth_server()) as server:
+        first = provider(server, store=FileTokenStore(path))
+        await first.challenged(401, challenge(server), None)
+        # (the token response names no scope: granted as requested, RFC 6749 5.1)
+        [granted] = FileTokenStore(path).entries().tokens.values()
+        assert granted.scopes == ("files:read", "offline_access")
+        # a new process: the stored token, then a 403 for more
+        later = provider(server, store=FileTokenStore(path))
+        assert await later.challenged(401, challenge(server), None)
+        sent = await later.authorization()
+        more = challenge(server, error="insufficient_scope", scope=("files:write",))
+        assert await later.challenged(403, more, sent)
+        assert authorize_seen(server)["scope"] == "files:read offline_access files:write"
+        [stepped] = FileTokenStore(path).entries().tokens.values()
+        assert stepped.scopes == ("files:read", "offline_access", "files:write")
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_granted_scopes_are_the_servers_when_it_names_them_and_survive_a_refresh():
+    now = [1000.0]
+    answer = {"access_token": "a", "token_type": "Bearer", "expires_in": 60}
+    answer |= {"refresh_token": "r", "scope": "files:read"}
+    async with serving(oauth_server(token=answer)) as server:
+        auth = provider(server, clock=lambda: now[0])
+        await auth.challenged(401, challenge(server), None)
+        key = (f"{server.base}/mcp", server.base)
+        assert (await auth.store.tokens(*key)).scopes == ("files:read",)  # not offline_access
+        server.routes["/token"] = lambda seen: _json({"access_token": "b", "token_type": "Bearer"})
+        now[0] += 3600
+        assert await auth.authorization() == ("Authorization", "Bearer b")
+        refreshed = await auth.store.tokens(*key)
+        assert refreshed.scopes == ("files:read",) and refreshed.refresh_token == "r"
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_an_expired_token_is_refreshed_before_use():
     now = [1000.0]
     async with serving(oauth_server()) as server:
