@@ -8,9 +8,8 @@ and each registration's issuer and client id (public by design); no access token
 refresh token or client secret is ever printed.  ``forget URL`` drops the tokens a
 command on URL would use (their resource is URL, or a parent of it on the same origin,
 the client's own rule; a ``ws(s)://`` URL's are its ``http(s)`` URL's), so the next
-command signs in again; ``forget --all`` empties
-the store, registrations included.  Exit 0, or 2 (usage) for a URL with nothing
-stored or a store that cannot be read.
+command signs in again; ``forget --all`` empties the store, registrations included.
+Exit 0, or 2 (usage) for a URL with nothing stored or a store that cannot be read.
 
 The file is :class:`~mrtr_transports.client.oauth.FileTokenStore`'s, read and
 rewritten through its ``entries()``, ``forget()`` and ``clear()`` (one home for the

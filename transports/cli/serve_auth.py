@@ -128,6 +128,11 @@ class AuthOptions:
                 "--auth-issuer and the other --auth-* flags only apply to --http and --ws"
             )
         audience = args.auth_audience or args.public_url
+        if transport == "ws" and args.auth_issuer is not None and audience is None:
+            raise UsageError(
+                "--auth-issuer over --ws needs --auth-audience: the audience, the "
+                "endpoint's http(s) URL (the upgrade's)"
+            )
         if args.auth_issuer is None or audience is None:
             raise UsageError(
                 "--auth-jwks, --auth-audience and the other --auth-* flags need "

@@ -183,8 +183,8 @@ def test_serve_ws_takes_the_auth_flags_with_the_http_audience() -> None:
     issuer, resource = "https://as.example.test", "http://127.0.0.1:8000/mcp"
     auth = ws_options("--auth-issuer", issuer, "--auth-audience", resource).auth
     assert auth is not None and (auth.issuer, auth.audience) == (issuer, resource)
-    with pytest.raises(UsageError, match="the audience"):
-        ws_options("--auth-issuer", issuer)  # (no --public-url over ws: the audience given)
+    with pytest.raises(UsageError, match="over --ws needs --auth-audience: the audience"):
+        ws_options("--auth-issuer", issuer)  # (--public-url is HTTP's: --auth-audience)
     with pytest.raises(UsageError, match="absolute http"):
         ws_options("--auth-issuer", issuer, "--auth-audience", "ws://127.0.0.1:8000/mcp")
     with pytest.raises(UsageError, match="only apply to --http and --ws"):
