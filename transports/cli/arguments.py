@@ -127,10 +127,10 @@ def _add_reach_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     """How to authenticate (docs/auth.md, "The command line"): OAuth by default on an
-    http(s) TARGET that asks for it, or a token given by hand."""
+    http(s) or ws TARGET that asks for it, or a token given by hand."""
     group = parser.add_argument_group(
         "authorization",
-        "an http(s) TARGET that answers 401 gets an OAuth sign-in in your browser;\n"
+        "an http(s) or ws TARGET that answers 401 gets an OAuth sign-in in your browser;\n"
         "the token is stored (--token-store) and reused by later commands\n"
         "(mrtr auth list, mrtr auth forget; docs/auth.md)",
     )

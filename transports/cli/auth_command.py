@@ -7,19 +7,18 @@ shows each token's resource, issuer, expiry, scopes and whether it can be refres
 and each registration's issuer and client id (public by design); no access token,
 refresh token or client secret is ever printed.  ``forget URL`` drops the tokens a
 command on URL would use (their resource is URL, or a parent of it on the same origin,
-the client's own rule), so the next command signs in again; ``forget --all`` empties
-the store, registrations included.  Exit 0, or 2 (usage) for a URL with nothing
-stored or a store that cannot be read.
+the client's own rule; a ``ws(s)://`` URL's are its ``http(s)`` URL's), so the next
+command signs in again; ``forget --all`` empties the store, registrations included.
+Exit 0, or 2 (usage) for a URL with nothing stored or a store that cannot be read.
 
 The file is :class:`~mrtr_transports.client.oauth.FileTokenStore`'s, read and
-rewritten through it (its private ``_read``/``_write``: one home for the format and
-its permissions).
+rewritten through its ``entries()``, ``forget()`` and ``clear()`` (one home for the
+format and its permissions).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -31,6 +30,7 @@ from mrtr_core.auth import _client as rules
 from mrtr_core.auth import canonical_resource
 
 from ..client.oauth import FileTokenStore
+from ..client.oauth.store import StoredEntries
 from .exit_codes import ExitCode
 from .signing_in import default_token_store
 from .terminal_text import one_line
@@ -72,43 +72,37 @@ def run_auth(
     prog = f"mrtr auth {args.auth_command}"
     store = FileTokenStore(Path(args.token_store) if args.token_store else default_token_store())
     try:
-        raw = store._read()
+        held = store.entries()
     except (OSError, ValueError) as exc:
         err.write(f"{prog}: {store.path}: cannot read it ({one_line(str(exc), 200)})\n")
         return ExitCode.USAGE
     if args.auth_command == "list":
-        out.write("\n".join(_listing(raw, store.path)) + "\n")
+        out.write("\n".join(_listing(held, store.path)) + "\n")
         return ExitCode.RESULT
     if args.all == (args.url is not None):
         err.write(f"{prog}: give one URL, or --all\n")
         return ExitCode.USAGE
     if args.all:
-        raw = {"tokens": {}, "clients": {}}
-        dropped = "every token and registration"
-    else:
-        if not re.match(r"(?i)https?://[^/\s]", args.url):
-            err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL\n")
-            return ExitCode.USAGE
-        wanted = canonical_resource(args.url)
-        kept = {k: v for k, v in raw["tokens"].items() if not _used_for(k, args.url)}
-        if len(kept) == len(raw["tokens"]):
-            err.write(
-                f"{prog}: no token stored for {one_line(wanted, 200)} "
-                "(mrtr auth list shows what is)\n"
-            )
-            return ExitCode.USAGE
-        dropped = f"{len(raw['tokens']) - len(kept)} token(s) of {one_line(wanted, 200)}"
-        raw["tokens"] = kept
-    store._write(raw)
-    out.write(f"forgot {dropped}\n")
+        store.clear()
+        out.write("forgot every token and registration\n")
+        return ExitCode.RESULT
+    if not re.match(r"(?i)(https?|wss?)://[^/\s]", args.url):
+        err.write(f"{prog}: {one_line(args.url, 200)} is not an http(s) URL or a ws(s) one\n")
+        return ExitCode.USAGE
+    endpoint = rules.resource_endpoint(args.url)  # (a WebSocket's tokens: its http URL's)
+    wanted = one_line(canonical_resource(endpoint), 200)
+    dropped = store.forget(lambda resource, issuer: _used_for(resource, issuer, endpoint))
+    if not dropped:
+        err.write(f"{prog}: no token stored for {wanted} (mrtr auth list shows what is)\n")
+        return ExitCode.USAGE
+    out.write(f"forgot {dropped} token(s) of {wanted}\n")
     return ExitCode.RESULT
 
 
-def _used_for(key: str, url: str) -> bool:
-    """Whether the tokens stored under ``key`` are the ones a command on ``url`` uses:
-    their resource is ``url``'s, or a parent of it on the same origin (the client's own
-    rule for a server's metadata, ``read_resource_metadata``)."""
-    resource, issuer = json.loads(key)
+def _used_for(resource: str, issuer: str, url: str) -> bool:
+    """Whether the tokens stored for ``resource`` at ``issuer`` are the ones a command on
+    ``url`` uses: their resource is ``url``'s, or a parent of it on the same origin (the
+    client's own rule for a server's metadata, ``read_resource_metadata``)."""
     document = {"resource": resource, "authorization_servers": [issuer]}
     try:
         rules.read_resource_metadata(document, endpoint=url)
@@ -117,26 +111,24 @@ def _used_for(key: str, url: str) -> bool:
     return True
 
 
-def _listing(raw: dict[str, Any], path: Path) -> list[str]:
+def _listing(held: StoredEntries, path: Path) -> list[str]:
     lines = [f"token store: {path}"]
-    if not raw["tokens"] and not raw["clients"]:
+    if not held.tokens and not held.clients:
         return [*lines, "  (empty)"]
     now = time.time()
-    for key, tokens in raw["tokens"].items():
-        resource, issuer = json.loads(key)
-        expires = tokens.get("expires_at")
+    for (resource, issuer), tokens in held.tokens.items():
+        expires = tokens.expires_at
         if expires is None:
             when = "no expiry given"
         else:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
             when = f"expires {stamp}" + (" (expired)" if expires <= now else "")
-        scopes = tokens.get("scopes")
         facts = [f"issuer {issuer}", when]
-        if scopes:
-            facts.append("scopes " + " ".join(scopes))
-        if tokens.get("refresh_token"):
+        if tokens.scopes:
+            facts.append("scopes " + " ".join(tokens.scopes))
+        if tokens.refresh_token:
             facts.append("refreshable")
         lines.append(one_line(f"{resource}: " + "; ".join(facts)))
-    for issuer, client in raw["clients"].items():
-        lines.append(one_line(f"client {client.get('client_id')} registered at {issuer}"))
+    for issuer, client in held.clients.items():
+        lines.append(one_line(f"client {client.client_id} registered at {issuer}"))
     return lines

@@ -45,8 +45,9 @@ or by the worker that holds them when the load balancer routes the task methods
 by their ``Mcp-Name`` header (``--task-id-prefix NAME``: task ids start with
 ``NAME.``).
 
-Authorization (HTTP only; ``docs/auth.md``): ``--auth-issuer URL`` with the endpoint's
-public URL (``--public-url`` or ``--auth-audience``) makes the endpoint an OAuth
+Authorization (HTTP and WebSocket; ``docs/auth.md``): ``--auth-issuer URL`` with the
+endpoint's public URL (``--auth-audience``, or ``--public-url`` over HTTP; a WebSocket
+endpoint is protected as its ``http://`` URL) makes the endpoint an OAuth
 resource server that requires that authorization server's tokens, checked as JWTs or
 at its introspection endpoint (:mod:`~mrtr_transports.cli.serve_auth`).
 
@@ -253,6 +254,8 @@ async def _serve_ws(app: ServerApp, options: ServeOptions, stop: StopRequest) ->
         **dict(options.http_bounds),  # (only --max-connections gets here)
         **dict(options.ws_bounds),
     }
+    if options.auth is not None:  # (the gate checks the upgrade request's token)
+        ws_options["auth"] = options.auth.resource_auth(app)
     server = WsServer(app, **ws_options)
     async with _shared_state(app, options), anyio.create_task_group() as tasks:
         host, port = await tasks.start(server.serve, options.host, options.port)

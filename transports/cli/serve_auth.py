@@ -12,6 +12,9 @@ reads them back, checked together (:class:`~.serve_options.UsageError`), and
   with the secret ``--auth-client-secret FILE|env:NAME`` names.  The secret itself
   never goes on the command line, where any user of the machine reads it
   (``/proc/PID/cmdline``), and never into the options' ``repr``.
+
+``--http`` and ``--ws`` take them (the WebSocket's upgrade request carries the token;
+its resource is the endpoint's ``http(s)://`` URL, ``--auth-audience``); stdio none.
 """
 
 from __future__ import annotations
@@ -42,38 +45,38 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--auth-issuer",
         metavar="URL",
-        help="HTTP: require OAuth bearer tokens of this authorization server (their "
-        "iss; JWTs unless --auth-introspection); needs --auth-audience or --public-url. "
-        "See docs/auth.md",
+        help="HTTP, WebSocket: require OAuth bearer tokens of this authorization server (their "
+        "iss; JWTs unless --auth-introspection); needs --auth-audience (or --public-url, "
+        "HTTP). See docs/auth.md",
     )
     parser.add_argument(
         "--auth-jwks",
         metavar="URL",
-        help="HTTP, with --auth-issuer: the authorization server's key set (default: the "
+        help="with --auth-issuer: the authorization server's key set (default: the "
         "jwks_uri of the issuer's metadata)",
     )
     parser.add_argument(
         "--auth-audience",
         metavar="URL",
-        help="HTTP, with --auth-issuer: the endpoint's public URL, which tokens must name "
-        "as their audience (default: --public-url)",
+        help="with --auth-issuer: the endpoint's public http(s) URL (a WebSocket "
+        "endpoint's too), which tokens must name as their audience (default: --public-url)",
     )
     parser.add_argument(
         "--auth-introspection",
         metavar="URL",
-        help="HTTP, with --auth-issuer: check each token at this token introspection "
+        help="with --auth-issuer: check each token at this token introspection "
         "endpoint (RFC 7662; opaque tokens) instead of as a JWT; needs --auth-client-id "
         "and --auth-client-secret",
     )
     parser.add_argument(
         "--auth-client-id",
         metavar="ID",
-        help="HTTP, with --auth-introspection: this server's client id at the authorization server",
+        help="with --auth-introspection: this server's client id at the authorization server",
     )
     parser.add_argument(
         "--auth-client-secret",
         metavar="FILE|env:NAME",
-        help="HTTP, with --auth-introspection: the file, or the environment variable "
+        help="with --auth-introspection: the file, or the environment variable "
         "NAME, that holds this server's client secret (never the secret itself)",
     )
     parser.add_argument(
@@ -81,14 +84,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="SCOPE",
-        help="HTTP, with --auth-issuer: a scope every request's token needs (repeatable); "
+        help="with --auth-issuer: a scope every request's token needs (repeatable); "
         "the 401 challenge names these, the metadata publishes them with the tools' scopes",
     )
     parser.add_argument(
         "--auth-leeway",
         type=float,
         metavar="SEC",
-        help=f"HTTP, with --auth-issuer: the clock skew allowed on a token's exp, nbf and "
+        help=f"with --auth-issuer: the clock skew allowed on a token's exp, nbf and "
         f"iat (default 60, at most {MAX_LEEWAY:g})",
     )
 
@@ -120,9 +123,16 @@ class AuthOptions:
         given += (args.auth_client_secret, args.auth_leeway, *args.auth_scope)
         if all(value is None for value in given):
             return None
-        if transport != "http":
-            raise UsageError("--auth-issuer and the other --auth-* flags only apply to --http")
+        if transport not in ("http", "ws"):  # (the spec: stdio takes no tokens)
+            raise UsageError(
+                "--auth-issuer and the other --auth-* flags only apply to --http and --ws"
+            )
         audience = args.auth_audience or args.public_url
+        if transport == "ws" and args.auth_issuer is not None and audience is None:
+            raise UsageError(
+                "--auth-issuer over --ws needs --auth-audience: the audience, the "
+                "endpoint's http(s) URL (the upgrade's)"
+            )
         if args.auth_issuer is None or audience is None:
             raise UsageError(
                 "--auth-jwks, --auth-audience and the other --auth-* flags need "

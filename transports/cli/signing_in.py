@@ -1,7 +1,7 @@
-"""How the client commands sign in to an HTTP server that requires OAuth.
+"""How the client commands sign in to an HTTP or WebSocket server that requires OAuth.
 
 The model: ``mrtr call`` (and ``get-prompt``, ``read``, ``list``) is an OAuth
-client acting for the person at the terminal.  On an ``http(s)://`` TARGET it
+client acting for the person at the terminal.  On an ``http(s)://`` or ``ws://`` TARGET it
 carries an :class:`~mrtr_transports.client.oauth.OAuthProvider` whose user agent
 is the person's browser and a loopback listener
 (:mod:`mrtr_transports.client.oauth.loopback`, bound before the provider is built:
@@ -11,18 +11,21 @@ a :class:`~mrtr_transports.client.oauth.FileTokenStore` (owner-only, 0600) at
 the token, refreshed when it is about to expire, and signs in again only when the
 server refuses it.
 
-Before the client opens, one unauthenticated ``server/discover`` ``POST``
+Before an HTTP client opens, one unauthenticated ``server/discover`` ``POST``
 (:func:`_preflight`) asks whether the server wants a token: a 401 runs discovery
 and, when the store has no usable token, the sign-in, here, timed by
 ``--login-timeout`` alone (minutes: a person is typing a password), not by the
 handshake's or a leg's bound (seconds: a server's time).  Any other answer is
 dropped (the client then speaks to the server as always); a server that asks for a
 token only later (a 403 ``insufficient_scope`` on a tool) gets the flow in band.
+A WebSocket needs no pre-flight: its upgrade request is the first thing sent, before
+any MCP bound, and a 401 to it runs the flow between two tries, each bound by the
+connect timeout alone, never the flow (``WsLink.start``).  The token is the one of
+the endpoint's ``http://`` URL (its resource), shared with an HTTP TARGET there.
 
 ``--token SOURCE`` (``-``, ``@PATH``, ``env:NAME``: :mod:`.secrets_input`)
 sends a token given by hand instead, and no flow runs; so does an
-``Authorization`` given with ``--header``.  The WebSocket client has no OAuth
-provider (yet): over ``ws://`` only ``--token`` and ``--header`` authenticate.
+``Authorization`` given with ``--header``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import TextIO
 
 from mrtr_core import MODERN_VERSIONS
 from mrtr_core._meta import META_PROTOCOL_VERSION
+from mrtr_core.auth._client import resource_endpoint
 from mrtr_core.http import Header
 
 from ..client.errors import AuthorizationFailed
@@ -57,11 +61,6 @@ __all__ = ["SignIn", "default_token_store", "sign_in_plan", "signed_in"]
 #: the handshake's, and no more than ``--timeout``).
 PREFLIGHT_SECONDS = 10.0
 PREFLIGHT_MAX_BYTES = 64 * 1024
-#: What the pre-flight tells the provider it sent: no token.  Not ``None``: the provider
-#: (``OAuthProvider._authorize``, as of this writing) compares what was sent with the
-#: last token it refreshed, also ``None`` before any refresh, and would take the match
-#: for "the refreshed token was refused": a new sign-in instead of a refresh.
-_SENT_NO_TOKEN = ("Authorization", "")
 
 
 def default_token_store() -> Path:
@@ -104,17 +103,12 @@ def sign_in_plan(
         raise UsageError("--token, --client-id, --client-metadata-url: a stdio TARGET has none")
     if args.token is not None and given_authorization:
         raise UsageError("--token and --header Authorization: give one of them")
-    if oauth_flags and kind != "http":
-        raise UsageError(
-            "--client-id, --client-metadata-url: the OAuth sign-in is for http(s) TARGETs "
-            "(over ws://, give --token)"
-        )
     token = None if args.token is None else read_token(args.token, stdin)
     store = Path(args.token_store) if args.token_store else default_token_store()
-    oauth = kind == "http" and token is None and not given_authorization
+    oauth = kind in ("http", "ws") and token is None and not given_authorization
     if oauth:
         try:  # (a broken store is the person's to fix, before anything is sent)
-            FileTokenStore(store)._read()
+            FileTokenStore(store).entries()
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
             raise UsageError(f"the token store {store} cannot be read ({reason})") from None
@@ -135,8 +129,8 @@ def sign_in_plan(
 async def signed_in(
     plan: SignIn, endpoint: str, err: TextIO, prog: str
 ) -> AsyncIterator[OAuthProvider | None]:
-    """The provider the HTTP client takes (``auth=``) for the block, already signed in
-    when the server asked at once; ``None`` when ``plan`` runs no OAuth."""
+    """The provider the client takes (``auth=``) for the block, over HTTP already signed
+    in when the server asked at once; ``None`` when ``plan`` runs no OAuth."""
     if not plan.oauth:
         yield None
         return
@@ -158,7 +152,8 @@ async def signed_in(
             client_metadata_url=plan.client_metadata_url,
             client_name="mrtr",
         )
-        await _preflight(provider, endpoint, plan.preflight_timeout)
+        if resource_endpoint(endpoint) == endpoint:  # (HTTP; a WebSocket's upgrade is its own)
+            await _preflight(provider, endpoint, plan.preflight_timeout)
         yield provider
 
 
@@ -192,7 +187,7 @@ async def _preflight(provider: OAuthProvider, endpoint: str, timeout: float) -> 
     except FetchFailed:
         return
     if answer.status == 401:
-        await provider.challenged(401, answer.all("www-authenticate"), _SENT_NO_TOKEN)
+        await provider.challenged(401, answer.all("www-authenticate"), None)
 
 
 def _show_sign_in(err: TextIO, prog: str, endpoint: str, url: str, plan: SignIn) -> None:

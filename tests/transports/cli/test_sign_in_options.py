@@ -87,6 +87,11 @@ def test_the_plan_of_each_combination(monkeypatch: pytest.MonkeyPatch) -> None:
     other = plan("--client-id", "c", "--client-secret-env", "OTHER_SECRET")
     assert other.client_secret == "other-secret"  # type: ignore[attr-defined]
     assert plan().client_secret is None  # type: ignore[attr-defined]  # (no --client-id: unused)
+    # A WebSocket TARGET signs in as an HTTP one does (its upgrade carries the token).
+    over_ws = plan("--client-id", "c", kind="ws")
+    assert over_ws.oauth and over_ws.client_id == "c"  # type: ignore[attr-defined]
+    assert not plan("--token", "-", stdin=TOKEN, kind="ws").oauth  # type: ignore[attr-defined]
+    assert not plan(kind="stdio").oauth  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -94,7 +99,7 @@ def test_the_plan_of_each_combination(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["--token", "-", "--header", "Authorization: Bearer x"], "http", "give one of them"),
         (["--token", "-"], "stdio", "a stdio TARGET has none"),
-        (["--client-id", "c"], "ws", "over ws://, give --token"),
+        (["--client-id", "c", "--token", "-"], "stdio", "a stdio TARGET has none"),
         (["--client-metadata-url", "https://c.example/m.json"], "stdio", "stdio"),
     ],
 )
@@ -263,3 +268,11 @@ async def test_auth_forget_takes_the_tokens_a_command_on_the_url_uses(tmp_path: 
     assert left == ["https://notes.example.evil", "https://notes.example/other"]
     bad = await mrtr("auth", "forget", "--token-store", str(store), "notes.example")
     assert bad.returncode == 2 and "is not an http(s) URL" in bad.stderr
+    # A WebSocket URL names the tokens of its http(s) URL (what `mrtr call wss://...` uses).
+    over_ws = await mrtr(
+        "auth", "forget", "--token-store", str(store), "wss://notes.example.evil/m"
+    )
+    assert over_ws.returncode == 0, over_ws.stderr
+    assert "of https://notes.example.evil/m" in over_ws.stdout
+    left = sorted(json.loads(k)[0] for k in json.loads(store.read_text())["tokens"])
+    assert left == ["https://notes.example/other"]

@@ -253,6 +253,43 @@ async def test_step_up_keeps_the_granted_scopes():
 
 
 @pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_step_up_in_a_new_process_keeps_the_scopes_stored_with_the_token(tmp_path):
+    path = tmp_path / "tokens.json"
+    async with serving(oauth_server()) as server:
+        first = provider(server, store=FileTokenStore(path))
+        await first.challenged(401, challenge(server), None)
+        # (the token response names no scope: granted as requested, RFC 6749 5.1)
+        [granted] = FileTokenStore(path).entries().tokens.values()
+        assert granted.scopes == ("files:read", "offline_access")
+        # a new process: the stored token, then a 403 for more
+        later = provider(server, store=FileTokenStore(path))
+        assert await later.challenged(401, challenge(server), None)
+        sent = await later.authorization()
+        more = challenge(server, error="insufficient_scope", scope=("files:write",))
+        assert await later.challenged(403, more, sent)
+        assert authorize_seen(server)["scope"] == "files:read offline_access files:write"
+        [stepped] = FileTokenStore(path).entries().tokens.values()
+        assert stepped.scopes == ("files:read", "offline_access", "files:write")
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_granted_scopes_are_the_servers_when_it_names_them_and_survive_a_refresh():
+    now = [1000.0]
+    answer = {"access_token": "a", "token_type": "Bearer", "expires_in": 60}
+    answer |= {"refresh_token": "r", "scope": "files:read"}
+    async with serving(oauth_server(token=answer)) as server:
+        auth = provider(server, clock=lambda: now[0])
+        await auth.challenged(401, challenge(server), None)
+        key = (f"{server.base}/mcp", server.base)
+        assert (await auth.store.tokens(*key)).scopes == ("files:read",)  # not offline_access
+        server.routes["/token"] = lambda seen: _json({"access_token": "b", "token_type": "Bearer"})
+        now[0] += 3600
+        assert await auth.authorization() == ("Authorization", "Bearer b")
+        refreshed = await auth.store.tokens(*key)
+        assert refreshed.scopes == ("files:read",) and refreshed.refresh_token == "r"
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_an_expired_token_is_refreshed_before_use():
     now = [1000.0]
     async with serving(oauth_server()) as server:
@@ -382,6 +419,67 @@ async def test_memory_store_keys_by_resource_and_issuer():
 
 
 @pytest.mark.anyio  # (anyio code: on trio and asyncio)
+@pytest.mark.parametrize("kind", ["memory", "file"])
+async def test_a_store_lists_forgets_and_clears_what_it_holds(tmp_path, kind):
+    store = MemoryTokenStore() if kind == "memory" else FileTokenStore(tmp_path / "t.json")
+    assert store.entries() == ({}, {})
+    notes = Tokens(access_token="at1", expires_at=5.0, refresh_token="rt1", scopes=("a", "b"))
+    mail = Tokens(access_token="at2")
+    await store.save_tokens("https://notes/mcp", "https://as1", notes)
+    await store.save_tokens("https://mail/mcp", "https://as1", mail)
+    client = ClientCredentials(client_id="c1", client_secret="s1")
+    await store.save_client("https://as1", client)
+    held = store.entries()
+    assert held.tokens == {
+        ("https://notes/mcp", "https://as1"): notes,
+        ("https://mail/mcp", "https://as1"): mail,
+    }
+    assert held.clients == {"https://as1": client}
+    seen: list[tuple[str, str]] = []
+
+    def notes_only(resource: str, issuer: str) -> bool:
+        seen.append((resource, issuer))
+        return resource == "https://notes/mcp"
+
+    assert store.forget(notes_only) == 1
+    assert sorted(seen) == [
+        ("https://mail/mcp", "https://as1"),
+        ("https://notes/mcp", "https://as1"),
+    ]
+    assert await store.tokens("https://notes/mcp", "https://as1") is None
+    assert await store.tokens("https://mail/mcp", "https://as1") == mail
+    assert store.forget(notes_only) == 0
+    assert await store.client("https://as1") == client  # (registrations are not tokens)
+    store.clear()
+    assert store.entries() == ({}, {})
+    assert await store.client("https://as1") is None
+    if isinstance(store, FileTokenStore):
+        assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1, 2]",
+        "{not json",
+        '{"tokens": {"x": {}}}',
+        '{"tokens": {"[1, 2]": {"access_token": "a"}}}',
+        '{"tokens": [], "clients": {}}',
+        '{"clients": {"https://as": {}}}',
+    ],
+)
+def test_a_file_that_is_no_token_store_is_refused_and_left_alone(tmp_path, text):
+    path = tmp_path / "tokens.json"
+    path.write_text(text)
+    store = FileTokenStore(path)
+    with pytest.raises(ValueError):
+        store.entries()
+    with pytest.raises(ValueError):
+        store.forget(lambda resource, issuer: True)
+    assert path.read_text() == text
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
 async def test_a_later_run_reuses_the_stored_token(tmp_path):
     store = FileTokenStore(tmp_path / "tokens.json")
     async with serving(oauth_server()) as server:
@@ -409,6 +507,25 @@ async def test_a_refused_token_is_refreshed_once_then_authorized_again():
         assert await auth.challenged(401, challenge(server), refreshed)  # refused again
         assert auth.authorizations == 2  # a new authorization, not another refresh
         assert server.seen[-1].form()["grant_type"] == "authorization_code"
+
+
+@pytest.mark.anyio  # (anyio code: on trio and asyncio)
+async def test_a_later_run_refreshes_an_expired_stored_token_instead_of_signing_in(tmp_path):
+    now = [1000.0]
+    store = FileTokenStore(tmp_path / "tokens.json")
+    async with serving(oauth_server()) as server:
+        first = provider(server, store=store, clock=lambda: now[0])
+        await first.challenged(401, challenge(server), None)
+        now[0] += 7200  # the stored token expired meanwhile (it has a refresh token)
+        # a new process: its first request goes without a token (``sent`` None), 401
+        later = provider(
+            server, store=FileTokenStore(tmp_path / "tokens.json"), clock=lambda: now[0]
+        )
+        assert await later.challenged(401, challenge(server), None)
+        assert later.authorizations == 0  # refreshed, no new sign-in
+        assert server.seen[-1].form()["grant_type"] == "refresh_token"
+        assert await later.authorization() == ("Authorization", "Bearer access-2")
+        assert server.paths().count("/authorize") == 1
 
 
 # --- The HTTP link with the provider (trio: the peer MCP server is trio's) -------------

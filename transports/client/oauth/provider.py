@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
+import attrs
 
 from mrtr_core import MrtrError
 from mrtr_core.auth import (
@@ -271,20 +272,24 @@ class OAuthProvider:
         if tokens is not None and not step_up:
             if tokens.header() != sent and tokens.usable(self.clock()):
                 return  # a stored token this request did not carry (an earlier run's)
-            # The token was refused: a refreshed one may not be (unless it was one).
-            if tokens.refresh_token is not None and sent != self._refreshed_after_401:
+            # The token was refused, or expired before a new process sent it (``sent``
+            # None): a refreshed one may not be, unless it was one itself.
+            refused_refreshed = sent is not None and sent == self._refreshed_after_401
+            if tokens.refresh_token is not None and not refused_refreshed:
                 fresh = await self._refresh(found, tokens)
                 if fresh is not None:
                     self._refreshed_after_401 = fresh.header()
                     return
+        # A step-up keeps what was granted: this process's requests, and the stored
+        # token's scopes (an earlier process's grant: the store outlives the process).
+        earlier: tuple[str, ...] = ()
+        if step_up:
+            stored = tokens.scopes if tokens is not None and tokens.scopes else ()
+            earlier = (*(self._scopes if same else ()), *stored)
         await self.store.save_tokens(resource, issuer, None)
         client = await self._client_for(found.server)
         scopes = rules.select_scopes(
-            challenge,
-            found.resource,
-            found.server,
-            previous=self._scopes if step_up and same else (),
-            offline=self.offline,
+            challenge, found.resource, found.server, previous=earlier, offline=self.offline
         )
         self._scopes = scopes or ()
         if self._jwt_bearer is not None:
@@ -292,13 +297,13 @@ class OAuthProvider:
             grant = grants.jwt_bearer_grant(assertion=assertion, resource=resource, scopes=scopes)
             self.authorizations += 1
             tokens = await self._token_request(found.server, client, grant, None)
-            await self.store.save_tokens(resource, issuer, tokens)
+            await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
             return
         if self.client_credentials:
             grant = rules.client_credentials_grant(resource=resource, scopes=scopes)
             self.authorizations += 1
             tokens = await self._token_request(found.server, client, grant, None)
-            await self.store.save_tokens(resource, issuer, tokens)
+            await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
             return
         verifier = secrets.token_urlsafe(64)  # 86 characters: RFC 7636's 43 to 128
         state = secrets.token_urlsafe(24)
@@ -322,7 +327,7 @@ class OAuthProvider:
             code=code, code_verifier=verifier, redirect_uri=self.redirect_uri, resource=resource
         )
         tokens = await self._token_request(found.server, client, grant, None)
-        await self.store.save_tokens(resource, issuer, tokens)
+        await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
 
     async def _discover(self, challenge: BearerChallenge | None) -> _Discovered:
         resource: ResourceMetadata | None = None
@@ -442,8 +447,19 @@ class OAuthProvider:
             grant = rules.refresh_grant(refresh_token=tokens.refresh_token, resource=resource)
             try:
                 client = await self._client_for(found.server)
-                fresh = await self._token_request(found.server, client, grant, tokens)
+                fresh = _granted(
+                    await self._token_request(found.server, client, grant, tokens), tokens.scopes
+                )
             except (MrtrError, FetchFailed) as exc:
                 logger.info("refresh at %s failed: %s", shown_url(issuer), exc)
         await self.store.save_tokens(resource, issuer, fresh)
         return fresh
+
+
+def _granted(tokens: rules.Tokens, requested: tuple[str, ...] | None) -> rules.Tokens:
+    """``tokens`` with the scopes they were granted: a response that names none granted
+    those requested (RFC 6749, 5.1; a refresh, those of the token it replaces: 6), kept
+    with the token so a later process's step-up keeps them."""
+    if tokens.scopes is not None or not requested:
+        return tokens
+    return attrs.evolve(tokens, scopes=requested)

@@ -5,21 +5,26 @@ under a key that names the resource and the authorization server (a token or a
 :class:`MemoryTokenStore` is the default; :class:`FileTokenStore` keeps them in one
 JSON file written with owner-only permissions (0600, replaced atomically), for a
 command-line client that runs again later (``mrtr call``).  A store is any object
-with the four methods of :class:`TokenStore`.
+with the four methods of :class:`TokenStore` (what the provider uses).  Both stores
+here also answer what they hold (``entries()``) and drop some of it (``forget()``,
+``clear()``): synchronous, for a command that inspects the store (``mrtr auth``); no
+secret is needed to list, but an entry's tokens are there for its caller to keep
+to itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 
 from mrtr_core.auth import ClientCredentials, Tokens
 
-__all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore"]
+__all__ = ["FileTokenStore", "MemoryTokenStore", "StoredEntries", "TokenStore"]
 
 
 class TokenStore(Protocol):
@@ -27,6 +32,18 @@ class TokenStore(Protocol):
     async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None: ...
     async def client(self, issuer: str) -> ClientCredentials | None: ...
     async def save_client(self, issuer: str, client: ClientCredentials) -> None: ...
+
+
+class StoredEntries(NamedTuple):
+    """What a store holds: ``tokens`` by ``(resource, issuer)``, client registrations
+    (``clients``) by issuer."""
+
+    tokens: dict[tuple[str, str], Tokens]
+    clients: dict[str, ClientCredentials]
+
+
+#: Which tokens ``forget`` drops: a test of their ``(resource, issuer)``.
+Which = Callable[[str, str], bool]
 
 
 class MemoryTokenStore:
@@ -54,6 +71,22 @@ class MemoryTokenStore:
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
         self._clients[issuer] = client
 
+    def entries(self) -> StoredEntries:
+        """A copy of what the store holds."""
+        return StoredEntries(dict(self._tokens), dict(self._clients))
+
+    def forget(self, which: Which) -> int:
+        """Drop the tokens whose ``(resource, issuer)`` ``which`` accepts; how many."""
+        dropped = [key for key in self._tokens if which(*key)]
+        for key in dropped:
+            del self._tokens[key]
+        return len(dropped)
+
+    def clear(self) -> None:
+        """Drop every token and registration."""
+        self._tokens.clear()
+        self._clients.clear()
+
 
 def _tokens_json(tokens: Tokens) -> dict[str, Any]:
     return {
@@ -63,6 +96,22 @@ def _tokens_json(tokens: Tokens) -> dict[str, Any]:
         "refresh_token": tokens.refresh_token,
         "scopes": None if tokens.scopes is None else list(tokens.scopes),
     }
+
+
+def _client_json(client: ClientCredentials) -> dict[str, Any]:
+    return {
+        "client_id": client.client_id,
+        "client_secret": client.client_secret,
+        "token_endpoint_auth_method": client.token_endpoint_auth_method,
+    }
+
+
+def _client_from(raw: dict[str, Any]) -> ClientCredentials:
+    return ClientCredentials(
+        client_id=raw["client_id"],
+        client_secret=raw.get("client_secret"),
+        token_endpoint_auth_method=raw.get("token_endpoint_auth_method"),
+    )
 
 
 def _tokens_from(raw: dict[str, Any]) -> Tokens:
@@ -117,6 +166,13 @@ class FileTokenStore:
     def _key(resource: str, issuer: str) -> str:
         return json.dumps([resource, issuer])
 
+    @staticmethod
+    def _unkey(key: str) -> tuple[str, str]:
+        resource, issuer = json.loads(key)
+        if not isinstance(resource, str) or not isinstance(issuer, str):
+            raise ValueError("a token's key is [resource, issuer]")
+        return resource, issuer
+
     async def tokens(self, resource: str, issuer: str) -> Tokens | None:
         async with self._lock:
             found = self._read()["tokens"].get(self._key(resource, issuer))
@@ -134,20 +190,39 @@ class FileTokenStore:
     async def client(self, issuer: str) -> ClientCredentials | None:
         async with self._lock:
             found = self._read()["clients"].get(issuer)
-        if found is None:
-            return None
-        return ClientCredentials(
-            client_id=found["client_id"],
-            client_secret=found.get("client_secret"),
-            token_endpoint_auth_method=found.get("token_endpoint_auth_method"),
-        )
+        return None if found is None else _client_from(found)
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
         async with self._lock:
             raw = self._read()
-            raw["clients"][issuer] = {
-                "client_id": client.client_id,
-                "client_secret": client.client_secret,
-                "token_endpoint_auth_method": client.token_endpoint_auth_method,
-            }
+            raw["clients"][issuer] = _client_json(client)
             self._write(raw)
+
+    # --- For a command that inspects the store (synchronous: one read, one rewrite) ---
+
+    def entries(self) -> StoredEntries:
+        """What the file holds (empty when there is no file); ``OSError`` when it cannot
+        be read, ``ValueError`` when it is not a token store."""
+        raw = self._read()
+        try:
+            tokens = {self._unkey(key): _tokens_from(found) for key, found in raw["tokens"].items()}
+            clients = {issuer: _client_from(found) for issuer, found in raw["clients"].items()}
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise ValueError(f"{self.path} is not a token store") from None
+        return StoredEntries(tokens, clients)
+
+    def forget(self, which: Which) -> int:
+        """Drop the tokens whose ``(resource, issuer)`` ``which`` accepts (the file
+        rewritten only when one is); how many."""
+        self.entries()  # (a file that is no token store is refused, not rewritten)
+        raw = self._read()
+        dropped = [key for key in raw["tokens"] if which(*self._unkey(key))]
+        for key in dropped:
+            del raw["tokens"][key]
+        if dropped:
+            self._write(raw)
+        return len(dropped)
+
+    def clear(self) -> None:
+        """Drop every token and registration (an empty store written)."""
+        self._write({"tokens": {}, "clients": {}})
