@@ -11,17 +11,15 @@ a :class:`~mrtr_transports.client.oauth.FileTokenStore` (owner-only, 0600) at
 the token, refreshed when it is about to expire, and signs in again only when the
 server refuses it.
 
-Before an HTTP client opens, one unauthenticated ``server/discover`` ``POST``
-(:func:`_preflight`) asks whether the server wants a token: a 401 runs discovery
-and, when the store has no usable token, the sign-in, here, timed by
-``--login-timeout`` alone (minutes: a person is typing a password), not by the
-handshake's or a leg's bound (seconds: a server's time).  Any other answer is
-dropped (the client then speaks to the server as always); a server that asks for a
-token only later (a 403 ``insufficient_scope`` on a tool) gets the flow in band.
-A WebSocket needs no pre-flight: its upgrade request is the first thing sent, before
-any MCP bound, and a 401 to it runs the flow between two tries, each bound by the
-connect timeout alone, never the flow (``WsLink.start``).  The token is the one of
-the endpoint's ``http://`` URL (its resource), shared with an HTTP TARGET there.
+A 401 (or a 403 ``insufficient_scope``) to any request runs the flow in band: the
+sign-in is the person's time, bounded by ``--login-timeout`` alone (minutes: a person
+is typing a password); the client's own bounds (the handshake's, each leg's:
+seconds, a server's time) stop while it runs and start again whole after
+(:mod:`mrtr_transports.client.person_time`), so nothing is sent twice and a server
+that needs no token costs no extra request.  Over a WebSocket the upgrade request is
+the first thing sent, and a 401 to it runs the flow between two tries, each bound by
+the connect timeout alone (``WsLink.start``).  The token is the one of the endpoint's
+``http://`` URL (its resource), shared with an HTTP TARGET there.
 
 ``--token SOURCE`` (``-``, ``@PATH``, ``env:NAME``: :mod:`.secrets_input`)
 sends a token given by hand instead, and no flow runs; so does an
@@ -31,7 +29,6 @@ sends a token given by hand instead, and no flow runs; so does an
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -42,13 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from mrtr_core import MODERN_VERSIONS
-from mrtr_core._meta import META_PROTOCOL_VERSION
-from mrtr_core.auth._client import resource_endpoint
-from mrtr_core.http import Header
-
 from ..client.errors import AuthorizationFailed
-from ..client.fetch import FetchFailed, fetch, shown_url
+from ..client.fetch import shown_url
 from ..client.oauth import FileTokenStore, OAuthProvider, loopback_user_agent
 from . import url_consent
 from .connecting import UsageError
@@ -56,11 +48,6 @@ from .secrets_input import client_secret, read_token
 from .terminal_text import one_line
 
 __all__ = ["SignIn", "default_token_store", "sign_in_plan", "signed_in"]
-
-#: The pre-flight ``GET``'s bounds: a refusal is a few hundred bytes, at once (the time:
-#: the handshake's, and no more than ``--timeout``).
-PREFLIGHT_SECONDS = 10.0
-PREFLIGHT_MAX_BYTES = 64 * 1024
 
 
 def default_token_store() -> Path:
@@ -84,7 +71,6 @@ class SignIn:
     client_metadata_url: str | None = None
     open_browser: bool = True
     login_timeout: float | None = None
-    preflight_timeout: float = PREFLIGHT_SECONDS
 
     def headers(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """``headers`` and the ``Authorization`` of the token given by hand, if any."""
@@ -121,7 +107,6 @@ def sign_in_plan(
         client_metadata_url=args.client_metadata_url,
         open_browser=not args.no_browser,
         login_timeout=args.login_timeout,
-        preflight_timeout=min(PREFLIGHT_SECONDS, args.timeout or PREFLIGHT_SECONDS),
     )
 
 
@@ -129,8 +114,8 @@ def sign_in_plan(
 async def signed_in(
     plan: SignIn, endpoint: str, err: TextIO, prog: str
 ) -> AsyncIterator[OAuthProvider | None]:
-    """The provider the client takes (``auth=``) for the block, over HTTP already signed
-    in when the server asked at once; ``None`` when ``plan`` runs no OAuth."""
+    """The provider the client takes (``auth=``) for the block; ``None`` when ``plan``
+    runs no OAuth."""
     if not plan.oauth:
         yield None
         return
@@ -152,42 +137,7 @@ async def signed_in(
             client_metadata_url=plan.client_metadata_url,
             client_name="mrtr",
         )
-        if resource_endpoint(endpoint) == endpoint:  # (HTTP; a WebSocket's upgrade is its own)
-            await _preflight(provider, endpoint, plan.preflight_timeout)
         yield provider
-
-
-async def _preflight(provider: OAuthProvider, endpoint: str, timeout: float) -> None:
-    """One unauthenticated ``server/discover`` to ``endpoint`` (the request the client
-    starts with, read-only: a ``GET`` would open a 2025 server's stream): on a 401,
-    discovery and (without a usable stored token) the sign-in, before any MCP bound starts
-    ticking.  Any other answer is dropped; a failure to reach the server is left for the
-    client to report."""
-    version = MODERN_VERSIONS[0]
-    probe = {
-        "jsonrpc": "2.0",
-        "id": "mrtr-sign-in",
-        "method": "server/discover",
-        "params": {"_meta": {META_PROTOCOL_VERSION: version}},
-    }
-    headers = [
-        ("content-type", "application/json"),
-        (Header.PROTOCOL_VERSION, version),
-        (Header.METHOD, "server/discover"),
-    ]
-    try:
-        answer = await fetch(
-            endpoint,
-            method="POST",
-            body=json.dumps(probe).encode(),
-            headers=headers,
-            timeout=timeout,
-            max_bytes=PREFLIGHT_MAX_BYTES,
-        )
-    except FetchFailed:
-        return
-    if answer.status == 401:
-        await provider.challenged(401, answer.all("www-authenticate"), None)
 
 
 def _show_sign_in(err: TextIO, prog: str, endpoint: str, url: str, plan: SignIn) -> None:

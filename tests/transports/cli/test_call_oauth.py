@@ -113,9 +113,11 @@ async def mrtr(
     browser: TestBrowser | None = None,
     user: str = "ada",
     stdin: bytes = b"",
+    think: float = 0.0,
 ) -> Ran:
     """``mrtr ARGS`` to completion; each sign-in URL it prints is signed in to by
-    ``browser`` as ``user`` and its redirect delivered (no ``browser``: nobody does)."""
+    ``browser`` as ``user`` (after ``think`` seconds: a person typing) and its redirect
+    delivered (no ``browser``: nobody does)."""
     ran = Ran(0, "", "")
     out, err = bytearray(), bytearray()
     process = await anyio.open_process(
@@ -148,6 +150,7 @@ async def mrtr(
                         ran.urls.append(line)
                         ran.cmdline += Path(f"/proc/{process.pid}/cmdline").read_bytes()
                         if browser is not None:
+                            await anyio.sleep(think)
                             response = await browser.authorize(line, user=user)
                             ran.codes.append(response.code or "")
                             delivered = await browser.deliver(response)
@@ -190,9 +193,14 @@ async def test_mrtr_call_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -
         # (a call that should not sign in but does gives up after 5 s, not 300)
         call = ["call", "--no-browser", "--login-timeout", "5", "--trace", str(trace), url]
 
-        # 1. No token yet: the server's 401 starts the sign-in; the person signs in.
+        # 1. No token yet: the server's 401 starts the sign-in; the person signs in, in
+        # longer than the server's --timeout, which the person's time does not count.
         first = await mrtr(
-            [*call, "deploy", '{"target": "prod"}'], env, issuer=issuer, browser=browser
+            [*call, "--timeout", "3", "deploy", '{"target": "prod"}'],
+            env,
+            issuer=issuer,
+            browser=browser,
+            think=4.0,
         )
         assert first.returncode == 0, first.stderr
         assert first.json()["content"][0]["text"] == "ada deployed prod"
@@ -208,6 +216,8 @@ async def test_mrtr_call_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -
         assert json.loads(key) == [url, issuer]
         assert tokens["refresh_token"], tokens  # (offline_access was asked for)
         first_trace = trace.read_text()
+        # (the handshake was not timed out meanwhile: no fallback to a 2025 session)
+        assert '"initialize"' not in first_trace and '"server/discover"' in first_trace
 
         # 2. A second call reuses the stored token: no URL, no browser.
         second = await mrtr([*call, "whoami"], env, issuer=issuer)

@@ -1,7 +1,6 @@
 """A person's sign-in over WebSocket is not cut off by the connect timeout: the 401 to
 the upgrade runs the flow between two tries of the upgrade, each try bound by
-``connect_timeout`` alone (``WsLink.start``), which is why ``mrtr call`` runs no HTTP
-pre-flight for a ``ws://`` TARGET.  On real sockets with the real OpenID provider
+``connect_timeout`` alone (``WsLink.start``).  On real sockets with the real OpenID provider
 (``test_ws_auth.py``'s server), both loops."""
 
 from __future__ import annotations
