@@ -12,6 +12,9 @@ reads them back, checked together (:class:`~.serve_options.UsageError`), and
   with the secret ``--auth-client-secret FILE|env:NAME`` names.  The secret itself
   never goes on the command line, where any user of the machine reads it
   (``/proc/PID/cmdline``), and never into the options' ``repr``.
+
+``--auth-dpop`` takes DPoP-bound tokens (RFC 9449) beside bearer ones;
+``--auth-dpop required``, only them (``mrtr_transports.auth.Dpop``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
 MAX_SECRET_BYTES = 4096
 #: The clock skew a verifier may allow (``JwtVerifier``'s own bound).
 MAX_LEEWAY = 300.0
+#: ``--auth-dpop``'s values (the flag alone: ``allowed``).
+DPOP_MODES = ("allowed", "required")
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +90,16 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "the 401 challenge names these, the metadata publishes them with the tools' scopes",
     )
     parser.add_argument(
+        "--auth-dpop",
+        nargs="?",
+        const="allowed",
+        choices=DPOP_MODES,
+        metavar="allowed|required",
+        help="HTTP, with --auth-issuer: take DPoP-bound tokens (RFC 9449: each request "
+        "with a proof by the token's key) beside bearer ones; 'required': only them. "
+        "A bound token sent as a bearer one is refused either way",
+    )
+    parser.add_argument(
         "--auth-leeway",
         type=float,
         metavar="SEC",
@@ -110,6 +125,8 @@ class AuthOptions:
     scopes: tuple[str, ...] = ()
     #: ``--auth-leeway``, or ``None``: the verifier's default.
     leeway: float | None = None
+    #: ``--auth-dpop``: ``"allowed"``, ``"required"``, or ``None`` (bearer tokens only).
+    dpop: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, transport: str) -> AuthOptions | None:
@@ -117,7 +134,7 @@ class AuthOptions:
         is given; :class:`~.serve_options.UsageError` when they do not fit."""
         introspection_flags = (args.auth_introspection, args.auth_client_id)
         given = (args.auth_issuer, args.auth_jwks, args.auth_audience, *introspection_flags)
-        given += (args.auth_client_secret, args.auth_leeway, *args.auth_scope)
+        given += (args.auth_client_secret, args.auth_leeway, args.auth_dpop, *args.auth_scope)
         if all(value is None for value in given):
             return None
         if transport != "http":
@@ -154,13 +171,14 @@ class AuthOptions:
             client_secret=secret,
             scopes=tuple(dict.fromkeys(args.auth_scope)),
             leeway=leeway,
+            dpop=args.auth_dpop,
         )
 
     def resource_auth(self, app: ServerApp) -> ResourceAuth:
         """The endpoint's :class:`~mrtr_transports.auth.ResourceAuth` for ``app``: its
         metadata names the issuer and publishes the required scopes with every scope a
         tool of ``app`` asks for (what a client asks the authorization server for)."""
-        from ..auth import IntrospectionVerifier, JwtVerifier, ResourceAuth
+        from ..auth import Dpop, IntrospectionVerifier, JwtVerifier, ResourceAuth
         from ..auth.verifier import TokenVerifier
 
         leeway: dict[str, Any] = {} if self.leeway is None else {"leeway": self.leeway}
@@ -185,6 +203,7 @@ class AuthOptions:
             authorization_servers=[self.issuer],
             scopes=self.scopes,
             scopes_supported=[*dict.fromkeys([*self.scopes, *_tool_scopes(app)])] or None,
+            dpop=None if self.dpop is None else Dpop(required=self.dpop == "required"),
         )
 
 

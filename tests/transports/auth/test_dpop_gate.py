@@ -67,7 +67,7 @@ class Key:
 
     def proof(
         self,
-        token: str,
+        token: str | None,
         *,
         htm: str = "POST",
         htu: str = RESOURCE,
@@ -81,7 +81,7 @@ class Key:
             "htu": htu,
             "iat": int(time.time() + iat_in),
             "jti": secrets.token_urlsafe(16) if jti is None else jti,
-            "ath": access_token_hash(token),
+            **({} if token is None else {"ath": access_token_hash(token)}),
             **claims,
         }
         fields = {"typ": "dpop+jwt", "jwk": self.jwk, **(header or {})}
