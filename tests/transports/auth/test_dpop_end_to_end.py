@@ -20,6 +20,7 @@ import jwt
 import pytest
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.oauth import OAuthProvider
+from mrtr_transports.client.ws import open_ws_client
 from support.auth_e2e import REDIRECT_URI, Served, provider_for_module, serving_with_tokens
 from support.oidc_provider import (
     PUBLIC_CLIENT_ID,
@@ -114,6 +115,12 @@ async def test_our_client_signs_in_with_dpop_and_calls_a_tool(
             said = json.loads(whoami["content"][0]["text"])
             assert said["sub"] == "ada"
     # (the server takes DPoP tokens only: the call itself shows the token was bound)
+    # The WebSocket upgrade, with the same token and key: its proof is GET at the http URL.
+    ws_url = server.url.replace("http://", "ws://", 1)
+    async with open_ws_client(ws_url, auth=auth) as ws:
+        said = json.loads((await ws.call_tool("whoami", {}))["content"][0]["text"])
+        assert said["sub"] == "ada"
+    assert [path.rsplit("/", 1)[1] for path in browser.submitted] == ["login", "consent"]
 
 
 async def test_a_bound_token_is_good_with_its_keys_proof_only(
