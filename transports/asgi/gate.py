@@ -68,7 +68,8 @@ async def authenticate(auth: ResourceAuth, scope: Mapping[str, Any], headers: An
 
 
 def failure_headers(failure: AuthFailure) -> list[tuple[bytes, bytes]]:
-    return [(b"www-authenticate", failure.challenge.encode())]
+    extra = [(name.lower().encode(), value.encode()) for name, value in failure.headers]
+    return [(b"www-authenticate", failure.challenge.encode()), *extra]
 
 
 def failure_code(failure: AuthFailure) -> int:

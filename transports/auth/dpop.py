@@ -10,11 +10,21 @@ DPoP <token>`` is accepted when its one ``DPoP`` header is a proof that
   (``cnf.jkt``, from the JWT or the introspection answer);
 * names this request's method and URL (``htm``, ``htu``), and the token (``ath``);
 * was issued at most ``max_age`` seconds ago (``iat``; ``skew`` seconds ahead of our
-  clock at most) and not seen before (``jti``).
+  clock at most) and not seen before (``jti``);
+* with ``nonces=True``, carries a nonce this server gave (RFC 9449, section 9): a proof
+  without one is answered 401 ``use_dpop_nonce`` with the nonce in ``DPoP-Nonce``, and
+  the client signs again with it.  A nonce is the HMAC of the current period (``max_age``
+  seconds; the previous period's is still good) under ``nonce_secret``: nothing is kept,
+  and workers that share the secret accept each other's nonces.  A proof can then not
+  be made ahead of time, only within a nonce's life.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
@@ -45,7 +55,9 @@ class Dpop:
 
     ``algorithms``: what proofs may be signed with (published as the metadata's
     ``dpop_signing_alg_values_supported``); ``max_age`` and ``skew``: the window of a
-    proof's ``iat`` around ``clock()``; ``max_proofs``: the replay memory's bound."""
+    proof's ``iat`` around ``clock()``; ``max_proofs``: the replay memory's bound;
+    ``nonces``: demand a nonce of ours in each proof, made with ``nonce_secret`` (32
+    random bytes per process unless given: give the same to every worker)."""
 
     def __init__(
         self,
@@ -55,6 +67,8 @@ class Dpop:
         max_age: float = 60.0,
         skew: float = 10.0,
         max_proofs: int = 65536,
+        nonces: bool = False,
+        nonce_secret: bytes | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.algorithms = tuple(algorithms)
@@ -68,6 +82,28 @@ class Dpop:
         self.skew = skew
         self.clock = clock
         self.seen = SeenProofs(window=max_age + skew, capacity=max_proofs)
+        if nonce_secret is not None and len(nonce_secret) < 16:
+            raise ValueError("a nonce secret is 16 bytes at least")
+        self.nonces = nonces
+        self._nonce_secret = nonce_secret or secrets.token_bytes(32)
+
+    def __repr__(self) -> str:
+        mode = "required" if self.required else "allowed"
+        return f"Dpop({mode}, algorithms={self.algorithms!r}, nonces={self.nonces})"
+
+    def nonce(self, now: float | None = None) -> str:
+        """The nonce proofs carry now (``DPoP-Nonce``)."""
+        return self._nonce_of(int((self.clock() if now is None else now) // self.max_age))
+
+    def _nonce_of(self, period: int) -> str:
+        mac = hmac.new(self._nonce_secret, str(period).encode(), hashlib.sha256).digest()
+        return f"{period}.{base64.urlsafe_b64encode(mac[:18]).decode()}"
+
+    def _good_nonces(self, now: float) -> tuple[str, ...] | None:
+        if not self.nonces:
+            return None
+        period = int(now // self.max_age)
+        return (self._nonce_of(period), self._nonce_of(period - 1))
 
     def metadata(self) -> dict[str, Any]:
         """The protected-resource metadata's DPoP fields (RFC 9728, section 2)."""
@@ -103,6 +139,7 @@ class Dpop:
             max_age=self.max_age,
             skew=self.skew,
             access_token=token,
+            nonces=self._good_nonces(now),
         )
         rules.check_binding(key, bound_to)
         first = self.seen.first_use(key.thumbprint, jti, now)

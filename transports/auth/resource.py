@@ -44,11 +44,14 @@ log = logging.getLogger("mrtr.auth")
 @attrs.frozen
 class AuthFailure(Exception):
     """A request refused: ``status`` (400, 401, 403), the ``WWW-Authenticate`` value and
-    a message for the JSON-RPC error body (none of them quotes the token)."""
+    a message for the JSON-RPC error body (none of them quotes the token), and any
+    other ``headers``."""
 
     status: int
     challenge: str
     message: str
+    #: More response headers (a ``DPoP-Nonce`` to sign the next proof with).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class ResourceAuth:
@@ -214,6 +217,11 @@ class ResourceAuth:
                 return
             assert self.dpop is not None  # (the scheme was accepted)
             self.dpop.check(proofs, token=token, bound_to=bound_to, method=method, urls=urls)
+        except proof_rules.NonceRequired as exc:
+            assert self.dpop is not None
+            challenge = self.challenge(exc.error, description=exc.message, scheme="DPoP")
+            nonce = (("DPoP-Nonce", self.dpop.nonce()),)
+            raise AuthFailure(401, challenge, exc.message, nonce) from None
         except proof_rules.InvalidProof as exc:
             log.info("DPoP proof refused: %s", exc.message)
             challenge = self.challenge(exc.error, description=exc.message, scheme="DPoP")

@@ -7,7 +7,8 @@ What is checked: the metadata and the 401 say DPoP is required; the project's ``
 with ``OAuthProvider(dpop=True)`` signs ada in (the test browser) and calls a tool; a
 token the provider bound to a key of the test's is accepted with that key's proof, and
 refused with another key's proof, as a Bearer token, and with a proof used before; no
-token is in the server's log.
+token is in the server's log; a server that demands its own nonces (in-process, the
+same provider's tokens) makes the client sign again with the nonce it names.
 """
 
 from __future__ import annotations
@@ -16,12 +17,22 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import jwt
 import pytest
+from mrtr_transports.auth import Dpop, JwtVerifier, ResourceAuth
 from mrtr_transports.client.http import open_http_client
 from mrtr_transports.client.oauth import OAuthProvider
 from mrtr_transports.client.ws import open_ws_client
-from support.auth_e2e import REDIRECT_URI, Served, provider_for_module, serving_with_tokens
+from mrtr_transports.server.http import HttpServer
+from support.auth_e2e import (
+    REDIRECT_URI,
+    Served,
+    free_port,
+    provider_for_module,
+    serving_with_tokens,
+)
+from support.auth_e2e_app import app as e2e_app
 from support.oidc_provider import (
     PUBLIC_CLIENT_ID,
     OidcProvider,
@@ -141,3 +152,45 @@ async def test_a_bound_token_is_good_with_its_keys_proof_only(
     replayed = await post(server.port, token, (proof,))
     assert replayed.status == 401
     assert "used before" in replayed.json()["error"]["message"]
+
+
+async def test_our_client_signs_again_with_the_nonce_a_server_names(
+    provider: OidcProvider,
+) -> None:
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    verifier = JwtVerifier(
+        issuer=provider.issuer, audience=resource, jwks=str(provider.discovery["jwks_uri"])
+    )
+    dpop = Dpop(required=True, nonces=True)
+    auth = ResourceAuth(
+        verifier,
+        resource=resource,
+        authorization_servers=[provider.issuer],
+        scopes_supported=["tools:read"],
+        dpop=dpop,
+    )
+    server = HttpServer(e2e_app, auth=auth)
+    browser = provider.browser()
+
+    async def ada_in_her_browser(authorization_url: str) -> str:
+        return (await browser.authorize(authorization_url, user="ada")).url
+
+    client_auth = OAuthProvider(
+        resource,
+        user_agent=ada_in_her_browser,
+        redirect_uri="http://127.0.0.1:51237/callback",
+        client_id=PUBLIC_CLIENT_ID,
+        offline=False,
+        dpop=True,
+    )
+    async with anyio.create_task_group() as tasks:
+        await tasks.start(server.serve, "127.0.0.1", port)
+        try:
+            async with open_http_client(resource, auth=client_auth) as client:
+                for _ in range(2):  # (the second request's proof carries the nonce at once)
+                    whoami = await client.call_tool("whoami")
+                    assert json.loads(whoami["content"][0]["text"])["sub"] == "ada"
+        finally:
+            await server.aclose(grace=0.2)
+    assert [path.rsplit("/", 1)[1] for path in browser.submitted] == ["login", "consent"]

@@ -479,3 +479,41 @@ async def test_an_introspected_token_is_bound_by_its_answer(issuer: Issuer, key:
             assert (await post(port, token, (key.proof(token),))).status == 200
             assert (await post(port, token, scheme="Bearer")).status == 401
             assert (await post(port, token, (Key().proof(token),))).status == 401
+
+
+async def test_a_server_that_demands_nonces(issuer: Issuer, key: Key, as_port: int) -> None:
+    """RFC 9449, section 9: a proof without our nonce is 401 ``use_dpop_nonce`` with the
+    nonce to use in ``DPoP-Nonce``; one with it is accepted; a made-up nonce, or one of
+    a period gone by, is asked again."""
+    dpop = Dpop(nonces=True, max_age=30)
+    async with serve(resource_auth(as_port, dpop)) as port:
+        token = issuer.token("alice", cnf={"jkt": key.thumbprint})
+        asked = await post(port, token, (key.proof(token),))
+        assert asked.status == 401
+        assert dpop_challenge(asked).error == "use_dpop_nonce"
+        nonce = asked.header("dpop-nonce")
+        assert nonce is not None and nonce == dpop.nonce()
+        assert (await post(port, token, (key.proof(token, nonce=nonce),))).status == 200
+        stale = dpop.nonce(time.time() - 2 * dpop.max_age)
+        for wrong in ("made-up", stale):
+            refused = await post(port, token, (key.proof(token, nonce=wrong),))
+            assert refused.status == 401
+            assert dpop_challenge(refused).error == "use_dpop_nonce"
+            assert refused.header("dpop-nonce") == nonce
+        # The previous period's nonce is still good (a client just given one).
+        previous = dpop.nonce(time.time() - dpop.max_age)
+        assert (await post(port, token, (key.proof(token, nonce=previous),))).status == 200
+        # A bad proof is refused for what it is, nonce or not.
+        wrong_key = await post(port, token, (Key().proof(token, nonce=nonce),))
+        assert dpop_challenge(wrong_key).error == "invalid_dpop_proof"
+
+
+def test_workers_sharing_a_secret_accept_each_others_nonces() -> None:
+    secret = b"a secret every worker is given"
+    one, two = Dpop(nonces=True, nonce_secret=secret), Dpop(nonces=True, nonce_secret=secret)
+    assert one.nonce(1_000_000.0) == two.nonce(1_000_000.0)
+    assert Dpop(nonces=True).nonce(1_000_000.0) != Dpop(nonces=True).nonce(1_000_000.0)
+    assert one.nonce(1_000_000.0) != one.nonce(1_000_000.0 + one.max_age)
+    with pytest.raises(ValueError):
+        Dpop(nonces=True, nonce_secret=b"short")
+    assert "secret" not in repr(one) and repr(secret) not in repr(one)
