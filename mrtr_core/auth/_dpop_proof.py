@@ -147,7 +147,7 @@ def token_binding(claims: Mapping[str, Any]) -> str | None:
 def check_binding(key: ProofKey, bound_to: str | None) -> None:
     """The proof's key is the one the token is bound to (RFC 9449, section 7.1)."""
     if bound_to is None:
-        raise InvalidProof("the token is not bound to a DPoP key: send it as Bearer")
+        raise InvalidProof("the token is not bound to a DPoP key (cnf.jkt)")
     if key.thumbprint != bound_to:
         raise InvalidProof("the DPoP proof is signed by another key than the token's")
 
