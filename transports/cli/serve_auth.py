@@ -14,7 +14,10 @@ reads them back, checked together (:class:`~.serve_options.UsageError`), and
   (``/proc/PID/cmdline``), and never into the options' ``repr``.
 
 ``--auth-dpop`` takes DPoP-bound tokens (RFC 9449) beside bearer ones;
-``--auth-dpop required``, only them (``mrtr_transports.auth.Dpop``).
+``--auth-dpop required``, only them (``mrtr_transports.auth.Dpop``);
+``--auth-dpop-nonces`` demands a nonce of the server's in each proof, made with the
+secret ``--auth-dpop-nonce-secret FILE|env:NAME`` names (every worker given the same)
+or a random one per process.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .._secret_source import SecretSourceError, read_secret_source
 from .serve_options import UsageError
 
 if TYPE_CHECKING:
-    from ..auth import ResourceAuth
+    from ..auth import Dpop, ResourceAuth
     from ..server.app import ServerApp
 
 __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
@@ -38,6 +41,8 @@ __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
 MAX_SECRET_BYTES = 4096
 #: The clock skew a verifier may allow (``JwtVerifier``'s own bound).
 MAX_LEEWAY = 300.0
+#: The shortest secret DPoP nonces are made with (``Dpop``'s own bound).
+MIN_NONCE_SECRET_BYTES = 16
 #: ``--auth-dpop``'s values (the flag alone: ``allowed``).
 DPOP_MODES = ("allowed", "required")
 
@@ -100,6 +105,20 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "A bound token sent as a bearer one is refused either way",
     )
     parser.add_argument(
+        "--auth-dpop-nonces",
+        action="store_true",
+        default=None,
+        help="HTTP, with --auth-dpop: demand a nonce of this server's in every DPoP "
+        "proof (RFC 9449 section 9: 401 use_dpop_nonce, the nonce in DPoP-Nonce)",
+    )
+    parser.add_argument(
+        "--auth-dpop-nonce-secret",
+        metavar="FILE|env:NAME",
+        help="HTTP, with --auth-dpop-nonces: the file, or the environment variable NAME, "
+        "holding the secret nonces are made with (16 bytes at least; give every worker "
+        "the same; default: a random one per process)",
+    )
+    parser.add_argument(
         "--auth-leeway",
         type=float,
         metavar="SEC",
@@ -127,6 +146,10 @@ class AuthOptions:
     leeway: float | None = None
     #: ``--auth-dpop``: ``"allowed"``, ``"required"``, or ``None`` (bearer tokens only).
     dpop: str | None = None
+    #: ``--auth-dpop-nonces``: demand server nonces, made with ``dpop_nonce_secret``
+    #: (``--auth-dpop-nonce-secret``; ``None``: a random one per process).
+    dpop_nonces: bool = False
+    dpop_nonce_secret: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, transport: str) -> AuthOptions | None:
@@ -134,7 +157,8 @@ class AuthOptions:
         is given; :class:`~.serve_options.UsageError` when they do not fit."""
         introspection_flags = (args.auth_introspection, args.auth_client_id)
         given = (args.auth_issuer, args.auth_jwks, args.auth_audience, *introspection_flags)
-        given += (args.auth_client_secret, args.auth_leeway, args.auth_dpop, *args.auth_scope)
+        dpop = (args.auth_dpop, args.auth_dpop_nonces, args.auth_dpop_nonce_secret)
+        given += (args.auth_client_secret, args.auth_leeway, *dpop, *args.auth_scope)
         if all(value is None for value in given):
             return None
         if transport != "http":
@@ -162,6 +186,7 @@ class AuthOptions:
         leeway = args.auth_leeway
         if leeway is not None and not (0 <= leeway <= MAX_LEEWAY and math.isfinite(leeway)):
             raise UsageError(f"--auth-leeway must be 0 to {MAX_LEEWAY:g} seconds")
+        nonce_secret = _dpop_nonce_secret(args)
         return cls(
             issuer=args.auth_issuer,
             audience=audience,
@@ -172,13 +197,15 @@ class AuthOptions:
             scopes=tuple(dict.fromkeys(args.auth_scope)),
             leeway=leeway,
             dpop=args.auth_dpop,
+            dpop_nonces=bool(args.auth_dpop_nonces),
+            dpop_nonce_secret=nonce_secret,
         )
 
     def resource_auth(self, app: ServerApp) -> ResourceAuth:
         """The endpoint's :class:`~mrtr_transports.auth.ResourceAuth` for ``app``: its
         metadata names the issuer and publishes the required scopes with every scope a
         tool of ``app`` asks for (what a client asks the authorization server for)."""
-        from ..auth import Dpop, IntrospectionVerifier, JwtVerifier, ResourceAuth
+        from ..auth import IntrospectionVerifier, JwtVerifier, ResourceAuth
         from ..auth.verifier import TokenVerifier
 
         leeway: dict[str, Any] = {} if self.leeway is None else {"leeway": self.leeway}
@@ -203,7 +230,16 @@ class AuthOptions:
             authorization_servers=[self.issuer],
             scopes=self.scopes,
             scopes_supported=[*dict.fromkeys([*self.scopes, *_tool_scopes(app)])] or None,
-            dpop=None if self.dpop is None else Dpop(required=self.dpop == "required"),
+            dpop=None if self.dpop is None else self._dpop(),
+        )
+
+    def _dpop(self) -> Dpop:
+        from ..auth import Dpop
+
+        return Dpop(
+            required=self.dpop == "required",
+            nonces=self.dpop_nonces,
+            nonce_secret=self.dpop_nonce_secret,
         )
 
 
@@ -218,6 +254,25 @@ def _introspection_credentials(args: argparse.Namespace) -> str | None:
     if args.auth_client_id is None or args.auth_client_secret is None:
         raise UsageError("--auth-introspection needs --auth-client-id and --auth-client-secret")
     return read_client_secret(args.auth_client_secret)
+
+
+def _dpop_nonce_secret(args: argparse.Namespace) -> bytes | None:
+    """The secret of ``--auth-dpop-nonce-secret`` (checked with its flags), or ``None``."""
+    if args.auth_dpop_nonces and args.auth_dpop is None:
+        raise UsageError("--auth-dpop-nonces needs --auth-dpop")
+    source = args.auth_dpop_nonce_secret
+    if source is None:
+        return None
+    flag = "--auth-dpop-nonce-secret"
+    if not args.auth_dpop_nonces:
+        raise UsageError(f"{flag} needs --auth-dpop-nonces")
+    try:
+        secret = read_secret_source(source, flag=flag, max_bytes=MAX_SECRET_BYTES).strip()
+    except SecretSourceError as exc:
+        raise UsageError(str(exc)) from None
+    if len(secret.encode()) < MIN_NONCE_SECRET_BYTES:
+        raise UsageError(f"{flag} {source}: {MIN_NONCE_SECRET_BYTES} bytes at least")
+    return secret.encode()
 
 
 def read_client_secret(source: str) -> str:

@@ -1,7 +1,8 @@
 """End to end with DPoP (RFC 9449): the real OpenID provider (``oidc-provider`` on Node,
 its ``dpop`` feature on) binds the tokens it issues to the key of the token request's
 proof, and ``mrtr serve --http --auth-issuer ... --auth-dpop required`` (a real
-subprocess) takes only such tokens, each request with a proof by that key.
+subprocess) takes only such tokens, each request with a proof by that key and, with
+``--auth-dpop-nonces``, the nonce the server names.
 
 What is checked: the metadata and the 401 say DPoP is required; the project's ``Client``
 with ``OAuthProvider(dpop=True)`` signs ada in (the test browser) and calls a tool; a
@@ -56,7 +57,7 @@ def provider() -> Iterator[OidcProvider]:
 
 @pytest.fixture(scope="module")
 def server(provider: OidcProvider) -> Iterator[Served]:
-    flags = ("--auth-dpop", "required", "--log-level", "INFO")
+    flags = ("--auth-dpop", "required", "--auth-dpop-nonces", "--log-level", "INFO")
     with serving_with_tokens(provider.issuer, *flags) as served:
         yield served
         log = served.log()
@@ -139,12 +140,18 @@ async def test_a_bound_token_is_good_with_its_keys_proof_only(
 ) -> None:
     key = Key()
     token = await bound_token(provider, server, key, "ada")
-    proof = key.proof(token, htu=server.url)
+    # The server demands its nonce (--auth-dpop-nonces): the first proof learns it.
+    asked = await post(server.port, token, (key.proof(token, htu=server.url),))
+    assert asked.status == 401
+    assert dpop_challenge(asked).error == "use_dpop_nonce"
+    nonce = asked.header("dpop-nonce")
+    assert nonce
+    proof = key.proof(token, htu=server.url, nonce=nonce)
     accepted = await post(server.port, token, (proof,), message=call())
     assert accepted.status == 200, accepted.body
     assert json.loads(accepted.json()["result"]["content"][0]["text"])["sub"] == "ada"
     # Another key's proof: whoever copied the token does not hold ada's key.
-    stolen = await post(server.port, token, (Key().proof(token, htu=server.url),))
+    stolen = await post(server.port, token, (Key().proof(token, htu=server.url, nonce=nonce),))
     assert stolen.status == 401
     assert dpop_challenge(stolen).error == "invalid_dpop_proof"
     # The token alone, as a bearer token; and the proof used a second time.

@@ -60,3 +60,57 @@ def test_an_unknown_mode_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse("--auth-issuer", AS, "--auth-audience", RS, "--auth-dpop", "sometimes")
     assert "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+
+NONCE_VARIABLE = "MRTR_TEST_DPOP_NONCE_SECRET"
+WITH_NONCES = ("--auth-dpop", "--auth-dpop-nonces", "--auth-dpop-nonce-secret")
+
+
+def test_nonces_with_a_secret_every_worker_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "a secret the workers share, 16+ bytes"
+    monkeypatch.setenv(NONCE_VARIABLE, secret + "\n")
+    flags = ("--auth-issuer", AS, "--auth-audience", RS, "--auth-dpop", "--auth-dpop-nonces")
+    app = McpApp("flag-test", "1.0")
+    shared = (*flags, "--auth-dpop-nonce-secret", f"env:{NONCE_VARIABLE}")
+    one, two = parse(*shared).auth, parse(*shared).auth
+    assert one is not None and two is not None
+    assert secret not in repr(one)
+    first, second = one.resource_auth(app).dpop, two.resource_auth(app).dpop
+    assert first is not None and second is not None and first.nonces
+    assert first.nonce(1_000_000.0) == second.nonce(1_000_000.0)  # (another worker's)
+    # Without a secret, each process makes its own.
+    alone = parse(*flags).auth
+    assert alone is not None and alone.dpop_nonce_secret is None
+    own = alone.resource_auth(app).dpop
+    assert own is not None and own.nonces
+    assert own.nonce(1_000_000.0) != first.nonce(1_000_000.0)
+    plain = parse("--auth-issuer", AS, "--auth-audience", RS, "--auth-dpop").auth
+    assert plain is not None and not plain.resource_auth(app).dpop.nonces  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--auth-dpop-nonces",), "--auth-dpop-nonces needs --auth-dpop"),
+        (
+            ("--auth-dpop", "--auth-dpop-nonce-secret", f"env:{NONCE_VARIABLE}"),
+            "needs --auth-dpop-nonces",
+        ),
+        (
+            (*WITH_NONCES, "env:MRTR_UNSET_X"),
+            "MRTR_UNSET_X",
+        ),
+        (
+            (*WITH_NONCES, f"env:{NONCE_VARIABLE}"),
+            "16 bytes at least",
+        ),
+    ],
+)
+def test_the_nonce_flags_rules(
+    flags: tuple[str, ...], says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(NONCE_VARIABLE, "too short")
+    monkeypatch.delenv("MRTR_UNSET_X", raising=False)
+    with pytest.raises(UsageError, match=re.escape(says)) as refused:
+        parse("--auth-issuer", AS, "--auth-audience", RS, *flags)
+    assert "too short" not in str(refused.value)
