@@ -209,7 +209,10 @@ class ResourceAuth:
     ) -> None:
         """A bound token only with a proof by its key; a DPoP one only if bound."""
         try:
-            bound_to = proof_rules.token_binding(identity.claims)
+            try:
+                bound_to = proof_rules.token_binding(identity.claims)
+            except proof_rules.InvalidProof as exc:  # (the token's fault, not a proof's)
+                raise TokenRefused(exc.message) from None
             if scheme == "Bearer":
                 if bound_to is not None:
                     why = "the token is bound to a key: send it as DPoP with a proof"

@@ -365,6 +365,20 @@ async def test_an_unbound_token_sent_as_dpop_and_a_binding_we_cannot_check(
         refused = await post(port, certificate_bound, proofs, scheme=scheme)
         assert refused.status == 401
         assert "cannot check" in refused.json()["error"]["message"]
+        # The token's fault, said in the scheme it came with.
+        header = refused.header("www-authenticate") or ""
+        said = BearerChallenge.from_headers(header, scheme=scheme)
+        assert said is not None and said.error == "invalid_token"
+
+
+async def test_a_binding_we_cannot_check_where_dpop_is_off(issuer: Issuer, as_port: int) -> None:
+    certificate_bound = issuer.token("alice", cnf={"x5t#S256": "a-certificate-thumbprint"})
+    async with serve(resource_auth(as_port, None)) as port:
+        refused = await post(port, certificate_bound, scheme="Bearer")
+        assert refused.status == 401
+        challenge = BearerChallenge.from_headers(refused.header("www-authenticate") or "")
+        assert challenge is not None and challenge.error == "invalid_token"
+        assert "cannot check" in (challenge.error_description or "")
 
 
 async def test_a_bad_token_with_a_good_proof_is_invalid_token_in_the_dpop_scheme(
