@@ -61,6 +61,7 @@ _WITH_THE_PROVIDER = ("interop", "subprocess")
 FILE_MARKERS: dict[str, tuple[str, ...]] = {
     "transports/auth/test_oidc_provider.py": _WITH_THE_PROVIDER,
     "transports/auth/test_end_to_end.py": _WITH_THE_PROVIDER,
+    "transports/auth/test_dpop_end_to_end.py": _WITH_THE_PROVIDER,
     "transports/auth/test_sdk_clients_auth.py": _WITH_THE_PROVIDER,
     "transports/auth/test_serve_introspection.py": _WITH_THE_PROVIDER,
     "transports/cli/test_call_oauth.py": _WITH_THE_PROVIDER,

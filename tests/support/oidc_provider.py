@@ -90,6 +90,7 @@ def default_config(
     issuer_path: str = "",
     well_known: Sequence[str] = ("oauth", "openid-insert", "openid"),
     client_metadata_documents: Mapping[str, str] | None = None,
+    dpop: bool = False,
 ) -> dict[str, Any]:
     """The provider's configuration (the JSON ``provider.mjs`` reads): the users, a public
     and two confidential clients, one resource server with ``resource_scopes``, JWT access
@@ -97,7 +98,9 @@ def default_config(
     introspection), refresh tokens by ``refresh_tokens`` (``always``, ``never``, ``openid``),
     the issuer at ``issuer_path`` with its metadata where ``well_known`` says, Client ID
     Metadata Documents from the loopback stand-ins of ``client_metadata_documents`` (https
-    origin: http://127.0.0.1:PORT): see ``provider.mjs``.  A test edits the dict for more."""
+    origin: http://127.0.0.1:PORT), DPoP-bound tokens for a token request with a proof
+    when ``dpop`` (RFC 9449; off by default): see ``provider.mjs``.  A test edits the
+    dict for more."""
     secret = client_secret or secrets.token_urlsafe(24)
     all_scopes = " ".join(("openid", "offline_access", *resource_scopes))
     code_grants = ["authorization_code", "refresh_token"]
@@ -157,6 +160,7 @@ def default_config(
         "client_metadata_documents": dict(client_metadata_documents or {}),
         "registration": registration,
         "client_credentials": client_credentials,
+        "dpop": dpop,
     }
 
 

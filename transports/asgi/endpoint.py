@@ -100,7 +100,7 @@ from ..server.driver import (
 from ..server.legacy import DEFAULT_LEGACY_ANSWER_TIMEOUT
 from .answer import Receive, Scope, Send, StreamingAnswer, send_whole
 from .callback import CURRENT_CALLBACK_URL, DEFAULT_CALLBACK_PATH, callback_route
-from .gate import call_refusal, failure_code, failure_headers, metadata_page
+from .gate import authenticate, call_refusal, failure_code, failure_headers, metadata_page
 from .policy import AccessPolicy, Headers
 from .pools import Lease, ListenPool, ListenRefusal
 from .routes import DEFAULT_HEALTH_PATH, Page, health_page
@@ -433,7 +433,7 @@ class McpAsgi:
             return
         if self.auth is not None:
             try:
-                identity = await self.auth.authenticate(headers.get_all("authorization"))
+                identity = await authenticate(self.auth, scope, headers)
             except AuthFailure as failure:
                 code = failure_code(failure)
                 await refuse(failure.status, failure.message, code, failure_headers(failure))

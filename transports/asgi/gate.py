@@ -12,6 +12,10 @@ ASGI side of ``mrtr_transports.auth.resource``.
   runs (``call_refusal``).  The app checks the same rule again
   (``InsufficientScope``, a JSON-RPC error) for transports that have no status to
   say it with (a WebSocket conversation): one rule, ``mrtr_core.auth._scopes``.
+* A DPoP-bound token (``ResourceAuth(dpop=...)``) comes with a proof of the request:
+  ``authenticate`` gives the resource server the ``DPoP`` header, the method and the
+  path; a WebSocket upgrade's proof is for ``GET`` at the endpoint's http(s) URL, as
+  a client signs it.
 * The health check and the URL-elicitation callback stay outside the gate: a probe
   and a person's browser carry no token (the callback is bound by its own state).
 """
@@ -28,7 +32,7 @@ from ..auth.refusals import FORBIDDEN
 from ..auth.resource import AuthFailure, ResourceAuth
 from .routes import Page
 
-__all__ = ["call_refusal", "failure_headers", "metadata_page", "tool_scopes"]
+__all__ = ["authenticate", "call_refusal", "failure_headers", "metadata_page", "tool_scopes"]
 
 _METADATA_HEADERS = [
     (b"cache-control", b"max-age=300"),
@@ -44,8 +48,28 @@ def metadata_page(auth: ResourceAuth, method: str) -> Page:
     return Page(200, auth.metadata_body, headers=_METADATA_HEADERS)
 
 
+async def authenticate(auth: ResourceAuth, scope: Mapping[str, Any], headers: Any) -> Identity:
+    """The identity of the request (or WebSocket upgrade) ``scope`` with ``headers``
+    (``policy.Headers``), or ``AuthFailure``."""
+    method = "GET" if scope["type"] == "websocket" else str(scope.get("method", "GET"))
+    # The path as the client sent it: ASGI's ``path`` includes ``root_path`` (older
+    # servers' did not).
+    path, root = str(scope.get("path", "/")), str(scope.get("root_path", ""))
+    path = path if path.startswith(root) else root + path
+    secure = scope.get("scheme") in ("https", "wss")
+    hosts = headers.get_all("host")
+    reached = f"{'https' if secure else 'http'}://{hosts[0]}{path}" if len(hosts) == 1 else None
+    return await auth.authenticate(
+        headers.get_all("authorization"),
+        proofs=headers.get_all("dpop"),
+        method=method,
+        urls=auth.request_urls(path, reached),
+    )
+
+
 def failure_headers(failure: AuthFailure) -> list[tuple[bytes, bytes]]:
-    return [(b"www-authenticate", failure.challenge.encode())]
+    extra = [(name.lower().encode(), value.encode()) for name, value in failure.headers]
+    return [(b"www-authenticate", failure.challenge.encode()), *extra]
 
 
 def failure_code(failure: AuthFailure) -> int:
@@ -76,5 +100,5 @@ def call_refusal(
         return None
     missing = " ".join(shortfall.missing)
     return AuthFailure(
-        403, shortfall.challenge.to_header(), f"this call needs the scope(s) {missing}"
+        403, auth.scope_challenge(shortfall, identity), f"this call needs the scope(s) {missing}"
     )

@@ -68,7 +68,7 @@ from ..auth.resource import AuthFailure, ResourceAuth
 from ..server.app import Outlet, ServerApp, tool_header_params
 from ..server.driver import _StreamDriver
 from .answer import Receive, Scope, Send
-from .gate import failure_headers
+from .gate import authenticate, failure_headers
 from .policy import AccessPolicy, Headers
 
 __all__ = ["DEFAULT_MAX_WEBSOCKETS", "DEFAULT_MAX_WEBSOCKETS_PER_CLIENT", "WebSocketSide"]
@@ -171,7 +171,7 @@ class WebSocketSide:
         identity: Identity | None = None
         if self.auth is not None:
             try:
-                identity = await self.auth.authenticate(headers.get_all("authorization"))
+                identity = await authenticate(self.auth, scope, headers)
             except AuthFailure as failure:
                 await refuse(failure.status, failure.message, extra=failure_headers(failure))
                 return

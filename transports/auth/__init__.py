@@ -6,6 +6,7 @@ rules of the endpoint's gate.  See ``docs/auth.md``.
   401/403 challenges, a request's :class:`Identity`;
 * :class:`TokenVerifier`, with :class:`JwtVerifier` (keys from a JWKS,
   :class:`JwksKeys`) and :class:`IntrospectionVerifier` (RFC 7662);
+* :class:`Dpop` (``ResourceAuth(..., dpop=Dpop())``): DPoP-bound tokens (RFC 9449);
 * :class:`TokenRefused` (401), :class:`InsufficientScope` (403).
 """
 
@@ -15,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .dpop import Dpop
     from .identity import CURRENT_IDENTITY, Identity
     from .introspection import IntrospectionVerifier
     from .jwks import JwksKeys
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 #: (PyJWT and cryptography load with the JWT verifier, not with every server).
 _HOMES = {
     "CURRENT_IDENTITY": "identity",
+    "Dpop": "dpop",
     "Identity": "identity",
     "IntrospectionVerifier": "introspection",
     "JwksKeys": "jwks",
@@ -42,6 +45,7 @@ _HOMES = {
 __all__ = [
     "CURRENT_IDENTITY",
     "AuthFailure",
+    "Dpop",
     "Identity",
     "InsufficientScope",
     "IntrospectionVerifier",

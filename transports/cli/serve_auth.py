@@ -15,6 +15,11 @@ reads them back, checked together (:class:`~.serve_options.UsageError`), and
 
 ``--http`` and ``--ws`` take them (the WebSocket's upgrade request carries the token;
 its resource is the endpoint's ``http(s)://`` URL, ``--auth-audience``); stdio none.
+``--auth-dpop`` takes DPoP-bound tokens (RFC 9449) beside bearer ones;
+``--auth-dpop required``, only them (``mrtr_transports.auth.Dpop``);
+``--auth-dpop-nonces`` demands a nonce of the server's in each proof, made with the
+secret ``--auth-dpop-nonce-secret FILE|env:NAME`` names (every worker given the same)
+or a random one per process.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from .._secret_source import SecretSourceError, read_secret_source
 from .serve_options import UsageError
 
 if TYPE_CHECKING:
-    from ..auth import ResourceAuth
+    from ..auth import Dpop, ResourceAuth
     from ..server.app import ServerApp
 
 __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
@@ -38,6 +43,10 @@ __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
 MAX_SECRET_BYTES = 4096
 #: The clock skew a verifier may allow (``JwtVerifier``'s own bound).
 MAX_LEEWAY = 300.0
+#: The shortest secret DPoP nonces are made with (``Dpop``'s own bound).
+MIN_NONCE_SECRET_BYTES = 16
+#: ``--auth-dpop``'s values (the flag alone: ``allowed``).
+DPOP_MODES = ("allowed", "required")
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +97,30 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "the 401 challenge names these, the metadata publishes them with the tools' scopes",
     )
     parser.add_argument(
+        "--auth-dpop",
+        nargs="?",
+        const="allowed",
+        choices=DPOP_MODES,
+        metavar="allowed|required",
+        help="with --auth-issuer: take DPoP-bound tokens (RFC 9449: each request "
+        "with a proof by the token's key) beside bearer ones; 'required': only them. "
+        "A bound token sent as a bearer one is refused either way",
+    )
+    parser.add_argument(
+        "--auth-dpop-nonces",
+        action="store_true",
+        default=None,
+        help="with --auth-dpop: demand a nonce of this server's in every DPoP "
+        "proof (RFC 9449 section 9: 401 use_dpop_nonce, the nonce in DPoP-Nonce)",
+    )
+    parser.add_argument(
+        "--auth-dpop-nonce-secret",
+        metavar="FILE|env:NAME",
+        help="with --auth-dpop-nonces: the file, or the environment variable NAME, "
+        "holding the secret nonces are made with (16 bytes at least; give every worker "
+        "the same; default: a random one per process)",
+    )
+    parser.add_argument(
         "--auth-leeway",
         type=float,
         metavar="SEC",
@@ -113,6 +146,12 @@ class AuthOptions:
     scopes: tuple[str, ...] = ()
     #: ``--auth-leeway``, or ``None``: the verifier's default.
     leeway: float | None = None
+    #: ``--auth-dpop``: ``"allowed"``, ``"required"``, or ``None`` (bearer tokens only).
+    dpop: str | None = None
+    #: ``--auth-dpop-nonces``: demand server nonces, made with ``dpop_nonce_secret``
+    #: (``--auth-dpop-nonce-secret``; ``None``: a random one per process).
+    dpop_nonces: bool = False
+    dpop_nonce_secret: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, transport: str) -> AuthOptions | None:
@@ -120,7 +159,8 @@ class AuthOptions:
         is given; :class:`~.serve_options.UsageError` when they do not fit."""
         introspection_flags = (args.auth_introspection, args.auth_client_id)
         given = (args.auth_issuer, args.auth_jwks, args.auth_audience, *introspection_flags)
-        given += (args.auth_client_secret, args.auth_leeway, *args.auth_scope)
+        dpop = (args.auth_dpop, args.auth_dpop_nonces, args.auth_dpop_nonce_secret)
+        given += (args.auth_client_secret, args.auth_leeway, *dpop, *args.auth_scope)
         if all(value is None for value in given):
             return None
         if transport not in ("http", "ws"):  # (the spec: stdio takes no tokens)
@@ -155,6 +195,7 @@ class AuthOptions:
         leeway = args.auth_leeway
         if leeway is not None and not (0 <= leeway <= MAX_LEEWAY and math.isfinite(leeway)):
             raise UsageError(f"--auth-leeway must be 0 to {MAX_LEEWAY:g} seconds")
+        nonce_secret = _dpop_nonce_secret(args)
         return cls(
             issuer=args.auth_issuer,
             audience=audience,
@@ -164,6 +205,9 @@ class AuthOptions:
             client_secret=secret,
             scopes=tuple(dict.fromkeys(args.auth_scope)),
             leeway=leeway,
+            dpop=args.auth_dpop,
+            dpop_nonces=bool(args.auth_dpop_nonces),
+            dpop_nonce_secret=nonce_secret,
         )
 
     def resource_auth(self, app: ServerApp) -> ResourceAuth:
@@ -195,6 +239,16 @@ class AuthOptions:
             authorization_servers=[self.issuer],
             scopes=self.scopes,
             scopes_supported=[*dict.fromkeys([*self.scopes, *_tool_scopes(app)])] or None,
+            dpop=None if self.dpop is None else self._dpop(),
+        )
+
+    def _dpop(self) -> Dpop:
+        from ..auth import Dpop
+
+        return Dpop(
+            required=self.dpop == "required",
+            nonces=self.dpop_nonces,
+            nonce_secret=self.dpop_nonce_secret,
         )
 
 
@@ -211,11 +265,32 @@ def _introspection_credentials(args: argparse.Namespace) -> str | None:
     return read_client_secret(args.auth_client_secret)
 
 
+def _dpop_nonce_secret(args: argparse.Namespace) -> bytes | None:
+    """The secret of ``--auth-dpop-nonce-secret`` (checked with its flags), or ``None``."""
+    if args.auth_dpop_nonces and args.auth_dpop is None:
+        raise UsageError("--auth-dpop-nonces needs --auth-dpop")
+    source = args.auth_dpop_nonce_secret
+    if source is None:
+        return None
+    flag = "--auth-dpop-nonce-secret"
+    if not args.auth_dpop_nonces:
+        raise UsageError(f"{flag} needs --auth-dpop-nonces")
+    secret = _one_line(source, flag)
+    if len(secret.encode()) < MIN_NONCE_SECRET_BYTES:
+        raise UsageError(f"{flag} {source}: {MIN_NONCE_SECRET_BYTES} bytes at least")
+    return secret.encode()
+
+
 def read_client_secret(source: str) -> str:
     """The secret in file ``source`` (or ``@PATH``), or in the environment variable
     ``NAME`` for ``env:NAME`` (one line: surrounding whitespace and the final newline
     dropped); :class:`~.serve_options.UsageError` saying which and why, never quoting it."""
-    flag = "--auth-client-secret"
+    return _one_line(source, "--auth-client-secret")
+
+
+def _one_line(source: str, flag: str) -> str:
+    """The secret ``source`` names for ``flag``: one line (surrounding whitespace and
+    the final newline dropped); :class:`~.serve_options.UsageError`, never quoting it."""
     try:
         secret = read_secret_source(source, flag=flag, max_bytes=MAX_SECRET_BYTES).strip()
     except SecretSourceError as exc:

@@ -28,6 +28,9 @@
 //                  is fetched from the loopback server beside it (the test's), nothing else is
 //                  fetched (the package fetches https only, and never from loopback by itself)
 //   client_credentials  true: the client_credentials grant
+//   dpop           true: DPoP (RFC 9449) at the token endpoint: a token request with a proof
+//                  gets a token bound to its key (cnf.jkt); off by default (the package's own
+//                  default is on), so a test sees it only where it asks for it
 //
 // The interactions are ours, minimal and plain HTML (the package's development views accept
 // any name): a login form that knows only the configured users, then a consent form.
@@ -223,6 +226,7 @@ function configuration() {
       clientIdMetadataDocument: { enabled: cimdOrigins.length > 0, ack: 'draft-02' },
       registration: { enabled: Boolean(config.registration) },
       clientCredentials: { enabled: Boolean(config.client_credentials) },
+      dPoP: { enabled: Boolean(config.dpop) },
       revocation: { enabled: true },
       introspection: {
         enabled: true,
