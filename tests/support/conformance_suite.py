@@ -92,3 +92,46 @@ def run_suite(
         for check in json.loads(path.read_text()):
             checks.append({**check, "scenario": scenario})
     return SuiteRun(done.returncode, done.stdout, done.stderr, checks)
+
+
+#: The suite's 25 client ``auth/`` scenarios for 2026-07-28 the issue counts (in the
+#: suite's order); the suite's list must contain at least these.
+AUTH_CLIENT_SCENARIOS = tuple(
+    f"auth/{name}"
+    for name in (
+        "metadata-default",
+        "metadata-var1",
+        "metadata-var2",
+        "metadata-var3",
+        "basic-cimd",
+        "scope-from-www-authenticate",
+        "scope-from-scopes-supported",
+        "scope-omitted-when-undefined",
+        "scope-step-up",
+        "scope-retry-limit",
+        "token-endpoint-auth-basic",
+        "token-endpoint-auth-post",
+        "token-endpoint-auth-none",
+        "pre-registration",
+        "resource-mismatch",
+        "offline-access-scope",
+        "offline-access-not-supported",
+        "authorization-server-migration",
+        "iss-supported",
+        "iss-not-advertised",
+        "iss-supported-missing",
+        "iss-wrong-issuer",
+        "iss-unexpected",
+        "iss-normalized",
+        "metadata-issuer-mismatch",
+    )
+)
+#: The check each refusal scenario must pass: the client stopped where it must not go on.
+AUTH_REFUSALS = {
+    "auth/resource-mismatch": "resource-mismatch-rejected",
+    "auth/iss-supported-missing": "sep-2468-client-reject-missing-iss",
+    "auth/iss-wrong-issuer": "sep-2468-client-compare-iss-supported",
+    "auth/iss-unexpected": "sep-2468-client-compare-iss-unadvertised",
+    "auth/iss-normalized": "sep-2468-client-no-normalization",
+    "auth/metadata-issuer-mismatch": "sep-2468-client-validate-metadata-issuer",
+}

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -44,12 +44,15 @@ _LOOK_EVERY = 0.02
 
 
 @asynccontextmanager
-async def mrtr_serve(args: Sequence[str], log: Path | None = None) -> AsyncIterator[str]:
+async def mrtr_serve(
+    args: Sequence[str], log: Path | None = None, *, env: Mapping[str, str] | None = None
+) -> AsyncIterator[str]:
     """``mrtr serve ARGS``, once listening: its URL; then SIGINT (a kill past
-    :data:`STOP_TIMEOUT`).  Its stderr goes to ``log`` (a temporary file by default)."""
+    :data:`STOP_TIMEOUT`).  Its stderr goes to ``log`` (a temporary file by default);
+    ``env``: its environment (by default the tests', ``tests/`` importable)."""
     if log is None:
         with tempfile.TemporaryDirectory(prefix="mrtr-serve-") as folder:
-            async with mrtr_serve(args, Path(folder) / "serve.log") as url:
+            async with mrtr_serve(args, Path(folder) / "serve.log", env=env) as url:
                 yield url
         return
     with log.open("wb") as stderr:
@@ -58,7 +61,7 @@ async def mrtr_serve(args: Sequence[str], log: Path | None = None) -> AsyncItera
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            env=TESTS_ON_PATH,
+            env=dict(TESTS_ON_PATH if env is None else env),
         )
     try:
         with anyio.fail_after(START_TIMEOUT):

@@ -31,6 +31,7 @@ import anyio
 import pytest
 from support.cli_run import MRTR, TESTS_ON_PATH
 from support.oidc_provider import CONFIDENTIAL_CLIENT_ID, TestBrowser, oidc_provider
+from support.serve_subprocess import mrtr_serve
 
 HERE = Path(__file__).resolve().parent
 HUNG = 60.0
@@ -53,41 +54,16 @@ def environment(config_home: Path, **more: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def serving(issuer: str, env: Mapping[str, str]) -> AsyncIterator[str]:
-    """``mrtr serve --http`` of ``oauth_app`` requiring ``issuer``'s tokens; its URL."""
+async def serving(issuer: str, env: Mapping[str, str], *, ws: bool = False) -> AsyncIterator[str]:
+    """``mrtr serve --http`` (``--ws``) of ``oauth_app`` requiring ``issuer``'s tokens: its
+    URL (whose ``http://`` form, the resource, is the tokens' audience)."""
     port = _free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    command = [
-        *MRTR,
-        "serve",
-        "--http",
-        f"127.0.0.1:{port}",
-        "--app",
-        "oauth_app:app",
-        "--auth-issuer",
-        issuer,
-        "--auth-audience",
-        url,
-    ]
-    process = await anyio.open_process(
-        command, env=dict(env), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(HUNG):
-            while b"listening on http://" not in seen or not seen.endswith(b"\n"):
-                chunk = await process.stderr.receive()
-                seen += chunk
+    resource = f"http://127.0.0.1:{port}/mcp"
+    transport = "--ws" if ws else "--http"
+    flags = [transport, f"127.0.0.1:{port}", "--app", "oauth_app:app"]
+    flags += ["--auth-issuer", issuer, "--auth-audience", resource]
+    async with mrtr_serve(flags, env=env) as url:
         yield url
-    finally:
-        process.terminate()
-        with anyio.move_on_after(10):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
 
 
 @dataclass

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,11 +22,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mrtr_transports.cli.serve_options import ServeOptions, UsageError, add_arguments
-from support.cli_run import MRTR
 from support.oidc_provider import AuthorizationResponse, TestBrowser, oidc_provider
-from test_call_oauth import HUNG, _free_port, environment, mrtr, secrets_of, stored
-
-pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
+from test_call_oauth import environment, mrtr, secrets_of, serving, stored
 
 #: How long the person takes to sign in: longer than the ``--timeout`` the calls give.
 SLOW_PERSON = 2.0
@@ -51,38 +47,8 @@ class SlowBrowser:
 async def serving_ws(issuer: str, env: Mapping[str, str]) -> AsyncIterator[tuple[str, str]]:
     """``mrtr serve --ws`` of ``oauth_app`` requiring ``issuer``'s tokens: its ``ws://``
     URL and the resource (its ``http://`` URL, the tokens' audience)."""
-    port = _free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
-    command = [
-        *MRTR,
-        "serve",
-        "--ws",
-        f"127.0.0.1:{port}",
-        "--app",
-        "oauth_app:app",
-        "--auth-issuer",
-        issuer,
-        "--auth-audience",
-        resource,
-    ]
-    process = await anyio.open_process(
-        command, env=dict(env), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(HUNG):
-            while b"listening on ws://" not in seen or not seen.endswith(b"\n"):
-                seen += await process.stderr.receive()
-        yield f"ws://127.0.0.1:{port}/mcp", resource
-    finally:
-        process.terminate()
-        with anyio.move_on_after(10):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
+    async with serving(issuer, env, ws=True) as url:
+        yield url, "http" + url.removeprefix("ws")
 
 
 async def test_mrtr_call_over_ws_signs_in_reuses_refreshes_and_forgets(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from mrtr_transports.client.ws import open_ws_client
 from support.oidc_provider import PUBLIC_CLIENT_ID, oidc_provider
 from test_ws_auth import REDIRECT_URI, protected_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.interop]
+pytestmark = pytest.mark.anyio
 
 CONNECT_TIMEOUT = 0.5
 #: How long the person takes: well past the connect timeout.

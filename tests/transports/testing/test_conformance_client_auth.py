@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support.conformance_suite import (
+    AUTH_CLIENT_SCENARIOS,
+    AUTH_REFUSALS,
     CLIENT_SCRIPT,
     NODE,
     ROOT,
@@ -34,48 +36,8 @@ from support.conformance_suite import (
     run_suite,
 )
 
-pytestmark = [pytest.mark.conformance, pytest.mark.subprocess]
-
 #: The 25 the issue counts; the suite's list must contain at least these.
-NAMED = {
-    f"auth/{name}"
-    for name in (
-        "metadata-default",
-        "metadata-var1",
-        "metadata-var2",
-        "metadata-var3",
-        "basic-cimd",
-        "scope-from-www-authenticate",
-        "scope-from-scopes-supported",
-        "scope-omitted-when-undefined",
-        "scope-step-up",
-        "scope-retry-limit",
-        "token-endpoint-auth-basic",
-        "token-endpoint-auth-post",
-        "token-endpoint-auth-none",
-        "pre-registration",
-        "resource-mismatch",
-        "offline-access-scope",
-        "offline-access-not-supported",
-        "authorization-server-migration",
-        "iss-supported",
-        "iss-not-advertised",
-        "iss-supported-missing",
-        "iss-wrong-issuer",
-        "iss-unexpected",
-        "iss-normalized",
-        "metadata-issuer-mismatch",
-    )
-}
-#: The check each refusal scenario must pass: the client stopped before it should not go on.
-REFUSALS = {
-    "auth/resource-mismatch": "resource-mismatch-rejected",
-    "auth/iss-supported-missing": "sep-2468-client-reject-missing-iss",
-    "auth/iss-wrong-issuer": "sep-2468-client-compare-iss-supported",
-    "auth/iss-unexpected": "sep-2468-client-compare-iss-unadvertised",
-    "auth/iss-normalized": "sep-2468-client-no-normalization",
-    "auth/metadata-issuer-mismatch": "sep-2468-client-validate-metadata-issuer",
-}
+NAMED = set(AUTH_CLIENT_SCENARIOS)
 
 
 COMMAND = f"{sys.executable} {CLIENT_SCRIPT}"
@@ -127,7 +89,7 @@ def test_every_2026_auth_client_scenario(tmp_path):
     ]
     assert problems == [] and failed == [], "\n".join([line, *problems, *failed])
     by_name = dict(zip(scenarios, runs, strict=True))
-    for name, check in REFUSALS.items():
+    for name, check in AUTH_REFUSALS.items():
         statuses = {c["status"] for c in by_name[name].checks if c.get("id") == check}
         assert statuses == {"SUCCESS"}, (name, check, statuses)
     for name, run in by_name.items():
