@@ -10,7 +10,8 @@ DPoP <token>`` is accepted when its one ``DPoP`` header is a proof that
   (``cnf.jkt``, from the JWT or the introspection answer);
 * names this request's method and URL (``htm``, ``htu``), and the token (``ath``);
 * was issued at most ``max_age`` seconds ago (``iat``; ``skew`` seconds ahead of our
-  clock at most) and not seen before (``jti``);
+  clock at most) and not seen before (``jti``), by this process or, with
+  ``seen_proofs=RedisProofMemory(...)``, by any worker that shares that memory;
 * with ``nonces=True``, carries a nonce this server gave (RFC 9449, section 9): a proof
   without one is answered 401 ``use_dpop_nonce`` with the nonce in ``DPoP-Nonce``, and
   the client signs again with it.  A nonce is the HMAC of the current period (``max_age``
@@ -32,7 +33,7 @@ from typing import Any, Final
 from mrtr_core.auth import _dpop
 from mrtr_core.auth import _dpop_proof as rules
 
-from .proof_replay import SeenProofs
+from .proof_replay import ProofMemory, ProofsFull, SeenProofs, proof_digest
 
 __all__ = ["DEFAULT_ALGORITHMS", "Dpop", "ProofsFull"]
 
@@ -45,19 +46,16 @@ MAX_PROOF_LENGTH: Final = 8 * 1024
 MIN_RSA_BITS: Final = 2048
 
 
-class ProofsFull(Exception):
-    """As many proofs as this server keeps are still within their window: the request
-    is refused (503) rather than a kept proof forgotten, which would let it be replayed."""
-
-
 class Dpop:
     """Accept DPoP-bound tokens (and, unless ``required``, bearer ones beside them).
 
     ``algorithms``: what proofs may be signed with (published as the metadata's
     ``dpop_signing_alg_values_supported``); ``max_age`` and ``skew``: the window of a
     proof's ``iat`` around ``clock()``; ``max_proofs``: the replay memory's bound;
-    ``nonces``: demand a nonce of ours in each proof, made with ``nonce_secret`` (32
-    random bytes per process unless given: give the same to every worker)."""
+    ``seen_proofs``: where the proofs seen are kept (``proof_replay.ProofMemory``;
+    default: this process's ``SeenProofs`` of ``max_proofs``); ``nonces``: demand a
+    nonce of ours in each proof, made with ``nonce_secret`` (32 random bytes per
+    process unless given: give the same to every worker)."""
 
     def __init__(
         self,
@@ -67,6 +65,7 @@ class Dpop:
         max_age: float = 60.0,
         skew: float = 10.0,
         max_proofs: int = 65536,
+        seen_proofs: ProofMemory | None = None,
         nonces: bool = False,
         nonce_secret: bytes | None = None,
         clock: Callable[[], float] = time.time,
@@ -81,7 +80,11 @@ class Dpop:
         self.max_age = max_age
         self.skew = skew
         self.clock = clock
-        self.seen = SeenProofs(window=max_age + skew, capacity=max_proofs)
+        #: How long a proof is kept: as long as its ``iat`` is accepted.
+        self.window = max_age + skew
+        if seen_proofs is None:  # (not `or`: an empty SeenProofs is falsy)
+            seen_proofs = SeenProofs(window=self.window, capacity=max_proofs)
+        self.seen: ProofMemory = seen_proofs
         if nonce_secret is not None and len(nonce_secret) < 16:
             raise ValueError("a nonce secret is 16 bytes at least")
         self.nonces = nonces
@@ -112,7 +115,7 @@ class Dpop:
             fields["dpop_bound_access_tokens_required"] = True
         return fields
 
-    def check(
+    async def check(
         self,
         proofs: Sequence[str],
         *,
@@ -122,7 +125,8 @@ class Dpop:
         urls: Iterable[str],
     ) -> None:
         """Check the request's ``DPoP`` header values ``proofs`` for ``token`` (bound to
-        the thumbprint ``bound_to``); ``rules.InvalidProof`` or ``ProofsFull``."""
+        the thumbprint ``bound_to``); ``rules.InvalidProof``, or ``ProofNotChecked``
+        (``ProofsFull``, ``ProofMemoryUnavailable``) when its memory cannot tell."""
         if len(proofs) != 1:
             raise rules.InvalidProof("a request with a DPoP token carries one DPoP proof")
         (proof,) = proofs
@@ -142,10 +146,8 @@ class Dpop:
             nonces=self._good_nonces(now),
         )
         rules.check_binding(key, bound_to)
-        first = self.seen.first_use(key.thumbprint, jti, now)
-        if first is None:
-            raise ProofsFull("too many recent DPoP proofs to remember another: retry")
-        if not first:
+        digest = proof_digest(key.thumbprint, jti)
+        if not await self.seen.claim(digest, until=now + self.window, now=now):
             raise rules.InvalidProof("the DPoP proof was used before (jti)")
 
 

@@ -31,8 +31,9 @@ from mrtr_core.auth import BearerChallenge, ResourceMetadata, resource_metadata_
 from mrtr_core.auth import _dpop_proof as proof_rules
 from mrtr_core.auth._scopes import ScopeShortfall, check_scopes
 
-from .dpop import Dpop, ProofsFull
+from .dpop import Dpop
 from .identity import Identity
+from .proof_replay import ProofNotChecked
 from .refusals import TokenRefused, VerifierUnavailable
 from .verifier import TokenVerifier
 
@@ -188,7 +189,7 @@ class ResourceAuth:
             log.info("token refused: %s", exc.reason)
             challenge = self.challenge("invalid_token", description=exc.reason, scheme=scheme)
             raise AuthFailure(401, challenge, exc.reason) from None
-        self._check_binding(scheme, token, identity, proofs, method, urls)
+        await self._check_binding(scheme, token, identity, proofs, method, urls)
         shortfall = self.check_scopes(self.scopes, identity)
         if shortfall is not None:
             raise AuthFailure(
@@ -198,7 +199,7 @@ class ResourceAuth:
             )
         return identity
 
-    def _check_binding(
+    async def _check_binding(
         self,
         scheme: str,
         token: str,
@@ -219,7 +220,7 @@ class ResourceAuth:
                     raise TokenRefused(why)
                 return
             assert self.dpop is not None  # (the scheme was accepted)
-            self.dpop.check(proofs, token=token, bound_to=bound_to, method=method, urls=urls)
+            await self.dpop.check(proofs, token=token, bound_to=bound_to, method=method, urls=urls)
         except proof_rules.NonceRequired as exc:
             assert self.dpop is not None
             challenge = self.challenge(exc.error, description=exc.message, scheme="DPoP")
@@ -233,7 +234,7 @@ class ResourceAuth:
             log.info("token refused: %s", exc.reason)
             challenge = self.challenge("invalid_token", description=exc.reason, scheme=scheme)
             raise AuthFailure(401, challenge, exc.reason) from None
-        except ProofsFull as exc:
+        except ProofNotChecked as exc:
             log.warning("DPoP proof not checked: %s", exc)
             raise AuthFailure(503, self.challenge(scheme=scheme), str(exc)) from None
 

@@ -49,7 +49,9 @@ Authorization (HTTP and WebSocket; ``docs/auth.md``): ``--auth-issuer URL`` with
 endpoint's public URL (``--auth-audience``, or ``--public-url`` over HTTP; a WebSocket
 endpoint is protected as its ``http://`` URL) makes the endpoint an OAuth
 resource server that requires that authorization server's tokens, checked as JWTs or
-at its introspection endpoint (:mod:`~mrtr_transports.cli.serve_auth`).
+at its introspection endpoint (:mod:`~mrtr_transports.cli.serve_auth`).  With
+``--auth-dpop`` and ``--single-use redis://...``, the DPoP proofs seen are kept in that
+Redis for every worker (``RedisProofMemory``, open while serving), not per process.
 
 Stopping (one meaning for every transport): the first SIGTERM or Ctrl-C stops
 taking new work (stdio stops reading stdin; HTTP and WebSocket answer newcomers
@@ -230,16 +232,17 @@ async def _serve_http(app: ServerApp, options: ServeOptions, stop: StopRequest) 
     if options.callback_path is not None:
         http_options["callback_path"] = options.callback_path
     http_options["health_path"] = options.health_path
-    if options.auth is not None:
-        http_options["auth"] = options.auth.resource_auth(app)
-    server = HttpServer(app, **http_options)
-    async with _shared_state(app, options), anyio.create_task_group() as tasks:
-        started = await tasks.start(server.serve, options.host, options.port)
-        url = _url_of(started, options.host, options.port, options.path)
-        sys.stderr.write(f"{ANNOUNCE}listening on {url}\n")
-        sys.stderr.flush()
-        await (await stop.event()).wait()
-        await server.aclose(grace=options.drain_timeout)
+    async with _shared_state(app, options) as seen_proofs:
+        if options.auth is not None:  # (its DPoP proofs kept where the workers share them)
+            http_options["auth"] = options.auth.resource_auth(app, seen_proofs=seen_proofs)
+        server = HttpServer(app, **http_options)
+        async with anyio.create_task_group() as tasks:
+            started = await tasks.start(server.serve, options.host, options.port)
+            url = _url_of(started, options.host, options.port, options.path)
+            sys.stderr.write(f"{ANNOUNCE}listening on {url}\n")
+            sys.stderr.flush()
+            await (await stop.event()).wait()
+            await server.aclose(grace=options.drain_timeout)
     return ExitCode.RESULT
 
 
@@ -274,10 +277,15 @@ def _is_mcp_app(app: ServerApp) -> bool:
 
 
 @asynccontextmanager
-async def _shared_state(app: ServerApp, options: ServeOptions) -> AsyncIterator[None]:
+async def _shared_state(app: ServerApp, options: ServeOptions) -> AsyncIterator[Any]:
     """``--state-keys``, ``--single-use``, ``--task-store`` and ``--task-id-prefix`` handed
-    to the app, the stores open while serving."""
+    to the app, the stores open while serving; yields the DPoP proof memory the workers
+    share (on ``--single-use``'s Redis, with ``--auth-dpop``) or ``None``."""
     async with AsyncExitStack() as stores:
+        seen_proofs = None
+        auth = options.auth
+        if options.single_use is not None and auth is not None and auth.dpop is not None:
+            seen_proofs = await _open_proof_memory(options.single_use, auth.audience, stores)
         keys = options.state_keys
         if keys is not None:
             from ..apps.mcp_app import McpApp
@@ -292,7 +300,7 @@ async def _shared_state(app: ServerApp, options: ServeOptions) -> AsyncIterator[
                 await _use_task_store(app, options, stores)
         if options.task_store is None and options.task_id_prefix is not None:
             _prefix_task_ids(app, options.task_id_prefix)
-        yield
+        yield seen_proofs
 
 
 async def _open_single_use(url: str, stores: AsyncExitStack) -> Any:
@@ -304,6 +312,19 @@ async def _open_single_use(url: str, stores: AsyncExitStack) -> Any:
     except SingleUseStoreUnavailable as exc:  # serve anyway: redeemed legs fail closed
         _warn(f"--single-use {redacted(url)}: {exc} ({exc.__cause__})")
     return store
+
+
+async def _open_proof_memory(url: str, resource: str, stores: AsyncExitStack) -> Any:
+    from ..auth.proof_replay import ProofMemoryUnavailable
+    from ..stores.redis import redacted
+    from ..stores.redis_proofs import RedisProofMemory
+
+    memory = await stores.enter_async_context(RedisProofMemory(url, resource=resource))
+    try:
+        await memory.check()
+    except ProofMemoryUnavailable as exc:  # serve anyway: DPoP requests fail closed (503)
+        _warn(f"--single-use {redacted(url)} (DPoP proofs): {exc} ({exc.__cause__})")
+    return memory
 
 
 async def _use_task_store(app: Any, options: ServeOptions, stores: AsyncExitStack) -> None:

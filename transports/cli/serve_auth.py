@@ -19,7 +19,9 @@ its resource is the endpoint's ``http(s)://`` URL, ``--auth-audience``); stdio n
 ``--auth-dpop required``, only them (``mrtr_transports.auth.Dpop``);
 ``--auth-dpop-nonces`` demands a nonce of the server's in each proof, made with the
 secret ``--auth-dpop-nonce-secret FILE|env:NAME`` names (every worker given the same)
-or a random one per process.
+or a random one per process.  The proofs seen are kept in the process, or, with
+``--single-use redis://...``, in that Redis for every worker (``serve.py`` opens it:
+``mrtr_transports.stores.redis_proofs``), so a proof is good once across them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .serve_options import UsageError
 
 if TYPE_CHECKING:
     from ..auth import Dpop, ResourceAuth
+    from ..auth.proof_replay import ProofMemory
     from ..server.app import ServerApp
 
 __all__ = ["AuthOptions", "add_auth_arguments", "read_client_secret"]
@@ -210,10 +213,14 @@ class AuthOptions:
             dpop_nonce_secret=nonce_secret,
         )
 
-    def resource_auth(self, app: ServerApp) -> ResourceAuth:
+    def resource_auth(
+        self, app: ServerApp, *, seen_proofs: ProofMemory | None = None
+    ) -> ResourceAuth:
         """The endpoint's :class:`~mrtr_transports.auth.ResourceAuth` for ``app``: its
         metadata names the issuer and publishes the required scopes with every scope a
-        tool of ``app`` asks for (what a client asks the authorization server for)."""
+        tool of ``app`` asks for (what a client asks the authorization server for).
+        ``seen_proofs``: where ``--auth-dpop`` keeps the proofs seen (default: in the
+        process)."""
         from ..auth import IntrospectionVerifier, JwtVerifier, ResourceAuth
         from ..auth.verifier import TokenVerifier
 
@@ -239,16 +246,17 @@ class AuthOptions:
             authorization_servers=[self.issuer],
             scopes=self.scopes,
             scopes_supported=[*dict.fromkeys([*self.scopes, *_tool_scopes(app)])] or None,
-            dpop=None if self.dpop is None else self._dpop(),
+            dpop=None if self.dpop is None else self._dpop(seen_proofs),
         )
 
-    def _dpop(self) -> Dpop:
+    def _dpop(self, seen_proofs: ProofMemory | None) -> Dpop:
         from ..auth import Dpop
 
         return Dpop(
             required=self.dpop == "required",
             nonces=self.dpop_nonces,
             nonce_secret=self.dpop_nonce_secret,
+            seen_proofs=seen_proofs,
         )
 
 
