@@ -5,7 +5,8 @@ Real processes on 127.0.0.1: two ``mrtr serve`` workers on one redis-server, tok
 signed by a test authorization server whose key set they fetch, proofs signed here.
 A proof worker A accepted is refused by worker B (the replay); with Redis stopped a
 fresh proof is refused with 503 (fail closed), never accepted, and the worker carries
-on; the workers' logs hold no token and no proof.
+on; a worker whose Redis cannot be reached at start warns, serves, and refuses
+proofs with 503 likewise; the workers' logs hold no token and no proof.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from scale_cluster import Worker
-from scale_services import RedisServer
+from scale_services import RedisServer, free_port
 
 # The authorization server and the proof signer of the DPoP tests (tests/transports/auth).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "auth"))
@@ -117,3 +118,20 @@ async def test_with_redis_stopped_a_proof_is_refused_not_accepted(
         assert "did not answer" in error and "127.0.0.1" not in error
         assert worker.alive
     assert "DPoP proof not checked" in a.log.read_text()
+
+
+async def test_a_worker_whose_redis_is_unreachable_warns_and_refuses_proofs(
+    tmp_path: Path, keys_file: Path, services: dict[str, str], as_port: tuple[Issuer, int]
+) -> None:
+    worker = dpop_worker(tmp_path, keys_file, f"redis://127.0.0.1:{free_port()}/0", as_port[1])
+    try:
+        await start(worker)
+        assert "--single-use redis://127.0.0.1:" in worker.log.read_text()
+        assert "(DPoP proofs)" in worker.log.read_text()
+        issuer, key = as_port[0], Key()
+        token = issuer.token("alice", cnf={"jkt": key.thumbprint})
+        refused = await post(worker.port, token, (key.proof(token),), message=book_room())
+        assert refused.status == 503, refused.body
+        assert worker.alive
+    finally:
+        worker.stop()
