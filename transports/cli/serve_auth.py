@@ -107,7 +107,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="allowed|required",
         help="with --auth-issuer: take DPoP-bound tokens (RFC 9449: each request "
         "with a proof by the token's key) beside bearer ones; 'required': only them. "
-        "A bound token sent as a bearer one is refused either way",
+        "A bound token sent as a bearer one is refused either way. The proofs seen are "
+        "kept in the process, or with --single-use in that Redis, shared by every worker",
     )
     parser.add_argument(
         "--auth-dpop-nonces",

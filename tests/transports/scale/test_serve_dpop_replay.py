@@ -24,6 +24,7 @@ from scale_services import RedisServer, free_port
 # The authorization server and the proof signer of the DPoP tests (tests/transports/auth).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "auth"))
 from authserver_kit import ISSUER, RESOURCE, AuthServerApp, Issuer, hosting
+from mrtr_transports.cli import serve as serve_command
 from mrtr_transports.stores.keys import new_state_keys
 from test_dpop_gate import Key, call, post
 
@@ -78,6 +79,14 @@ async def start(*workers: Worker) -> None:
         worker.spawn()
     for worker in workers:  # (blocking waits: the authorization server serves meanwhile)
         await anyio.to_thread.run_sync(worker.wait_ready)
+
+
+def test_help_says_where_the_proofs_are_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        serve_command.main(["--help"])
+    assert exited.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "with --single-use in that Redis, shared by every worker" in shown
 
 
 async def test_a_proof_accepted_by_one_worker_is_refused_by_the_other(
