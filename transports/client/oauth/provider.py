@@ -78,11 +78,12 @@ class OAuthProvider:
     ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
     (``private_key_jwt``) instead of a secret.  ``dpop``: ask for DPoP-bound tokens
     (RFC 9449) where the authorization server offers them, and prove the key on each
-    request (``proof_headers``; a server's nonce honoured).  ``jwt_bearer``: get
-    tokens by the JWT-bearer grant with the JWT this source gives (``grants``: a
-    workload's identity, an enterprise ID-JAG), no user agent involved; its
-    refusal is final.  ``clock``: the
-    tokens' clock (wall time: a store outlives the process).
+    request (``proof_headers``; a server's nonce honoured); a bound token is saved
+    with its key, and a stored one is proven and refreshed with the key stored with
+    it.  ``jwt_bearer``: get tokens by the JWT-bearer grant with the JWT this source
+    gives (``grants``: a workload's identity, an enterprise ID-JAG), no user agent
+    involved; its refusal is final.  ``clock``: the tokens' clock (wall time: a store
+    outlives the process).
     """
 
     def __init__(
