@@ -9,7 +9,8 @@ The first ``mrtr call --dpop`` signs in and stores the bound token with its priv
 (0600); the next process reuses both (no sign-in URL printed), an expired token is
 refreshed with the stored key, ``mrtr auth list`` marks the token DPoP-bound and shows
 no key; a token whose key is gone from the store makes the next call sign in again; ``mrtr
-auth forget`` removes token and key.  The private key is in no output and no command line.
+auth forget`` removes token and key.  The private key is in no output, trace or command
+line.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ async def test_a_later_mrtr_call_proves_with_the_stored_key(tmp_path: Path) -> N
     ):
         issuer = provider.issuer
         browser = provider.browser()
-        call = ["call", "--dpop", "--no-browser", "--login-timeout", "5", url, "whoami"]
+        trace = tmp_path / "trace.ndjson"
+        call = ["call", "--dpop", "--no-browser", "--login-timeout", "5", "--trace", str(trace)]
+        call += [url, "whoami"]
 
         # 1. The first call signs in; the bound token is stored with its key, 0600.
         first = await mrtr(call, env, issuer=issuer, browser=browser)
@@ -129,3 +132,6 @@ async def test_a_later_mrtr_call_proves_with_the_stored_key(tmp_path: Path) -> N
         for secret in secrets:
             assert secret not in ran.stdout and secret not in ran.stderr
             assert secret.encode() not in ran.cmdline
+    traced = trace.read_text()  # (the last call's: the fourth, which signed in again)
+    assert '"whoami"' in traced
+    assert all(secret not in traced for secret in secrets)
