@@ -66,6 +66,7 @@ FILE_MARKERS: dict[str, tuple[str, ...]] = {
     "transports/auth/test_serve_introspection.py": _WITH_THE_PROVIDER,
     "transports/cli/test_call_oauth.py": _WITH_THE_PROVIDER,
     "transports/cli/test_call_oauth_ws.py": _WITH_THE_PROVIDER,
+    "transports/cli/test_call_dpop_key.py": _WITH_THE_PROVIDER,
     "transports/client/test_ws_auth.py": _WITH_THE_PROVIDER,
     "transports/client/test_oauth_ws_sign_in.py": _WITH_THE_PROVIDER,
 }

@@ -178,6 +178,12 @@ def _add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         help="this client's Client ID Metadata Document (https), used as its client id "
         "where the authorization server takes one",
     )
+    group.add_argument(
+        "--dpop",
+        action="store_true",
+        help="ask for tokens bound to a key of this client's (DPoP, RFC 9449) where the "
+        "authorization server offers them; the key is stored with the token",
+    )
 
 
 def add_call_arguments(parser: argparse.ArgumentParser, command: str) -> None:

@@ -126,6 +126,8 @@ def _listing(held: StoredEntries, path: Path) -> list[str]:
         facts = [f"issuer {issuer}", when]
         if tokens.scopes:
             facts.append("scopes " + " ".join(tokens.scopes))
+        if tokens.dpop_bound:
+            facts.append("DPoP-bound")
         if tokens.refresh_token:
             facts.append("refreshable")
         lines.append(one_line(f"{resource}: " + "; ".join(facts)))

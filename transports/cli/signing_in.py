@@ -21,6 +21,10 @@ the first thing sent, and a 401 to it runs the flow between two tries, each boun
 the connect timeout alone (``WsLink.start``).  The token is the one of the endpoint's
 ``http://`` URL (its resource), shared with an HTTP TARGET there.
 
+``--dpop`` asks for DPoP-bound tokens (RFC 9449) where the authorization server
+offers them: the key they are bound to is kept with the token in the store, so a
+later command proves with it (and ``mrtr auth forget`` drops both).
+
 ``--token SOURCE`` (``-``, ``@PATH``, ``env:NAME``: :mod:`.secrets_input`)
 sends a token given by hand instead, and no flow runs; so does an
 ``Authorization`` given with ``--header``.
@@ -71,6 +75,7 @@ class SignIn:
     client_metadata_url: str | None = None
     open_browser: bool = True
     login_timeout: float | None = None
+    dpop: bool = False
 
     def headers(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """``headers`` and the ``Authorization`` of the token given by hand, if any."""
@@ -84,11 +89,15 @@ def sign_in_plan(
 ) -> SignIn:
     """The :class:`SignIn` of the command line (``UsageError`` for a mistake)."""
     given_authorization = any(name.lower() == "authorization" for name, _ in headers)
-    oauth_flags = args.client_id is not None or args.client_metadata_url is not None
+    oauth_flags = args.client_id is not None or args.client_metadata_url is not None or args.dpop
     if kind == "stdio" and (args.token is not None or oauth_flags):
-        raise UsageError("--token, --client-id, --client-metadata-url: a stdio TARGET has none")
+        raise UsageError(
+            "--token, --client-id, --client-metadata-url, --dpop: a stdio TARGET has none"
+        )
     if args.token is not None and given_authorization:
         raise UsageError("--token and --header Authorization: give one of them")
+    if args.dpop and (args.token is not None or given_authorization):
+        raise UsageError("--dpop signs in with OAuth: not with --token or --header Authorization")
     token = None if args.token is None else read_token(args.token, stdin)
     store = Path(args.token_store) if args.token_store else default_token_store()
     oauth = kind in ("http", "ws") and token is None and not given_authorization
@@ -107,6 +116,7 @@ def sign_in_plan(
         client_metadata_url=args.client_metadata_url,
         open_browser=not args.no_browser,
         login_timeout=args.login_timeout,
+        dpop=args.dpop,
     )
 
 
@@ -136,6 +146,7 @@ async def signed_in(
             client_secret=plan.client_secret,
             client_metadata_url=plan.client_metadata_url,
             client_name="mrtr",
+            dpop=plan.dpop,
         )
         yield provider
 

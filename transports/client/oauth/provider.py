@@ -11,7 +11,11 @@ authorization (PKCE S256, ``state``, ``resource``, the selected scopes, through 
 pluggable :data:`~.user_agent.UserAgent`; the redirect checked, ``iss`` included),
 the token request (with the client authentication the server takes), and refresh
 before a token expires.  Tokens live in a :class:`~.store.TokenStore` under the
-resource and the issuer; they are never logged, traced or quoted in an error.
+resource and the issuer; they are never logged, traced or quoted in an error.  A
+DPoP-bound token is saved with its key and read back with it: the provider proves
+and refreshes with the key its stored token is bound to (an earlier process's), and
+a bound token whose key the store cannot give back counts as no token (a new
+authorization, never the token sent as Bearer).
 """
 
 from __future__ import annotations
@@ -74,11 +78,12 @@ class OAuthProvider:
     ``private_key_pem`` (and ``signing_algorithm``) it authenticates by a signed JWT
     (``private_key_jwt``) instead of a secret.  ``dpop``: ask for DPoP-bound tokens
     (RFC 9449) where the authorization server offers them, and prove the key on each
-    request (``proof_headers``; a server's nonce honoured).  ``jwt_bearer``: get
-    tokens by the JWT-bearer grant with the JWT this source gives (``grants``: a
-    workload's identity, an enterprise ID-JAG), no user agent involved; its
-    refusal is final.  ``clock``: the
-    tokens' clock (wall time: a store outlives the process).
+    request (``proof_headers``; a server's nonce honoured); a bound token is saved
+    with its key, and a stored one is proven and refreshed with the key stored with
+    it.  ``jwt_bearer``: get tokens by the JWT-bearer grant with the JWT this source
+    gives (``grants``: a workload's identity, an enterprise ID-JAG), no user agent
+    involved; its refusal is final.  ``clock``: the tokens' clock (wall time: a store
+    outlives the process).
     """
 
     def __init__(
@@ -136,6 +141,7 @@ class OAuthProvider:
         self._jwt_bearer = jwt_bearer
         #: The DPoP key (RFC 9449) when ``dpop``: tokens bound to it where the
         #: authorization server takes DPoP proofs, each request with a proof.
+        #: A stored bound token's key replaces it when the token is read (``_stored``).
         self._dpop_key = DpopKey() if dpop else None
         #: The nonce each server asked proofs to carry (the authorization server's
         #: by issuer; the resource's): the last one it sent.
@@ -166,12 +172,12 @@ class OAuthProvider:
         if found is None:
             return None
         key = (found.resource.resource, found.server.issuer)
-        tokens = await self.store.tokens(*key)
+        tokens = await self._stored(*key)
         if tokens is None:
             return None
         if not tokens.usable(self.clock()):
             async with self._lock:
-                tokens = await self.store.tokens(*key)
+                tokens = await self._stored(*key)
                 if tokens is not None and not tokens.usable(self.clock()):
                     tokens = await self._refresh(found, tokens)
             if tokens is None:
@@ -245,8 +251,28 @@ class OAuthProvider:
         found = self._found
         if found is None:
             return None
-        tokens = await self.store.tokens(found.resource.resource, found.server.issuer)
+        tokens = await self._stored(found.resource.resource, found.server.issuer)
         return None if tokens is None else tokens.header()
+
+    async def _stored(self, resource: str, issuer: str) -> rules.Tokens | None:
+        """The stored tokens, a DPoP-bound one only with its key (then the key the
+        provider proves with); a bound token without a readable key is no token."""
+        tokens = await self.store.tokens(resource, issuer)
+        if tokens is None or not tokens.dpop_bound:
+            return tokens
+        key = await self.store.dpop_key(resource, issuer)
+        if key is None:
+            logger.info("a stored DPoP-bound token has no usable key: authorizing again")
+            return None
+        self._dpop_key = key
+        return tokens
+
+    async def _save(self, resource: str, issuer: str, tokens: rules.Tokens | None) -> None:
+        """Save ``tokens``, a DPoP-bound one with the key it is bound to."""
+        if tokens is not None and tokens.dpop_bound:
+            await self.store.save_tokens(resource, issuer, tokens, dpop_key=self._dpop_key)
+        else:
+            await self.store.save_tokens(resource, issuer, tokens)
 
     def _failed(self, status: int, why: str) -> AuthorizationFailed:
         return AuthorizationFailed(
@@ -268,7 +294,7 @@ class OAuthProvider:
         self._found = found
         resource, issuer = found.resource.resource, found.server.issuer
         same = previous is not None and previous.server.issuer == issuer
-        tokens = await self.store.tokens(resource, issuer)
+        tokens = await self._stored(resource, issuer)
         if tokens is not None and not step_up:
             if tokens.header() != sent and tokens.usable(self.clock()):
                 return  # a stored token this request did not carry (an earlier run's)
@@ -286,7 +312,7 @@ class OAuthProvider:
         if step_up:
             stored = tokens.scopes if tokens is not None and tokens.scopes else ()
             earlier = (*(self._scopes if same else ()), *stored)
-        await self.store.save_tokens(resource, issuer, None)
+        await self._save(resource, issuer, None)
         client = await self._client_for(found.server)
         scopes = rules.select_scopes(
             challenge, found.resource, found.server, previous=earlier, offline=self.offline
@@ -297,13 +323,13 @@ class OAuthProvider:
             grant = grants.jwt_bearer_grant(assertion=assertion, resource=resource, scopes=scopes)
             self.authorizations += 1
             tokens = await self._token_request(found.server, client, grant, None)
-            await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
+            await self._save(resource, issuer, _granted(tokens, scopes))
             return
         if self.client_credentials:
             grant = rules.client_credentials_grant(resource=resource, scopes=scopes)
             self.authorizations += 1
             tokens = await self._token_request(found.server, client, grant, None)
-            await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
+            await self._save(resource, issuer, _granted(tokens, scopes))
             return
         verifier = secrets.token_urlsafe(64)  # 86 characters: RFC 7636's 43 to 128
         state = secrets.token_urlsafe(24)
@@ -327,7 +353,7 @@ class OAuthProvider:
             code=code, code_verifier=verifier, redirect_uri=self.redirect_uri, resource=resource
         )
         tokens = await self._token_request(found.server, client, grant, None)
-        await self.store.save_tokens(resource, issuer, _granted(tokens, scopes))
+        await self._save(resource, issuer, _granted(tokens, scopes))
 
     async def _discover(self, challenge: BearerChallenge | None) -> _Discovered:
         resource: ResourceMetadata | None = None
@@ -452,7 +478,7 @@ class OAuthProvider:
                 )
             except (MrtrError, FetchFailed) as exc:
                 logger.info("refresh at %s failed: %s", shown_url(issuer), exc)
-        await self.store.save_tokens(resource, issuer, fresh)
+        await self._save(resource, issuer, fresh)
         return fresh
 
 

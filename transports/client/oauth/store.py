@@ -10,6 +10,13 @@ here also answer what they hold (``entries()``) and drop some of it (``forget()`
 ``clear()``): synchronous, for a command that inspects the store (``mrtr auth``); no
 secret is needed to list, but an entry's tokens are there for its caller to keep
 to itself.
+
+A DPoP-bound token (RFC 9449) is kept with the key it is bound to, in the same entry:
+the file holds the private key as a JWK beside the token, in the one 0600 file written
+whole and atomically, so a token and its key are saved, replaced and forgotten
+together and no later process meets one without the other.  ``entries()`` does not
+show the keys; ``dpop_key()`` gives one back (``None`` where none, or none readable,
+is kept: the provider then treats the token as no token).
 """
 
 from __future__ import annotations
@@ -24,12 +31,20 @@ import anyio
 
 from mrtr_core.auth import ClientCredentials, Tokens
 
+from .dpop import DpopKey
+
 __all__ = ["FileTokenStore", "MemoryTokenStore", "StoredEntries", "TokenStore"]
 
 
 class TokenStore(Protocol):
+    """What the provider uses.  ``dpop_key`` and the ``dpop_key=`` of ``save_tokens``
+    are asked of a store only for DPoP-bound tokens (a Bearer-only store may lack them)."""
+
     async def tokens(self, resource: str, issuer: str) -> Tokens | None: ...
-    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None: ...
+    async def save_tokens(
+        self, resource: str, issuer: str, tokens: Tokens | None, *, dpop_key: DpopKey | None = None
+    ) -> None: ...
+    async def dpop_key(self, resource: str, issuer: str) -> DpopKey | None: ...
     async def client(self, issuer: str) -> ClientCredentials | None: ...
     async def save_client(self, issuer: str, client: ClientCredentials) -> None: ...
 
@@ -51,6 +66,7 @@ class MemoryTokenStore:
 
     def __init__(self) -> None:
         self._tokens: dict[tuple[str, str], Tokens] = {}
+        self._keys: dict[tuple[str, str], DpopKey] = {}
         self._clients: dict[str, ClientCredentials] = {}
 
     def __repr__(self) -> str:
@@ -59,11 +75,20 @@ class MemoryTokenStore:
     async def tokens(self, resource: str, issuer: str) -> Tokens | None:
         return self._tokens.get((resource, issuer))
 
-    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None:
+    async def save_tokens(
+        self, resource: str, issuer: str, tokens: Tokens | None, *, dpop_key: DpopKey | None = None
+    ) -> None:
+        key = (resource, issuer)
+        self._keys.pop(key, None)
         if tokens is None:
-            self._tokens.pop((resource, issuer), None)
-        else:
-            self._tokens[(resource, issuer)] = tokens
+            self._tokens.pop(key, None)
+            return
+        self._tokens[key] = tokens
+        if dpop_key is not None:
+            self._keys[key] = dpop_key
+
+    async def dpop_key(self, resource: str, issuer: str) -> DpopKey | None:
+        return self._keys.get((resource, issuer))
 
     async def client(self, issuer: str) -> ClientCredentials | None:
         return self._clients.get(issuer)
@@ -80,22 +105,38 @@ class MemoryTokenStore:
         dropped = [key for key in self._tokens if which(*key)]
         for key in dropped:
             del self._tokens[key]
+            self._keys.pop(key, None)
         return len(dropped)
 
     def clear(self) -> None:
-        """Drop every token and registration."""
+        """Drop every token (with its key) and registration."""
         self._tokens.clear()
+        self._keys.clear()
         self._clients.clear()
 
 
-def _tokens_json(tokens: Tokens) -> dict[str, Any]:
-    return {
+def _tokens_json(tokens: Tokens, dpop_key: DpopKey | None) -> dict[str, Any]:
+    raw: dict[str, Any] = {
         "access_token": tokens.access_token,
         "token_type": tokens.token_type,
         "expires_at": tokens.expires_at,
         "refresh_token": tokens.refresh_token,
         "scopes": None if tokens.scopes is None else list(tokens.scopes),
     }
+    if dpop_key is not None:
+        raw["dpop_key"] = dpop_key.private_jwk()
+    return raw
+
+
+def _dpop_key_from(raw: Any) -> DpopKey | None:
+    """The key kept in a token's entry, or None (none kept, or none readable)."""
+    jwk = raw.get("dpop_key") if isinstance(raw, dict) else None
+    if not isinstance(jwk, dict):
+        return None
+    try:
+        return DpopKey.from_private_jwk(jwk)
+    except ValueError:
+        return None
 
 
 def _client_json(client: ClientCredentials) -> dict[str, Any]:
@@ -178,14 +219,21 @@ class FileTokenStore:
             found = self._read()["tokens"].get(self._key(resource, issuer))
         return None if found is None else _tokens_from(found)
 
-    async def save_tokens(self, resource: str, issuer: str, tokens: Tokens | None) -> None:
+    async def save_tokens(
+        self, resource: str, issuer: str, tokens: Tokens | None, *, dpop_key: DpopKey | None = None
+    ) -> None:
         async with self._lock:
             raw = self._read()
             if tokens is None:
                 raw["tokens"].pop(self._key(resource, issuer), None)
             else:
-                raw["tokens"][self._key(resource, issuer)] = _tokens_json(tokens)
+                raw["tokens"][self._key(resource, issuer)] = _tokens_json(tokens, dpop_key)
             self._write(raw)
+
+    async def dpop_key(self, resource: str, issuer: str) -> DpopKey | None:
+        async with self._lock:
+            found = self._read()["tokens"].get(self._key(resource, issuer))
+        return _dpop_key_from(found)
 
     async def client(self, issuer: str) -> ClientCredentials | None:
         async with self._lock:
@@ -212,8 +260,8 @@ class FileTokenStore:
         return StoredEntries(tokens, clients)
 
     def forget(self, which: Which) -> int:
-        """Drop the tokens whose ``(resource, issuer)`` ``which`` accepts (the file
-        rewritten only when one is); how many."""
+        """Drop the tokens (each with its DPoP key) whose ``(resource, issuer)``
+        ``which`` accepts (the file rewritten only when one is); how many."""
         self.entries()  # (a file that is no token store is refused, not rewritten)
         raw = self._read()
         dropped = [key for key in raw["tokens"] if which(*self._unkey(key))]
