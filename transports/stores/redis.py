@@ -51,7 +51,7 @@ import math
 import urllib.parse
 from collections.abc import Awaitable
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
 import attrs
@@ -135,15 +135,8 @@ class RedisSingleUse:
         self.timeout = float(timeout)
         self.clock_skew = float(clock_skew)
         self.max_per_client = max_per_client
-        self._client: coredis.Redis[bytes] = coredis.Redis.from_url(
-            url,
-            # No retries: a SET that reached Redis before its connection broke would,
-            # sent again, answer "spent before" for the first spend.  Failing is honest.
-            retry_policy=coredis.retry.NoRetryPolicy(),
-            connect_timeout=self.timeout,
-            stream_timeout=self.timeout,
-            pool_timeout=self.timeout,
-            max_connections=max_connections,
+        self._client: coredis.Redis[bytes] = no_retry_client(
+            url, timeout=self.timeout, max_connections=max_connections
         )
         self._spend = self._client.register_script(_SPEND)
         self._redis = FailClosed(
@@ -160,10 +153,7 @@ class RedisSingleUse:
         return f"RedisSingleUse({redacted(self.url)!r}, prefix={self.prefix!r})"
 
     async def __aenter__(self) -> Self:
-        try:
-            await self._client.__aenter__()
-        except (coredis.exceptions.RedisError, OSError) as exc:
-            raise self._redis.unavailable(exc) from exc
+        await self._redis.open(self._client)
         self._open = True
         return self
 
@@ -174,13 +164,7 @@ class RedisSingleUse:
         tb: TracebackType | None,
     ) -> None:
         self._open = False
-        try:
-            await self._client.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            # The pool's task group wraps what the body raised (Ctrl-C included) in a
-            # group: let the body's own exception through as it was raised.
-            if exc is None or _leaves(group) != [exc]:
-                raise
+        await close_client(self._client, exc_type, exc, tb)
 
     async def consume(
         self, nonce: str, expires_at: float, now: float, *, client: str | None = None
@@ -240,10 +224,52 @@ class FailClosed:
         except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
             raise self.unavailable(exc) from exc
 
+    async def open(self, client: coredis.Redis[Any]) -> None:
+        """Open ``client``'s pool, or fail closed (a store's ``__aenter__``)."""
+        try:
+            await client.__aenter__()
+        except (coredis.exceptions.RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
+
     def unavailable(self, exc: BaseException) -> Exception:
         """The refusal for ``exc`` (to raise ``from`` it), logged with its details."""
         self.log.warning("%s %s did not answer: %r", self.store, redacted(self.url), exc)
         return self.error(f"{self.store} did not answer: refusing {self.refusing} (fail closed)")
+
+
+def no_retry_client(
+    url: str, *, timeout: float, max_connections: int, decode_responses: bool = False
+) -> coredis.Redis[Any]:
+    """A client of ``url`` that sends each command once, each wait bounded by
+    ``timeout``: a write that reached Redis before its connection broke would, sent
+    again, read its own first effect as another's (a spent nonce, a claimed proof, a task
+    changed).  Failing is honest; the request fails closed and the client asks again."""
+    options: dict[str, Any] = {
+        "retry_policy": coredis.retry.NoRetryPolicy(),
+        "connect_timeout": timeout,
+        "stream_timeout": timeout,
+        "pool_timeout": timeout,
+        "max_connections": max_connections,
+    }
+    if decode_responses:
+        return coredis.Redis.from_url(url, decode_responses=True, **options)
+    return coredis.Redis.from_url(url, **options)
+
+
+async def close_client(
+    client: coredis.Redis[Any],
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """Close ``client`` in a store's ``__aexit__`` (given its arguments): the pool's task
+    group wraps what the store's block raised in a group (Ctrl-C included), so that goes
+    on as it was raised."""
+    try:
+        await client.__aexit__(exc_type, exc, tb)
+    except BaseExceptionGroup as group:
+        if exc is None or _leaves(group) != [exc]:
+            raise
 
 
 def client_key_part(client: str) -> str:

@@ -47,7 +47,7 @@ from coredis.tokens import PureToken
 import mrtr_core as m
 
 from ..auth.proof_replay import ProofMemoryUnavailable
-from .redis import SCHEMES, FailClosed, _leaves, redacted
+from .redis import SCHEMES, FailClosed, close_client, no_retry_client, redacted
 
 __all__ = ["DEFAULT_PROOF_PREFIX", "RedisProofMemory"]
 
@@ -97,15 +97,8 @@ class RedisProofMemory:
         self.clock_skew = float(clock_skew)
         #: Every key of this resource starts with this.
         self.namespace = f"{prefix}{hashlib.sha256(resource.encode()).hexdigest()[:16]}:"
-        self._client: coredis.Redis[bytes] = coredis.Redis.from_url(
-            url,
-            # No retries: a SET that reached Redis before its connection broke would,
-            # sent again, answer "claimed before" for the first claim.
-            retry_policy=coredis.retry.NoRetryPolicy(),
-            connect_timeout=self.timeout,
-            stream_timeout=self.timeout,
-            pool_timeout=self.timeout,
-            max_connections=max_connections,
+        self._client: coredis.Redis[bytes] = no_retry_client(
+            url, timeout=self.timeout, max_connections=max_connections
         )
         self._redis = FailClosed(
             url, "the DPoP proof memory", "the proof", ProofMemoryUnavailable, self.timeout, log
@@ -116,10 +109,7 @@ class RedisProofMemory:
         return f"RedisProofMemory({redacted(self.url)!r}, namespace={self.namespace!r})"
 
     async def __aenter__(self) -> Self:
-        try:
-            await self._client.__aenter__()
-        except (coredis.exceptions.RedisError, OSError) as exc:
-            raise self._redis.unavailable(exc) from exc
+        await self._redis.open(self._client)
         self._open = True
         return self
 
@@ -130,13 +120,7 @@ class RedisProofMemory:
         tb: TracebackType | None,
     ) -> None:
         self._open = False
-        try:
-            await self._client.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            # The pool's task group wraps what the body raised in a group: let the
-            # body's own exception through as it was raised.
-            if exc is None or _leaves(group) != [exc]:
-                raise
+        await close_client(self._client, exc_type, exc, tb)
 
     def key_of(self, digest: bytes) -> str:
         """The Redis key of the proof ``digest``."""

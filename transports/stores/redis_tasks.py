@@ -119,7 +119,7 @@ from ..apps.task_store import (
     check_id_prefix,
     new_task_id,
 )
-from .redis import SCHEMES, FailClosed, _leaves, redacted
+from .redis import SCHEMES, FailClosed, close_client, no_retry_client, redacted
 from .task_codec import decode_task, encode_task
 from .task_scripts import CREATE, RENEW, SWAP, TaskKeys
 
@@ -222,16 +222,8 @@ class RedisTaskStore:
         self.lease = float(lease)
         self.check_interval = float(check_interval)
         self.origin = secrets.token_hex(8)
-        self._client: coredis.Redis[str] = coredis.Redis.from_url(
-            url,
-            decode_responses=True,
-            # No retries: a write that reached Redis before its connection broke is not
-            # sent twice; the request fails closed and the client asks again.
-            retry_policy=coredis.retry.NoRetryPolicy(),
-            connect_timeout=self.timeout,
-            stream_timeout=self.timeout,
-            pool_timeout=self.timeout,
-            max_connections=max_connections,
+        self._client: coredis.Redis[str] = no_retry_client(
+            url, timeout=self.timeout, max_connections=max_connections, decode_responses=True
         )
         self._keys = TaskKeys(prefix)
         self._create = self._client.register_script(CREATE)
@@ -257,10 +249,7 @@ class RedisTaskStore:
     # --- opening and closing --------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        try:
-            await self._client.__aenter__()
-        except (coredis.exceptions.RedisError, OSError) as exc:
-            raise self._redis.unavailable(exc) from exc
+        await self._redis.open(self._client)
         self._tasks = anyio.create_task_group()
         await self._tasks.__aenter__()
         self._tasks.start_soon(self._tend)
@@ -274,18 +263,12 @@ class RedisTaskStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        try:
-            if self._tasks is not None:  # (first: the loop never sees the store half closed)
-                self._tasks.cancel_scope.cancel()
-                await self._tasks.__aexit__(None, None, None)
-                self._tasks = None
-            self._open, self._closed = False, True
-            await self._client.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            # The pool's task group wraps what the body raised in a group: let the
-            # body's own exception through as it was raised.
-            if exc is None or _leaves(group) != [exc]:
-                raise
+        if self._tasks is not None:  # (first: the loop never sees the store half closed)
+            self._tasks.cancel_scope.cancel()
+            await self._tasks.__aexit__(None, None, None)
+            self._tasks = None
+        self._open, self._closed = False, True
+        await close_client(self._client, exc_type, exc, tb)
 
     async def check(self) -> None:
         """Ask Redis for a PONG; :class:`TaskStoreUnavailable` when it cannot answer."""
