@@ -10,6 +10,7 @@ scenarios wrote (``<dir>/**/checks.json``), each tagged with its scenario.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -135,3 +136,32 @@ AUTH_REFUSALS = {
     "auth/iss-normalized": "sep-2468-client-no-normalization",
     "auth/metadata-issuer-mismatch": "sep-2468-client-validate-metadata-issuer",
 }
+
+
+def listed_client_scenarios(spec_version: str, *, auth: bool) -> list[str]:
+    """The suite's own list of client scenarios for ``spec_version``: the ``auth/`` ones
+    (``auth``) or every other one, so a scenario added to the pinned suite is run too."""
+    listing = subprocess.run(
+        [str(NODE), str(require_suite()), "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    section = listing.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
+    found = re.findall(r"^\s+- (\S+) \[([^\]]*)\]", section, re.MULTILINE)
+    return [
+        name
+        for name, versions in found
+        if spec_version in versions.split(",") and name.startswith("auth/") == auth
+    ]
+
+
+def runs_summary(leg: str, runs: Sequence[SuiteRun]) -> str:
+    """The checks of ``runs`` counted together, one line (as :meth:`SuiteRun.summary`)."""
+    counts = {s: sum(run.count(s) for run in runs) for s in ("SUCCESS", "FAILURE", "WARNING")}
+    return (
+        f"{leg}: {counts['SUCCESS']} passed, {counts['FAILURE']} failed, "
+        f"{counts['WARNING']} warnings"
+    )

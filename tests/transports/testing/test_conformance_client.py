@@ -12,19 +12,16 @@ the pinned suite is run too.  Goal: zero failures, zero warnings.
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from support.conformance_suite import (
     CLIENT_SCRIPT,
-    NODE,
-    ROOT,
     SPEC_VERSION,
     SuiteRun,
-    require_suite,
+    listed_client_scenarios,
     run_suite,
+    runs_summary,
 )
 
 COMMAND = f"{sys.executable} {CLIENT_SCRIPT}"
@@ -49,34 +46,14 @@ REQUEST_STATE_CHECKS = {
 
 
 def client_scenarios(spec_version: str = SPEC_VERSION) -> list[str]:
-    """The suite's client scenarios for ``spec_version``, OAuth ones left out (out of scope)."""
-    listing = subprocess.run(
-        [str(NODE), str(require_suite()), "list"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    section = listing.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
-    found = re.findall(r"^\s+- (\S+) \[([^\]]*)\]", section, re.MULTILINE)
-    return [
-        name
-        for name, versions in found
-        if spec_version in versions.split(",") and not name.startswith("auth/")
-    ]
+    """The suite's client scenarios for ``spec_version``, the ``auth/`` ones left out
+    (their own leg: ``test_conformance_client_auth.py``)."""
+    return listed_client_scenarios(spec_version, auth=False)
 
 
 def run_client(scenario: str, output_dir, spec_version: str = SPEC_VERSION) -> SuiteRun:
     args = ["client", "--command", COMMAND, "--scenario", scenario]
     return run_suite([*args, "--spec-version", spec_version], output_dir, timeout=120)
-
-
-def summary(runs: list[SuiteRun]) -> str:
-    passed = sum(run.count("SUCCESS") for run in runs)
-    failed = sum(run.count("FAILURE") for run in runs)
-    warnings = sum(run.count("WARNING") for run in runs)
-    return f"client leg: {passed} passed, {failed} failed, {warnings} warnings"
 
 
 def test_every_non_auth_2026_client_scenario(tmp_path):
@@ -111,7 +88,7 @@ def _every_scenario_passes(
         runs = list(
             pool.map(lambda name: run_client(name, tmp_path / name, spec_version), scenarios)
         )
-    line = summary(runs)
+    line = runs_summary("client leg", runs)
     print(line)
     problems = [p for run in runs for p in run.problems()]
     failed_runs = [

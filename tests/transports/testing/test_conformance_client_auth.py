@@ -18,8 +18,6 @@ the identity provider's token exchange, then the JWT-bearer grant).
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,12 +26,11 @@ from support.conformance_suite import (
     AUTH_CLIENT_SCENARIOS,
     AUTH_REFUSALS,
     CLIENT_SCRIPT,
-    NODE,
-    ROOT,
     SPEC_VERSION,
     SuiteRun,
-    require_suite,
+    listed_client_scenarios,
     run_suite,
+    runs_summary,
 )
 
 #: The 25 the issue counts; the suite's list must contain at least these.
@@ -49,37 +46,12 @@ def run_client(scenario: str, output_dir, *, extension: bool = False) -> SuiteRu
     return run_suite([*args, *version], output_dir, timeout=120)
 
 
-def summary(runs: list[SuiteRun]) -> str:
-    passed = sum(run.count("SUCCESS") for run in runs)
-    failed = sum(run.count("FAILURE") for run in runs)
-    warnings = sum(run.count("WARNING") for run in runs)
-    return f"client auth leg: {passed} passed, {failed} failed, {warnings} warnings"
-
-
-def auth_scenarios() -> list[str]:
-    listing = subprocess.run(
-        [str(NODE), str(require_suite()), "list"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    section = listing.split("Client scenarios", 1)[1].split("\n\n", 1)[0]
-    found = re.findall(r"^\s+- (\S+) \[([^\]]*)\]", section, re.MULTILINE)
-    return [
-        name
-        for name, versions in found
-        if name.startswith("auth/") and SPEC_VERSION in versions.split(",")
-    ]
-
-
 def test_every_2026_auth_client_scenario(tmp_path):
-    scenarios = auth_scenarios()
+    scenarios = listed_client_scenarios(SPEC_VERSION, auth=True)
     assert set(scenarios) >= NAMED, sorted(NAMED - set(scenarios))
     with ThreadPoolExecutor(max_workers=4) as pool:
         runs = list(pool.map(lambda name: run_client(name, tmp_path / name), scenarios))
-    line = summary(runs)
+    line = runs_summary("client auth leg", runs)
     print(line)
     problems = [p for run in runs for p in run.problems()]
     failed = [
